@@ -1,0 +1,3 @@
+// The umbrella module for embedders: `import Settee` brings in the whole public API.
+@_exported import SetteeCore
+@_exported import SetteeStore

@@ -1,0 +1,60 @@
+/// Rules for document ids and database names, shared by the store, the server and the replicator.
+public enum DocumentID {
+    /// The kinds of document id.
+    public enum Kind: Sendable, Equatable {
+        /// An ordinary document.
+        case regular
+        /// A design document (`_design/…`): replicated like any other.
+        case design
+        /// A local document (`_local/…`): never replicated, never in the change feed.
+        case local
+    }
+
+    /// Checks a document id as CouchDB does.
+    ///
+    /// - Returns: the id's kind.
+    /// - Throws: ``SetteeError`` `.badDocID` for an empty id, one starting with `_` other than `_design/`
+    ///   or `_local/`, one that is only the prefix, or one that is not valid UTF-8.
+    public static func validate(_ id: String) throws(SetteeError) -> Kind {
+        if id.isEmpty { throw SetteeError(.badDocID, "Document id must not be empty") }
+        if id.utf8.first == UInt8(ascii: "_") {
+            if id.hasPrefix("_design/") {
+                guard id.utf8.count > 8 else { throw SetteeError(.badDocID, "Illegal document id `\(id)`") }
+                return .design
+            }
+            if id.hasPrefix("_local/") {
+                guard id.utf8.count > 7 else { throw SetteeError(.badDocID, "Illegal document id `\(id)`") }
+                return .local
+            }
+            throw SetteeError(.badDocID, "Only reserved document ids may start with underscore.")
+        }
+        return .regular
+    }
+
+    /// Checks a database name against CouchDB's rule `^[a-z][a-z0-9_$()+/-]*$`, at most 238 characters.
+    ///
+    /// - Throws: ``SetteeError`` `.illegalDatabaseName`.
+    public static func validateDatabaseName(_ name: String) throws(SetteeError) {
+        let bytes = Array(name.utf8)
+        let allowedRest: Set<UInt8> = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+/-".utf8)
+        guard let first = bytes.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"),
+              bytes.count <= 238, bytes.allSatisfy({ allowedRest.contains($0) })
+        else {
+            throw SetteeError(.illegalDatabaseName,
+                              "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+        }
+    }
+
+    /// Checks a scope or collection name (Couchbase Lite's rule: 1–251 of `A-Za-z0-9_-%`, not starting with `_` or `%`,
+    /// except the reserved `_default`).
+    public static func validateCollectionName(_ name: String) throws(SetteeError) {
+        if name == "_default" { return }
+        let allowed: Set<UInt8> = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-%".utf8)
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, first != UInt8(ascii: "_"), first != UInt8(ascii: "%"),
+              bytes.count <= 251, bytes.allSatisfy({ allowed.contains($0) })
+        else {
+            throw SetteeError(.badRequest, "Invalid scope or collection name '\(name)'")
+        }
+    }
+}

@@ -1,0 +1,103 @@
+/// The on-disk encoding of a revision tree (the `tree` column of `docs_<cid>`).
+///
+/// Format (version 1), all integers LEB128 varints:
+/// ```
+/// u8 version=1 · count · count × node
+/// node := generation · digestLength · digest bytes · (parent + 1) · flags(bit0 deleted, bit1 has body)
+///         · [bodyLength · body bytes]
+/// ```
+/// Nodes are written in tree order (sorted), so equal trees encode to equal bytes.
+extension RevTree {
+    /// Encodes the tree; pass `omitBodyOf` to leave one revision's body out (the store keeps the winner's
+    /// body in its own column).
+    public func encoded(omitBodyOf omitted: RevID? = nil) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(8 + nodes.count * 40)
+        out.append(1)
+        Varint.append(UInt64(nodes.count), to: &out)
+        for node in nodes {
+            Varint.append(UInt64(node.rev.generation), to: &out)
+            let digest = node.rev.digest.utf8
+            Varint.append(UInt64(digest.count), to: &out)
+            out.append(contentsOf: digest)
+            Varint.append(UInt64(node.parent + 1), to: &out)
+            let body = node.rev == omitted ? nil : node.body
+            out.append((node.deleted ? 1 : 0) | (body != nil ? 2 : 0))
+            if let body {
+                Varint.append(UInt64(body.count), to: &out)
+                out.append(contentsOf: body)
+            }
+        }
+        return out
+    }
+
+    /// Decodes bytes written by ``encoded(omitBodyOf:)``.
+    /// - Throws: ``SetteeError`` with code `internalError` when the bytes are not a valid tree.
+    public init(encoded bytes: [UInt8]) throws(SetteeError) {
+        var reader = ByteReader(bytes: bytes)
+        guard reader.byte() == 1, let count = reader.varint(), count < UInt64(Int32.max) else {
+            throw SetteeError(.internalError, "Corrupt revision tree: bad header")
+        }
+        var nodes: [Node] = []
+        nodes.reserveCapacity(Int(count))
+        for _ in 0..<Int(count) {
+            guard let gen = reader.varint(), gen >= 1, gen < UInt64(Int.max),
+                  let dlen = reader.varint(), let digest = reader.bytes(Int(dlen)), !digest.isEmpty,
+                  let parentPlusOne = reader.varint(), parentPlusOne <= UInt64(nodes.count),
+                  let flags = reader.byte()
+            else { throw SetteeError(.internalError, "Corrupt revision tree: bad node") }
+            var body: [UInt8]?
+            if flags & 2 != 0 {
+                guard let blen = reader.varint(), let b = reader.bytes(Int(blen)) else {
+                    throw SetteeError(.internalError, "Corrupt revision tree: bad body")
+                }
+                body = b
+            }
+            nodes.append(Node(rev: RevID(generation: Int(gen), digest: String(decoding: digest, as: UTF8.self)),
+                              parent: Int(parentPlusOne) - 1, deleted: flags & 1 != 0, body: body))
+        }
+        self.init(sortedNodes: nodes)
+    }
+}
+
+/// LEB128 unsigned varints.
+enum Varint {
+    static func append(_ value: UInt64, to out: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(v & 0x7f) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+}
+
+/// A cursor over bytes that returns nil instead of reading past the end.
+struct ByteReader {
+    let bytes: [UInt8]
+    var offset = 0
+
+    mutating func byte() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func varint() -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while let b = byte() {
+            result |= UInt64(b & 0x7f) << shift
+            if b < 0x80 { return result }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
+    }
+
+    mutating func bytes(_ n: Int) -> [UInt8]? {
+        guard n >= 0, offset + n <= bytes.count else { return nil }
+        defer { offset += n }
+        return Array(bytes[offset..<offset + n])
+    }
+}

@@ -1,0 +1,112 @@
+import SetteeCore
+
+/// The change feed: each document's latest change, in sequence order.
+extension Collection {
+    /// One row of the change feed.
+    public struct ChangeRow: Sendable {
+        /// The sequence of the document's latest change.
+        public let sequence: UInt64
+        public let id: String
+        /// The winning revision.
+        public let rev: RevID
+        /// Whether the winning revision is a tombstone.
+        public let deleted: Bool
+        /// Every leaf (winner first) when `style=all_docs` was asked, else nil.
+        public let leaves: [RevID]?
+        /// Live non-winning leaves, when `conflicts` was asked and there are some.
+        public let conflicts: [RevID]?
+        /// The winning body when `include_docs` was asked.
+        public let body: [UInt8]?
+    }
+
+    /// What to read from the feed.
+    public struct ChangesOptions: Sendable {
+        /// Only changes after this sequence.
+        public var since: UInt64 = 0
+        public var limit: Int?
+        /// Newest first.
+        public var descending = false
+        /// Include the winning body.
+        public var includeDocs = false
+        /// List every leaf revision (CouchDB's `style=all_docs`).
+        public var allLeaves = false
+        /// List live conflicting leaves.
+        public var conflicts = false
+        /// Only these documents (CouchDB's `_doc_ids` filter).
+        public var documentIDs: [String]?
+        public init(since: UInt64 = 0) { self.since = since }
+    }
+
+    /// Reads the change feed. Each document appears once, at its latest change; `_local` documents never do.
+    public func changes(_ options: ChangesOptions) throws -> [ChangeRow] {
+        try database.read { db in
+            var rows: [ChangeRow] = []
+            try self.scanChanges(options, db: db) { rows.append($0) }
+            return rows
+        }
+    }
+
+    /// Streams the change feed to `body` row by row (no intermediate array); return false to stop.
+    public func forEachChange(_ options: ChangesOptions, _ body: (ChangeRow) throws -> Bool) throws {
+        try database.read { db in
+            var stop = false
+            try self.scanChanges(options, db: db) { row in
+                if stop { return }
+                if try !body(row) { stop = true }
+            }
+        }
+    }
+
+    func scanChanges(_ options: ChangesOptions, db: Connection, _ emit: (ChangeRow) throws -> Void) throws {
+        let needTree = options.allLeaves || options.conflicts
+        var columns = "seq, id, rev, flags"
+        columns += options.includeDocs ? ", body" : ", NULL"
+        columns += needTree ? ", tree" : ", NULL"
+        var sql = "SELECT \(columns) FROM \(docsTable) WHERE seq > ?"
+        var binds: [SQLiteValue] = [.integer(Int64(clamping: options.since))]
+        if let ids = options.documentIDs {
+            let unique = Array(Set(ids))
+            if unique.isEmpty { return }
+            sql += " AND id IN (\(Array(repeating: "?", count: unique.count).joined(separator: ",")))"
+            binds += unique.map { .text($0) }
+        }
+        sql += options.descending ? " ORDER BY seq DESC" : " ORDER BY seq ASC"
+        if let limit = options.limit {
+            sql += " LIMIT ?"
+            binds.append(.integer(Int64(max(0, limit))))
+        }
+        let stmt = options.documentIDs == nil ? try db.prepare(sql) : try db.prepareUncached(sql)
+        defer { stmt.reset() }
+        stmt.bind(binds)
+        while try stmt.step() {
+            guard let rev = RevID(stmt.string(2) ?? "") else { continue }
+            let flags = stmt.int64(3)
+            var leaves: [RevID]?
+            var conflicts: [RevID]?
+            if needTree {
+                let tree = try RevTree(encoded: stmt.blob(5) ?? [])
+                let ranked = tree.rankedLeaves
+                if options.allLeaves { leaves = ranked.map(\.rev) }
+                if options.conflicts, flags & DocFlags.conflicted != 0 {
+                    conflicts = ranked.dropFirst().filter { !$0.deleted }.map(\.rev)
+                }
+            }
+            try emit(ChangeRow(sequence: UInt64(stmt.int64(0)), id: stmt.string(1) ?? "", rev: rev,
+                               deleted: flags & DocFlags.deleted != 0, leaves: leaves, conflicts: conflicts,
+                               body: options.includeDocs ? stmt.blob(4) : nil))
+        }
+    }
+
+    /// Ids purged after `since`, with the sequence of each purge (for feed followers such as indexes).
+    public func purges(since: UInt64) throws -> [(sequence: UInt64, id: String)] {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT seq, id FROM purges WHERE collection = ? AND seq > ? ORDER BY seq")
+            defer { stmt.reset() }
+            stmt.bind(id, at: 1)
+            stmt.bind(Int64(clamping: since), at: 2)
+            var out: [(UInt64, String)] = []
+            while try stmt.step() { out.append((UInt64(stmt.int64(0)), stmt.string(1) ?? "")) }
+            return out
+        }
+    }
+}

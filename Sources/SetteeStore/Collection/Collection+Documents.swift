@@ -1,0 +1,99 @@
+import SetteeCore
+
+/// How a save behaves when the document changed since it was read (Couchbase Lite's `ConcurrencyControl`).
+public enum ConcurrencyControl: Sendable {
+    /// The save replaces whatever revision is current.
+    case lastWriteWins
+    /// The save fails (returns false) if the document changed since it was read.
+    case failOnConflict
+}
+
+/// The Couchbase Lite-style document API.
+extension Collection {
+    /// The document's current winning revision, or nil if it does not exist or is deleted.
+    public func document(id: String) throws -> Document? {
+        guard let record = try record(id: id), !record.deleted else { return nil }
+        return Document(id: id, revisionID: record.revID.description, sequence: record.sequence, deleted: false,
+                        properties: try record.json(), collection: self)
+    }
+
+    /// Saves with last-write-wins.
+    public func save(document: MutableDocument) throws {
+        _ = try save(document: document, concurrencyControl: .lastWriteWins)
+    }
+
+    /// Saves a document.
+    ///
+    /// - Returns: false when `failOnConflict` found that the document changed since it was read.
+    /// - Throws: `.badDocID` for an invalid id, `.badRequest` for reserved property names, storage errors.
+    @discardableResult
+    public func save(document: MutableDocument, concurrencyControl: ConcurrencyControl) throws -> Bool {
+        try store(document, deleted: false, concurrencyControl: concurrencyControl)
+    }
+
+    /// Saves a document, asking `conflictHandler` to merge when it changed since it was read.
+    ///
+    /// The handler gets the document being saved and the current stored one (nil if deleted); it edits the
+    /// first and returns true to save it, or false to give up (the save then returns false).
+    @discardableResult
+    public func save(document: MutableDocument,
+                     conflictHandler: (MutableDocument, Document?) throws -> Bool) throws -> Bool {
+        while true {
+            if try store(document, deleted: false, concurrencyControl: .failOnConflict) { return true }
+            let current = try record(id: document.id)
+            let currentDoc = try current.flatMap { r -> Document? in
+                r.deleted ? nil : Document(id: r.id, revisionID: r.revID.description, sequence: r.sequence,
+                                           deleted: false, properties: try r.json(), collection: self)
+            }
+            guard try conflictHandler(document, currentDoc) else { return false }
+            document.revisionID = current?.revID.description
+        }
+    }
+
+    /// Deletes a document (writes a tombstone revision) with last-write-wins.
+    public func delete(document: Document) throws {
+        _ = try delete(document: document, concurrencyControl: .lastWriteWins)
+    }
+
+    /// Deletes a document; returns false when `failOnConflict` found it changed since it was read.
+    @discardableResult
+    public func delete(document: Document, concurrencyControl: ConcurrencyControl) throws -> Bool {
+        try store(document, deleted: true, concurrencyControl: concurrencyControl)
+    }
+
+    /// Purges a document: removes it and its history for good. Unlike delete, nothing replicates.
+    public func purge(document: Document) throws {
+        try purge(id: document.id)
+    }
+
+    private func store(_ document: Document, deleted: Bool, concurrencyControl: ConcurrencyControl) throws -> Bool {
+        var body = deleted ? JSONObject() : document.properties
+        if !deleted {
+            for key in body.keys where key.hasPrefix("_") {
+                guard key == "_attachments" else {
+                    throw SetteeError(.badRequest, "Property name `\(key)` is reserved")
+                }
+            }
+        }
+        if deleted, let atts = document.properties["_attachments"] { body["_attachments"] = atts }
+        let mode: RevisionWrite.Mode
+        switch concurrencyControl {
+        case .lastWriteWins: mode = .overwrite
+        case .failOnConflict: mode = .edit(parent: document.revisionID.flatMap(RevID.init))
+        }
+        let result = try write([RevisionWrite(id: document.id, body: body, deleted: deleted, mode: mode)])[0]
+        switch result {
+        case .success(let rev):
+            document.revisionID = rev.description
+            document.isDeleted = deleted
+            document.sequence = database.lastSequence
+            document.collection = self
+            return true
+        case .failure(let error) where error.code == .conflict || (error.code == .notFound && deleted):
+            if concurrencyControl == .failOnConflict { return false }
+            throw error
+        case .failure(let error):
+            throw error
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import SetteeCore
+
+/// Reading documents by id, and `_all_docs`.
+extension Collection {
+    /// The stored record of a document (including tombstones), or nil if it never existed or was purged.
+    ///
+    /// - Parameter withTree: also load the revision tree (needed for history, conflicts, older revisions).
+    public func record(id: String, withTree: Bool = false) throws -> DocumentRecord? {
+        try database.read { db in try self.readRecord(id: id, withTree: withTree, db: db) }
+    }
+
+    func readRecord(id: String, withTree: Bool, db: Connection) throws -> DocumentRecord? {
+        let sql = withTree
+            ? "SELECT seq, rev, flags, body, tree FROM \(docsTable) WHERE id = ?"
+            : "SELECT seq, rev, flags, body FROM \(docsTable) WHERE id = ?"
+        let stmt = try db.prepare(sql)
+        defer { stmt.reset() }
+        stmt.bind(id, at: 1)
+        guard try stmt.step() else { return nil }
+        guard let rev = RevID(stmt.string(1) ?? "") else {
+            throw SetteeError(.internalError, "Corrupt revision id for \(id)")
+        }
+        let flags = stmt.int64(2)
+        let body = stmt.blob(3) ?? Array("{}".utf8)
+        var tree: RevTree?
+        if withTree {
+            var t = try RevTree(encoded: stmt.blob(4) ?? [])
+            t.setBody(body, for: rev)
+            tree = t
+        }
+        return DocumentRecord(id: id, sequence: UInt64(stmt.int64(0)), revID: rev,
+                              deleted: flags & DocFlags.deleted != 0,
+                              conflicted: flags & DocFlags.conflicted != 0, body: body, tree: tree)
+    }
+
+    /// One row of `_all_docs`.
+    public struct AllDocsRow: Sendable {
+        public let id: String
+        public let rev: RevID
+        public let deleted: Bool
+        public let body: [UInt8]?
+    }
+
+    /// Options of `_all_docs` (CouchDB's meaning: with `descending`, `startKey` is the upper bound).
+    public struct AllDocsOptions: Sendable {
+        public var startKey: String?
+        public var endKey: String?
+        public var inclusiveEnd = true
+        public var descending = false
+        public var limit: Int?
+        public var skip = 0
+        public var includeDocs = false
+        public init() {}
+    }
+
+    /// Live documents in id order (raw UTF-8 byte order, as CouchDB's `_all_docs`), and the total live count.
+    public func allDocs(_ options: AllDocsOptions) throws -> (totalRows: Int, offset: Int, rows: [AllDocsRow]) {
+        try database.read { db in
+            var conditions = ["flags & 1 = 0"]
+            var binds: [SQLiteValue] = []
+            let lowerOp = options.descending ? (options.inclusiveEnd ? ">=" : ">") : ">="
+            let upperOp = options.descending ? "<=" : (options.inclusiveEnd ? "<=" : "<")
+            let lower = options.descending ? options.endKey : options.startKey
+            let upper = options.descending ? options.startKey : options.endKey
+            if let lower { conditions.append("id \(lowerOp) ?"); binds.append(.text(lower)) }
+            if let upper { conditions.append("id \(upperOp) ?"); binds.append(.text(upper)) }
+            let order = options.descending ? "DESC" : "ASC"
+            let columns = options.includeDocs ? "id, rev, flags, body" : "id, rev, flags"
+            let limit = options.limit.map { max(0, $0) } ?? -1
+            let sql = "SELECT \(columns) FROM \(docsTable) WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(order) LIMIT ? OFFSET ?"
+            let stmt = try db.prepare(sql)
+            defer { stmt.reset() }
+            stmt.bind(binds + [.integer(Int64(limit)), .integer(Int64(max(0, options.skip)))])
+            var rows: [AllDocsRow] = []
+            while try stmt.step() {
+                rows.append(AllDocsRow(id: stmt.string(0) ?? "", rev: RevID(stmt.string(1) ?? "")!,
+                                       deleted: stmt.int64(2) & 1 != 0,
+                                       body: options.includeDocs ? stmt.blob(3) : nil))
+            }
+            let count = try db.prepare("SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0")
+            defer { count.reset() }
+            let total = try count.step() ? count.int(0) : 0
+            // CouchDB's offset: rows that precede the range in iteration order, plus skip.
+            var offset = max(0, options.skip)
+            if let bound = options.descending ? upper : lower {
+                let before = try db.prepare(options.descending
+                    ? "SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0 AND id > ?"
+                    : "SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0 AND id < ?")
+                defer { before.reset() }
+                before.bind(bound, at: 1)
+                offset += try before.step() ? before.int(0) : 0
+            }
+            return (total, min(offset, total), rows)
+        }
+    }
+
+    /// `_all_docs` with `keys`: one entry per key, nil where the document does not exist
+    /// (deleted documents are returned with `deleted: true`).
+    public func allDocs(keys: [String], includeDocs: Bool) throws -> [AllDocsRow?] {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT rev, flags, body FROM \(docsTable) WHERE id = ?")
+            return try keys.map { key in
+                defer { stmt.reset() }
+                stmt.bind(key, at: 1)
+                guard try stmt.step(), let rev = RevID(stmt.string(0) ?? "") else { return nil }
+                let deleted = stmt.int64(1) & 1 != 0
+                return AllDocsRow(id: key, rev: rev, deleted: deleted,
+                                  body: includeDocs && !deleted ? stmt.blob(2) : nil)
+            }
+        }
+    }
+
+    /// `_revs_diff` for many documents in one read: for each id, the revisions this collection lacks
+    /// and its leaves that could be their ancestors. Ids with nothing missing are omitted.
+    public func revsDiff(_ request: [(id: String, revs: [RevID])]) throws -> [(id: String, diff: RevTree.RevsDiff)] {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT tree FROM \(docsTable) WHERE id = ?")
+            var out: [(String, RevTree.RevsDiff)] = []
+            for (id, revs) in request {
+                stmt.bind(id, at: 1)
+                var tree = RevTree()
+                if try stmt.step() { tree = try RevTree(encoded: stmt.blob(0) ?? []) }
+                stmt.reset()
+                let diff = tree.revsDiff(revs)
+                if !diff.missing.isEmpty { out.append((id, diff)) }
+            }
+            return out
+        }
+    }
+}

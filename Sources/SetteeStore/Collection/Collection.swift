@@ -1,0 +1,91 @@
+import Foundation
+import SetteeCore
+
+/// A named set of documents inside a ``Database`` (Couchbase Lite's `Collection`).
+///
+/// Every database has the default collection `_default._default`; others are made with
+/// ``Database/createCollection(name:scope:)``. A `Collection` keeps its database open.
+///
+/// ```swift
+/// let users = try db.createCollection(name: "users", scope: "app")
+/// let doc = MutableDocument(id: "u1", data: ["name": "Ada"])
+/// try users.save(document: doc)
+/// print(try users.document(id: "u1")?.string(forKey: "name") ?? "")
+/// ```
+///
+/// Threading: safe from any thread (see ``Database``).
+public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomStringConvertible {
+    /// The database holding this collection.
+    public let database: Database
+    /// The collection's name.
+    public let name: String
+    /// The collection's scope name.
+    public let scope: String
+    let id: Int64
+    let docsTable: String
+    let localTable: String
+
+    init(database: Database, info: CollectionInfo) {
+        self.database = database
+        self.id = info.id
+        self.scope = info.scope
+        self.name = info.name
+        self.docsTable = "docs_\(info.id)"
+        self.localTable = "local_\(info.id)"
+    }
+
+    /// `scope.name`, e.g. `_default._default`.
+    public var fullName: String { "\(scope).\(name)" }
+
+    public var description: String { "Collection(\(database.name).\(fullName))" }
+
+    public static func == (a: Collection, b: Collection) -> Bool {
+        a.database === b.database && a.id == b.id
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(database))
+        hasher.combine(id)
+    }
+
+    /// Number of live (not deleted) documents.
+    public var count: UInt64 {
+        (try? database.read { db in
+            let stmt = try db.prepare("SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0")
+            defer { stmt.reset() }
+            return try stmt.step() ? UInt64(stmt.int64(0)) : 0
+        }) ?? 0
+    }
+
+    /// Counts for database info: live documents, deleted documents.
+    public func documentCounts() throws -> (live: Int, deleted: Int) {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT count(*), coalesce(sum(flags & 1), 0) FROM \(docsTable)")
+            defer { stmt.reset() }
+            guard try stmt.step() else { return (0, 0) }
+            let total = stmt.int(0), deleted = stmt.int(1)
+            return (total - deleted, deleted)
+        }
+    }
+
+    // MARK: Listeners
+
+    /// Calls `listener` after each commit that changed documents in this collection.
+    ///
+    /// - Parameter queue: where the listener runs (default: the main queue's stand-in, a private serial queue).
+    /// - Returns: a token; call `remove()` on it to stop.
+    @discardableResult
+    public func addChangeListener(queue: DispatchQueue? = nil,
+                                  listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
+        database.notifier.addListener(collection: fullName, documentID: nil,
+                                      queue: queue ?? DispatchQueue(label: "settee.listener"), listener)
+    }
+
+    /// Calls `listener` after each commit that changed the document `id`.
+    @discardableResult
+    public func addDocumentChangeListener(id: String, queue: DispatchQueue? = nil,
+                                          listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
+        database.notifier.addListener(collection: fullName, documentID: id,
+                                      queue: queue ?? DispatchQueue(label: "settee.listener"), listener)
+    }
+}

@@ -1,0 +1,38 @@
+import SetteeCore
+
+/// One revision to store, the way CouchDB's `_bulk_docs` expresses a write.
+///
+/// The body holds the document's properties (including `_attachments` stubs) but none of the other
+/// underscore fields: `_id`, `_rev`, `_deleted` and `_revisions` are carried by the other members.
+public struct RevisionWrite: Sendable {
+    /// How the new revision relates to what the store already has.
+    public enum Mode: Sendable, Equatable {
+        /// A local edit of `parent` (nil: a new document, or a re-creation over a tombstone).
+        /// A stale or missing parent is a conflict (CouchDB's `new_edits=true`).
+        case edit(parent: RevID?)
+        /// A local edit of whatever revision currently wins (Couchbase Lite's last-write-wins save).
+        case overwrite
+        /// A revision produced elsewhere, with its ancestry newest first (CouchDB's `new_edits=false`):
+        /// stored as given, creating a conflict branch when it does not extend a leaf.
+        case replicated(history: [RevID])
+    }
+
+    public var id: String
+    public var body: JSONObject
+    public var deleted: Bool
+    public var mode: Mode
+
+    public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode) {
+        self.id = id
+        self.body = body
+        self.deleted = deleted
+        self.mode = mode
+    }
+}
+
+/// Row flags in `docs_<cid>.flags`.
+enum DocFlags {
+    static let deleted: Int64 = 1
+    static let conflicted: Int64 = 2
+    static let hasAttachments: Int64 = 4
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+/// What one commit changed in one collection.
+public struct CollectionChange: Sendable {
+    /// The collection's full name, `scope.collection`.
+    public let collectionName: String
+    /// Ids of the documents the commit wrote (created, updated, deleted, purged), in write order.
+    public let documentIDs: [String]
+    /// The database's sequence after the commit.
+    public let sequence: UInt64
+}
+
+/// A registration returned by `addChangeListener`; call ``remove()`` to stop receiving changes.
+public final class ListenerToken: @unchecked Sendable {
+    private let onRemove: () -> Void
+    private let lock = NSLock()
+    private var removed = false
+
+    init(onRemove: @escaping () -> Void) { self.onRemove = onRemove }
+
+    /// Unregisters the listener. Safe to call more than once.
+    public func remove() {
+        lock.lock()
+        let first = !removed
+        removed = true
+        lock.unlock()
+        if first { onRemove() }
+    }
+}
+
+/// Publishes commits to in-process observers: async sequences of the database sequence (for feeds and
+/// index updaters) and callback listeners per collection (the Couchbase Lite-style API).
+///
+/// Thread-safe. Notifications never block the writer: async streams keep only the newest sequence,
+/// callbacks are dispatched on the listener's queue.
+final class ChangeNotifier: @unchecked Sendable {
+    private struct Listener {
+        let collection: String
+        let documentID: String?
+        let queue: DispatchQueue
+        let callback: @Sendable (CollectionChange) -> Void
+    }
+
+    private let lock = NSLock()
+    private var streams: [UUID: AsyncStream<UInt64>.Continuation] = [:]
+    private var listeners: [UUID: Listener] = [:]
+
+    /// An async sequence that yields the database's sequence after each commit (newest only if the consumer lags).
+    func sequences() -> AsyncStream<UInt64> {
+        let (stream, continuation) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let key = UUID()
+        lock.lock()
+        streams[key] = continuation
+        lock.unlock()
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            self.lock.lock()
+            self.streams[key] = nil
+            self.lock.unlock()
+        }
+        return stream
+    }
+
+    func addListener(collection: String, documentID: String?, queue: DispatchQueue,
+                     _ callback: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
+        let key = UUID()
+        lock.lock()
+        listeners[key] = Listener(collection: collection, documentID: documentID, queue: queue, callback: callback)
+        lock.unlock()
+        return ListenerToken { [weak self] in
+            guard let self else { return }
+            self.lock.lock()
+            self.listeners[key] = nil
+            self.lock.unlock()
+        }
+    }
+
+    /// Called by the writer after a commit.
+    func publish(sequence: UInt64, changes: [String: [String]]) {
+        lock.lock()
+        let conts = Array(streams.values)
+        let ls = Array(listeners.values)
+        lock.unlock()
+        for c in conts { c.yield(sequence) }
+        guard !ls.isEmpty else { return }
+        for l in ls {
+            guard let ids = changes[l.collection], !ids.isEmpty else { continue }
+            if let docID = l.documentID {
+                guard ids.contains(docID) else { continue }
+                let change = CollectionChange(collectionName: l.collection, documentIDs: [docID], sequence: sequence)
+                l.queue.async { l.callback(change) }
+            } else {
+                let change = CollectionChange(collectionName: l.collection, documentIDs: ids, sequence: sequence)
+                l.queue.async { l.callback(change) }
+            }
+        }
+    }
+
+    /// Ends every async sequence (the database closed).
+    func finish() {
+        lock.lock()
+        let conts = Array(streams.values)
+        streams.removeAll()
+        listeners.removeAll()
+        lock.unlock()
+        for c in conts { c.finish() }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import SetteeCore
+
+/// Compaction, sizes and other whole-database operations.
+extension Database {
+    /// Sizes in bytes: `file` is the SQLite file plus its WAL, `active` the pages in use.
+    public struct Sizes: Sendable {
+        public let file: Int
+        public let active: Int
+    }
+
+    /// Current on-disk sizes.
+    public func sizes() throws -> Sizes {
+        let fm = FileManager.default
+        var file = 0
+        for suffix in ["", "-wal"] {
+            if let attrs = try? fm.attributesOfItem(atPath: path + suffix), let size = attrs[.size] as? NSNumber {
+                file += size.intValue
+            }
+        }
+        let active: Int = try read { db in
+            let pages = try db.prepare("PRAGMA page_count")
+            let pageCount = try pages.step() ? pages.int(0) : 0
+            pages.reset()
+            let free = try db.prepare("PRAGMA freelist_count")
+            let freeCount = try free.step() ? free.int(0) : 0
+            free.reset()
+            let size = try db.prepare("PRAGMA page_size")
+            let pageSize = try size.step() ? size.int(0) : 4096
+            size.reset()
+            return (pageCount - freeCount) * pageSize
+        }
+        return Sizes(file: file, active: active)
+    }
+
+    /// Compacts the database: deletes attachment bodies no revision refers to any more, checkpoints the
+    /// WAL and rebuilds the file (`VACUUM`). Non-leaf revision bodies are already dropped on every write.
+    public func compact() throws {
+        try checkOpen()
+        do {
+            try pool.write { db in
+                try db.transaction(.immediate) {
+                    try Database.deleteUnreferencedBlobs(db)
+                }
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                try db.execute("VACUUM")
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        } catch let error as SetteeError {
+            throw error
+        } catch {
+            throw storageError(error)
+        }
+    }
+
+    /// Deletes blobs whose digest no document body or kept leaf body mentions.
+    static func deleteUnreferencedBlobs(_ db: Connection) throws {
+        let count = try db.prepare("SELECT count(*) FROM blobs")
+        let blobCount = try count.step() ? count.int(0) : 0
+        count.reset()
+        guard blobCount > 0 else { return }
+        var referenced = Set<String>()
+        let cols = try db.prepare("SELECT id FROM collections")
+        var cids: [Int64] = []
+        while try cols.step() { cids.append(cols.int64(0)) }
+        cols.reset()
+        for cid in cids {
+            let stmt = try db.prepareUncached("SELECT body, tree FROM docs_\(cid) WHERE flags & 4 != 0 OR flags & 2 != 0 OR length(tree) > 64")
+            while try stmt.step() {
+                var bodies: [[UInt8]] = [stmt.blob(0) ?? []]
+                if let treeBytes = stmt.blob(1), let tree = try? RevTree(encoded: treeBytes) {
+                    bodies += tree.nodes.compactMap(\.body)
+                }
+                for body in bodies where body.containsAttachments {
+                    guard let json = try? JSON.parse(body), let atts = json["_attachments"]?.objectValue else { continue }
+                    for (_, meta) in atts {
+                        if let digest = meta["digest"]?.stringValue { referenced.insert(digest) }
+                    }
+                }
+            }
+        }
+        let all = try db.prepare("SELECT digest FROM blobs")
+        var unreferenced: [String] = []
+        while try all.step() {
+            if let d = all.string(0), !referenced.contains(d) { unreferenced.append(d) }
+        }
+        all.reset()
+        let delete = try db.prepare("DELETE FROM blobs WHERE digest = ?")
+        for d in unreferenced { try delete.run([.text(d)]) }
+    }
+
+    // MARK: Async
+
+    /// Runs blocking store work off the caller's executor (on a dispatch queue) and returns its result.
+    /// The server uses this so SQLite is never called on an event loop or the cooperative pool.
+    public static func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            offloadQueue.async {
+                continuation.resume(with: Result { try work() })
+            }
+        }
+    }
+
+    static let offloadQueue = DispatchQueue(label: "settee.store", qos: .userInitiated, attributes: .concurrent)
+}

@@ -1,0 +1,50 @@
+import SetteeCore
+
+/// The on-disk schema and its versioned migrations.
+///
+/// ```
+/// meta(key TEXT PRIMARY KEY, value)          uuid, revs_limit, last_seq, created
+/// collections(id, scope, name)               _default._default is id 1
+/// docs_<cid>(rowid, id UNIQUE, seq UNIQUE, rev, flags, body, tree)
+/// local_<cid>(id PRIMARY KEY, rev, body)     _local documents
+/// blobs(digest PRIMARY KEY, length, data)    attachment bodies, stored once by digest
+/// purges(seq, collection, id)                purged documents, so feed followers (indexes) can drop them
+/// ```
+extension Database {
+    static func migrator(revsLimit: Int) -> Migrator {
+        var migrator = Migrator()
+        migrator.register(1) { db in
+            try db.execute("""
+                CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+                CREATE TABLE collections(id INTEGER PRIMARY KEY, scope TEXT NOT NULL, name TEXT NOT NULL,
+                                         UNIQUE(scope, name));
+                CREATE TABLE blobs(digest TEXT PRIMARY KEY, length INTEGER NOT NULL, data BLOB NOT NULL);
+                CREATE TABLE purges(seq INTEGER PRIMARY KEY, collection INTEGER NOT NULL, id TEXT NOT NULL);
+                """)
+            let uuid = Database.randomHex(bytes: 16)
+            try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("uuid"), .text(uuid)])
+            try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("revs_limit"), .integer(Int64(revsLimit))])
+            try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("last_seq"), .integer(0)])
+            try createCollectionTables(db, scope: "_default", name: "_default")
+        }
+        return migrator
+    }
+
+    /// Creates the rows and tables of a collection; returns its id.
+    @discardableResult
+    static func createCollectionTables(_ db: Connection, scope: String, name: String) throws -> Int64 {
+        try db.prepare("INSERT INTO collections(scope, name) VALUES (?, ?)").run([.text(scope), .text(name)])
+        let cid = db.lastInsertRowID
+        try db.execute("""
+            CREATE TABLE docs_\(cid)(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, seq INTEGER NOT NULL UNIQUE,
+                                     rev TEXT NOT NULL, flags INTEGER NOT NULL, body BLOB, tree BLOB NOT NULL);
+            CREATE TABLE local_\(cid)(id TEXT PRIMARY KEY, rev TEXT NOT NULL, body BLOB NOT NULL) WITHOUT ROWID;
+            """)
+        return cid
+    }
+
+    static func randomHex(bytes: Int) -> String {
+        var g = SystemRandomNumberGenerator()
+        return Hex.encode((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &g) })
+    }
+}

@@ -1,0 +1,370 @@
+import Foundation
+import SetteeCore
+
+/// A Settee database: one SQLite file holding collections of JSON documents with their revision trees.
+///
+/// Open or create one by name; every database has the default collection `_default._default`.
+///
+/// ```swift
+/// let db = try Database(name: "catalog", config: DatabaseConfiguration(directory: "/tmp/data"))
+/// let products = try db.defaultCollection()
+/// let doc = MutableDocument(id: "p1")
+/// doc.setString("Espresso cup", forKey: "name")
+/// try products.save(document: doc)
+/// ```
+///
+/// Threading: a `Database` is safe to use from any thread. Writes are serialized through one writer
+/// connection and coalesced into group commits; reads run concurrently on a pool of WAL readers.
+/// The synchronous API blocks the calling thread: from async code use the `async` variants, which run
+/// on a dedicated dispatch queue (never on the caller's executor).
+public final class Database: @unchecked Sendable {
+    /// The database's name.
+    public let name: String
+    /// The configuration it was opened with.
+    public let config: DatabaseConfiguration
+    /// Path of the SQLite file.
+    public let path: String
+    /// A random id given at creation, stable for the life of the database (CouchDB's per-db uuid).
+    public let uuid: String
+
+    let pool: DatabasePool
+    let writer: GroupCommitWriter
+    let notifier = ChangeNotifier()
+
+    // Writer state: touched only inside writer transactions.
+    var writerSeq: UInt64
+    var persistedSeq: UInt64
+    var pendingChanges: [String: [String]] = [:]
+
+    private let lock = NSLock()
+    private var _committedSeq: UInt64
+    private var _revsLimit: Int
+    private var collectionCache: [String: CollectionInfo] = [:]
+
+    /// Opens the database `name` in `config.directory`, creating it if it does not exist.
+    ///
+    /// - Throws: ``SetteeError`` `.storage` when the file cannot be opened or migrated, `.badRequest`
+    ///   for an empty name.
+    public convenience init(name: String, config: DatabaseConfiguration = DatabaseConfiguration()) throws {
+        try self.init(name: name, config: config, create: true)
+    }
+
+    /// Opens the database; with `create: false` a missing database is `.notFound`.
+    public init(name: String, config: DatabaseConfiguration, create: Bool) throws {
+        guard !name.isEmpty, !name.utf8.contains(0) else {
+            throw SetteeError(.badRequest, "Database name must not be empty")
+        }
+        self.name = name
+        self.config = config
+        self.path = Database.filePath(name: name, directory: config.directory)
+        if !create && !FileManager.default.fileExists(atPath: path) {
+            throw SetteeError(.notFound, "Database does not exist.")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: config.directory, withIntermediateDirectories: true)
+        } catch {
+            throw SetteeError(.storage, "Cannot create directory \(config.directory)", underlying: UnderlyingError(description: "\(error)"))
+        }
+        let migrator = Database.migrator(revsLimit: config.revsLimit)
+        do {
+            pool = try DatabasePool(
+                path: path,
+                configuration: PoolConfiguration(readers: max(1, config.readers), synchronousFull: config.fullSync),
+                prepareWriter: { try migrator.migrate($0) })
+            let meta = try pool.write { db -> (String, Int, UInt64, [(Int64, String, String)]) in
+                let stmt = try db.prepare("SELECT key, value FROM meta")
+                var uuid = "", limit = 1000, seq: UInt64 = 0
+                while try stmt.step() {
+                    switch stmt.string(0) {
+                    case "uuid": uuid = stmt.string(1) ?? ""
+                    case "revs_limit": limit = stmt.int(1)
+                    case "last_seq": seq = UInt64(stmt.int64(1))
+                    default: break
+                    }
+                }
+                stmt.reset()
+                // A crash between a document write and the counter update cannot happen (same transaction),
+                // but take the max anyway so sequences never go backwards.
+                let cols = try db.prepare("SELECT id, scope, name FROM collections")
+                var list: [(Int64, String, String)] = []
+                while try cols.step() { list.append((cols.int64(0), cols.string(1) ?? "", cols.string(2) ?? "")) }
+                cols.reset()
+                for (cid, _, _) in list {
+                    let s = try db.prepare("SELECT max(seq) FROM docs_\(cid)")
+                    if try s.step() { seq = max(seq, UInt64(s.int64(0))) }
+                    s.reset()
+                }
+                return (uuid, limit, seq, list)
+            }
+            uuid = meta.0
+            _revsLimit = meta.1
+            writerSeq = meta.2
+            persistedSeq = meta.2
+            _committedSeq = meta.2
+            writer = GroupCommitWriter(pool: pool)
+            for (cid, scope, cname) in meta.3 {
+                collectionCache["\(scope).\(cname)"] = CollectionInfo(id: cid, scope: scope, name: cname)
+            }
+        } catch let error as SetteeError {
+            throw error
+        } catch {
+            throw SetteeError(.storage, "Cannot open database \(name)", underlying: Database.sendable(error))
+        }
+        writer.beforeCommit = { [unowned self] db in
+            if self.writerSeq != self.persistedSeq {
+                try db.prepare("UPDATE meta SET value = ? WHERE key = 'last_seq'").run([.integer(Int64(self.writerSeq))])
+            }
+        }
+        writer.afterCommit = { [unowned self] in
+            self.persistedSeq = self.writerSeq
+            let changes = self.pendingChanges
+            self.pendingChanges = [:]
+            self.lock.lock()
+            self._committedSeq = self.writerSeq
+            self.lock.unlock()
+            self.notifier.publish(sequence: self.writerSeq, changes: changes)
+        }
+        writer.afterRollback = { [unowned self] in
+            self.writerSeq = self.persistedSeq
+            self.pendingChanges = [:]
+        }
+    }
+
+    deinit {
+        notifier.finish()
+        pool.close()
+    }
+
+    /// The file name for a database: characters outside `[a-z0-9_$()+-]` are percent-encoded.
+    static func filePath(name: String, directory: String) -> String {
+        var encoded = ""
+        for scalar in name.unicodeScalars {
+            switch scalar {
+            case "a"..."z", "0"..."9", "_", "$", "(", ")", "+", "-":
+                encoded.unicodeScalars.append(scalar)
+            default:
+                for byte in String(scalar).utf8 { encoded += String(format: "%%%02X", byte) }
+            }
+        }
+        return (directory as NSString).appendingPathComponent(encoded + ".sqlite")
+    }
+
+    /// Decodes a file name written by ``filePath(name:directory:)`` back into a database name.
+    static func name(fromFile file: String) -> String? {
+        guard file.hasSuffix(".sqlite") else { return nil }
+        return String(file.dropLast(7)).removingPercentEncoding
+    }
+
+    static func sendable(_ error: any Error) -> any Error & Sendable {
+        if let e = error as? SQLiteError { return e }
+        if let e = error as? SetteeError { return e }
+        return UnderlyingError(description: "\(error)")
+    }
+
+    /// The names of the databases in a directory, sorted.
+    public static func names(inDirectory directory: String) -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return files.compactMap(name(fromFile:)).sorted()
+    }
+
+    /// Whether a database exists in the directory.
+    public static func exists(name: String, inDirectory directory: String) -> Bool {
+        FileManager.default.fileExists(atPath: filePath(name: name, directory: directory))
+    }
+
+    /// Deletes a closed database's files.
+    /// - Throws: ``SetteeError`` `.notFound` if there is no such database.
+    public static func delete(name: String, inDirectory directory: String) throws {
+        let path = filePath(name: name, directory: directory)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw SetteeError(.notFound, "Database does not exist.")
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: path + suffix)
+        }
+    }
+
+    /// Closes the database: waits for in-flight work, checkpoints the WAL and closes every connection.
+    /// Later calls throw `.closed`.
+    public func close() {
+        notifier.finish()
+        pool.close()
+    }
+
+    /// Closes and deletes this database's files.
+    public func delete() throws {
+        close()
+        try Database.delete(name: name, inDirectory: config.directory)
+    }
+
+    /// The sequence of the last committed change (CouchDB's `update_seq`).
+    public var lastSequence: UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return _committedSeq
+    }
+
+    /// An async sequence yielding the database's sequence after every commit (the newest only if the
+    /// consumer falls behind). It ends when the database closes.
+    public func commits() -> AsyncStream<UInt64> {
+        notifier.sequences()
+    }
+
+    /// The number of revisions kept per document path (`_revs_limit`).
+    public var revsLimit: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return _revsLimit
+    }
+
+    /// Changes `_revs_limit`; applies to documents as they are next written.
+    /// - Throws: `.badRequest` for a limit below 1.
+    public func setRevsLimit(_ limit: Int) throws {
+        guard limit >= 1 else { throw SetteeError(.badRequest, "revs_limit must be a positive integer") }
+        try write { db in
+            try db.prepare("UPDATE meta SET value = ? WHERE key = 'revs_limit'").run([.integer(Int64(limit))])
+        }
+        lock.lock()
+        _revsLimit = limit
+        lock.unlock()
+    }
+
+    // MARK: Collections
+
+    /// The default collection, `_default._default`.
+    public func defaultCollection() throws -> Collection {
+        guard let c = try collection(name: "_default", scope: "_default") else {
+            throw SetteeError(.internalError, "default collection missing")
+        }
+        return c
+    }
+
+    /// The collection `scope.name`, or nil if it does not exist. `scope` nil means `_default`.
+    public func collection(name: String, scope: String? = nil) throws -> Collection? {
+        try checkOpen()
+        lock.lock()
+        let info = collectionCache["\(scope ?? "_default").\(name)"]
+        lock.unlock()
+        return info.map { Collection(database: self, info: $0) }
+    }
+
+    /// Creates the collection (and its scope) if needed and returns it.
+    /// - Throws: `.badRequest` for an invalid scope or collection name.
+    public func createCollection(name: String, scope: String? = nil) throws -> Collection {
+        let scope = scope ?? "_default"
+        try DocumentID.validateCollectionName(name)
+        try DocumentID.validateCollectionName(scope)
+        if let c = try collection(name: name, scope: scope) { return c }
+        let cid: Int64 = try write { db in
+            let stmt = try db.prepare("SELECT id FROM collections WHERE scope = ? AND name = ?")
+            stmt.bind(scope, at: 1)
+            stmt.bind(name, at: 2)
+            if try stmt.step() {
+                let id = stmt.int64(0)
+                stmt.reset()
+                return id
+            }
+            stmt.reset()
+            return try Database.createCollectionTables(db, scope: scope, name: name)
+        }
+        let info = CollectionInfo(id: cid, scope: scope, name: name)
+        lock.lock()
+        collectionCache["\(scope).\(name)"] = info
+        lock.unlock()
+        return Collection(database: self, info: info)
+    }
+
+    /// The collections of a scope (`_default` if nil), sorted by name.
+    public func collections(scope: String? = nil) throws -> [Collection] {
+        try checkOpen()
+        let scope = scope ?? "_default"
+        lock.lock()
+        let infos = collectionCache.values.filter { $0.scope == scope }.sorted { $0.name < $1.name }
+        lock.unlock()
+        return infos.map { Collection(database: self, info: $0) }
+    }
+
+    /// Names of all scopes that have a collection.
+    public func scopes() throws -> [String] {
+        try checkOpen()
+        lock.lock()
+        defer { lock.unlock() }
+        return Set(collectionCache.values.map(\.scope)).sorted()
+    }
+
+    /// Deletes a collection and all its documents. The default collection cannot be deleted.
+    public func deleteCollection(name: String, scope: String? = nil) throws {
+        let scope = scope ?? "_default"
+        guard !(scope == "_default" && name == "_default") else {
+            throw SetteeError(.badRequest, "The default collection cannot be deleted")
+        }
+        guard let c = try collection(name: name, scope: scope) else {
+            throw SetteeError(.notFound, "Collection \(scope).\(name) does not exist")
+        }
+        try write { db in
+            try db.execute("DROP TABLE docs_\(c.id); DROP TABLE local_\(c.id);")
+            try db.prepare("DELETE FROM collections WHERE id = ?").run([.integer(c.id)])
+        }
+        lock.lock()
+        collectionCache["\(scope).\(name)"] = nil
+        lock.unlock()
+    }
+
+    // MARK: Access
+
+    func checkOpen() throws(SetteeError) {
+        if pool.isClosed { throw SetteeError(.closed, "Database \(name) is closed") }
+    }
+
+    /// Runs `work` in the next group commit. Errors other than `SetteeError` become `.storage`.
+    func write<T>(_ work: @escaping (Connection) throws -> T) throws(SetteeError) -> T {
+        try checkOpen()
+        do {
+            return try writer.submit(work)
+        } catch let error as SetteeError {
+            throw error
+        } catch {
+            throw storageError(error)
+        }
+    }
+
+    /// Runs `work` on a reader connection.
+    func read<T>(_ work: (Connection) throws -> T) throws(SetteeError) -> T {
+        try checkOpen()
+        do {
+            return try pool.read(work)
+        } catch let error as SetteeError {
+            throw error
+        } catch {
+            throw storageError(error)
+        }
+    }
+
+    func storageError(_ error: any Error) -> SetteeError {
+        if pool.isClosed { return SetteeError(.closed, "Database \(name) is closed", underlying: Database.sendable(error)) }
+        return SetteeError(.storage, "Storage error: \(error)", underlying: Database.sendable(error))
+    }
+
+    /// Allocates the next sequence number (writer only).
+    func nextSequence() -> UInt64 {
+        writerSeq += 1
+        return writerSeq
+    }
+
+    /// Records a changed document for the post-commit notification (writer only).
+    func noteChange(collection: String, id: String) {
+        pendingChanges[collection, default: []].append(id)
+    }
+}
+
+/// Where a collection's tables are.
+struct CollectionInfo: Sendable {
+    let id: Int64
+    let scope: String
+    let name: String
+}
+
+/// A lower-level error kept as text when it is not itself Sendable.
+struct UnderlyingError: Error, Sendable, CustomStringConvertible {
+    let description: String
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// How a ``Database`` is opened: where its file lives and how durable and concurrent it is.
+///
+/// ```swift
+/// var config = DatabaseConfiguration()
+/// config.directory = "/var/lib/settee"
+/// let db = try Database(name: "orders", config: config)
+/// ```
+public struct DatabaseConfiguration: Sendable {
+    /// The directory holding the database files (one `<name>.sqlite` per database). Created if missing.
+    /// Defaults to the current working directory.
+    public var directory: String
+    /// `true` syncs every commit to stable storage (`PRAGMA synchronous=FULL`): survives power loss.
+    /// `false` (default, `synchronous=NORMAL` in WAL mode) survives process crashes but may lose the last
+    /// commits on power loss.
+    public var fullSync: Bool
+    /// Number of WAL reader connections kept open for concurrent reads.
+    public var readers: Int
+    /// Revisions kept per document path when the database is created (CouchDB's `_revs_limit`).
+    public var revsLimit: Int
+
+    public init(directory: String = FileManager.default.currentDirectoryPath,
+                fullSync: Bool = false, readers: Int = 4, revsLimit: Int = 1000) {
+        self.directory = directory
+        self.fullSync = fullSync
+        self.readers = readers
+        self.revsLimit = revsLimit
+    }
+}

@@ -1,0 +1,230 @@
+import CSQLite
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One serialized writer connection and a pool of WAL reader connections to one database file.
+///
+/// Thread-safe. Opening sets `journal_mode=WAL`, `synchronous` (NORMAL or FULL), `foreign_keys=ON` and a 10 s
+/// busy timeout. Readers also set `query_only=ON`. SQLite is only ever called on the caller's thread (sync API)
+/// or on the pool's own dispatch queues (async API), never on the Swift cooperative pool.
+///
+/// ```swift
+/// let pool = try DatabasePool(path: path) { writer in try migrator.migrate(writer) }
+/// try pool.write { db in try db.prepare("INSERT INTO t(x) VALUES (?)").run([.integer(1)]) }
+/// let count = try await pool.asyncRead { db in
+///     let statement = try db.prepare("SELECT count(*) FROM t")
+///     _ = try statement.step()
+///     return statement.int(0)
+/// }
+/// ```
+package final class DatabasePool: @unchecked Sendable {
+    /// The database file path.
+    package let path: String
+    private let configuration: PoolConfiguration
+
+    // Writer: guarded by writerLock.
+    private let writerLock = NSLock()
+    private var writer: Connection?
+
+    // Readers: guarded by readerCondition.
+    private let readerCondition = NSCondition()
+    private var idleReaders: [Connection] = []
+    private var openReaderCount = 0
+    private var busyReaderCount = 0
+    private var readersClosed = false
+
+    private let closed = Atomic<Bool>(false)
+    private let writerQueue: DispatchQueue
+    private let readerQueue: DispatchQueue
+
+    /// Opens the pool: the writer first (runs `prepareWriter` on it, e.g. migrations); readers open on demand.
+    ///
+    /// - Parameter path: The database file (created unless read-only).
+    /// - Parameter configuration: Reader count, durability, read-only.
+    /// - Parameter prepareWriter: Runs once on the writer before any reader opens.
+    /// - Throws: ``SQLiteError`` if opening, configuring or `prepareWriter` fails.
+    package init(
+        path: String,
+        configuration: PoolConfiguration = .init(),
+        prepareWriter: (Connection) throws -> Void = { _ in }
+    ) throws {
+        self.path = path
+        self.configuration = configuration
+        self.writerQueue = DispatchQueue(label: "settee.db.writer")
+        self.readerQueue = DispatchQueue(label: "settee.db.readers", attributes: .concurrent)
+
+        let writer = try Connection(path: path, readOnly: configuration.readOnly)
+        do {
+            if !configuration.readOnly {
+                let statement = try writer.prepareUncached("PRAGMA journal_mode=WAL")
+                let mode = try statement.step() ? statement.string(0)?.lowercased() : nil
+                guard mode == "wal" else {
+                    throw SQLiteError(
+                        code: SQLITE_ERROR, message: "could not enable WAL (journal_mode is \(mode ?? "unknown"))",
+                        sql: "PRAGMA journal_mode=WAL")
+                }
+                try writer.execute("PRAGMA synchronous=\(configuration.synchronousFull ? "FULL" : "NORMAL")")
+            }
+            try writer.execute("PRAGMA foreign_keys=ON")
+            try prepareWriter(writer)
+            writer.rollbackIfNeeded()
+        } catch {
+            writer.close()
+            throw error
+        }
+        self.writer = writer
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Whether ``close()`` has been called.
+    package var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    private static var closedError: SQLiteError {
+        SQLiteError(code: SQLITE_MISUSE, message: "database is closed")
+    }
+
+    // MARK: - Writing
+
+    /// Runs `body` on the writer connection, serialized with every other write (blocks while another runs).
+    ///
+    /// A transaction `body` leaves open is rolled back. Do not call `write` from inside `write` (deadlock).
+    ///
+    /// - Parameter body: The work; begin a transaction in it for atomicity.
+    /// - Throws: What `body` throws, or ``SQLiteError`` (`SQLITE_MISUSE`) once the pool is closed.
+    package func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard let writer else { throw Self.closedError }
+        defer { writer.rollbackIfNeeded() }
+        return try body(writer)
+    }
+
+    /// Runs `body` on the writer from the pool's serial writer queue and resumes the caller with its result.
+    ///
+    /// - Parameter body: The work.
+    /// - Throws: What `body` throws, or ``SQLiteError`` once the pool is closed.
+    package func asyncWrite<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            writerQueue.async {
+                continuation.resume(with: Result { try self.write(body) })
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Runs `body` on a reader connection (`query_only`). Begin a transaction in `body` for a consistent WAL
+    /// snapshot across several statements. Readers are reused; a new one opens while fewer than
+    /// ``PoolConfiguration/readers`` exist; otherwise this waits for a free one.
+    ///
+    /// - Parameter body: The work.
+    /// - Throws: What `body` throws, or ``SQLiteError`` if a reader cannot open or the pool is closed.
+    package func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        let reader = try checkOutReader()
+        defer { checkIn(reader) }
+        defer { reader.rollbackIfNeeded() }
+        return try body(reader)
+    }
+
+    /// Runs `body` on a reader from the pool's concurrent reader queue and resumes the caller with its result.
+    ///
+    /// - Parameter body: The work.
+    /// - Throws: What `body` throws, or ``SQLiteError``.
+    package func asyncRead<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            readerQueue.async {
+                continuation.resume(with: Result { try self.read(body) })
+            }
+        }
+    }
+
+    private func checkOutReader() throws -> Connection {
+        readerCondition.lock()
+        while true {
+            if readersClosed {
+                readerCondition.unlock()
+                throw Self.closedError
+            }
+            if let reader = idleReaders.popLast() {
+                busyReaderCount += 1
+                readerCondition.unlock()
+                return reader
+            }
+            if openReaderCount < max(1, configuration.readers) {
+                openReaderCount += 1
+                busyReaderCount += 1
+                readerCondition.unlock()
+                do {
+                    return try openReader()
+                } catch {
+                    readerCondition.lock()
+                    openReaderCount -= 1
+                    busyReaderCount -= 1
+                    readerCondition.broadcast()
+                    readerCondition.unlock()
+                    throw error
+                }
+            }
+            readerCondition.wait()
+        }
+    }
+
+    private func checkIn(_ reader: Connection) {
+        readerCondition.lock()
+        busyReaderCount -= 1
+        if readersClosed {
+            openReaderCount -= 1
+            reader.close()
+        } else {
+            idleReaders.append(reader)
+        }
+        readerCondition.broadcast()
+        readerCondition.unlock()
+    }
+
+    private func openReader() throws -> Connection {
+        let reader = try Connection(path: path, readOnly: configuration.readOnly)
+        do {
+            try reader.execute("PRAGMA query_only=ON")
+            try reader.execute("PRAGMA foreign_keys=ON")
+        } catch {
+            reader.close()
+            throw error
+        }
+        return reader
+    }
+
+    // MARK: - Closing
+
+    /// Waits for in-flight reads and writes, closes the readers, checkpoints the WAL (`TRUNCATE`) if possible
+    /// and closes the writer. Later calls to `read`/`write` throw `SQLITE_MISUSE` "database is closed".
+    /// Idempotent. Do not call from inside `read`/`write` (deadlock).
+    package func close() {
+        closed.store(true, ordering: .releasing)
+
+        readerCondition.lock()
+        readersClosed = true
+        readerCondition.broadcast()
+        while busyReaderCount > 0 { readerCondition.wait() }
+        let readers = idleReaders
+        idleReaders.removeAll()
+        openReaderCount -= readers.count
+        readerCondition.unlock()
+        for reader in readers { reader.close() }
+
+        writerLock.lock()
+        let writer = self.writer
+        self.writer = nil
+        writerLock.unlock()
+        if let writer {
+            if !configuration.readOnly {
+                _ = try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            writer.close()
+        }
+    }
+}

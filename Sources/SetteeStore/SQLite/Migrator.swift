@@ -1,0 +1,54 @@
+import CSQLite
+
+/// Versioned schema migrations, recorded in `PRAGMA user_version`.
+///
+/// ```swift
+/// var migrator = Migrator()
+/// migrator.register(1) { db in try db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value)") }
+/// migrator.register(2) { db in try db.execute("ALTER TABLE meta ADD COLUMN updated INTEGER") }
+/// let pool = try DatabasePool(path: path) { try migrator.migrate($0) }
+/// ```
+package struct Migrator {
+    private var migrations: [(version: Int, migrate: (Connection) throws -> Void)] = []
+
+    /// Creates a migrator with no migrations.
+    package init() {}
+
+    /// Registers the migration that brings the schema to `version` (versions must be positive and unique).
+    ///
+    /// - Parameter version: The schema version after this migration.
+    /// - Parameter migrate: The schema change; runs inside an IMMEDIATE transaction.
+    package mutating func register(_ version: Int, _ migrate: @escaping (Connection) throws -> Void) {
+        precondition(version > 0, "migration versions start at 1")
+        precondition(!migrations.contains { $0.version == version }, "migration \(version) registered twice")
+        migrations.append((version, migrate))
+        migrations.sort { $0.version < $1.version }
+    }
+
+    /// The highest registered version (0 when none).
+    package var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Runs each migration newer than the database's `user_version`, in version order, each in its own
+    /// IMMEDIATE transaction that also sets `user_version`. Already-applied migrations are skipped.
+    ///
+    /// - Parameter connection: A writable connection not inside a transaction.
+    /// - Throws: What a migration throws (that migration is rolled back; earlier ones stay applied).
+    package func migrate(_ connection: Connection) throws {
+        let current = try Self.userVersion(connection)
+        for migration in migrations where migration.version > current {
+            try connection.transaction(.immediate) {
+                // Read inside the transaction so a concurrent migrator in another process cannot double-apply.
+                guard try Self.userVersion(connection) < migration.version else { return }
+                try migration.migrate(connection)
+                try connection.execute("PRAGMA user_version = \(migration.version)")
+            }
+        }
+    }
+
+    /// The database's `PRAGMA user_version`.
+    package static func userVersion(_ connection: Connection) throws -> Int {
+        let statement = try connection.prepare("PRAGMA user_version")
+        defer { statement.reset() }
+        return try statement.step() ? statement.int(0) : 0
+    }
+}

@@ -1,0 +1,24 @@
+/// Options for opening a ``DatabasePool``.
+///
+/// ```swift
+/// let pool = try DatabasePool(path: path, configuration: .init(readers: 8, synchronousFull: true))
+/// ```
+package struct PoolConfiguration: Sendable {
+    /// The most reader connections the pool opens (at least 1).
+    package var readers: Int = 4
+    /// `PRAGMA synchronous=FULL` when true, else `NORMAL` (durable across process crashes, not power loss).
+    package var synchronousFull: Bool = false
+    /// Opens every connection read-only; writes fail with `SQLITE_READONLY`.
+    package var readOnly: Bool = false
+
+    /// Creates a configuration.
+    ///
+    /// - Parameter readers: The most reader connections to open.
+    /// - Parameter synchronousFull: Use `synchronous=FULL` instead of `NORMAL`.
+    /// - Parameter readOnly: Open the database read-only.
+    package init(readers: Int = 4, synchronousFull: Bool = false, readOnly: Bool = false) {
+        self.readers = readers
+        self.synchronousFull = synchronousFull
+        self.readOnly = readOnly
+    }
+}

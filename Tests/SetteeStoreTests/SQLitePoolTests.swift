@@ -1,0 +1,245 @@
+import CSQLite
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import SetteeStore
+
+@Suite struct SQLitePoolTests {
+    // A fresh instance per test: the directory lives as long as the test.
+    private let dir: SQLiteTempDirectory
+
+    init() throws {
+        dir = try SQLiteTempDirectory()
+    }
+
+    private func makePool(_ configuration: PoolConfiguration = .init()) throws -> DatabasePool {
+        try DatabasePool(path: dir.path(), configuration: configuration) { db in
+            try db.execute("CREATE TABLE IF NOT EXISTS t(x INTEGER); CREATE TABLE IF NOT EXISTS counter(n INTEGER)")
+            if try db.scalarInt("SELECT count(*) FROM counter") == 0 {
+                try db.execute("INSERT INTO counter(n) VALUES (0)")
+            }
+        }
+    }
+
+    @Test func opensInWALWithPragmas() throws {
+        let pool = try makePool()
+        defer { pool.close() }
+        #expect(pool.path == dir.path())
+        try pool.write { db in
+            let mode = try db.prepare("PRAGMA journal_mode")
+            #expect(try mode.step())
+            #expect(mode.string(0) == "wal")
+            mode.reset()
+            #expect(try db.scalarInt("PRAGMA synchronous") == 1)  // NORMAL
+            #expect(try db.scalarInt("PRAGMA foreign_keys") == 1)
+        }
+        try pool.read { db throws in
+            #expect(try db.scalarInt("PRAGMA foreign_keys") == 1)
+            #expect(try db.scalarInt("PRAGMA query_only") == 1)
+        }
+        pool.close()
+
+        let full = try makePool(.init(synchronousFull: true))
+        defer { full.close() }
+        try full.write { db throws in #expect(try db.scalarInt("PRAGMA synchronous") == 2) }
+    }
+
+    @Test func readerSeesCommittedData() throws {
+        let pool = try makePool()
+        defer { pool.close() }
+        try pool.write { db in
+            try db.transaction { try db.prepare("INSERT INTO t(x) VALUES (?)").run([.integer(5)]) }
+        }
+        #expect(try pool.read { try $0.scalarInt("SELECT sum(x) FROM t") } == 5)
+        try pool.write { db in try db.prepare("INSERT INTO t(x) VALUES (?)").run([.integer(6)]) }
+        #expect(try pool.read { try $0.scalarInt("SELECT sum(x) FROM t") } == 11)
+    }
+
+    @Test func readersAreQueryOnly() throws {
+        let pool = try makePool()
+        defer { pool.close() }
+        let error = #expect(throws: SQLiteError.self) {
+            try pool.read { db in try db.execute("INSERT INTO t(x) VALUES (1)") }
+        }
+        #expect(error?.code == SQLITE_READONLY)
+    }
+
+    @Test func readersDoNotBlockOnWriterMidTransaction() throws {
+        let pool = try makePool()
+        defer { pool.close() }
+        try pool.write { db in try db.execute("INSERT INTO t(x) VALUES (1)") }
+
+        let inTransaction = DispatchSemaphore(value: 0)
+        let readerDone = DispatchSemaphore(value: 0)
+        let writerDone = DispatchSemaphore(value: 0)
+        let writerError = Mutex<(any Error)?>(nil)
+        DispatchQueue.global().async {
+            do {
+                try pool.write { db in
+                    try db.transaction {
+                        try db.execute("INSERT INTO t(x) VALUES (2)")
+                        inTransaction.signal()
+                        // Hold the write transaction open until the reader has finished.
+                        _ = readerDone.wait(timeout: .now() + 10)
+                    }
+                }
+            } catch {
+                writerError.withLock { $0 = error }
+            }
+            writerDone.signal()
+        }
+        #expect(inTransaction.wait(timeout: .now() + 10) == .success)
+        let start = ContinuousClock.now
+        let seen = try pool.read { db in
+            try db.transaction(.deferred) { try db.scalarInt("SELECT count(*) FROM t") }
+        }
+        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(seen == 1)  // the uncommitted row is invisible
+        readerDone.signal()
+        #expect(writerDone.wait(timeout: .now() + 10) == .success)
+        #expect(writerError.withLock { $0 == nil })
+        #expect(try pool.read { try $0.scalarInt("SELECT count(*) FROM t") } == 2)
+    }
+
+    @Test func concurrentWritesAreSerialized() throws {
+        let pool = try makePool()
+        defer { pool.close() }
+        let failures = Atomic<Int>(0)
+        let iterations = 200
+        DispatchQueue.concurrentPerform(iterations: iterations) { i in
+            do {
+                if i % 3 == 0 {
+                    // Concurrent readers in the mix.
+                    _ = try pool.read { try $0.scalarInt("SELECT n FROM counter") }
+                }
+                try pool.write { db in
+                    // Read-modify-write in Swift: only correct if writes are serialized.
+                    let n = try db.scalarInt("SELECT n FROM counter")
+                    try db.prepare("UPDATE counter SET n = ?").run([.integer(Int64(n + 1))])
+                }
+            } catch {
+                failures.add(1, ordering: .relaxed)
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        #expect(try pool.read { try $0.scalarInt("SELECT n FROM counter") } == iterations)
+    }
+
+    @Test func readerCountIsBounded() throws {
+        let pool = try makePool(.init(readers: 2))
+        defer { pool.close() }
+        let seen = Mutex<Set<ObjectIdentifier>>([])
+        let active = Atomic<Int>(0)
+        let maxActive = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            _ = try? pool.read { db -> Int in
+                let now = active.add(1, ordering: .relaxed).newValue
+                maxActive.max(now, ordering: .relaxed)
+                seen.withLock { _ = $0.insert(ObjectIdentifier(db)) }
+                usleep(5_000)
+                active.subtract(1, ordering: .relaxed)
+                return try db.scalarInt("SELECT count(*) FROM t")
+            }
+        }
+        #expect(maxActive.load(ordering: .relaxed) <= 2)
+        #expect(seen.withLock { $0.count } <= 2)
+    }
+
+    @Test func asyncVariantsWork() async throws {
+        let pool = try makePool()
+        defer { pool.close() }
+        let rowID = try await pool.asyncWrite { db in
+            try db.transaction { () -> Int64 in
+                try db.prepare("INSERT INTO t(x) VALUES (?)").run([.integer(41)])
+                return db.lastInsertRowID
+            }
+        }
+        #expect(rowID == 1)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try await pool.asyncWrite { db in
+                        let n = try db.scalarInt("SELECT n FROM counter")
+                        try db.prepare("UPDATE counter SET n = ?").run([.integer(Int64(n + 1))])
+                    }
+                }
+                group.addTask {
+                    _ = try await pool.asyncRead { try $0.scalarInt("SELECT count(*) FROM t") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await pool.asyncRead { try $0.scalarInt("SELECT n FROM counter") } == 20)
+        struct Boom: Error {}
+        await #expect(throws: Boom.self) { try await pool.asyncWrite { _ in throw Boom() } }
+        await #expect(throws: Boom.self) { try await pool.asyncRead { _ in throw Boom() } }
+    }
+
+    @Test func closedPoolThrows() async throws {
+        let pool = try makePool()
+        try pool.write { db in try db.execute("INSERT INTO t(x) VALUES (1)") }
+        _ = try pool.read { try $0.scalarInt("SELECT count(*) FROM t") }
+        #expect(!pool.isClosed)
+        pool.close()
+        pool.close()
+        #expect(pool.isClosed)
+
+        let writeError = #expect(throws: SQLiteError.self) { try pool.write { _ in } }
+        #expect(writeError?.code == SQLITE_MISUSE)
+        #expect(writeError?.message == "database is closed")
+        let readError = #expect(throws: SQLiteError.self) { try pool.read { _ in } }
+        #expect(readError?.code == SQLITE_MISUSE)
+        await #expect(throws: SQLiteError.self) { try await pool.asyncWrite { _ in } }
+        await #expect(throws: SQLiteError.self) { try await pool.asyncRead { _ in } }
+
+        // The WAL was checkpointed and truncated; the data is in the main file.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: dir.path() + "-wal")[.size] as? Int) ?? 0
+        #expect(walSize == 0)
+        let db = try Connection(path: dir.path(), readOnly: true)
+        #expect(try db.scalarInt("SELECT count(*) FROM t") == 1)
+    }
+
+    @Test func closeWaitsForInFlightRead() throws {
+        let pool = try makePool()
+        let started = DispatchSemaphore(value: 0)
+        let finished = Atomic<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? pool.read { db -> Int in
+                started.signal()
+                usleep(200_000)
+                let n = try db.scalarInt("SELECT count(*) FROM t")
+                finished.store(true, ordering: .releasing)
+                return n
+            }
+            done.signal()
+        }
+        #expect(started.wait(timeout: .now() + 10) == .success)
+        pool.close()
+        let readFinished = finished.load(ordering: .acquiring)
+        #expect(readFinished)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+    }
+
+    @Test func readOnlyPoolRejectsWrites() throws {
+        try makePool().close()
+        let pool = try DatabasePool(path: dir.path(), configuration: .init(readOnly: true))
+        defer { pool.close() }
+        #expect(try pool.read { try $0.scalarInt("SELECT n FROM counter") } == 0)
+        let error = #expect(throws: SQLiteError.self) {
+            try pool.write { db in try db.execute("INSERT INTO t(x) VALUES (1)") }
+        }
+        #expect(error?.code == SQLITE_READONLY)
+    }
+
+    @Test func failedPrepareWriterThrows() throws {
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            _ = try DatabasePool(path: dir.path()) { _ in throw Boom() }
+        }
+        // The file is usable afterwards.
+        try makePool().close()
+    }
+}
