@@ -208,13 +208,20 @@ struct JSONParser: ~Copyable {
         return (String(decoding: scratch, as: UTF8.self), fingerprint)
     }
 
-    /// FNV-1a over the decoded key bytes.
+    /// A cheap 64-bit summary of the decoded key bytes: keys with different fingerprints differ.
+    /// Up to 8 bytes it is the bytes themselves; longer keys mix the first and last 8 bytes and the length.
     private static func fingerprint(_ raw: UnsafeRawBufferPointer) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in raw {
-            hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3
+        let n = raw.count
+        if n >= 8 {
+            let first = raw.loadUnaligned(as: UInt64.self)
+            let last = raw.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+            return first ^ (last << 29 | last >> 35) ^ (UInt64(n) &* 0x9E37_79B9_7F4A_7C15)
         }
-        return hash
+        var value: UInt64 = 0
+        for b in raw {
+            value = value << 8 | UInt64(b)
+        }
+        return value ^ (UInt64(n) << 56)
     }
 
     /// Scans the string whose opening quote is at `pos` and leaves `pos` after its closing quote.
@@ -223,7 +230,17 @@ struct JSONParser: ~Copyable {
     private mutating func scanString() throws(JSONError) -> Range<Int>? {
         let start = pos + 1
         var i = start
-        while i < count {
+        while true {
+            // Skip 8 plain bytes at a time; stop at the first one that needs a look.
+            while i + 8 <= count {
+                let special = Self.specialBytes(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                if special != 0 {
+                    i += special.trailingZeroBitCount >> 3
+                    break
+                }
+                i += 8
+            }
+            guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
             let b = byte(i)
             if b >= 0x20 && b < 0x80 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
                 i += 1
@@ -239,7 +256,19 @@ struct JSONParser: ~Copyable {
                 i = try validateUTF8(at: i)
             }
         }
-        throw JSONError(.unexpectedEnd, at: count)
+    }
+
+    /// Marks (with the byte's high bit) the bytes of `word` that are `"`, `\`, below 0x20 or above
+    /// 0x7F. Bits above the lowest mark may be false positives; the lowest mark is always exact.
+    @inline(__always)
+    private static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let control = (word &- ones &* 0x20) & ~word
+        let zeroInQuote = (quote &- ones) & ~quote
+        let zeroInBackslash = (backslash &- ones) & ~backslash
+        return (zeroInQuote | zeroInBackslash | control | word) & (ones &* 0x80)
     }
 
     private mutating func appendRaw(_ range: Range<Int>) {

@@ -1,0 +1,97 @@
+import Testing
+import SetteeCore
+@testable import SetteeStore
+
+@Suite struct DocumentAPITests {
+    @Test func saveReadAndTypedGetters() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "hotel1")
+        doc.setString("Grand", forKey: "name")
+        doc.setInt(4, forKey: "stars")
+        doc.setDouble(99.5, forKey: "price")
+        doc.setBoolean(true, forKey: "open")
+        doc.setValue(["pool", "spa"], forKey: "amenities")
+        try c.save(document: doc)
+        #expect(doc.revisionID?.hasPrefix("1-") == true)
+        let read = try #require(try c.document(id: "hotel1"))
+        #expect(read.string(forKey: "name") == "Grand")
+        #expect(read.int(forKey: "stars") == 4)
+        #expect(read.double(forKey: "price") == 99.5)
+        #expect(read.boolean(forKey: "open"))
+        #expect(read.array(forKey: "amenities") == ["pool", "spa"])
+        #expect(read.string(forKey: "missing") == nil)
+        #expect(read.keys == ["name", "stars", "price", "open", "amenities"])
+    }
+
+    @Test func failOnConflictReturnsFalseLastWriteWinsOverwrites() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "d", data: ["v": 1])
+        try c.save(document: doc)
+        let first = try #require(try c.document(id: "d")).toMutable()
+        let second = try #require(try c.document(id: "d")).toMutable()
+        first.setInt(2, forKey: "v")
+        #expect(try c.save(document: first, concurrencyControl: .failOnConflict))
+        second.setInt(3, forKey: "v")
+        #expect(try !c.save(document: second, concurrencyControl: .failOnConflict))
+        #expect(try c.document(id: "d")?.int(forKey: "v") == 2)
+        try c.save(document: second)
+        #expect(try c.document(id: "d")?.int(forKey: "v") == 3)
+    }
+
+    @Test func conflictHandlerMergesWithTheCurrentRevision() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        try c.save(document: MutableDocument(id: "d", data: ["a": 1]))
+        let stale = try #require(try c.document(id: "d")).toMutable()
+        let other = try #require(try c.document(id: "d")).toMutable()
+        other.setInt(2, forKey: "b")
+        try c.save(document: other)
+        stale.setInt(3, forKey: "c")
+        let saved = try c.save(document: stale) { mine, current in
+            if let b = current?.value(forKey: "b") { mine.setValue(b, forKey: "b") }
+            return true
+        }
+        #expect(saved)
+        let merged = try #require(try c.document(id: "d"))
+        #expect(merged.int(forKey: "b") == 2 && merged.int(forKey: "c") == 3)
+    }
+
+    @Test func deleteAndPurge() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "d")
+        try c.save(document: doc)
+        try c.delete(document: doc)
+        #expect(try c.document(id: "d") == nil)
+        #expect(try c.record(id: "d")?.deleted == true)
+        try c.purge(document: doc)
+        #expect(try c.record(id: "d") == nil)
+        #expect(c.count == 0)
+    }
+
+    @Test func badInputIsAClearErrorAndLeavesTheStoreUnchanged() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        #expect { try c.save(document: MutableDocument(id: "")) } throws: { ($0 as? SetteeError)?.code == .badDocID }
+        #expect { try c.save(document: MutableDocument(id: "_secret")) } throws: { ($0 as? SetteeError)?.code == .badDocID }
+        #expect { try MutableDocument(id: "x", json: "{\"a\": ") } throws: { ($0 as? SetteeError)?.code == .invalidJSON }
+        #expect { try MutableDocument(id: "x", json: "[1,2]") } throws: { ($0 as? SetteeError)?.code == .badRequest }
+        let reserved = MutableDocument(id: "r")
+        reserved.setString("x", forKey: "_rev")
+        #expect { try c.save(document: reserved) } throws: { ($0 as? SetteeError)?.code == .badRequest }
+        #expect(db.lastSequence == 0)
+        #expect(c.count == 0)
+    }
+}
