@@ -11,6 +11,12 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // System SQLite (libsqlite3-dev). Only SetteeStore imports it.
@@ -23,13 +29,28 @@ let package = Package(
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
         .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite"]),
+        // CouchDB-compatible HTTP API (Hummingbird 2).
+        .target(
+            name: "SetteeServer",
+            dependencies: [
+                "SetteeCore", "SetteeStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         // Umbrella library for embedders.
         .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore"]),
         .executableTarget(
             name: "settee",
             dependencies: [
-                "Settee",
+                "Settee", "SetteeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -39,6 +60,13 @@ let package = Package(
         ),
         .testTarget(name: "SetteeCoreTests", dependencies: ["SetteeCore"]),
         .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "Settee", "settee"]),
+        .testTarget(
+            name: "SetteeServerTests",
+            dependencies: [
+                "SetteeServer", "SetteeStore", "SetteeCore", "settee",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
         .testTarget(name: "LayeringTests"),
     ],
     swiftLanguageModes: [.v6]

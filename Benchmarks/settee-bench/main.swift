@@ -1,1 +1,222 @@
-print("bench")
+// settee-bench: workloads measured against a baseline in the same run.
+//
+//   swift run -c release settee-bench [--json] [--count N] [workload …]
+//
+// Workloads: insert, update, get, changes, json (storage core). Each prints its rate, the baseline's rate
+// and the ratio; `--json` prints one JSON object with every figure.
+import Foundation
+import SetteeCore
+import SetteeStore
+
+var args = Array(CommandLine.arguments.dropFirst())
+let jsonOutput = args.contains("--json")
+args.removeAll { $0 == "--json" }
+var count = 100_000
+if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[i + 1]) {
+    count = n
+    args.removeSubrange(i...(i + 1))
+}
+let allWorkloads = ["insert", "update", "get", "changes", "json"]
+let selected = args.isEmpty ? allWorkloads : args
+for w in selected where !allWorkloads.contains(w) {
+    FileHandle.standardError.write(Data("unknown workload \(w); known: \(allWorkloads.joined(separator: ", "))\n".utf8))
+    exit(2)
+}
+
+/// One measured figure.
+struct Figure {
+    let workload: String
+    let metric: String
+    let value: Double
+    let baseline: Double?
+    let baselineName: String?
+    let goal: Double?
+    var ratio: Double? { baseline.map { value / $0 } }
+    var meetsGoal: Bool? {
+        guard let goal else { return nil }
+        return (ratio ?? value) >= goal
+    }
+}
+var figures: [Figure] = []
+
+@MainActor func report(_ f: Figure) {
+    figures.append(f)
+    guard !jsonOutput else { return }
+    var line = "\(f.workload.padding(toLength: 8, withPad: " ", startingAt: 0)) \(f.metric): \(Int(f.value)) /s"
+    if let b = f.baseline, let name = f.baselineName, let r = f.ratio {
+        line += "   baseline \(name): \(Int(b)) /s   ratio \(String(format: "%.2f", r))"
+    }
+    if let goal = f.goal, let ok = f.meetsGoal {
+        line += "   goal ≥ \(goal)\(f.baseline == nil ? " /s" : "×") \(ok ? "✓" : "✗")"
+    }
+    print(line)
+}
+
+func measure(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+let workDir = NSTemporaryDirectory() + "settee-bench-\(getpid())"
+try? FileManager.default.removeItem(atPath: workDir)
+try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: workDir) }
+
+// ~300-byte documents with a mix of types.
+let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
+func makeDoc(_ i: Int) -> JSONObject {
+    var o = JSONObject()
+    o["type"] = "user"
+    o["name"] = .string("\(words[i % 12].capitalized) \(words[(i / 12) % 12].capitalized)")
+    o["email"] = .string("user\(i)@example.com")
+    o["age"] = .int(Int64(18 + i % 60))
+    o["score"] = .double(Double(i % 1000) / 7.0)
+    o["active"] = .bool(i % 3 != 0)
+    o["tags"] = .array([.string(words[i % 12]), .string(words[(i + 5) % 12])])
+    o["address"] = .object(["city": .string(words[(i + 3) % 12].capitalized + "ville"), "zip": .string(String(10000 + i % 89999))])
+    o["bio"] = .string("Member since \(2000 + i % 25). " + String(repeating: words[(i + 7) % 12] + " ", count: 10))
+    return o
+}
+let ids = (0..<count).map { String(format: "doc%07d", $0) }
+let docs = (0..<count).map(makeDoc)
+let docBytes = docs.map { JSON.object($0).serializedBytes }
+let avgSize = docBytes.reduce(0) { $0 + $1.count } / max(1, count)
+if !jsonOutput { print("documents: \(count) × ~\(avgSize) bytes") }
+
+let batch = 1000
+let needsStore = selected.contains { ["insert", "update", "get", "changes"].contains($0) }
+
+// Baseline: raw SQLite in the same process, same pragmas (WAL, synchronous=NORMAL).
+var rawInsertRate = 0.0
+var rawGetRate = 0.0
+if needsStore {
+    let raw = try RawSQLite(path: workDir + "/raw.sqlite")
+    let t = try measure {
+        for start in stride(from: 0, to: count, by: batch) {
+            try raw.insertBatch(ids: ids[start..<min(count, start + batch)], bodies: docBytes[start..<min(count, start + batch)])
+        }
+    }
+    rawInsertRate = Double(count) / t
+    var rng = SplitMix(seed: 42)
+    let lookups = min(count, 100_000)
+    let order = (0..<lookups).map { _ in ids[Int(rng.next() % UInt64(count))] }
+    let tg = try measure { for id in order { _ = try raw.get(id) } }
+    rawGetRate = Double(lookups) / tg
+    raw.close()
+}
+
+var database: Database?
+var collection: SetteeStore.Collection?
+if needsStore {
+    database = try Database(name: "bench", config: DatabaseConfiguration(directory: workDir))
+    collection = try database!.defaultCollection()
+}
+
+// insert
+if needsStore, let c = collection {
+    let t = try measure {
+        for start in stride(from: 0, to: count, by: batch) {
+            let writes = (start..<min(count, start + batch)).map {
+                RevisionWrite(id: ids[$0], body: docs[$0], mode: .edit(parent: nil))
+            }
+            for r in try c.write(writes) { _ = try r.get() }
+        }
+    }
+    if selected.contains("insert") {
+        report(Figure(workload: "insert", metric: "docs", value: Double(count) / t, baseline: rawInsertRate,
+                      baselineName: "raw SQLite insert", goal: 0.5))
+    }
+}
+
+// update
+if selected.contains("update"), let c = collection {
+    let revs = try c.changes(.init()).reduce(into: [String: RevID]()) { $0[$1.id] = $1.rev }
+    let t = try measure {
+        for start in stride(from: 0, to: count, by: batch) {
+            let writes = (start..<min(count, start + batch)).map { i -> RevisionWrite in
+                var body = docs[i]
+                body["age"] = .int(Int64(99 + i % 7))
+                return RevisionWrite(id: ids[i], body: body, mode: .edit(parent: revs[ids[i]]))
+            }
+            for r in try c.write(writes) { _ = try r.get() }
+        }
+    }
+    report(Figure(workload: "update", metric: "docs", value: Double(count) / t, baseline: rawInsertRate,
+                  baselineName: "raw SQLite insert", goal: 0.35))
+}
+
+// get
+if selected.contains("get"), let c = collection {
+    var rng = SplitMix(seed: 42)
+    let lookups = min(count, 100_000)
+    let order = (0..<lookups).map { _ in ids[Int(rng.next() % UInt64(count))] }
+    var found = 0
+    let t = try measure {
+        for id in order where try c.document(id: id) != nil { found += 1 }
+    }
+    precondition(found == lookups)
+    report(Figure(workload: "get", metric: "document(id:)", value: Double(lookups) / t, baseline: rawGetRate,
+                  baselineName: "raw SQLite point lookup", goal: 0.5))
+}
+
+// changes
+if selected.contains("changes"), let c = collection {
+    var rows = 0
+    let t = try measure {
+        try c.forEachChange(.init()) { _ in rows += 1; return true }
+    }
+    precondition(rows == count)
+    report(Figure(workload: "changes", metric: "rows", value: Double(rows) / t, baseline: nil, baselineName: nil,
+                  goal: 500_000))
+}
+database?.close()
+
+// json
+if selected.contains("json") {
+    var parsed = 0
+    let tp = try measure {
+        for bytes in docBytes {
+            if case .object = try JSON.parse(bytes) { parsed += 1 }
+        }
+    }
+    precondition(parsed == count)
+    report(Figure(workload: "json", metric: "parse docs", value: Double(count) / tp, baseline: nil, baselineName: nil,
+                  goal: 500_000))
+    var total = 0
+    let ts = measure {
+        for d in docs { total &+= JSON.object(d).serializedBytes.count }
+    }
+    report(Figure(workload: "json", metric: "serialize docs", value: Double(count) / ts, baseline: nil,
+                  baselineName: nil, goal: 400_000))
+    let fp = try measure {
+        for bytes in docBytes { _ = try JSONSerialization.jsonObject(with: Data(bytes)) }
+    }
+    report(Figure(workload: "json", metric: "Foundation parse docs (reference)", value: Double(count) / fp,
+                  baseline: nil, baselineName: nil, goal: nil))
+}
+
+if jsonOutput {
+    var out: [JSON] = []
+    for f in figures {
+        var o: JSONObject = ["workload": .string(f.workload), "metric": .string(f.metric), "per_second": .double(f.value.rounded())]
+        if let b = f.baseline { o["baseline_per_second"] = .double(b.rounded()); o["baseline"] = .string(f.baselineName ?? "") }
+        if let r = f.ratio { o["ratio"] = .double((r * 1000).rounded() / 1000) }
+        if let g = f.goal { o["goal"] = .double(g) }
+        if let ok = f.meetsGoal { o["meets_goal"] = .bool(ok) }
+        out.append(.object(o))
+    }
+    print(JSON.object(["documents": .int(Int64(count)), "avg_doc_bytes": .int(Int64(avgSize)), "results": .array(out)]).jsonString)
+}
+
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

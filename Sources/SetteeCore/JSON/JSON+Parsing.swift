@@ -20,8 +20,15 @@ extension JSON {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONError(.unexpectedEnd, at: 0)
         }
-        var parser = JSONParser(base: base, count: bytes.count, maxDepth: limits.maxDepth)
-        return try parser.parseDocument()
+        return try withUnsafeTemporaryAllocation(of: JSON.self, capacity: 16) { (values) throws(JSONError) -> JSON in
+            try withUnsafeTemporaryAllocation(of: JSONParser.PendingMember.self, capacity: 32) { (members) throws(JSONError) -> JSON in
+                var parser = JSONParser(
+                    base: base, count: bytes.count, maxDepth: limits.maxDepth,
+                    valueStorage: values, memberStorage: members
+                )
+                return try parser.parseDocument()
+            }
+        }
     }
 
     /// Parses one JSON value from UTF-8 bytes; see ``parse(_:limits:)-(UnsafeRawBufferPointer,_)``.

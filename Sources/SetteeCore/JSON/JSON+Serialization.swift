@@ -11,15 +11,12 @@ extension JSON {
     /// JSON.object(["a": 1.5]).serialize(into: &out)   // {"a":1.5}
     /// ```
     public func serialize(into buffer: inout [UInt8]) {
-        JSONWriter.write(self, sortingKeys: false, into: &buffer)
+        JSONWriter.write(self, sortingKeys: false, appendingTo: &buffer)
     }
 
     /// The compact JSON text of this value as UTF-8; see ``serialize(into:)``.
     public var serializedBytes: [UInt8] {
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(JSONWriter.estimatedSize(of: self))
-        serialize(into: &buffer)
-        return buffer
+        JSONWriter.bytes(of: self, sortingKeys: false)
     }
 
     /// The compact JSON text of this value; see ``serialize(into:)``.
@@ -31,31 +28,37 @@ extension JSON {
     /// keys are sorted by their UTF-8 bytes, recursively. Values equal under `==` have identical
     /// canonical bytes (except `-0.0` versus `0.0`), which makes this the form to hash.
     public func canonicalize(into buffer: inout [UInt8]) {
-        JSONWriter.write(self, sortingKeys: true, into: &buffer)
+        JSONWriter.write(self, sortingKeys: true, appendingTo: &buffer)
     }
 
     /// The canonical JSON text of this value as UTF-8; see ``canonicalize(into:)``.
     public var canonicalBytes: [UInt8] {
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(JSONWriter.estimatedSize(of: self))
-        canonicalize(into: &buffer)
-        return buffer
+        JSONWriter.bytes(of: self, sortingKeys: true)
     }
 }
 
-/// Writes JSON text into a byte array.
+/// Writes JSON text, first into a ``ByteWriter`` that starts on the stack, then into the caller's array
+/// in one copy.
 enum JSONWriter {
-    /// A cheap first guess at the output size, to avoid most regrowth without walking the value.
-    static func estimatedSize(of value: JSON) -> Int {
-        switch value {
-        case .string(let string): return string.utf8.count + 8
-        case .array(let array): return 16 + array.count * 16
-        case .object(let object): return 16 + object.count * 32
-        default: return 24
+    static func write(_ value: JSON, sortingKeys: Bool, appendingTo buffer: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { storage in
+            var writer = ByteWriter(initialStorage: storage)
+            write(value, sortingKeys: sortingKeys, into: &writer)
+            writer.withBytes { buffer.append(contentsOf: $0) }
         }
     }
 
-    static func write(_ value: JSON, sortingKeys: Bool, into buffer: inout [UInt8]) {
+    static func bytes(of value: JSON, sortingKeys: Bool) -> [UInt8] {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { storage in
+            var writer = ByteWriter(initialStorage: storage)
+            write(value, sortingKeys: sortingKeys, into: &writer)
+            // `Array(UnsafeBufferPointer)` stays specialized (cached type metadata, one memcpy);
+            // `Array(unsafeUninitializedCapacity:)` looks the storage type up at run time on Linux.
+            return writer.withBytes { [UInt8]($0) }
+        }
+    }
+
+    static func write(_ value: JSON, sortingKeys: Bool, into buffer: inout ByteWriter) {
         switch value {
         case .null:
             append("null", to: &buffer)
@@ -69,33 +72,103 @@ enum JSONWriter {
             writeString(string, into: &buffer)
         case .array(let array):
             buffer.append(UInt8(ascii: "["))
-            for (i, element) in array.enumerated() {
-                if i > 0 { buffer.append(UInt8(ascii: ",")) }
-                write(element, sortingKeys: sortingKeys, into: &buffer)
+            array.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { buffer.append(UInt8(ascii: ",")) }
+                    write(elements[i], sortingKeys: sortingKeys, into: &buffer)
+                }
             }
             buffer.append(UInt8(ascii: "]"))
         case .object(let object):
             buffer.append(UInt8(ascii: "{"))
-            if sortingKeys && object.count > 1 {
-                let order = object.entries.indices.sorted { a, b in
-                    utf8Precedes(object.entries[a].key, object.entries[b].key)
-                }
-                for (n, i) in order.enumerated() {
-                    if n > 0 { buffer.append(UInt8(ascii: ",")) }
-                    writeMember(object.entries[i], sortingKeys: true, into: &buffer)
-                }
-            } else {
-                for (i, member) in object.entries.enumerated() {
-                    if i > 0 { buffer.append(UInt8(ascii: ",")) }
-                    writeMember(member, sortingKeys: sortingKeys, into: &buffer)
+            object.entries.withUnsafeBufferPointer { members in
+                if sortingKeys && members.count > 1 {
+                    writeSorted(members, into: &buffer)
+                } else {
+                    for i in members.indices {
+                        if i > 0 { buffer.append(UInt8(ascii: ",")) }
+                        writeMember(members[i], sortingKeys: sortingKeys, into: &buffer)
+                    }
                 }
             }
             buffer.append(UInt8(ascii: "}"))
         }
     }
 
+    /// Writes `members` in the byte order of their keys' UTF-8, recursively canonical.
+    ///
+    /// Each member gets a sort key: its key's first 8 UTF-8 bytes as a big-endian integer (zero
+    /// padded), so most comparisons are one integer compare; equal prefixes fall back to comparing
+    /// the full UTF-8. The (prefix, position) pairs live in a temporary stack buffer; up to 16
+    /// members are insertion-sorted, more go through the standard sort.
+    private static func writeSorted(_ members: UnsafeBufferPointer<JSONObject.Member>, into buffer: inout ByteWriter) {
+        let n = members.count
+        withUnsafeTemporaryAllocation(of: SortKey.self, capacity: n) { keys in
+            let keys = keys.baseAddress.unsafelyUnwrapped
+            for i in 0..<n {
+                (keys + i).initialize(to: SortKey(prefix: utf8Prefix(members[i].key), position: i))
+            }
+            var sorted = UnsafeMutableBufferPointer(start: keys, count: n)
+            if n <= 16 {
+                for i in 1..<n {
+                    let item = keys[i]
+                    var j = i
+                    while j > 0 && precedes(item, keys[j - 1], members) {
+                        keys[j] = keys[j - 1]
+                        j -= 1
+                    }
+                    keys[j] = item
+                }
+            } else {
+                sorted.sort { precedes($0, $1, members) }
+            }
+            for k in 0..<n {
+                if k > 0 { buffer.append(UInt8(ascii: ",")) }
+                writeMember(members[keys[k].position], sortingKeys: true, into: &buffer)
+            }
+            sorted.deinitialize()
+        }
+    }
+
+    struct SortKey {
+        var prefix: UInt64
+        var position: Int
+    }
+
     @inline(__always)
-    private static func writeMember(_ member: JSONObject.Member, sortingKeys: Bool, into buffer: inout [UInt8]) {
+    private static func precedes(_ a: SortKey, _ b: SortKey, _ members: UnsafeBufferPointer<JSONObject.Member>) -> Bool {
+        if a.prefix != b.prefix { return a.prefix < b.prefix }
+        return utf8Precedes(members[a.position].key, members[b.position].key)
+    }
+
+    /// The first 8 UTF-8 bytes of `string` as a big-endian integer, zero padded: comparing two of
+    /// these orders strings as their UTF-8 does, except that equal values need a full comparison.
+    @inline(__always)
+    static func utf8Prefix(_ string: String) -> UInt64 {
+        let prefix: UInt64? = string.utf8.withContiguousStorageIfAvailable { utf8 in
+            var value: UInt64 = 0
+            if utf8.count >= 8 {
+                return UInt64(bigEndian: UnsafeRawPointer(utf8.baseAddress.unsafelyUnwrapped).loadUnaligned(as: UInt64.self))
+            }
+            var shift: UInt64 = 56
+            for b in utf8 {
+                value |= UInt64(b) << shift
+                shift &-= 8
+            }
+            return value
+        }
+        if let prefix { return prefix }
+        var value: UInt64 = 0
+        var shift: UInt64 = 56
+        for b in string.utf8.prefix(8) {
+            value |= UInt64(b) << shift
+            shift &-= 8
+        }
+        return value
+    }
+
+    @inline(__always)
+    private static func writeMember(_ member: JSONObject.Member, sortingKeys: Bool, into buffer: inout ByteWriter) {
         writeString(member.key, into: &buffer)
         buffer.append(UInt8(ascii: ":"))
         write(member.value, sortingKeys: sortingKeys, into: &buffer)
@@ -107,11 +180,11 @@ enum JSONWriter {
     }
 
     @inline(__always)
-    private static func append(_ literal: StaticString, to buffer: inout [UInt8]) {
-        buffer.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    private static func append(_ literal: StaticString, to buffer: inout ByteWriter) {
+        buffer.append(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
-    static func writeInteger(_ number: Int64, into buffer: inout [UInt8]) {
+    static func writeInteger(_ number: Int64, into buffer: inout ByteWriter) {
         if number >= 0 && number < 10 {
             buffer.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: number))
             return
@@ -130,21 +203,22 @@ enum JSONWriter {
                 i -= 1
                 raw[i] = UInt8(ascii: "-")
             }
-            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[i...]))
+            buffer.append(UnsafeRawBufferPointer(rebasing: raw[i...]))
         }
     }
 
-    static func writeDouble(_ number: Double, into buffer: inout [UInt8]) {
+    static func writeDouble(_ number: Double, into buffer: inout ByteWriter) {
         guard number.isFinite else {
             append("null", to: &buffer)
             return
         }
         // Swift's description is the shortest round-tripping form and is valid JSON for finite
         // values: "3.0", "0.1", "1e-05", "1.5e+300", "-0.0".
-        buffer.append(contentsOf: number.description.utf8)
+        var text = number.description
+        text.withUTF8 { buffer.append(UnsafeRawBufferPointer($0)) }
     }
 
-    static func writeString(_ string: String, into buffer: inout [UInt8]) {
+    static func writeString(_ string: String, into buffer: inout ByteWriter) {
         buffer.append(UInt8(ascii: "\""))
         let done: Void? = string.utf8.withContiguousStorageIfAvailable { utf8 in
             writeEscaped(utf8, into: &buffer)
@@ -156,31 +230,60 @@ enum JSONWriter {
         buffer.append(UInt8(ascii: "\""))
     }
 
-    private static func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
+    private static func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>, into buffer: inout ByteWriter) {
+        guard let base = utf8.baseAddress else { return }
+        let count = utf8.count
         var run = 0
-        for i in 0..<utf8.count {
-            let b = utf8[i]
-            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
-            if run < i { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<i])) }
-            run = i + 1
-            buffer.append(UInt8(ascii: "\\"))
+        var i = 0
+        while true {
+            // Skip 8 bytes at a time while none needs escaping.
+            while i + 8 <= count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+                let special = needsEscape(word)
+                if special != 0 {
+                    i += special.trailingZeroBitCount >> 3
+                    break
+                }
+                i += 8
+            }
+            while i < count {
+                let b = base[i]
+                if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { break }
+                i += 1
+            }
+            guard i < count else { break }
+            let b = base[i]
+            if run < i { buffer.append(UnsafeRawBufferPointer(start: base + run, count: i - run)) }
+            i += 1
+            run = i
             switch b {
-            case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"))
-            case 0x08: buffer.append(UInt8(ascii: "b"))
-            case 0x0C: buffer.append(UInt8(ascii: "f"))
-            case 0x0A: buffer.append(UInt8(ascii: "n"))
-            case 0x0D: buffer.append(UInt8(ascii: "r"))
-            case 0x09: buffer.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "\\"))
+            case 0x08: buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "b"))
+            case 0x0C: buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "f"))
+            case 0x0A: buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "n"))
+            case 0x0D: buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "r"))
+            case 0x09: buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "t"))
             default:
                 let hex: StaticString = "0123456789abcdef"
-                buffer.append(UInt8(ascii: "u"))
-                buffer.append(UInt8(ascii: "0"))
-                buffer.append(UInt8(ascii: "0"))
-                buffer.append(hex.utf8Start[Int(b >> 4)])
-                buffer.append(hex.utf8Start[Int(b & 0xF)])
+                buffer.append(UInt8(ascii: "\\"), UInt8(ascii: "u"))
+                buffer.append(UInt8(ascii: "0"), UInt8(ascii: "0"))
+                buffer.append(hex.utf8Start[Int(b >> 4)], hex.utf8Start[Int(b & 0xF)])
             }
         }
-        if run < utf8.count { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...])) }
+        if run < count { buffer.append(UnsafeRawBufferPointer(start: base + run, count: count - run)) }
+    }
+
+    /// Marks (with the byte's high bit) the bytes of `word` that are `"`, `\\` or below 0x20. Bits
+    /// above the lowest mark may be false positives; the lowest mark is always exact.
+    @inline(__always)
+    private static func needsEscape(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let control = (word &- ones &* 0x20) & ~word
+        let zeroInQuote = (quote &- ones) & ~quote
+        let zeroInBackslash = (backslash &- ones) & ~backslash
+        return (zeroInQuote | zeroInBackslash | control) & (ones &* 0x80)
     }
 }

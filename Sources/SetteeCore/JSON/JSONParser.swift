@@ -13,17 +13,34 @@ struct JSONParser: ~Copyable {
     private var pos = 0
     private var depth = 0
     /// Elements of every array still open, innermost last.
-    private var values = ParseStack<JSON>()
-    /// Members of every object still open, innermost last, with their key fingerprints alongside.
-    private var members = ParseStack<JSONObject.Member>()
-    private var fingerprints = ParseStack<UInt64>()
+    private var values: ParseStack<JSON>
+    /// Members of every object still open, innermost last.
+    private var members: ParseStack<PendingMember>
     /// Decoded bytes of the current string when it has escapes.
     private var scratch: [UInt8] = []
+    /// Whether ``SmallString`` may build strings directly (checked once per process).
+    private let smallStrings = SmallString.isSupported
 
-    init(base: UnsafeRawPointer, count: Int, maxDepth: Int) {
+    /// An object member waiting for its object to close, with a fingerprint of its key for
+    /// finding duplicates.
+    struct PendingMember {
+        var key: String
+        var value: JSON
+        var fingerprint: UInt64
+    }
+
+    /// Parses `bytes`, using `valueStorage` and `memberStorage` (uninitialized; typically on the
+    /// stack) for the first few open elements and members.
+    init(
+        base: UnsafeRawPointer, count: Int, maxDepth: Int,
+        valueStorage: UnsafeMutableBufferPointer<JSON>,
+        memberStorage: UnsafeMutableBufferPointer<PendingMember>
+    ) {
         self.base = base
         self.count = count
         self.maxDepth = maxDepth
+        self.values = ParseStack(initialStorage: valueStorage)
+        self.members = ParseStack(initialStorage: memberStorage)
     }
 
     mutating func parseDocument() throws(JSONError) -> JSON {
@@ -146,8 +163,7 @@ struct JSONParser: ~Copyable {
             pos += 1
             skipWhitespace()
             let value = try parseValue()
-            members.append(JSONObject.Member(key: key, value: value))
-            fingerprints.append(fingerprint)
+            members.append(PendingMember(key: key, value: value, fingerprint: fingerprint))
             skipWhitespace()
             guard pos < count else { throw JSONError(.unexpectedEnd, at: count) }
             let b = byte(pos)
@@ -161,7 +177,6 @@ struct JSONParser: ~Copyable {
             }
         }
         let object = makeObject(from: start)
-        fingerprints.removeAll(from: start)
         depth -= 1
         return .object(object)
     }
@@ -170,31 +185,35 @@ struct JSONParser: ~Copyable {
     private mutating func makeObject(from start: Int) -> JSONObject {
         let count = members.count - start
         if count > JSONObject.indexThreshold {
-            let object = JSONObject(uniqueEntries: members.removeArray(from: start))
+            let object = JSONObject(uniqueEntries: members.removeArray(from: start) { Self.member($0) })
             if object.index?.count == object.count { return object }
             return JSONObject(object.entries.map { ($0.key, $0.value) })
         }
-        let fp = fingerprints.elements(from: start)
-        let keys = members.elements(from: start)
+        let pending = members.elements(from: start)
         var hasDuplicate = false
         search: for i in 1..<count {
-            for j in 0..<i where fp[i] == fp[j] && keys[i].key == keys[j].key {
+            for j in 0..<i where pending[i].fingerprint == pending[j].fingerprint && pending[i].key == pending[j].key {
                 hasDuplicate = true
                 break search
             }
         }
-        let entries = members.removeArray(from: start)
+        let entries = members.removeArray(from: start) { Self.member($0) }
         if hasDuplicate {
             return JSONObject(entries.map { ($0.key, $0.value) })
         }
         return JSONObject(uniqueEntries: entries)
     }
 
+    @inline(__always)
+    private static func member(_ pending: consuming PendingMember) -> JSONObject.Member {
+        JSONObject.Member(key: pending.key, value: pending.value)
+    }
+
     // MARK: - Strings
 
     private mutating func parseString() throws(JSONError) -> String {
         if let range = try scanString() {
-            return String(decoding: UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count), as: UTF8.self)
+            return makeString(at: range.lowerBound, count: range.count)
         }
         return String(decoding: scratch, as: UTF8.self)
     }
@@ -202,14 +221,30 @@ struct JSONParser: ~Copyable {
     private mutating func parseKey() throws(JSONError) -> (String, UInt64) {
         if let range = try scanString() {
             let raw = UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count)
-            return (String(decoding: raw, as: UTF8.self), Self.fingerprint(raw))
+            return (makeString(at: range.lowerBound, count: range.count), Self.fingerprint(raw))
         }
         let fingerprint = scratch.withUnsafeBytes { Self.fingerprint($0) }
         return (String(decoding: scratch, as: UTF8.self), fingerprint)
     }
 
+    /// A `String` from the input bytes at `start..<start + n`, already checked to be well-formed UTF-8.
+    ///
+    /// ASCII strings of up to 15 bytes are built directly as small strings (see ``SmallString``),
+    /// skipping the standard library's re-validation and its out-of-line calls; everything else
+    /// goes through `String(decoding:)`.
+    @inline(__always)
+    private func makeString(at start: Int, count n: Int) -> String {
+        if n <= SmallString.capacity && smallStrings && start + 16 <= count {
+            let low = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start, as: UInt64.self))
+            let high = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start + 8, as: UInt64.self))
+            if let string = SmallString.ascii(low: low, high: high, count: n) { return string }
+        }
+        return String(decoding: UnsafeRawBufferPointer(start: base + start, count: n), as: UTF8.self)
+    }
+
     /// A cheap 64-bit summary of the decoded key bytes: keys with different fingerprints differ.
     /// Up to 8 bytes it is the bytes themselves; longer keys mix the first and last 8 bytes and the length.
+    @inline(__always)
     private static func fingerprint(_ raw: UnsafeRawBufferPointer) -> UInt64 {
         let n = raw.count
         if n >= 8 {
@@ -324,10 +359,10 @@ struct JSONParser: ~Copyable {
                 return i + 6
             }
             // A high surrogate must be followed by an escaped low surrogate.
+            guard i + 6 < count else { throw JSONError(.unexpectedEnd, at: count) }
+            guard byte(i + 6) == UInt8(ascii: "\\") else { throw JSONError(.invalidEscape, at: i) }
             guard i + 7 < count else { throw JSONError(.unexpectedEnd, at: count) }
-            guard byte(i + 6) == UInt8(ascii: "\\"), byte(i + 7) == UInt8(ascii: "u") else {
-                throw JSONError(.invalidEscape, at: i)
-            }
+            guard byte(i + 7) == UInt8(ascii: "u") else { throw JSONError(.invalidEscape, at: i) }
             let low = try hex4(at: i + 8, escapeAt: i + 6)
             guard low >= 0xDC00 && low <= 0xDFFF else { throw JSONError(.invalidEscape, at: i) }
             appendScalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))

@@ -10,10 +10,7 @@ extension Collection {
     }
 
     func readRecord(id: String, withTree: Bool, db: Connection) throws -> DocumentRecord? {
-        let sql = withTree
-            ? "SELECT seq, rev, flags, body, tree FROM \(docsTable) WHERE id = ?"
-            : "SELECT seq, rev, flags, body FROM \(docsTable) WHERE id = ?"
-        let stmt = try db.prepare(sql)
+        let stmt = try db.prepare(withTree ? sql.recordWithTree : sql.record)
         defer { stmt.reset() }
         stmt.bind(id, at: 1)
         guard try stmt.step() else { return nil }

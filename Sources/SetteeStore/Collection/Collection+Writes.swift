@@ -33,7 +33,28 @@ extension Collection {
         } catch {
             return .failure(error)
         }
-        let lookup = try db.prepare("SELECT rowid, rev, tree FROM \(docsTable) WHERE id = ?")
+        if !w.blobs.isEmpty {
+            let insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(digest, length, data) VALUES (?, ?, ?)")
+            for blob in w.blobs {
+                insertBlob.bind(blob.digest, at: 1)
+                insertBlob.bind(blob.data.count, at: 2)
+                insertBlob.bind(bytes: blob.data, at: 3)
+                _ = try insertBlob.step()
+                insertBlob.reset()
+            }
+        }
+        let bodyJSON = JSON.object(w.body)
+        let bodyBytes = bodyJSON.serializedBytes
+        var createdRev: RevID?
+        if case .edit(parent: nil) = w.mode {
+            // Most new-document saves: insert directly, and fall back to the full path if the id exists.
+            let rev = RevID.next(after: nil, deleted: w.deleted, canonicalBody: bodyJSON.canonicalBytes)
+            if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted, body: bodyBytes, db: db) {
+                return .success(rev)
+            }
+            createdRev = rev
+        }
+        let lookup = try db.prepare(sql.lookup)
         lookup.bind(w.id, at: 1)
         var rowid: Int64?
         var oldWinner: RevID?
@@ -50,8 +71,6 @@ extension Collection {
         }
         lookup.reset()
 
-        let bodyJSON = JSON.object(w.body)
-        let bodyBytes = bodyJSON.serializedBytes
         let newRev: RevID
         switch w.mode {
         case .edit(let given):
@@ -63,7 +82,11 @@ extension Collection {
             if parent != nil && tree.isEmpty {
                 return .failure(w.deleted ? .missing : .updateConflict)
             }
-            newRev = RevID.next(after: parent, deleted: w.deleted, canonicalBody: bodyJSON.canonicalBytes)
+            if parent == nil, let createdRev {
+                newRev = createdRev
+            } else {
+                newRev = RevID.next(after: parent, deleted: w.deleted, canonicalBody: bodyJSON.canonicalBytes)
+            }
             do {
                 try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
             } catch {
@@ -98,7 +121,7 @@ extension Collection {
         // is still a leaf but no longer wins, its body must move into the tree.
         if let old = oldWinner, old != winner.rev, let rowid,
            let i = tree.index(of: old), tree.isLeaf(i), tree.nodes[i].body == nil {
-            let fetch = try db.prepare("SELECT body FROM \(docsTable) WHERE rowid = ?")
+            let fetch = try db.prepare(sql.fetchBody)
             fetch.bind(rowid, at: 1)
             if try fetch.step() { tree.setBody(fetch.blob(0), for: old) }
             fetch.reset()
@@ -116,8 +139,7 @@ extension Collection {
         let seq = Int64(database.nextSequence())
         if let rowid {
             if winnerChanged {
-                let update = try db.prepare(
-                    "UPDATE \(docsTable) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?")
+                let update = try db.prepare(sql.updateAll)
                 update.bind(seq, at: 1)
                 update.bind(winner.rev.description, at: 2)
                 update.bind(flags, at: 3)
@@ -127,8 +149,7 @@ extension Collection {
                 _ = try update.step()
                 update.reset()
             } else {
-                let update = try db.prepare(
-                    "UPDATE \(docsTable) SET seq = ?, flags = (flags & 4) | ?, tree = ? WHERE rowid = ?")
+                let update = try db.prepare(sql.updateTree)
                 update.bind(seq, at: 1)
                 update.bind(flags, at: 2)
                 update.bind(bytes: encodedTree, at: 3)
@@ -137,8 +158,7 @@ extension Collection {
                 update.reset()
             }
         } else {
-            let insert = try db.prepare(
-                "INSERT INTO \(docsTable)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?)")
+            let insert = try db.prepare(sql.insert)
             insert.bind(w.id, at: 1)
             insert.bind(seq, at: 2)
             insert.bind(winner.rev.description, at: 3)
@@ -150,6 +170,30 @@ extension Collection {
         }
         database.noteChange(collection: fullName, id: w.id)
         return .success(newRev)
+    }
+
+    /// Inserts a brand-new document with a single revision unless the id exists. Returns whether it inserted.
+    private func insertIfAbsent(id: String, rev: RevID, deleted: Bool, body: [UInt8], db: Connection) throws -> Bool {
+        var tree = RevTree()
+        try? tree.addChild(rev, of: nil, deleted: deleted, body: nil)
+        var flags: Int64 = deleted ? DocFlags.deleted : 0
+        if body.containsAttachments { flags |= DocFlags.hasAttachments }
+        let seq = Int64(database.nextSequence())
+        let insert = try db.prepare(sql.insertIfAbsent)
+        insert.bind(id, at: 1)
+        insert.bind(seq, at: 2)
+        insert.bind(rev.description, at: 3)
+        insert.bind(flags, at: 4)
+        insert.bind(text: body, at: 5)
+        insert.bind(bytes: tree.encoded(), at: 6)
+        _ = try insert.step()
+        insert.reset()
+        guard db.changes == 1 else {
+            database.releaseSequence()
+            return false
+        }
+        database.noteChange(collection: fullName, id: id)
+        return true
     }
 
     // MARK: Purge

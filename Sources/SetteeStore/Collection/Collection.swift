@@ -24,6 +24,10 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     let id: Int64
     let docsTable: String
     let localTable: String
+    /// `scope.name`, e.g. `_default._default`.
+    public let fullName: String
+    /// SQL of the hot paths, built once.
+    let sql: SQL
 
     init(database: Database, info: CollectionInfo) {
         self.database = database
@@ -32,10 +36,32 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         self.name = info.name
         self.docsTable = "docs_\(info.id)"
         self.localTable = "local_\(info.id)"
+        self.fullName = "\(info.scope).\(info.name)"
+        self.sql = SQL(table: docsTable)
     }
 
-    /// `scope.name`, e.g. `_default._default`.
-    public var fullName: String { "\(scope).\(name)" }
+    /// The statements every write and read uses, per collection table.
+    struct SQL {
+        let lookup: String
+        let fetchBody: String
+        let insert: String
+        let insertIfAbsent: String
+        let updateAll: String
+        let updateTree: String
+        let recordWithTree: String
+        let record: String
+
+        init(table: String) {
+            lookup = "SELECT rowid, rev, tree FROM \(table) WHERE id = ?"
+            fetchBody = "SELECT body FROM \(table) WHERE rowid = ?"
+            insert = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?)"
+            insertIfAbsent = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
+            updateAll = "UPDATE \(table) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?"
+            updateTree = "UPDATE \(table) SET seq = ?, flags = (flags & 4) | ?, tree = ? WHERE rowid = ?"
+            recordWithTree = "SELECT seq, rev, flags, body, tree FROM \(table) WHERE id = ?"
+            record = "SELECT seq, rev, flags, body FROM \(table) WHERE id = ?"
+        }
+    }
 
     public var description: String { "Collection(\(database.name).\(fullName))" }
 

@@ -21,12 +21,17 @@ public struct RevisionWrite: Sendable {
     public var body: JSONObject
     public var deleted: Bool
     public var mode: Mode
+    /// Attachment bodies to store with the revision, keyed by digest (`md5-<base64>`). Stored once per digest,
+    /// in the same transaction as the revision.
+    public var blobs: [(digest: String, data: [UInt8])]
 
-    public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode) {
+    public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode,
+                blobs: [(digest: String, data: [UInt8])] = []) {
         self.id = id
         self.body = body
         self.deleted = deleted
         self.mode = mode
+        self.blobs = blobs
     }
 }
 

@@ -351,6 +351,11 @@ public final class Database: @unchecked Sendable {
         return writerSeq
     }
 
+    /// Gives back the sequence just allocated when nothing was written with it (writer only).
+    func releaseSequence() {
+        writerSeq -= 1
+    }
+
     /// Records a changed document for the post-commit notification (writer only).
     func noteChange(collection: String, id: String) {
         pendingChanges[collection, default: []].append(id)

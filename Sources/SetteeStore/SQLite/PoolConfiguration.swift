@@ -8,6 +8,12 @@ package struct PoolConfiguration: Sendable {
     package var readers: Int = 4
     /// `PRAGMA synchronous=FULL` when true, else `NORMAL` (durable across process crashes, not power loss).
     package var synchronousFull: Bool = false
+    /// Page cache of the writer connection, KiB.
+    package var writerCacheKiB: Int = 32 * 1024
+    /// Page cache of each reader connection, KiB.
+    package var readerCacheKiB: Int = 8 * 1024
+    /// Memory-mapped I/O size for readers (0 disables).
+    package var mmapBytes: Int = 256 << 20
     /// Opens every connection read-only; writes fail with `SQLITE_READONLY`.
     package var readOnly: Bool = false
 

@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SetteeCore
+import SetteeStore
+
+/// One request being handled: the parsed path, options and identity, plus body helpers.
+struct Call: Sendable {
+    var request: Request
+    let node: Node
+    let query: QueryOptions
+    /// Percent-decoded path segments.
+    let segments: [String]
+    /// The authenticated user (nil when anonymous); in admin-party mode every caller is admin.
+    var user: String?
+    var isAdmin: Bool
+    /// The route name used for metrics.
+    var route = "other"
+
+    var method: HTTPRequest.Method { request.method }
+
+    func header(_ name: HTTPField.Name) -> String? { request.headers[name] }
+
+    /// Reads the whole body up to the node's request limit (413 beyond it).
+    mutating func bodyBytes() async throws -> [UInt8] {
+        let limit = node.configuration.maxRequestSize
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw CouchError.tooLarge
+        }
+        do {
+            let buffer = try await request.collectBody(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw CouchError.tooLarge
+        }
+    }
+
+    /// Reads and parses a JSON body. Empty or malformed → 400 `bad_request`.
+    mutating func bodyJSON() async throws -> JSON {
+        let bytes = try await bodyBytes()
+        return try parseJSON(bytes)
+    }
+
+    /// Reads a JSON object body.
+    mutating func bodyObject() async throws -> JSONObject {
+        guard case .object(let o) = try await bodyJSON() else {
+            throw CouchError.badRequest("Request body must be a JSON object")
+        }
+        return o
+    }
+
+    func parseJSON(_ bytes: [UInt8]) throws -> JSON {
+        guard !bytes.isEmpty else { throw CouchError.badRequest("Request body is empty; a JSON body is required") }
+        do {
+            return try JSON.parse(bytes, limits: JSONLimits(maxDepth: node.configuration.maxJSONDepth,
+                                                            maxBytes: node.configuration.maxRequestSize))
+        } catch {
+            throw CouchError.badRequest("invalid UTF-8 JSON: \(error)")
+        }
+    }
+
+    /// Whether the client accepts a content type (`Accept` header contains it).
+    func accepts(_ type: String) -> Bool {
+        header(.accept)?.lowercased().contains(type) ?? false
+    }
+}
+
+/// Runs blocking store work off the event loop and the cooperative pool.
+@inline(__always)
+func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await Database.offload(work)
+}

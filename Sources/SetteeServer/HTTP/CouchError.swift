@@ -1,0 +1,61 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SetteeCore
+
+/// An error rendered as CouchDB renders errors: a status and `{"error": …, "reason": …}`.
+struct CouchError: Error, Sendable {
+    let status: HTTPResponse.Status
+    let error: String
+    let reason: String
+
+    init(_ status: HTTPResponse.Status, _ error: String, _ reason: String) {
+        self.status = status
+        self.error = error
+        self.reason = reason
+    }
+
+    static func badRequest(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }
+    static func notFound(_ reason: String = "missing") -> CouchError { CouchError(.notFound, "not_found", reason) }
+    static let databaseMissing = CouchError(.notFound, "not_found", "Database does not exist.")
+    static let conflict = CouchError(.conflict, "conflict", "Document update conflict.")
+    static func methodNotAllowed(_ allowed: String) -> CouchError {
+        CouchError(.methodNotAllowed, "method_not_allowed", "Only \(allowed) allowed")
+    }
+    static let unauthorized = CouchError(.unauthorized, "unauthorized", "You are not authorized to access this db.")
+    static let badCredentials = CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
+    static let forbidden = CouchError(.forbidden, "forbidden", "You are not allowed to access this db.")
+    static let tooLarge = CouchError(.contentTooLarge, "too_large", "the request entity is too large")
+    static let badContentType = CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
+
+    /// The one table from store error codes to CouchDB's status and error term.
+    static func from(_ error: SetteeError) -> CouchError {
+        switch error.code {
+        case .badRequest, .invalidJSON: return CouchError(.badRequest, "bad_request", error.reason)
+        case .badDocID: return CouchError(.badRequest, "illegal_docid", error.reason)
+        case .conflict: return CouchError(.conflict, "conflict", error.reason)
+        case .notFound: return CouchError(.notFound, "not_found", error.reason)
+        case .deleted: return CouchError(.notFound, "not_found", "deleted")
+        case .fileExists: return CouchError(.preconditionFailed, "file_exists", error.reason)
+        case .illegalDatabaseName: return CouchError(.badRequest, "illegal_database_name", error.reason)
+        case .tooLarge: return CouchError(.contentTooLarge, "too_large", error.reason)
+        case .missingStub: return CouchError(.preconditionFailed, "missing_stub", error.reason)
+        case .unauthorized: return CouchError(.unauthorized, "unauthorized", error.reason)
+        case .forbidden: return CouchError(.forbidden, "forbidden", error.reason)
+        case .closed: return CouchError(.serviceUnavailable, "service_unavailable", error.reason)
+        default: return CouchError(.internalServerError, "internal_server_error", error.reason)
+        }
+    }
+
+    /// Any error as a CouchError (unknown errors are 500s).
+    static func from(any error: any Error) -> CouchError {
+        if let e = error as? CouchError { return e }
+        if let e = error as? SetteeError { return from(e) }
+        if let e = error as? JSONError { return badRequest("invalid UTF-8 JSON: \(e)") }
+        if let e = error as? HTTPError, e.status == .contentTooLarge { return tooLarge }
+        return CouchError(.internalServerError, "internal_server_error", "\(error)")
+    }
+
+    /// The error as a per-document result row (`_bulk_docs`).
+    var bulkRow: JSONObject { ["error": .string(error), "reason": .string(reason)] }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import SetteeCore
+import SetteeStore
+
+/// The HTTP front door: authenticates, dispatches CouchDB's URL space to the route handlers, renders errors,
+/// records metrics and the access log.
+struct CouchResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+    let node: Node
+
+    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var call = Call(request: request, node: node, query: QueryOptions(request.uri.query),
+                        segments: CouchResponder.segments(of: request.uri.path), user: nil, isAdmin: false)
+        let response: Response
+        do {
+            try Auth.authenticate(&call)
+            response = try await dispatch(&call)
+        } catch {
+            let couch = CouchError.from(any: error)
+            if couch.status == .internalServerError {
+                context.logger.error("internal error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            }
+            response = Reply.error(couch)
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        node.metrics.request(route: call.route, method: request.method.rawValue, status: response.status.code,
+                             seconds: seconds)
+        context.logger.info("\(request.method) \(request.uri) \(response.status.code)",
+                            metadata: ["ms": "\(Int(seconds * 1000))", "user": "\(call.user ?? "-")"])
+        return response
+    }
+
+    /// Splits the raw path on `/` and percent-decodes each segment (so `%2F` stays inside a segment).
+    static func segments(of path: String) -> [String] {
+        path.split(separator: "/", omittingEmptySubsequences: true).map { raw in
+            raw.removingPercentEncoding ?? String(raw)
+        }
+    }
+
+    func dispatch(_ call: inout Call) async throws -> Response {
+        let s = call.segments
+        guard let first = s.first else {
+            call.route = "root"
+            return try ServerRoutes.welcome(call)
+        }
+        if first.hasPrefix("_") && !["_users", "_replicator", "_global_changes"].contains(first) {
+            return try await ServerRoutes.handle(&call)
+        }
+        let target = try Keyspace(first)
+        if s.count == 1 { return try await DatabaseRoutes.handle(&call, target) }
+        let second = s[1]
+        switch second {
+        case "_all_docs": call.route = "all_docs"; return try await BulkRoutes.allDocs(&call, target)
+        case "_bulk_docs": call.route = "bulk_docs"; return try await BulkRoutes.bulkDocs(&call, target)
+        case "_bulk_get": call.route = "bulk_get"; return try await BulkRoutes.bulkGet(&call, target)
+        case "_revs_diff": call.route = "revs_diff"; return try await BulkRoutes.revsDiff(&call, target)
+        case "_changes": call.route = "changes"; return try await ChangesRoutes.handle(&call, target)
+        case "_local":
+            call.route = "local"
+            guard s.count == 3 else { throw CouchError.notFound() }
+            return try await LocalRoutes.handle(&call, target, id: "_local/" + s[2])
+        case "_design":
+            guard s.count >= 3 else { throw CouchError.notFound() }
+            let id = "_design/" + s[2]
+            if s.count == 3 { call.route = "doc"; return try await DocumentRoutes.handle(&call, target, id: id) }
+            call.route = "attachment"
+            return try await AttachmentRoutes.handle(&call, target, id: id, name: s[3...].joined(separator: "/"))
+        case "_revs_limit", "_compact", "_ensure_full_commit", "_purge", "_security", "_view_cleanup":
+            return try await DatabaseRoutes.handleSub(&call, target, second)
+        default:
+            if second.hasPrefix("_") {
+                if s.count == 2 && ["_index", "_find", "_query", "_explain"].contains(second) {
+                    throw CouchError(.notFound, "not_found", "\(second) is not available on this node yet")
+                }
+                if s.count == 2 { throw CouchError.badRequest("Only reserved document ids may start with underscore.") }
+            }
+            if s.count == 2 { call.route = "doc"; return try await DocumentRoutes.handle(&call, target, id: second) }
+            call.route = "attachment"
+            return try await AttachmentRoutes.handle(&call, target, id: second, name: s[2...].joined(separator: "/"))
+        }
+    }
+}
+
+/// `/{db}` or `/{db}.{scope}.{collection}` (CouchDB names cannot contain dots, so a dot means a keyspace).
+struct Keyspace: Sendable {
+    let database: String
+    let scope: String
+    let collection: String
+
+    init(_ segment: String) throws {
+        let parts = segment.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        switch parts.count {
+        case 1: (database, scope, collection) = (parts[0], "_default", "_default")
+        case 2: (database, scope, collection) = (parts[0], "_default", parts[1])
+        case 3: (database, scope, collection) = (parts[0], parts[1], parts[2])
+        default: throw CouchError(.badRequest, "illegal_database_name", "Invalid keyspace '\(segment)'")
+        }
+        try Node.validateName(database)
+    }
+
+    var isDefaultCollection: Bool { scope == "_default" && collection == "_default" }
+
+    /// Opens the database and collection; a missing one is 404.
+    func open(_ node: Node) throws -> (Database, SetteeStore.Collection) {
+        let db = try node.database(database)
+        guard let c = try db.collection(name: collection, scope: scope) else {
+            throw CouchError(.notFound, "not_found", "Collection \(scope).\(collection) does not exist.")
+        }
+        return (db, c)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import SetteeCore
+
+/// Query-string options, decoded, with CouchDB's rules: unknown options are ignored, invalid values are 400s.
+struct QueryOptions: Sendable {
+    private(set) var values: [String: String] = [:]
+
+    init(_ query: String?) {
+        guard let query, !query.isEmpty else { return }
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = QueryOptions.decode(parts[0])
+            let value = parts.count > 1 ? QueryOptions.decode(parts[1]) : ""
+            values[key] = value
+        }
+    }
+
+    static func decode(_ s: Substring) -> String {
+        let plusFixed = s.replacingOccurrences(of: "+", with: " ")
+        return plusFixed.removingPercentEncoding ?? plusFixed
+    }
+
+    subscript(_ name: String) -> String? { values[name] }
+
+    func has(_ name: String) -> Bool { values[name] != nil }
+
+    /// `true`/`false`; absent → default; anything else → 400.
+    func bool(_ name: String, default def: Bool = false) throws -> Bool {
+        guard let v = values[name] else { return def }
+        switch v.lowercased() {
+        case "true", "": return true
+        case "false": return false
+        default: throw CouchError.badRequest("Invalid boolean parameter: \(name)=\(v)")
+        }
+    }
+
+    /// A non-negative integer; absent → nil; invalid → 400.
+    func int(_ name: String) throws -> Int? {
+        guard let v = values[name] else { return nil }
+        guard let n = Int(v), n >= 0 else {
+            throw CouchError.badRequest("Invalid value for \(name): \"\(v)\", expected a non-negative integer")
+        }
+        return n
+    }
+
+    /// A JSON value (CouchDB's `startkey="abc"`, `keys=[…]`, `open_revs=[…]`); invalid → 400.
+    func json(_ name: String) throws -> JSON? {
+        guard let v = values[name] else { return nil }
+        do {
+            return try JSON.parse(v)
+        } catch {
+            throw CouchError.badRequest("Invalid JSON for \(name): \(error)")
+        }
+    }
+
+    /// A JSON string option, also accepting a bare unquoted string.
+    func jsonString(_ name: String) throws -> String? {
+        guard let v = values[name] else { return nil }
+        if let parsed = try? JSON.parse(v) {
+            guard case .string(let s) = parsed else {
+                throw CouchError.badRequest("Invalid value for \(name): expected a JSON string")
+            }
+            return s
+        }
+        return v
+    }
+}

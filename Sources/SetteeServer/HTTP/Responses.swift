@@ -1,0 +1,62 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SetteeCore
+
+/// Building CouchDB-style responses.
+enum Reply {
+    static let serverHeader = "Settee/0.1.0"
+
+    /// A JSON response.
+    static func json(_ status: HTTPResponse.Status = .ok, _ value: JSON, headers extra: HTTPFields = [:]) -> Response {
+        var bytes = value.serializedBytes
+        bytes.append(0x0a)
+        return raw(status, bytes, headers: extra)
+    }
+
+    /// A response whose body is already-serialized JSON.
+    static func raw(_ status: HTTPResponse.Status, _ bytes: [UInt8], contentType: String = "application/json",
+                    headers extra: HTTPFields = [:]) -> Response {
+        var headers = extra
+        headers[.contentType] = contentType
+        headers[.cacheControl] = "must-revalidate"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func ok(_ status: HTTPResponse.Status = .ok) -> Response { json(status, ["ok": true]) }
+
+    static func error(_ e: CouchError) -> Response {
+        json(e.status, ["error": .string(e.error), "reason": .string(e.reason)])
+    }
+}
+
+extension JSON {
+    /// Writes a JSON string literal.
+    static func appendString(_ s: String, to out: inout [UInt8]) {
+        JSON.string(s).serialize(into: &out)
+    }
+}
+
+/// Splices `_id` and `_rev` (and `_deleted`) into a stored body without parsing it: the fast path for reads.
+enum DocumentBytes {
+    static func splice(id: String, rev: String, deleted: Bool, body: [UInt8], into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"_id":"#.utf8)
+        JSON.appendString(id, to: &out)
+        out.append(contentsOf: #","_rev":"#.utf8)
+        JSON.appendString(rev, to: &out)
+        if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
+        // body is `{…}`: drop its opening brace; an empty object contributes only the closing one.
+        var i = 1
+        while i < body.count, body[i] == 0x20 || body[i] == 0x0a || body[i] == 0x0d || body[i] == 0x09 { i += 1 }
+        if i < body.count, body[i] != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
+        if i < body.count { out.append(contentsOf: body[i...]) } else { out.append(UInt8(ascii: "}")) }
+    }
+
+    static func splice(id: String, rev: String, deleted: Bool, body: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + id.utf8.count + 64)
+        splice(id: id, rev: rev, deleted: deleted, body: body, into: &out)
+        return out
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// A Settee node: the data directory, its open databases, and the node's identity.
+///
+/// Databases are opened on first use and kept open; `delete` closes one before removing its files.
+/// Thread-safe.
+public final class Node: @unchecked Sendable {
+    /// The node's configuration.
+    public let configuration: ServerConfiguration
+    /// A uuid made when the data directory was first used, stable across restarts.
+    public let uuid: String
+    /// When the node started.
+    public let startTime = Date()
+    let sessions = SessionStore()
+    let metrics: ServerMetrics
+
+    private let lock = NSLock()
+    private var open: [String: Database] = [:]
+
+    public init(configuration: ServerConfiguration) throws {
+        self.configuration = configuration
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let idFile = (configuration.dataDirectory as NSString).appendingPathComponent(".settee-node-uuid")
+        if let existing = try? String(contentsOfFile: idFile, encoding: .utf8), existing.count >= 32 {
+            uuid = existing.trimmingCharacters(in: .whitespacesAndNewlines)
+        } else {
+            uuid = Node.randomHex(16)
+            try uuid.write(toFile: idFile, atomically: true, encoding: .utf8)
+        }
+        metrics = ServerMetrics()
+    }
+
+    static func randomHex(_ bytes: Int) -> String {
+        var g = SystemRandomNumberGenerator()
+        return Hex.encode((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &g) })
+    }
+
+    var databaseConfiguration: DatabaseConfiguration {
+        DatabaseConfiguration(directory: configuration.dataDirectory, fullSync: configuration.fullSync)
+    }
+
+    /// The open database `name`, opening it if needed. Throws `.notFound` ("Database does not exist.").
+    public func database(_ name: String) throws -> Database {
+        lock.lock()
+        defer { lock.unlock() }
+        if let db = open[name] { return db }
+        guard Database.exists(name: name, inDirectory: configuration.dataDirectory) else {
+            throw SetteeError(.notFound, "Database does not exist.")
+        }
+        let db = try Database(name: name, config: databaseConfiguration, create: false)
+        open[name] = db
+        metrics.openDatabases(open.count)
+        return db
+    }
+
+    /// Creates a database. Throws `.fileExists` if it exists, `.illegalDatabaseName` for a bad name.
+    @discardableResult
+    public func createDatabase(_ name: String) throws -> Database {
+        try Node.validateName(name)
+        lock.lock()
+        defer { lock.unlock() }
+        if open[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
+            throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
+        }
+        let db = try Database(name: name, config: databaseConfiguration, create: true)
+        open[name] = db
+        metrics.openDatabases(open.count)
+        return db
+    }
+
+    /// Closes and deletes a database. Throws `.notFound` if it does not exist.
+    public func deleteDatabase(_ name: String) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        if let db = open.removeValue(forKey: name) { db.close() }
+        try Database.delete(name: name, inDirectory: configuration.dataDirectory)
+        metrics.openDatabases(open.count)
+    }
+
+    /// Names of every database, sorted.
+    public func databaseNames() -> [String] {
+        Database.names(inDirectory: configuration.dataDirectory)
+    }
+
+    /// Closes every open database (graceful shutdown).
+    public func closeAll() {
+        lock.lock()
+        let dbs = Array(open.values)
+        open.removeAll()
+        lock.unlock()
+        for db in dbs { db.close() }
+    }
+
+    /// CouchDB's database-name rule, plus the system databases `_users`, `_replicator`, `_global_changes`.
+    static func validateName(_ name: String) throws(SetteeError) {
+        if ["_users", "_replicator", "_global_changes"].contains(name) { return }
+        try DocumentID.validateDatabaseName(name)
+    }
+}

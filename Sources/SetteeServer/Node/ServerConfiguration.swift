@@ -1,0 +1,49 @@
+import Foundation
+
+/// How a Settee node serves HTTP.
+public struct ServerConfiguration: Sendable {
+    /// Directory holding one SQLite file per database.
+    public var dataDirectory: String
+    /// Address to bind. Without an admin, only loopback addresses are allowed.
+    public var host: String
+    /// TCP port (0 picks a free one).
+    public var port: Int
+    /// The server admin's name and password; nil means every request is treated as admin ("admin party")
+    /// and the server binds loopback only.
+    public var admin: (username: String, password: String)?
+    /// Largest accepted document body (CouchDB's `max_document_size`, default 8 MiB).
+    public var maxDocumentSize: Int
+    /// Largest accepted request body (default 64 MiB).
+    public var maxRequestSize: Int
+    /// Maximum JSON nesting depth of request bodies.
+    public var maxJSONDepth: Int
+    /// Sync each commit to stable storage.
+    public var fullSync: Bool
+
+    public init(dataDirectory: String, host: String = "127.0.0.1", port: Int = 5984,
+                admin: (username: String, password: String)? = nil,
+                maxDocumentSize: Int = 8 << 20, maxRequestSize: Int = 64 << 20, maxJSONDepth: Int = 128,
+                fullSync: Bool = false) {
+        self.dataDirectory = dataDirectory
+        self.host = host
+        self.port = port
+        self.admin = admin
+        self.maxDocumentSize = maxDocumentSize
+        self.maxRequestSize = maxRequestSize
+        self.maxJSONDepth = maxJSONDepth
+        self.fullSync = fullSync
+    }
+
+    /// Parses `USER:PASS` (as given to `--admin` or `SETTEE_ADMIN`).
+    public static func parseAdmin(_ text: String) -> (username: String, password: String)? {
+        guard let colon = text.firstIndex(of: ":") else { return nil }
+        let user = String(text[..<colon]), pass = String(text[text.index(after: colon)...])
+        guard !user.isEmpty, !pass.isEmpty else { return nil }
+        return (user, pass)
+    }
+
+    /// Whether `host` is a loopback address.
+    public var bindsLoopbackOnly: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}

@@ -1,0 +1,66 @@
+import CoreMetrics
+import Foundation
+import Prometheus
+
+/// The node's metrics, recorded through swift-metrics into a Prometheus registry and rendered by `GET /_metrics`.
+///
+/// Each node has its own registry (no global bootstrap), so several nodes in one process keep separate figures.
+final class ServerMetrics: @unchecked Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    private let lock = NSLock()
+    private var counters: [String: CoreMetrics.Counter] = [:]
+    private var timers: [String: CoreMetrics.Timer] = [:]
+    private let docsWritten: CoreMetrics.Counter
+    private let docsRead: CoreMetrics.Counter
+    private let openDatabasesMeter: CoreMetrics.Meter
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5),
+        ]
+        self.factory = factory
+        docsWritten = CoreMetrics.Counter(label: "settee_documents_written_total", factory: factory)
+        docsRead = CoreMetrics.Counter(label: "settee_documents_read_total", factory: factory)
+        openDatabasesMeter = CoreMetrics.Meter(label: "settee_open_databases", factory: factory)
+    }
+
+    /// Records one handled request.
+    func request(route: String, method: String, status: Int, seconds: Double) {
+        let key = "\(route) \(method) \(status)"
+        lock.lock()
+        let counter: CoreMetrics.Counter
+        if let c = counters[key] {
+            counter = c
+        } else {
+            counter = CoreMetrics.Counter(label: "settee_http_requests_total",
+                                          dimensions: [("route", route), ("method", method), ("status", String(status))],
+                                          factory: factory)
+            counters[key] = counter
+        }
+        let timerKey = "\(route) \(method)"
+        let timer: CoreMetrics.Timer
+        if let t = timers[timerKey] {
+            timer = t
+        } else {
+            timer = CoreMetrics.Timer(label: "settee_http_request_duration_seconds",
+                                      dimensions: [("route", route), ("method", method)], factory: factory)
+            timers[timerKey] = timer
+        }
+        lock.unlock()
+        counter.increment()
+        timer.recordNanoseconds(Int64(seconds * 1e9))
+    }
+
+    func documentsWritten(_ n: Int) { if n > 0 { docsWritten.increment(by: n) } }
+    func documentsRead(_ n: Int) { if n > 0 { docsRead.increment(by: n) } }
+    func openDatabases(_ n: Int) { openDatabasesMeter.set(n) }
+
+    /// The Prometheus text exposition.
+    func render() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}

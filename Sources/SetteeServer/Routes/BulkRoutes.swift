@@ -1,0 +1,273 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SetteeCore
+import SetteeStore
+
+/// `_bulk_docs`, `_bulk_get`, `_revs_diff` and `_all_docs`: the endpoints replicators lean on.
+enum BulkRoutes {
+    // MARK: _bulk_docs
+
+    static func bulkDocs(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        let body = try await call.bodyObject()
+        guard let docs = body["docs"]?.arrayValue else {
+            throw CouchError.badRequest("POST body must include `docs` parameter.")
+        }
+        let queryNewEdits = try call.query.bool("new_edits", default: true)
+        let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits
+        let maxDoc = call.node.configuration.maxDocumentSize
+        let metrics = call.node.metrics
+        let rows: [JSON] = try await blocking {
+            // Validate each document; failures become per-document rows, the rest go in one transaction.
+            var results = [JSON?](repeating: nil, count: docs.count)
+            var writes: [RevisionWrite] = []
+            var positions: [Int] = []
+            for (i, doc) in docs.enumerated() {
+                do {
+                    guard case .object(let o) = doc else { throw CouchError.badRequest("Document must be a JSON object") }
+                    let id = o["_id"]?.stringValue ?? Node.randomHex(16)
+                    if o["_id"] != nil && o["_id"]?.stringValue == nil {
+                        throw CouchError(.badRequest, "illegal_docid", "Document id must be a string")
+                    }
+                    if id.hasPrefix("_local/") {
+                        let rev = o["_rev"]?.stringValue
+                        var b = o
+                        b.removeValue(forKey: "_id")
+                        b.removeValue(forKey: "_rev")
+                        let newRev = try c.putLocal(id: id, body: b, rev: rev)
+                        results[i] = ["ok": true, "id": .string(id), "rev": .string(newRev)]
+                        continue
+                    }
+                    var parsed = try DocumentInput.parse(o, id: id)
+                    parsed.id = id
+                    let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c)
+                    if maxDoc < (64 << 20), JSON.object(write.body).serializedBytes.count > maxDoc {
+                        throw CouchError.tooLarge
+                    }
+                    writes.append(write)
+                    positions.append(i)
+                } catch {
+                    let e = CouchError.from(any: error)
+                    if e.status == .internalServerError { throw error }
+                    var row: JSONObject = ["id": .string(doc["_id"]?.stringValue ?? "")]
+                    row["error"] = .string(e.error)
+                    row["reason"] = .string(e.reason)
+                    results[i] = .object(row)
+                }
+            }
+            let outcomes = try c.write(writes)
+            metrics.documentsWritten(writes.count)
+            for (k, outcome) in outcomes.enumerated() {
+                let i = positions[k], id = writes[k].id
+                switch outcome {
+                case .success(let rev):
+                    results[i] = ["ok": true, "id": .string(id), "rev": .string(rev.description)]
+                case .failure(let error):
+                    let e = CouchError.from(error)
+                    results[i] = ["id": .string(id), "error": .string(e.error), "reason": .string(e.reason)]
+                }
+            }
+            if !newEdits { return results.compactMap { $0 }.filter { $0["error"] != nil } }
+            return results.compactMap { $0 }
+        }
+        return Reply.json(.created, .array(rows))
+    }
+
+    // MARK: _bulk_get
+
+    static func bulkGet(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        let body = try await call.bodyObject()
+        guard let requests = body["docs"]?.arrayValue else {
+            throw CouchError.badRequest("Missing JSON list of 'docs'.")
+        }
+        var output = try DocumentOutput(call.query)
+        let latest = try call.query.bool("latest")
+        output.revs = try call.query.bool("revs")
+        let baseOutput = output
+        let metrics = call.node.metrics
+        let results: [JSON] = try await blocking {
+            var out: [JSON] = []
+            for request in requests {
+                guard case .object(let r) = request, let id = r["id"]?.stringValue else {
+                    out.append(["id": .null, "docs": [["error": ["id": .null, "rev": .null, "error": "bad_request",
+                                                                  "reason": "Document id must be a string"]]]])
+                    continue
+                }
+                let revText = r["rev"]?.stringValue
+                var docOutput = baseOutput
+                if let since = r["atts_since"]?.arrayValue {
+                    docOutput.attsSince = since.compactMap { $0.stringValue.flatMap(RevID.init) }
+                }
+                func error(_ rev: String?, _ e: String, _ reason: String) -> JSON {
+                    ["error": ["id": .string(id), "rev": rev.map(JSON.string) ?? .null, "error": .string(e),
+                               "reason": .string(reason)]]
+                }
+                guard let record = try c.record(id: id, withTree: true) else {
+                    out.append(["id": .string(id), "docs": [error(revText, "not_found", "missing")]])
+                    continue
+                }
+                var docs: [JSON] = []
+                if let revText {
+                    guard let rev = RevID(revText) else {
+                        out.append(["id": .string(id), "docs": [error(revText, "bad_request", "Invalid rev format")]])
+                        continue
+                    }
+                    for (r, found) in DocumentOutput.openRevs(record, requested: [rev], latest: latest) {
+                        if found, let revision = record.revision(r) {
+                            docs.append(["ok": .object(try docOutput.render(record, rev: r, body: revision.body,
+                                                                            deleted: revision.deleted, database: db))])
+                        } else {
+                            docs.append(error(r.description, "not_found", "missing"))
+                        }
+                    }
+                } else {
+                    docs.append(["ok": .object(try docOutput.render(record, rev: record.revID, body: record.body,
+                                                                    deleted: record.deleted, database: db))])
+                }
+                metrics.documentsRead(docs.count)
+                out.append(["id": .string(id), "docs": .array(docs)])
+            }
+            return out
+        }
+        return Reply.json(.ok, ["results": .array(results)])
+    }
+
+    // MARK: _revs_diff
+
+    static func revsDiff(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        let body = try await call.bodyObject()
+        var request: [(id: String, revs: [RevID])] = []
+        for (id, revs) in body {
+            guard let list = revs.arrayValue else { throw CouchError.badRequest("Revisions of \(id) must be an array") }
+            request.append((id, try list.map { v in
+                guard let s = v.stringValue, let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
+                return r
+            }))
+        }
+        let req = request
+        let diff = try await blocking { try c.revsDiff(req) }
+        var out = JSONObject()
+        for (id, d) in diff {
+            var entry: JSONObject = ["missing": .array(d.missing.map { .string($0.description) })]
+            if !d.possibleAncestors.isEmpty {
+                entry["possible_ancestors"] = .array(d.possibleAncestors.map { .string($0.description) })
+            }
+            out[id] = .object(entry)
+        }
+        return Reply.json(.ok, .object(out))
+    }
+
+    // MARK: _all_docs
+
+    static func allDocs(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        let q = call.query
+        var keys: [String]?
+        var bodyOptions = JSONObject()
+        switch call.method {
+        case .get, .head: break
+        case .post:
+            bodyOptions = try await call.bodyObject()
+            if let k = bodyOptions["keys"] {
+                guard let list = k.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
+                keys = list.map { $0.stringValue ?? $0.jsonString }
+            }
+        default: throw CouchError.methodNotAllowed("GET,HEAD,POST")
+        }
+        if keys == nil, let k = try q.json("keys") {
+            guard let list = k.arrayValue else { throw CouchError.badRequest("`keys` must be an array.") }
+            keys = list.map { $0.stringValue ?? $0.jsonString }
+        }
+        func option(_ names: String...) throws -> JSON? {
+            for n in names {
+                if let v = bodyOptions[n] { return v }
+                if let v = try q.json(n) { return v }
+            }
+            return nil
+        }
+        func boolOption(_ name: String, _ def: Bool) throws -> Bool {
+            if let v = bodyOptions[name] { return v.boolValue ?? def }
+            return try q.bool(name, default: def)
+        }
+        func intOption(_ name: String) throws -> Int? {
+            if let v = bodyOptions[name] { return v.intValue.map(Int.init) }
+            return try q.int(name)
+        }
+        var options = SetteeStore.Collection.AllDocsOptions()
+        options.startKey = try option("startkey", "start_key").map { $0.stringValue ?? $0.jsonString }
+        options.endKey = try option("endkey", "end_key").map { $0.stringValue ?? $0.jsonString }
+        if options.startKey == nil, let key = try option("key") { options.startKey = key.stringValue; options.endKey = key.stringValue }
+        options.inclusiveEnd = try boolOption("inclusive_end", true)
+        options.descending = try boolOption("descending", false)
+        options.limit = try intOption("limit")
+        options.skip = try intOption("skip") ?? 0
+        options.includeDocs = try boolOption("include_docs", false)
+        let conflicts = try boolOption("conflicts", false)
+        let updateSeq = try boolOption("update_seq", false)
+        let opts = options
+        let keyList = keys
+        let bytes: [UInt8] = try await blocking {
+            var out: [UInt8] = []
+            func row(_ r: SetteeStore.Collection.AllDocsRow, into out: inout [UInt8]) throws {
+                out.append(contentsOf: #"{"id":"#.utf8)
+                JSON.appendString(r.id, to: &out)
+                out.append(contentsOf: #","key":"#.utf8)
+                JSON.appendString(r.id, to: &out)
+                out.append(contentsOf: #","value":{"rev":"#.utf8)
+                JSON.appendString(r.rev.description, to: &out)
+                if r.deleted { out.append(contentsOf: #","deleted":true"#.utf8) }
+                out.append(UInt8(ascii: "}"))
+                if opts.includeDocs {
+                    out.append(contentsOf: #","doc":"#.utf8)
+                    if r.deleted {
+                        out.append(contentsOf: "null".utf8)
+                    } else if conflicts, let record = try c.record(id: r.id, withTree: true), record.conflicted {
+                        var output = DocumentOutput()
+                        output.conflicts = true
+                        out.append(contentsOf: try output.bytes(record, rev: record.revID, body: record.body, deleted: false, database: db))
+                    } else {
+                        DocumentBytes.splice(id: r.id, rev: r.rev.description, deleted: false, body: r.body ?? [], into: &out)
+                    }
+                }
+                out.append(UInt8(ascii: "}"))
+            }
+            if let keyList {
+                let found = try c.allDocs(keys: keyList, includeDocs: opts.includeDocs)
+                let total = try c.documentCounts().live
+                out.append(contentsOf: "{\"total_rows\":\(total),\"offset\":null,\"rows\":[".utf8)
+                var ordered = Array(zip(keyList, found))
+                if opts.descending { ordered.reverse() }
+                for (i, (key, r)) in ordered.dropFirst(opts.skip).prefix(opts.limit ?? Int.max).enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    if let r { try row(r, into: &out) } else {
+                        out.append(contentsOf: #"{"key":"#.utf8)
+                        JSON.appendString(key, to: &out)
+                        out.append(contentsOf: #","error":"not_found"}"#.utf8)
+                    }
+                }
+            } else {
+                let result = try c.allDocs(opts)
+                out.append(contentsOf: "{\"total_rows\":\(result.totalRows),\"offset\":\(result.offset),\"rows\":[".utf8)
+                for (i, r) in result.rows.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    try row(r, into: &out)
+                }
+            }
+            out.append(UInt8(ascii: "]"))
+            if updateSeq { out.append(contentsOf: ",\"update_seq\":\(db.lastSequence)".utf8) }
+            out.append(contentsOf: "}\n".utf8)
+            return out
+        }
+        return Reply.raw(.ok, bytes)
+    }
+}

@@ -1,0 +1,343 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SetteeCore
+import SetteeStore
+
+/// `/{db}/_changes`: normal, longpoll, continuous and eventsource feeds.
+///
+/// Live feeds subscribe to the database's commit notifications before their first read, so no commit is
+/// missed between reading and waiting, and sleep until a commit or a heartbeat tick — no polling.
+enum ChangesRoutes {
+    enum Feed: String { case normal, longpoll, continuous, eventsource }
+
+    struct Options: Sendable {
+        var feed = Feed.normal
+        var since: UInt64 = 0
+        var sinceNow = false
+        var limit: Int?
+        var descending = false
+        var allLeaves = false
+        var includeDocs = false
+        var conflicts = false
+        var attachments = false
+        var docIDs: [String]?
+        var selector: MangoSelector?
+        var designOnly = false
+        var heartbeat: Int?          // milliseconds
+        var timeout: Int = 60_000     // milliseconds
+    }
+
+    static func handle(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        var body = JSONObject()
+        switch call.method {
+        case .get, .head: break
+        case .post:
+            let bytes = try await call.bodyBytes()
+            if !bytes.isEmpty {
+                guard case .object(let o) = try call.parseJSON(bytes) else {
+                    throw CouchError.badRequest("Request body must be a JSON object")
+                }
+                body = o
+            }
+        default: throw CouchError.methodNotAllowed("GET,HEAD,POST")
+        }
+        let options = try parse(call.query, body: body)
+        switch options.feed {
+        case .normal:
+            let (rows, last, pending) = try await blocking { try scan(c, db, options, since: options.since) }
+            var out: [UInt8] = Array(#"{"results":["#.utf8)
+            for (i, row) in rows.enumerated() {
+                if i > 0 { out.append(contentsOf: ",\n".utf8) }
+                out.append(contentsOf: row)
+            }
+            out.append(contentsOf: "],\n\"last_seq\":\(last),\"pending\":\(pending)}\n".utf8)
+            return Reply.raw(.ok, out)
+        case .longpoll:
+            return longpoll(db, c, options)
+        case .continuous, .eventsource:
+            return stream(db, c, options)
+        }
+    }
+
+    static func parse(_ q: QueryOptions, body: JSONObject) throws -> Options {
+        var o = Options()
+        if let feed = q["feed"] {
+            guard let f = Feed(rawValue: feed) else { throw CouchError.badRequest("Supported `feed` types: normal, continuous, longpoll, eventsource") }
+            o.feed = f
+        }
+        if let since = q["since"] ?? body["since"].map({ $0.stringValue ?? $0.jsonString }) {
+            if since == "now" {
+                o.sinceNow = true
+            } else {
+                o.since = try parseSequence(since)
+            }
+        }
+        if q["last-event-id"] == nil, let lastEventID = q["last_event_id"] { o.since = try parseSequence(lastEventID) }
+        o.limit = try q.int("limit")
+        o.descending = try q.bool("descending")
+        if let style = q["style"] {
+            guard style == "all_docs" || style == "main_only" else { throw CouchError.badRequest("Supported `style` values: main_only, all_docs") }
+            o.allLeaves = style == "all_docs"
+        }
+        o.includeDocs = try q.bool("include_docs")
+        o.conflicts = try q.bool("conflicts")
+        o.attachments = try q.bool("attachments")
+        if let hb = q["heartbeat"] {
+            if hb == "true" { o.heartbeat = 60_000 } else if hb != "false" {
+                guard let ms = Int(hb), ms > 0 else { throw CouchError.badRequest("Invalid heartbeat value: \(hb)") }
+                o.heartbeat = max(ms, 100)
+            }
+        }
+        if let t = try q.int("timeout") { o.timeout = max(t, 0) }
+        if let filter = q["filter"] {
+            switch filter {
+            case "_doc_ids":
+                var ids = body["doc_ids"]
+                if ids == nil { ids = try q.json("doc_ids") }
+                guard let list = ids?.arrayValue else { throw CouchError.badRequest("`doc_ids` filter parameter is not a list of doc ids.") }
+                o.docIDs = list.compactMap(\.stringValue)
+            case "_selector":
+                guard let selector = body["selector"] else { throw CouchError.badRequest("Selector must be specified in POST payload") }
+                do { o.selector = try MangoSelector(selector) } catch { throw CouchError.from(error) }
+            case "_design":
+                o.designOnly = true
+            case "_view":
+                throw CouchError.badRequest("filter=_view is not supported by this node")
+            default:
+                throw CouchError(.notFound, "not_found", "missing filter function \(filter): this node runs no JavaScript filters")
+            }
+        }
+        return o
+    }
+
+    /// Sequences are opaque to clients: accept `N`, `"N"` and CouchDB-style `"N-…"`.
+    static func parseSequence(_ text: String) throws -> UInt64 {
+        let trimmed = text.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
+        if trimmed.isEmpty { return 0 }
+        guard let n = UInt64(digits) else { throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.") }
+        return n
+    }
+
+    /// Reads rows after `since`; returns rendered rows, the feed's last_seq and pending count.
+    static func scan(_ c: SetteeStore.Collection, _ db: Database, _ o: Options, since: UInt64) throws -> ([[UInt8]], UInt64, Int) {
+        let dbSeq = db.lastSequence
+        var opts = SetteeStore.Collection.ChangesOptions(since: since)
+        opts.descending = o.descending
+        opts.allLeaves = o.allLeaves
+        opts.conflicts = o.conflicts && o.includeDocs
+        opts.includeDocs = o.includeDocs || o.selector != nil
+        opts.documentIDs = o.docIDs
+        let filtered = o.selector != nil || o.designOnly
+        if !filtered { opts.limit = o.limit }
+        var rows: [[UInt8]] = []
+        var last = o.descending ? 0 : since
+        var limitReached = false
+        try c.forEachChange(opts) { row in
+            if o.descending { last = max(last, row.sequence) } else { last = row.sequence }
+            if o.designOnly && !row.id.hasPrefix("_design/") { return true }
+            var docBytes: [UInt8]?
+            if let body = row.body {
+                docBytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: body)
+            }
+            if let selector = o.selector {
+                guard let bytes = docBytes, let doc = try? JSON.parse(bytes), selector.matches(doc) else { return true }
+            }
+            rows.append(try render(row, doc: o.includeDocs ? docBytes : nil, db: db, o: o))
+            if let limit = o.limit, rows.count >= limit {
+                limitReached = true
+                return false
+            }
+            return true
+        }
+        if o.descending {
+            last = max(last, dbSeq)
+            if limitReached, let lastRow = rows.last, let seq = seqOf(lastRow) { last = seq }
+        } else if !limitReached {
+            last = max(last, dbSeq)
+        }
+        var pending = 0
+        if limitReached && !o.descending {
+            var rest = SetteeStore.Collection.ChangesOptions(since: last)
+            rest.documentIDs = o.docIDs
+            try c.forEachChange(rest) { _ in pending += 1; return true }
+        }
+        return (rows, last, pending)
+    }
+
+    static func seqOf(_ row: [UInt8]) -> UInt64? {
+        guard let json = try? JSON.parse(row), let seq = json["seq"]?.intValue else { return nil }
+        return UInt64(seq)
+    }
+
+    static func render(_ row: SetteeStore.Collection.ChangeRow, doc: [UInt8]?, db: Database, o: Options) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + (doc?.count ?? 0))
+        out.append(contentsOf: "{\"seq\":\(row.sequence),\"id\":".utf8)
+        JSON.appendString(row.id, to: &out)
+        out.append(contentsOf: #","changes":["#.utf8)
+        let revs = row.leaves ?? [row.rev]
+        for (i, rev) in revs.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: #"{"rev":"#.utf8)
+            JSON.appendString(rev.description, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        if row.deleted { out.append(contentsOf: #","deleted":true"#.utf8) }
+        if let doc {
+            out.append(contentsOf: #","doc":"#.utf8)
+            if (o.conflicts && row.conflicts?.isEmpty == false) || o.attachments {
+                guard case .object(var d) = try JSON.parse(doc) else { throw SetteeError(.internalError, "bad doc") }
+                if let conflicts = row.conflicts, !conflicts.isEmpty {
+                    d["_conflicts"] = .array(conflicts.map { .string($0.description) })
+                }
+                if o.attachments, case .object(var atts)? = d["_attachments"] {
+                    for (name, meta) in atts {
+                        guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
+                              let data = try db.blob(digest: digest) else { continue }
+                        m.removeValue(forKey: "stub")
+                        m["data"] = .string(Base64.encode(data))
+                        atts[name] = .object(m)
+                    }
+                    d["_attachments"] = .object(atts)
+                }
+                JSON.object(d).serialize(into: &out)
+            } else {
+                out.append(contentsOf: doc)
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    // MARK: Live feeds
+
+    /// Commit notifications and heartbeat ticks merged into one stream.
+    enum Event: Sendable { case commit, tick }
+
+    static func events(_ db: Database, tick: Int) -> (AsyncStream<Event>, @Sendable () -> Void) {
+        let commits = db.commits()  // subscribe now, before the first read
+        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4))
+        let forward = Task {
+            for await _ in commits { continuation.yield(.commit) }
+            continuation.finish()
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(tick))
+                continuation.yield(.tick)
+            }
+        }
+        return (stream, { forward.cancel(); ticker.cancel(); continuation.finish() })
+    }
+
+    static func longpoll(_ db: Database, _ c: SetteeStore.Collection, _ options: Options) -> Response {
+        var o = options
+        if o.sinceNow { o.since = db.lastSequence }
+        let tick = min(o.heartbeat ?? o.timeout, o.timeout, 1000)
+        let (events, stop) = events(db, tick: max(tick, 50))
+        let opts = o
+        let body = ResponseBody { writer in
+            defer { stop() }
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(opts.timeout) * 1_000_000
+            var lastBeat = DispatchTime.now().uptimeNanoseconds
+            var (rows, last, pending) = try await blocking { try scan(c, db, opts, since: opts.since) }
+            if rows.isEmpty {
+                for await event in events {
+                    if event == .commit {
+                        (rows, last, pending) = try await blocking { try scan(c, db, opts, since: opts.since) }
+                        if !rows.isEmpty { break }
+                    }
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    if now >= deadline { break }
+                    if let hb = opts.heartbeat, now - lastBeat >= UInt64(hb) * 1_000_000 {
+                        try await writer.write(ByteBuffer(string: "\n"))
+                        lastBeat = now
+                    }
+                }
+            }
+            var out: [UInt8] = Array(#"{"results":["#.utf8)
+            for (i, row) in rows.enumerated() {
+                if i > 0 { out.append(contentsOf: ",\n".utf8) }
+                out.append(contentsOf: row)
+            }
+            out.append(contentsOf: "],\n\"last_seq\":\(last),\"pending\":\(pending)}\n".utf8)
+            try await writer.write(ByteBuffer(bytes: out))
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"], body: body)
+    }
+
+    static func stream(_ db: Database, _ c: SetteeStore.Collection, _ options: Options) -> Response {
+        var o = options
+        if o.sinceNow { o.since = db.lastSequence }
+        o.descending = false
+        let eventSource = o.feed == .eventsource
+        // CouchDB: with a heartbeat the feed runs until the client leaves; otherwise it ends after `timeout` idle.
+        let idleTimeout: UInt64? = o.heartbeat == nil ? UInt64(o.timeout) * 1_000_000 : nil
+        let tick = min(o.heartbeat ?? 1000, 1000)
+        let (events, stop) = events(db, tick: max(tick, 50))
+        let opts = o
+        let body = ResponseBody { writer in
+            defer { stop() }
+            var since = opts.since
+            var sent = 0
+            var lastActivity = DispatchTime.now().uptimeNanoseconds
+            var lastBeat = lastActivity
+            func emit(_ rows: [[UInt8]]) async throws {
+                guard !rows.isEmpty else { return }
+                var out: [UInt8] = []
+                for row in rows {
+                    if eventSource {
+                        out.append(contentsOf: "data: ".utf8)
+                        out.append(contentsOf: row)
+                        if let seq = seqOf(row) { out.append(contentsOf: "\nid: \(seq)".utf8) }
+                        out.append(contentsOf: "\n\n".utf8)
+                    } else {
+                        out.append(contentsOf: row)
+                        out.append(0x0a)
+                    }
+                }
+                try await writer.write(ByteBuffer(bytes: out))
+            }
+            func poll() async throws -> Bool {
+                var current = opts
+                if let limit = opts.limit { current.limit = limit - sent }
+                let scanOptions = current, from = since
+                let (rows, last, _) = try await blocking { try scan(c, db, scanOptions, since: from) }
+                since = max(since, last)
+                try await emit(rows)
+                sent += rows.count
+                if !rows.isEmpty { lastActivity = DispatchTime.now().uptimeNanoseconds }
+                if let limit = opts.limit, sent >= limit { return false }
+                return true
+            }
+            var keepGoing = try await poll()
+            if keepGoing {
+                for await event in events {
+                    if event == .commit {
+                        keepGoing = try await poll()
+                        if !keepGoing { break }
+                    }
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    if let idleTimeout, now - lastActivity >= idleTimeout { break }
+                    if let hb = opts.heartbeat, now - lastBeat >= UInt64(hb) * 1_000_000 {
+                        try await writer.write(ByteBuffer(string: eventSource ? "event: heartbeat\ndata: \n\n" : "\n"))
+                        lastBeat = now
+                    }
+                }
+            }
+            if !eventSource {
+                try await writer.write(ByteBuffer(string: "{\"last_seq\":\(since),\"pending\":0}\n"))
+            }
+            try await writer.finish(nil)
+        }
+        let contentType = eventSource ? "text/event-stream" : "application/json"
+        return Response(status: .ok, headers: [.contentType: contentType, .cacheControl: "must-revalidate"], body: body)
+    }
+}

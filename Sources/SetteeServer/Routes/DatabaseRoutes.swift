@@ -1,0 +1,147 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SetteeCore
+import SetteeStore
+
+/// `/{db}` and its database-level sub-resources.
+enum DatabaseRoutes {
+    static func handle(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        call.route = "db"
+        let node = call.node
+        switch call.method {
+        case .put:
+            try Auth.checkAdmin(call)
+            if target.isDefaultCollection {
+                _ = try await blocking { try node.createDatabase(target.database) }
+                return Reply.json(.created, ["ok": true], headers: [.location: "/\(target.database)"])
+            }
+            let created: Bool = try await blocking {
+                let db = try node.database(target.database)
+                if try db.collection(name: target.collection, scope: target.scope) != nil { return false }
+                _ = try db.createCollection(name: target.collection, scope: target.scope)
+                return true
+            }
+            guard created else {
+                throw CouchError(.preconditionFailed, "file_exists", "The collection already exists.")
+            }
+            return Reply.json(.created, ["ok": true])
+        case .get, .head:
+            let (db, c) = try target.open(node)
+            try Auth.checkMember(call, db)
+            let info: JSON = try await blocking { try DatabaseRoutes.info(db, c, target) }
+            if call.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
+            return Reply.json(.ok, info)
+        case .delete:
+            try Auth.checkAdmin(call)
+            if call.query.has("rev") {
+                throw CouchError.badRequest("You tried to DELETE a database with a ?rev= parameter. Did you mean to DELETE a document instead?")
+            }
+            if target.isDefaultCollection {
+                try await blocking { try node.deleteDatabase(target.database) }
+            } else {
+                try await blocking {
+                    let db = try node.database(target.database)
+                    try db.deleteCollection(name: target.collection, scope: target.scope)
+                }
+            }
+            return Reply.ok()
+        case .post:
+            call.route = "doc"
+            return try await DocumentRoutes.post(&call, target)
+        default:
+            throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT")
+        }
+    }
+
+    static func info(_ db: Database, _ c: SetteeStore.Collection, _ target: Keyspace) throws -> JSON {
+        let counts = try c.documentCounts()
+        let sizes = try db.sizes()
+        var out: JSONObject = [
+            "db_name": .string(target.isDefaultCollection ? db.name : "\(db.name).\(target.scope).\(target.collection)"),
+            "purge_seq": "0",
+            "update_seq": .string(String(db.lastSequence)),
+            "sizes": ["file": .int(Int64(sizes.file)), "external": .int(Int64(sizes.active)), "active": .int(Int64(sizes.active))],
+            "props": [:],
+            "doc_del_count": .int(Int64(counts.deleted)),
+            "doc_count": .int(Int64(counts.live)),
+            "disk_format_version": 8,
+            "compact_running": false,
+            "cluster": ["q": 1, "n": 1, "w": 1, "r": 1],
+            "instance_start_time": "0",
+            "uuid": .string(db.uuid),
+        ]
+        if !target.isDefaultCollection {
+            out["scope"] = .string(target.scope)
+            out["collection"] = .string(target.collection)
+        }
+        return .object(out)
+    }
+
+    static func handleSub(_ call: inout Call, _ target: Keyspace, _ name: String) async throws -> Response {
+        call.route = String(name.dropFirst())
+        guard call.segments.count == 2 else { throw CouchError.notFound() }
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        switch (name, call.method) {
+        case ("_revs_limit", .get):
+            return Reply.raw(.ok, Array("\(db.revsLimit)\n".utf8))
+        case ("_revs_limit", .put):
+            try Auth.checkAdmin(call)
+            guard case .int(let n) = try await call.bodyJSON(), n > 0 else {
+                throw CouchError.badRequest("Rev limit has to be an integer")
+            }
+            try await blocking { try db.setRevsLimit(Int(n)) }
+            return Reply.ok()
+        case ("_compact", .post), ("_view_cleanup", .post):
+            try Auth.checkAdmin(call)
+            guard call.header(.contentType)?.lowercased().hasPrefix("application/json") == true else {
+                throw CouchError.badContentType
+            }
+            if name == "_compact" {
+                Task.detached { try? await blocking { try db.compact() } }
+            }
+            return Reply.json(.accepted, ["ok": true])
+        case ("_ensure_full_commit", .post):
+            return Reply.json(.created, ["ok": true, "instance_start_time": "0"])
+        case ("_purge", .post):
+            try Auth.checkAdmin(call)
+            let body = try await call.bodyObject()
+            var request: [(String, [RevID])] = []
+            for (id, revs) in body {
+                guard let list = revs.arrayValue else { throw CouchError.badRequest("Revisions of \(id) must be an array") }
+                request.append((id, try list.map { r in
+                    guard let s = r.stringValue, let rev = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
+                    return rev
+                }))
+            }
+            let req = request
+            let purged: [(String, [RevID])] = try await blocking {
+                try req.map { ($0.0, try c.purge(id: $0.0, revisions: $0.1)) }
+            }
+            var out = JSONObject()
+            for (id, revs) in purged { out[id] = .array(revs.map { .string($0.description) }) }
+            return Reply.json(.created, ["purge_seq": .null, "purged": .object(out)])
+        case ("_security", .get):
+            let sec = try await blocking { try db.metadata("security") }
+            return Reply.json(.ok, sec ?? [:])
+        case ("_security", .put):
+            try Auth.checkAdmin(call)
+            let body = try await call.bodyObject()
+            for key in ["admins", "members"] {
+                if let section = body[key] {
+                    guard case .object(let o) = section else { throw CouchError.badRequest("\(key) must be an object") }
+                    for list in ["names", "roles"] where o[list] != nil {
+                        guard let items = o[list]?.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
+                            throw CouchError.badRequest("\(key).\(list) must be an array of strings")
+                        }
+                    }
+                }
+            }
+            try await blocking { try db.setMetadata("security", .object(body)) }
+            return Reply.ok()
+        default:
+            throw CouchError.methodNotAllowed(name == "_revs_limit" || name == "_security" ? "GET,PUT" : "POST")
+        }
+    }
+}

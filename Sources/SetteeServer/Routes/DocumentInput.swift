@@ -1,0 +1,158 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// Turning a CouchDB document (request JSON) into a store write: special fields, revision history,
+/// attachments (inline base64, `follows` parts of a multipart body, stubs).
+enum DocumentInput {
+    /// A document from a request, its special fields separated from its body.
+    struct Parsed: Sendable {
+        var id: String
+        var rev: RevID?
+        var deleted: Bool
+        var history: [RevID]?
+        var body: JSONObject
+        var attachments: JSONObject?
+    }
+
+    static let ignoredSpecials: Set<String> = ["_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq", "_id", "_rev",
+                                               "_deleted", "_revisions", "_attachments"]
+
+    /// Splits special fields off a document. `id` overrides `_id` (the URL wins).
+    static func parse(_ doc: JSONObject, id: String?) throws -> Parsed {
+        var body = JSONObject()
+        var parsed = Parsed(id: id ?? "", rev: nil, deleted: false, history: nil, body: [:], attachments: nil)
+        if id == nil {
+            guard let docID = doc["_id"] else { throw CouchError.badRequest("Document must have an _id") }
+            guard let s = docID.stringValue else { throw CouchError(.badRequest, "illegal_docid", "Document id must be a string") }
+            parsed.id = s
+        }
+        for (key, value) in doc {
+            guard key.utf8.first == UInt8(ascii: "_") else {
+                body[key] = value
+                continue
+            }
+            switch key {
+            case "_rev":
+                guard let s = value.stringValue, let rev = RevID(s) else {
+                    throw CouchError.badRequest("Invalid rev format")
+                }
+                parsed.rev = rev
+            case "_deleted":
+                parsed.deleted = value.boolValue ?? false
+            case "_revisions":
+                parsed.history = try history(value)
+            case "_attachments":
+                guard case .object(let atts) = value else { throw CouchError.badRequest("_attachments must be an object") }
+                parsed.attachments = atts
+            default:
+                guard ignoredSpecials.contains(key) else {
+                    throw CouchError(.badRequest, "doc_validation", "Bad special document member: \(key)")
+                }
+            }
+        }
+        parsed.body = body
+        return parsed
+    }
+
+    /// `_revisions: {"start": N, "ids": [newest…]}` → revision ids newest first.
+    static func history(_ value: JSON) throws -> [RevID] {
+        guard case .object(let o) = value, let start = o["start"]?.intValue, start >= 1,
+              let ids = o["ids"]?.arrayValue, !ids.isEmpty, Int64(ids.count) <= start
+        else { throw CouchError.badRequest("Invalid _revisions: expected {\"start\": N, \"ids\": [...]}") }
+        return try ids.enumerated().map { i, id in
+            guard let digest = id.stringValue, !digest.isEmpty, RevID("1-" + digest) != nil else {
+                throw CouchError.badRequest("Invalid revision id in _revisions")
+            }
+            return RevID(generation: Int(start) - i, digest: digest)
+        }
+    }
+
+    /// Builds the store write for a parsed document.
+    ///
+    /// - Parameters:
+    ///   - newEdits: CouchDB's `new_edits` (false: store the revision and history as given).
+    ///   - follows: attachment bodies from a multipart request, by attachment name.
+    ///   - collection: used to resolve attachment stubs against the parent revision.
+    static func write(_ doc: Parsed, newEdits: Bool, follows: [String: [UInt8]] = [:],
+                      collection: SetteeStore.Collection) throws -> RevisionWrite {
+        let mode: RevisionWrite.Mode
+        var generation: Int
+        if newEdits {
+            mode = .edit(parent: doc.rev)
+            generation = (doc.rev?.generation ?? 0) + 1
+        } else {
+            var history = doc.history ?? []
+            if history.isEmpty {
+                guard let rev = doc.rev else { throw CouchError.badRequest("new_edits=false requires _rev or _revisions") }
+                history = [rev]
+            } else if let rev = doc.rev, rev != history[0] {
+                throw CouchError.badRequest("_rev does not match _revisions")
+            }
+            mode = .replicated(history: history)
+            generation = history[0].generation
+        }
+        var body = doc.body
+        var blobs: [(digest: String, data: [UInt8])] = []
+        if let atts = doc.attachments, !atts.isEmpty {
+            var out = JSONObject()
+            var parentAtts: JSONObject?
+            var stubDigests: [String] = []
+            for (name, value) in atts {
+                guard case .object(let meta) = value else { throw CouchError.badRequest("Attachment \(name) must be an object") }
+                let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
+                if meta["stub"]?.boolValue == true {
+                    if let digest = meta["digest"]?.stringValue, let length = meta["length"]?.intValue {
+                        stubDigests.append(digest)
+                        out[name] = ["content_type": .string(contentType), "revpos": meta["revpos"] ?? .int(Int64(generation)),
+                                     "digest": .string(digest), "length": .int(length), "stub": true]
+                        continue
+                    }
+                    if parentAtts == nil, let parent = doc.rev {
+                        parentAtts = try attachments(of: doc.id, rev: parent, collection: collection)
+                    }
+                    guard let previous = parentAtts?[name] else {
+                        throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(doc.id) for \(name)")
+                    }
+                    out[name] = previous
+                    continue
+                }
+                let data: [UInt8]
+                if let encoded = meta["data"]?.stringValue {
+                    guard let decoded = Base64.decode(encoded) else {
+                        throw CouchError.badRequest("Invalid attachment data for \(name)")
+                    }
+                    data = decoded
+                } else if meta["follows"]?.boolValue == true {
+                    guard let part = follows[name] else {
+                        throw CouchError.badRequest("Attachment \(name) follows but its body is missing from the request")
+                    }
+                    data = part
+                } else {
+                    throw CouchError.badRequest("Attachment \(name) needs data, follows or stub")
+                }
+                let digest = Database.attachmentDigest(data)
+                blobs.append((digest, data))
+                let revpos = newEdits ? Int64(generation) : (meta["revpos"]?.intValue ?? Int64(generation))
+                out[name] = ["content_type": .string(contentType), "revpos": .int(revpos), "digest": .string(digest),
+                             "length": .int(Int64(data.count)), "stub": true]
+            }
+            if !stubDigests.isEmpty {
+                let present = try collection.database.existingBlobs(stubDigests)
+                let supplied = Set(blobs.map(\.digest))
+                for d in stubDigests where !present.contains(d) && !supplied.contains(d) {
+                    throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(doc.id): digest \(d) is unknown")
+                }
+            }
+            body["_attachments"] = .object(out)
+        }
+        return RevisionWrite(id: doc.id, body: body, deleted: doc.deleted, mode: mode, blobs: blobs)
+    }
+
+    /// The `_attachments` of a stored revision, or nil.
+    static func attachments(of id: String, rev: RevID, collection: SetteeStore.Collection) throws -> JSONObject? {
+        guard let record = try collection.record(id: id, withTree: true), let revision = record.revision(rev),
+              case .object(let body) = try JSON.parse(revision.body) else { return nil }
+        return body["_attachments"]?.objectValue
+    }
+}

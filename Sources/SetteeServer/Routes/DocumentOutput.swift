@@ -1,0 +1,115 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// Rendering stored revisions as CouchDB documents, with the options of `GET /{db}/{docid}`.
+struct DocumentOutput: Sendable {
+    var revs = false
+    var revsInfo = false
+    var conflicts = false
+    var deletedConflicts = false
+    var attachments = false
+    var attsSince: [RevID] = []
+    var localSeq = false
+
+    init() {}
+
+    init(_ q: QueryOptions) throws {
+        let meta = try q.bool("meta")
+        revs = try q.bool("revs")
+        revsInfo = try q.bool("revs_info") || meta
+        conflicts = try q.bool("conflicts") || meta
+        deletedConflicts = try q.bool("deleted_conflicts") || meta
+        attachments = try q.bool("attachments")
+        localSeq = try q.bool("local_seq") || meta
+        if let since = try q.json("atts_since") {
+            guard let list = since.arrayValue else { throw CouchError.badRequest("atts_since must be a JSON array") }
+            attsSince = list.compactMap { $0.stringValue.flatMap(RevID.init) }
+        }
+    }
+
+    /// Whether the plain splice of `_id`/`_rev` into the stored body is enough.
+    var isPlain: Bool {
+        !revs && !revsInfo && !conflicts && !deletedConflicts && !attachments && attsSince.isEmpty && !localSeq
+    }
+
+    /// Whether rendering needs the revision tree.
+    var needsTree: Bool { revs || revsInfo || conflicts || deletedConflicts || !attsSince.isEmpty }
+
+    /// Renders one revision of a record as a JSON object.
+    func render(_ record: DocumentRecord, rev: RevID, body: [UInt8], deleted: Bool,
+                database: Database) throws -> JSONObject {
+        var out: JSONObject = ["_id": .string(record.id), "_rev": .string(rev.description)]
+        if deleted { out["_deleted"] = true }
+        guard case .object(let props) = try JSON.parse(body) else {
+            throw SetteeError(.internalError, "stored body is not an object")
+        }
+        for (k, v) in props { out[k] = v }
+        if case .object(var atts)? = out["_attachments"], attachments || !attsSince.isEmpty {
+            // atts_since: only attachments newer than the newest listed revision the document has.
+            var knownGeneration = 0
+            if let tree = record.tree, !attsSince.isEmpty {
+                let history = Set(tree.history(of: rev))
+                knownGeneration = attsSince.filter { history.contains($0) }.map(\.generation).max() ?? 0
+            }
+            for (name, meta) in atts {
+                guard case .object(var m) = meta else { continue }
+                let revpos = Int(m["revpos"]?.intValue ?? 0)
+                guard attachments || revpos > knownGeneration,
+                      let digest = m["digest"]?.stringValue, let data = try database.blob(digest: digest) else { continue }
+                m.removeValue(forKey: "stub")
+                m["data"] = .string(Base64.encode(data))
+                atts[name] = .object(m)
+            }
+            out["_attachments"] = .object(atts)
+        }
+        if let tree = record.tree {
+            if conflicts && rev == record.revID && !tree.conflicts.isEmpty {
+                out["_conflicts"] = .array(tree.conflicts.map { .string($0.description) })
+            }
+            if deletedConflicts && rev == record.revID && !tree.deletedConflicts.isEmpty {
+                out["_deleted_conflicts"] = .array(tree.deletedConflicts.map { .string($0.description) })
+            }
+            if revs {
+                let history = tree.history(of: rev)
+                out["_revisions"] = ["start": .int(Int64(rev.generation)), "ids": .array(history.map { .string($0.digest) })]
+            }
+            if revsInfo {
+                let info = tree.revsInfo(of: rev) { node in node.rev == record.revID || node.body != nil }
+                out["_revs_info"] = .array(info.map { ["rev": .string($0.rev.description), "status": .string($0.status.rawValue)] })
+            }
+        }
+        if localSeq && rev == record.revID { out["_local_seq"] = .int(Int64(record.sequence)) }
+        return out
+    }
+
+    /// Serialized JSON of a revision (the splice fast path when no option needs more).
+    func bytes(_ record: DocumentRecord, rev: RevID, body: [UInt8], deleted: Bool, database: Database) throws -> [UInt8] {
+        if isPlain { return DocumentBytes.splice(id: record.id, rev: rev.description, deleted: deleted, body: body) }
+        return JSON.object(try render(record, rev: rev, body: body, deleted: deleted, database: database)).serializedBytes
+    }
+
+    /// The revisions asked for by `open_revs`: `nil` = all leaves; `latest` follows each to its newest leaves.
+    static func openRevs(_ record: DocumentRecord, requested: [RevID]?, latest: Bool) -> [(RevID, found: Bool)] {
+        guard let tree = record.tree else { return [] }
+        guard let requested else { return tree.rankedLeaves.map { ($0.rev, true) } }
+        var out: [(RevID, Bool)] = []
+        var seen = Set<RevID>()
+        for rev in requested {
+            guard let index = tree.index(of: rev) else {
+                out.append((rev, false))
+                continue
+            }
+            if latest && !tree.isLeaf(index) {
+                // Leaves whose history contains rev.
+                for leaf in tree.leafIndices where tree.history(of: tree.nodes[leaf].rev).contains(rev) {
+                    let r = tree.nodes[leaf].rev
+                    if seen.insert(r).inserted { out.append((r, true)) }
+                }
+            } else if seen.insert(rev).inserted {
+                out.append((rev, record.revision(rev) != nil))
+            }
+        }
+        return out
+    }
+}

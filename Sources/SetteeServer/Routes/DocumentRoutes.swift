@@ -1,0 +1,197 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SetteeCore
+import SetteeStore
+
+/// `/{db}/{docid}`: read, create/update, delete documents.
+enum DocumentRoutes {
+    static func handle(_ call: inout Call, _ target: Keyspace, id: String) async throws -> Response {
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        switch call.method {
+        case .get, .head: return try await get(call, db, c, id: id)
+        case .put: return try await put(&call, db, c, id: id)
+        case .delete: return try await delete(call, c, id: id)
+        case .post: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
+        default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
+        }
+    }
+
+    // MARK: Read
+
+    static func get(_ call: Call, _ db: Database, _ c: SetteeStore.Collection, id: String) async throws -> Response {
+        let q = call.query
+        let output = try DocumentOutput(q)
+        let requestedRev: RevID? = try q["rev"].map { s in
+            guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
+            return r
+        }
+        if q.has("open_revs") {
+            return try await openRevs(call, db, c, id: id, output: output)
+        }
+        let needTree = output.needsTree || requestedRev != nil
+        let metrics = call.node.metrics
+        let bytes: [UInt8] = try await blocking {
+            guard let record = try c.record(id: id, withTree: needTree) else { throw CouchError.notFound("missing") }
+            let rev = requestedRev ?? record.revID
+            if requestedRev == nil && record.deleted { throw CouchError.notFound("deleted") }
+            guard let revision = record.revision(rev) else { throw CouchError.notFound("missing") }
+            metrics.documentsRead(1)
+            return try output.bytes(record, rev: rev, body: revision.body, deleted: revision.deleted, database: db)
+        }
+        if call.method == .head {
+            return Response(status: .ok, headers: [.contentType: "application/json", .contentLength: String(bytes.count)])
+        }
+        return Reply.raw(.ok, bytes + [0x0a])
+    }
+
+    /// `open_revs=all|[…]`: JSON array of `{"ok": doc}` / `{"missing": rev}`, or `multipart/mixed` when asked.
+    static func openRevs(_ call: Call, _ db: Database, _ c: SetteeStore.Collection, id: String,
+                         output: DocumentOutput) async throws -> Response {
+        let q = call.query
+        var requested: [RevID]?
+        if q["open_revs"] != "all" {
+            guard let list = try q.json("open_revs")?.arrayValue else {
+                throw CouchError.badRequest("open_revs must be \"all\" or a JSON array of revisions")
+            }
+            requested = try list.map { v in
+                guard let s = v.stringValue, let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
+                return r
+            }
+        }
+        let latest = try q.bool("latest")
+        let wanted = requested
+        let multipart = call.accepts("multipart/mixed") && !call.accepts("application/json")
+        var output = output
+        if multipart { output.attachments = output.attachments || output.attsSince.isEmpty == false }
+        let finalOutput = output
+        let results: [JSON] = try await blocking {
+            guard let record = try c.record(id: id, withTree: true) else {
+                if let wanted { return wanted.map { ["missing": .string($0.description)] } }
+                throw CouchError.notFound("missing")
+            }
+            return try DocumentOutput.openRevs(record, requested: wanted, latest: latest).map { rev, found in
+                guard found, let revision = record.revision(rev) else { return ["missing": .string(rev.description)] }
+                return ["ok": .object(try finalOutput.render(record, rev: rev, body: revision.body,
+                                                             deleted: revision.deleted, database: db))]
+            }
+        }
+        if !multipart { return Reply.json(.ok, .array(results)) }
+        let boundary = Multipart.makeBoundary()
+        let parts = results.map { result -> MultipartPart in
+            if let doc = result["ok"] {
+                return MultipartPart(headers: [("Content-Type", "application/json")], body: doc.serializedBytes)
+            }
+            return MultipartPart(headers: [("Content-Type", "application/json; error=\"true\"")],
+                                 body: result.serializedBytes)
+        }
+        return Reply.raw(.ok, Multipart.write(parts, boundary: boundary),
+                         contentType: "multipart/mixed; boundary=\"\(boundary)\"")
+    }
+
+    // MARK: Write
+
+    static func put(_ call: inout Call, _ db: Database, _ c: SetteeStore.Collection, id: String) async throws -> Response {
+        let contentType = call.header(.contentType)?.lowercased() ?? ""
+        let bytes = try await call.bodyBytes()
+        var doc: JSONObject
+        var follows: [String: [UInt8]] = [:]
+        if contentType.hasPrefix("multipart/related") {
+            (doc, follows) = try multipartDocument(bytes, contentType: call.header(.contentType) ?? "", call: call)
+        } else {
+            if bytes.count > call.node.configuration.maxDocumentSize { throw CouchError.tooLarge }
+            guard case .object(let o) = try call.parseJSON(bytes) else {
+                throw CouchError.badRequest("Document must be a JSON object")
+            }
+            doc = o
+        }
+        if doc["_rev"] == nil, let rev = call.query["rev"] ?? ifMatch(call) { doc["_rev"] = .string(rev) }
+        let newEdits = try call.query.bool("new_edits", default: true)
+        return try await save(call, c, doc: doc, id: id, newEdits: newEdits, follows: follows)
+    }
+
+    /// `POST /{db}`: create a document, generating an id when the body has none.
+    static func post(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        let (db, c) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        let bytes = try await call.bodyBytes()
+        if bytes.count > call.node.configuration.maxDocumentSize { throw CouchError.tooLarge }
+        guard case .object(let doc) = try call.parseJSON(bytes) else {
+            throw CouchError.badRequest("Document must be a JSON object")
+        }
+        let id = doc["_id"]?.stringValue ?? Node.randomHex(16)
+        return try await save(call, c, doc: doc, id: id, newEdits: true, follows: [:])
+    }
+
+    static func save(_ call: Call, _ c: SetteeStore.Collection, doc: JSONObject, id: String, newEdits: Bool,
+                     follows: [String: [UInt8]]) async throws -> Response {
+        if id.hasPrefix("_local/") { throw CouchError.badRequest("Use /{db}/_local/{id} for local documents") }
+        let parsed = try DocumentInput.parse(doc, id: id)
+        let batch = call.query["batch"] == "ok"
+        let metrics = call.node.metrics
+        let rev: RevID = try await blocking {
+            let write = try DocumentInput.write(parsed, newEdits: newEdits, follows: follows, collection: c)
+            let rev = try c.write([write])[0].get()
+            metrics.documentsWritten(1)
+            return rev
+        }
+        return Reply.json(batch ? .accepted : .created, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
+                          headers: [.eTag: "\"\(rev)\""])
+    }
+
+    static func delete(_ call: Call, _ c: SetteeStore.Collection, id: String) async throws -> Response {
+        guard let revText = call.query["rev"] ?? ifMatch(call) else {
+            let exists = try await blocking { try c.record(id: id).map { !$0.deleted } ?? false }
+            throw exists ? CouchError.conflict : CouchError.notFound("missing")
+        }
+        guard let parent = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
+        let rev: RevID = try await blocking {
+            guard try c.record(id: id) != nil else { throw CouchError.notFound("missing") }
+            return try c.write([RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))])[0].get()
+        }
+        return Reply.json(.ok, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
+                          headers: [.eTag: "\"\(rev)\""])
+    }
+
+    static func ifMatch(_ call: Call) -> String? {
+        call.header(.ifMatch).map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
+    }
+
+    /// A `multipart/related` document upload: the JSON document first, then one part per `follows` attachment.
+    static func multipartDocument(_ bytes: [UInt8], contentType: String, call: Call) throws -> (JSONObject, [String: [UInt8]]) {
+        guard let boundary = Multipart.boundary(fromContentType: contentType) else {
+            throw CouchError.badRequest("multipart/related without a boundary")
+        }
+        let parts: [MultipartPart]
+        do { parts = try Multipart.parse(bytes, boundary: boundary) } catch {
+            throw CouchError.badRequest("Invalid multipart body: \(error)")
+        }
+        guard let first = parts.first else { throw CouchError.badRequest("Empty multipart body") }
+        if first.body.count > call.node.configuration.maxDocumentSize { throw CouchError.tooLarge }
+        guard case .object(let doc) = try call.parseJSON(first.body) else {
+            throw CouchError.badRequest("Document must be a JSON object")
+        }
+        var follows: [String: [UInt8]] = [:]
+        let followNames = (doc["_attachments"]?.objectValue ?? [:]).compactMap { name, meta in
+            meta["follows"]?.boolValue == true ? name : nil
+        }
+        var unnamed: [MultipartPart] = []
+        for part in parts.dropFirst() {
+            if let disposition = part.header("Content-Disposition"),
+               let name = Multipart.filename(fromContentDisposition: disposition), followNames.contains(name) {
+                follows[name] = part.body
+            } else {
+                unnamed.append(part)
+            }
+        }
+        var unnamedIterator = unnamed.makeIterator()
+        for name in followNames where follows[name] == nil {
+            guard let part = unnamedIterator.next() else {
+                throw CouchError.badRequest("Attachment \(name) follows but its part is missing")
+            }
+            follows[name] = part.body
+        }
+        return (doc, follows)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SetteeCore
+import SetteeStore
+
+/// Server-level endpoints: `/`, `_up`, `_all_dbs`, `_uuids`, `_session`, `_active_tasks`, `_metrics`.
+enum ServerRoutes {
+    static let version = "3.5.0"
+
+    static func welcome(_ call: Call) throws -> Response {
+        guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
+        return Reply.json(.ok, [
+            "couchdb": "Welcome", "version": .string(version), "uuid": .string(call.node.uuid),
+            "features": ["keyspaces", "sqlpp"],
+            "vendor": ["name": "Settee", "version": "0.1.0"],
+        ])
+    }
+
+    static func handle(_ call: inout Call) async throws -> Response {
+        let name = call.segments[0]
+        call.route = name
+        guard call.segments.count == 1 else { throw CouchError.notFound("missing") }
+        switch (name, call.method) {
+        case ("_up", .get), ("_up", .head):
+            return Reply.json(.ok, ["status": "ok", "seeds": [:]])
+        case ("_all_dbs", .get):
+            try Auth.checkAdmin(call)
+            var names = call.node.databaseNames()
+            if try call.query.bool("descending") { names.reverse() }
+            let skip = try call.query.int("skip") ?? 0
+            let limit = try call.query.int("limit") ?? Int.max
+            names = Array(names.dropFirst(skip).prefix(limit))
+            return Reply.json(.ok, .array(names.map(JSON.string)))
+        case ("_uuids", .get):
+            let count = try call.query.int("count") ?? 1
+            guard count <= 1000 else { throw CouchError.badRequest("count parameter too large") }
+            return Reply.json(.ok, ["uuids": .array((0..<count).map { _ in .string(Node.randomHex(16)) })])
+        case ("_active_tasks", .get):
+            try Auth.checkAdmin(call)
+            return Reply.json(.ok, .array([]))
+        case ("_metrics", .get):
+            try Auth.checkAdmin(call)
+            return Reply.raw(.ok, call.node.metrics.render(), contentType: "text/plain; version=0.0.4")
+        case ("_session", _):
+            return try await session(&call)
+        case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_active_tasks", _), ("_metrics", _):
+            throw CouchError.methodNotAllowed("GET")
+        case ("_replicate", _), ("_scheduler", _):
+            throw CouchError(.notFound, "not_found", "Replication is not available on this node yet")
+        default:
+            throw CouchError(.badRequest, "illegal_database_name",
+                             "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+        }
+    }
+
+    /// `/_session`: cookie login (POST), who am I (GET), logout (DELETE).
+    static func session(_ call: inout Call) async throws -> Response {
+        let roles: JSON = call.isAdmin ? ["_admin"] : []
+        switch call.method {
+        case .get:
+            let name: JSON = call.user.map(JSON.string) ?? .null
+            let authenticated: JSON = call.user == nil ? .null : (Auth.sessionToken(call) != nil ? "cookie" : "default")
+            var info: JSONObject = ["authentication_handlers": ["cookie", "default"]]
+            if authenticated != .null { info["authenticated"] = authenticated }
+            return Reply.json(.ok, ["ok": true, "userCtx": ["name": name, "roles": roles], "info": .object(info)])
+        case .post:
+            let bytes = try await call.bodyBytes()
+            var name: String?, password: String?
+            if call.header(.contentType)?.contains("application/x-www-form-urlencoded") == true {
+                let form = QueryOptions(String(decoding: bytes, as: UTF8.self))
+                name = form["name"]
+                password = form["password"]
+            } else {
+                let body = try call.parseJSON(bytes)
+                name = body["name"]?.stringValue
+                password = body["password"]?.stringValue
+            }
+            guard let name, let password else { throw CouchError.badCredentials }
+            guard let admin = call.node.configuration.admin else {
+                // Admin party: any name logs in as admin.
+                let token = call.node.sessions.create(user: name)
+                return Reply.json(.ok, ["ok": true, "name": .string(name), "roles": ["_admin"]],
+                                  headers: [.setCookie: cookie(token)])
+            }
+            guard Auth.constantTimeEquals(name, admin.username), Auth.constantTimeEquals(password, admin.password) else {
+                throw CouchError.badCredentials
+            }
+            let token = call.node.sessions.create(user: name)
+            return Reply.json(.ok, ["ok": true, "name": .string(name), "roles": ["_admin"]],
+                              headers: [.setCookie: cookie(token)])
+        case .delete:
+            if let token = Auth.sessionToken(call) { call.node.sessions.remove(token) }
+            return Reply.json(.ok, ["ok": true],
+                              headers: [.setCookie: "\(Auth.cookieName)=; Version=1; Path=/; HttpOnly; Max-Age=0"])
+        default:
+            throw CouchError.methodNotAllowed("GET,HEAD,POST,DELETE")
+        }
+    }
+
+    static func cookie(_ token: String) -> String {
+        "\(Auth.cookieName)=\(token); Version=1; Path=/; HttpOnly; SameSite=Lax"
+    }
+}

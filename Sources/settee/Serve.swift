@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Settee
+import SetteeServer
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start a node: CouchDB's HTTP API over an embedded SQLite data directory.",
+        discussion: """
+            Nothing else is needed to run. Without an admin (--admin or SETTEE_ADMIN) the node accepts every \
+            request as admin and refuses to listen beyond loopback. SIGTERM or SIGINT stop it gracefully: \
+            in-flight requests finish and databases close cleanly.
+            """)
+
+    @Option(help: "The data directory (one SQLite file per database).") var data: String = "./settee-data"
+    @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
+    @Option(help: "Port to listen on (0 picks a free port).") var port: Int = 5984
+    @Option(help: "Server admin as USER:PASS (default: $SETTEE_ADMIN).") var admin: String?
+    @Option(help: "Largest accepted document, bytes.") var maxDocumentSize: Int = 8 << 20
+    @Option(help: "Largest accepted request body, bytes.") var maxRequestSize: Int = 64 << 20
+    @Flag(help: "Sync every commit to stable storage (survives power loss, slower).") var fullSync = false
+    @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
+
+    func run() async throws {
+        let adminText = admin ?? ProcessInfo.processInfo.environment["SETTEE_ADMIN"]
+        var adminPair: (username: String, password: String)?
+        if let adminText, !adminText.isEmpty {
+            guard let parsed = ServerConfiguration.parseAdmin(adminText) else {
+                throw ValidationError("--admin must be USER:PASS")
+            }
+            adminPair = parsed
+        }
+        let config = ServerConfiguration(dataDirectory: data, host: host, port: port, admin: adminPair,
+                                         maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize,
+                                         fullSync: fullSync)
+        var logger = Logger(label: "settee")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let node = try Node(configuration: config)
+        if adminPair == nil {
+            FileHandle.standardError.write(Data("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n".utf8))
+        }
+        do {
+            try await SetteeServer.run(node: node, logger: logger) { [host] port in
+                let line = "settee \(SetteeServerVersion.version) listening on http://\(host):\(port) (data: \(config.dataDirectory))\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
+            }
+        } catch let error as SetteeError where error.code == .badRequest {
+            throw ValidationError(error.reason)
+        }
+        node.closeAll()
+    }
+}

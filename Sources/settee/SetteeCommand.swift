@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import Settee
+
+@main
+struct SetteeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "settee",
+        abstract: "A replicating JSON document database with a CouchDB-compatible HTTP API.",
+        subcommands: [Serve.self, Put.self, Get.self, Delete.self, Changes.self, Info.self, Compact.self, Import.self])
+}
+
+/// Options every data command shares.
+struct DataOptions: ParsableArguments {
+    @Option(name: .long, help: "The data directory (one SQLite file per database).")
+    var data: String = "./settee-data"
+
+    func open(_ name: String, create: Bool = false) throws -> Database {
+        try Database(name: name, config: DatabaseConfiguration(directory: data), create: create)
+    }
+}
+
+/// Writes one JSON value as a line on stdout.
+func emit(_ value: JSON) {
+    var bytes = value.serializedBytes
+    bytes.append(0x0a)
+    bytes.withUnsafeBufferPointer { buf in
+        var offset = 0
+        while offset < buf.count {
+            let n = write(1, buf.baseAddress! + offset, buf.count - offset)
+            if n <= 0 { break }
+            offset += n
+        }
+    }
+}
+
+/// A document as CouchDB returns it: `_id`, `_rev`, then the body.
+func documentJSON(id: String, rev: RevID, deleted: Bool, body: [UInt8]) throws -> JSON {
+    var out: JSONObject = ["_id": .string(id), "_rev": .string(rev.description)]
+    if deleted { out["_deleted"] = true }
+    if case .object(let props) = try JSON.parse(body) {
+        for (k, v) in props { out[k] = v }
+    }
+    return .object(out)
+}
+
+/// Maps a store error to a clean message and exit code.
+func fail(_ error: any Error) -> ExitCode {
+    if let e = error as? SetteeError {
+        FileHandle.standardError.write(Data("error: \(e.code.rawValue): \(e.reason)\n".utf8))
+    } else {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    }
+    return ExitCode(1)
+}

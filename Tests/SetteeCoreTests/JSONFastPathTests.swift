@@ -1,0 +1,94 @@
+import Testing
+@testable import SetteeCore
+
+/// Edge cases of the parser's and writer's fast paths (small strings, prefix-keyed sorting).
+@Suite struct JSONFastPathTests {
+    @Test func smallStringLayoutCheckPasses() {
+        #if (arch(x86_64) || arch(arm64)) && _endian(little)
+        #expect(SmallString.isSupported)
+        #endif
+    }
+
+    @Test func stringsOfEveryShortLengthParseExactly() throws {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        for n in 0...20 {
+            let text = String(decoding: alphabet[..<n], as: UTF8.self)
+            for padding in [0, 1, 7, 20] {
+                // The string at the very end of the input, and with room after it.
+                let doc = #"{"\#(text)":"\#(text)"}"# + String(repeating: " ", count: padding)
+                let parsed = try JSON.parse(doc)
+                #expect(parsed[text]?.stringValue == text)
+                #expect(parsed.objectValue?.keys == [text])
+                let value = try JSON.parse(#""\#(text)""# + String(repeating: " ", count: padding))
+                #expect(value.stringValue == text)
+                #expect(value.stringValue?.utf8.count == n)
+                #expect(value.stringValue.map { Array($0.utf8) } == Array(alphabet[..<n]))
+            }
+        }
+    }
+
+    @Test func shortNonASCIIAndEscapedStringsParse() throws {
+        for text in ["é", "héllo", "日本", "a\u{1F600}b", "ÿÿÿÿÿÿÿ", "x\u{7F}y"] {
+            let parsed = try JSON.parse(JSON.string(text).jsonString + "          ")
+            #expect(parsed.stringValue == text)
+            #expect(parsed.stringValue.map { Array($0.utf8) } == Array(text.utf8))
+        }
+        #expect(try JSON.parse(#""a\nb""#).stringValue == "a\nb")
+        #expect(try JSON.parse(#"{"k\u0041":1}"#)["kA"]?.intValue == 1)
+    }
+
+    @Test func parsedShortStringsBehaveLikeOrdinaryStrings() throws {
+        let parsed = try JSON.parse(#"["user","alpha","Deltaville","abcdefghijklmno"]"#)
+        let expected = ["user", "alpha", "Deltaville", "abcdefghijklmno"]
+        #expect(parsed.arrayValue?.compactMap(\.stringValue) == expected)
+        var set = Set(expected)
+        for value in parsed.arrayValue ?? [] { set.remove(value.stringValue!) }
+        #expect(set.isEmpty)
+        #expect(parsed[0]?.stringValue.map { $0 + "s" } == "users")
+        #expect(parsed[3]?.stringValue?.hasPrefix("abc") == true)
+    }
+
+    @Test func canonicalSortHandlesSharedPrefixesAndManyKeys() throws {
+        // Keys equal in their first 8 bytes, prefixes of each other, embedded NUL, non-ASCII.
+        let keys = ["abcdefghZ", "abcdefgh", "abcdefghA", "abcdefgh\u{0}", "a", "", "ab", "é", "Z", "_id",
+                    "abcdefgi", "\u{7F}", "\u{80}", "日本", "abcdefghij", "abcdefghi"]
+        var object = JSONObject()
+        for (i, key) in keys.enumerated() { object[key] = .int(Int64(i)) }
+        let expected = keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        func keyOrder(_ json: JSON) throws -> [String] {
+            let bytes = json.canonicalBytes
+            // Re-parse keeps the written order.
+            return try JSON.parse(bytes).objectValue?.keys ?? []
+        }
+        #expect(try keyOrder(.object(object)) == expected)
+
+        // More than 16 keys takes the other sort.
+        var big = JSONObject()
+        let many = (0..<40).map { "key\(($0 * 7919) % 40)" } + keys
+        for (i, key) in many.enumerated() { big[key] = .int(Int64(i)) }
+        #expect(try keyOrder(.object(big)) == many.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+
+        // Nested objects inside arrays are sorted too.
+        let nested: JSON = ["b": [["y": 1, "x": 2]], "a": ["d": ["q": 1, "p": 2], "c": 3]]
+        #expect(String(decoding: nested.canonicalBytes, as: UTF8.self)
+                == #"{"a":{"c":3,"d":{"p":2,"q":1}},"b":[{"x":2,"y":1}]}"#)
+    }
+
+    @Test func benchmarkShapedDocumentRoundTrips() throws {
+        var o = JSONObject()
+        o["type"] = "user"
+        o["name"] = .string("Alpha Bravo")
+        o["email"] = .string("user17@example.com")
+        o["age"] = .int(35)
+        o["score"] = .double(17.0 / 7.0)
+        o["active"] = .bool(true)
+        o["tags"] = .array([.string("alpha"), .string("foxtrot")])
+        o["address"] = .object(["city": .string("Deltaville"), "zip": .string("10017")])
+        o["bio"] = .string("Member since 2003. " + String(repeating: "hotel ", count: 10))
+        let json = JSON.object(o)
+        let parsed = try JSON.parse(json.serializedBytes)
+        #expect(parsed == json)
+        #expect(parsed.serializedBytes == json.serializedBytes)
+        #expect(String(decoding: parsed.canonicalBytes, as: UTF8.self).hasPrefix(#"{"active":true,"address":{"city":"Deltaville","zip":"10017"},"age":35,"bio":"#))
+    }
+}

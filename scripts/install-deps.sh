@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what Settee needs beyond the Swift toolchain: the system SQLite library and headers,
+# and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
+set -euo pipefail
+need_apt=()
+[ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+    else
+        echo "Please install: ${need_apt[*]}" >&2
+        exit 1
+    fi
+fi
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import requests' 2>/dev/null; then
+    python3 -m pip install -q requests || true
+fi
+command -v swift >/dev/null 2>&1 || { echo "Swift 6 toolchain not found on PATH (https://swift.org/install)" >&2; exit 1; }

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Starts a Settee node on an embedded SQLite data directory (./settee-data by default).
+# Usage: scripts/run.sh [settee serve options…]   e.g. scripts/run.sh --port 5984 --admin admin:secret
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build -c release --product settee
+exec .build/release/settee serve --data "${SETTEE_DATA:-./settee-data}" "$@"
