@@ -58,12 +58,14 @@ let package = Package(
             dependencies: ["SetteeCore", "SetteeStore", "CSQLite"],
             path: "Benchmarks/settee-bench"
         ),
+        // Shared by the test targets: temp directories, locating built products, server child processes.
+        .target(name: "SetteeTestSupport", path: "Tests/SetteeTestSupport"),
         .testTarget(name: "SetteeCoreTests", dependencies: ["SetteeCore"]),
-        .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "Settee", "settee"]),
+        .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "Settee", "settee", "SetteeTestSupport"]),
         .testTarget(
             name: "SetteeServerTests",
             dependencies: [
-                "SetteeServer", "SetteeStore", "SetteeCore", "settee",
+                "SetteeServer", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

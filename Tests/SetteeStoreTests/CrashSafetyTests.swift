@@ -3,17 +3,6 @@ import Testing
 import SetteeCore
 @testable import SetteeStore
 
-/// The path of a product built beside the test bundle (e.g. `settee`).
-func builtProduct(_ name: String) -> String {
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = dir.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    return FileManager.default.currentDirectoryPath + "/.build/debug/" + name
-}
-
 /// A child process imports documents while we kill it with SIGKILL at random moments. Every document it
 /// acknowledged (printed after its commit) must be there when the database is reopened, with that revision
 /// or a later one, and the database must open cleanly every time.

@@ -1,0 +1,140 @@
+import Foundation
+import HTTPTypes
+import SetteeCore
+import Testing
+
+@testable import SetteeServer
+
+@Suite("Server endpoints")
+struct ServerEndpointTests {
+    @Test func welcomeReportsCouchDBVersionVendorAndNodeUUID() async throws {
+        try await withServer { c in
+            let r = try await c.get("/")
+            #expect(r.status == .ok)
+            #expect(r.header(.contentType) == "application/json")
+            #expect(r["couchdb"] == "Welcome")
+            #expect(r["version"]?.stringValue?.hasPrefix("3.") == true)
+            #expect(r["vendor"]?["name"] == "Settee")
+            #expect(r["uuid"]?.stringValue == c.node.uuid)
+            #expect(r["uuid"]?.stringValue?.count == 32)
+        }
+    }
+
+    @Test func nodeUUIDIsStableAcrossNodesOnTheSameDataDirectory() async throws {
+        let dir = TempDataDir()
+        let first = try makeNode(dir: dir)
+        let uuid1 = LockedBox<String?>(nil)
+        try await withServer(node: first) { c in uuid1.value = try await c.get("/")["uuid"]?.stringValue }
+        first.closeAll()
+        let second = try makeNode(dir: dir)
+        try await withServer(node: second) { c in
+            let uuid2 = try await c.get("/")["uuid"]?.stringValue
+            #expect(uuid2 != nil)
+            #expect(uuid2 == uuid1.value)
+        }
+        second.closeAll()
+        // A different directory is a different node.
+        let otherDir = TempDataDir()
+        let third = try makeNode(dir: otherDir)
+        #expect(third.uuid != first.uuid)
+        third.closeAll()
+    }
+
+    @Test func headOnRootIsOK() async throws {
+        try await withServer { c in
+            let r = try await c.request(.head, "/")
+            #expect(r.status == .ok)
+        }
+    }
+
+    @Test func upReportsStatusOK() async throws {
+        try await withServer { c in
+            let r = try await c.get("/_up")
+            #expect(r.status == .ok)
+            #expect(r["status"] == "ok")
+        }
+    }
+
+    @Test func allDbsListsDatabasesSortedWithPaging() async throws {
+        try await withServer { c in
+            #expect(try await c.get("/_all_dbs").json == [])
+            try await c.createDB("zeta")
+            try await c.createDB("alpha")
+            try await c.createDB("mid")
+            #expect(try await c.get("/_all_dbs").json == ["alpha", "mid", "zeta"])
+            #expect(try await c.get("/_all_dbs?descending=true").json == ["zeta", "mid", "alpha"])
+            #expect(try await c.get("/_all_dbs?limit=1&skip=1").json == ["mid"])
+            _ = try await c.delete("/mid")
+            #expect(try await c.get("/_all_dbs").json == ["alpha", "zeta"])
+        }
+    }
+
+    @Test func uuidsReturnsRequestedCountOfDistinctHexIDs() async throws {
+        try await withServer { c in
+            let one = try await c.get("/_uuids")
+            #expect(one.status == .ok)
+            #expect(one["uuids"]?.arrayValue?.count == 1)
+            let r = try await c.get("/_uuids?count=5")
+            let uuids = r["uuids"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            #expect(uuids.count == 5)
+            #expect(Set(uuids).count == 5)
+            for u in uuids {
+                #expect(u.count == 32)
+                #expect(u.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+            }
+        }
+    }
+
+    @Test func uuidsRejectsInvalidAndExcessiveCounts() async throws {
+        try await withServer { c in
+            expectError(try await c.get("/_uuids?count=abc"), .badRequest, "bad_request")
+            expectError(try await c.get("/_uuids?count=100000"), .badRequest, "bad_request")
+        }
+    }
+
+    @Test func activeTasksIsAnEmptyList() async throws {
+        try await withServer { c in
+            let r = try await c.get("/_active_tasks")
+            #expect(r.status == .ok)
+            #expect(r.json == [])
+        }
+    }
+
+    @Test func metricsExposeRequestCounterInPrometheusFormat() async throws {
+        try await withServer { c in
+            _ = try await c.get("/_up")
+            _ = try await c.get("/nosuchdb")
+            let r = try await c.get("/_metrics")
+            #expect(r.status == .ok)
+            #expect(r.header(.contentType)?.hasPrefix("text/plain") == true)
+            #expect(r.text.contains("settee_http_requests_total"))
+            #expect(r.text.contains("status=\"404\""))
+            #expect(r.text.contains("route=\"_up\""))
+        }
+    }
+
+    @Test func wrongMethodOnServerEndpointIs405() async throws {
+        try await withServer { c in
+            expectError(try await c.delete("/_all_dbs"), .methodNotAllowed, "method_not_allowed")
+            expectError(try await c.post("/_uuids", "{}"), .methodNotAllowed, "method_not_allowed")
+            expectError(try await c.post("/", "{}"), .methodNotAllowed, "method_not_allowed")
+        }
+    }
+
+    @Test func unknownUnderscorePathIsIllegalDatabaseName() async throws {
+        try await withServer { c in
+            expectError(try await c.get("/_nope"), .badRequest, "illegal_database_name")
+        }
+    }
+}
+
+/// A mutable box for passing a value out of a `@Sendable` closure.
+final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _value: T
+    init(_ value: T) { _value = value }
+    var value: T {
+        get { lock.lock(); defer { lock.unlock() }; return _value }
+        set { lock.lock(); _value = newValue; lock.unlock() }
+    }
+}

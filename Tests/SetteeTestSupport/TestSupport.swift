@@ -1,0 +1,81 @@
+import Foundation
+
+/// A fresh temporary directory, removed when the value goes away.
+public final class TempDir: @unchecked Sendable {
+    public let path: String
+
+    public init() {
+        path = NSTemporaryDirectory() + "settee-test-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The path of an executable product built beside the test bundle (e.g. `settee`).
+public func builtProduct(_ name: String) -> String {
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<3 {
+        let candidate = dir.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    return FileManager.default.currentDirectoryPath + "/.build/debug/" + name
+}
+
+/// A `settee serve` child process on a free loopback port.
+public final class ServerProcess: @unchecked Sendable {
+    public let process = Process()
+    public private(set) var port = 0
+    public let dataDirectory: String
+    private let output = Pipe()
+
+    /// Starts `settee serve` and waits until it reports its port.
+    public init(dataDirectory: String, admin: String? = "admin:secret", extraArguments: [String] = []) throws {
+        self.dataDirectory = dataDirectory
+        process.executableURL = URL(fileURLWithPath: builtProduct("settee"))
+        var args = ["serve", "--data", dataDirectory, "--port", "0", "--log-level", "warning"]
+        if let admin { args += ["--admin", admin] }
+        process.arguments = args + extraArguments
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let handle = output.fileHandleForReading
+        var buffer = ""
+        let deadline = Date().addingTimeInterval(30)
+        while port == 0 && Date() < deadline {
+            let data = handle.availableData
+            if data.isEmpty { break }
+            buffer += String(decoding: data, as: UTF8.self)
+            if let range = buffer.range(of: #"listening on http://[0-9.]+:([0-9]+)"#, options: .regularExpression) {
+                let match = String(buffer[range])
+                port = Int(match.split(separator: ":").last ?? "") ?? 0
+            }
+        }
+        guard port != 0 else {
+            process.terminate()
+            throw ServerProcessError(message: "settee serve did not start: \(buffer)")
+        }
+    }
+
+    /// Kills the server with SIGKILL (no shutdown of any kind) and waits for it to exit.
+    public func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Stops the server with SIGTERM (graceful) and waits.
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+public struct ServerProcessError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
