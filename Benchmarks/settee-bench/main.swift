@@ -16,7 +16,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
     count = n
     args.removeSubrange(i...(i + 1))
 }
-let allWorkloads = ["insert", "update", "get", "changes", "json"]
+let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes"]
 let selected = args.isEmpty ? allWorkloads : args
 for w in selected where !allWorkloads.contains(w) {
     FileHandle.standardError.write(Data("unknown workload \(w); known: \(allWorkloads.joined(separator: ", "))\n".utf8))
@@ -113,6 +113,23 @@ if needsStore {
     collection = try database!.defaultCollection()
 }
 
+// The Swift-side work of an insert without SQLite (diagnostic figure: where insert time goes).
+if selected.contains("insert") {
+    let t = measure {
+        var total = 0
+        for d in docs {
+            let json = JSON.object(d)
+            let body = json.serializedBytes
+            let rev = RevID.next(after: nil, deleted: false, canonicalBody: json.canonicalBytes)
+            var tree = RevTree()
+            try? tree.addChild(rev, of: nil, deleted: false, body: nil)
+            total &+= body.count &+ tree.encoded().count &+ rev.description.utf8.count
+        }
+        precondition(total > 0)
+    }
+    if !jsonOutput { print("insert   (diagnostic) serialize + canonical digest + tree encoding alone: \(Int(Double(count) / t)) /s") }
+}
+
 // insert
 if needsStore, let c = collection {
     let t = try measure {
@@ -196,6 +213,10 @@ if selected.contains("json") {
                   baseline: nil, baselineName: nil, goal: nil))
 }
 
+// http-bulk, http-get, http-changes: a `settee serve` child process over loopback (HTTPWorkloads.swift).
+if selected.contains(where: httpWorkloads.contains) {
+    runHTTPWorkloads(selected: selected, ids: ids, docs: docs, docBytes: docBytes, workDir: workDir, jsonOutput: jsonOutput)
+}
 if jsonOutput {
     var out: [JSON] = []
     for f in figures {

@@ -41,6 +41,19 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
 
     public var description: String { "\(generation)-\(digest)" }
 
+    /// Appends the UTF-8 text of the id (`N-digest`) to `out` without making a String.
+    public func write(into out: inout [UInt8]) {
+        var digits: [UInt8] = []
+        var g = generation
+        repeat {
+            digits.append(UInt8(48 + g % 10))
+            g /= 10
+        } while g > 0
+        out.append(contentsOf: digits.reversed())
+        out.append(UInt8(ascii: "-"))
+        out.append(contentsOf: digest.utf8)
+    }
+
     public static func < (lhs: RevID, rhs: RevID) -> Bool {
         if lhs.generation != rhs.generation { return lhs.generation < rhs.generation }
         return lhs.digest.utf8.lexicographicallyPrecedes(rhs.digest.utf8)

@@ -13,6 +13,12 @@ extension RevTree {
     public func encoded(omitBodyOf omitted: RevID? = nil) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(8 + nodes.count * 40)
+        encode(omitBodyOf: omitted, into: &out)
+        return out
+    }
+
+    /// Appends the encoding to `out` (lets a writer reuse one buffer).
+    public func encode(omitBodyOf omitted: RevID? = nil, into out: inout [UInt8]) {
         out.append(1)
         Varint.append(UInt64(nodes.count), to: &out)
         for node in nodes {
@@ -28,7 +34,6 @@ extension RevTree {
                 out.append(contentsOf: body)
             }
         }
-        return out
     }
 
     /// Decodes bytes written by ``encoded(omitBodyOf:)``.

@@ -46,6 +46,11 @@ public struct RevTree: Sendable, Hashable {
     /// An empty tree (a document that does not exist yet).
     public init() { nodes = [] }
 
+    /// A tree holding one first revision without a body (what a new document's stored tree is).
+    public init(singleRoot rev: RevID, deleted: Bool) {
+        nodes = [Node(rev: rev, parent: -1, deleted: deleted, body: nil)]
+    }
+
     /// A tree from already-sorted nodes (as decoded from storage). Use the mutating API otherwise.
     init(sortedNodes: [Node]) { nodes = sortedNodes }
 

@@ -43,7 +43,7 @@ enum Auth {
     static func isPublic(_ call: Call) -> Bool {
         switch call.segments.first {
         case nil: return call.method == .get || call.method == .head
-        case "_up": return true
+        case "_up", "_uuids": return true
         case "_session": return true
         default: return false
         }

@@ -76,7 +76,9 @@ struct CouchResponder: HTTPResponder {
                 if s.count == 2 && ["_index", "_find", "_query", "_explain"].contains(second) {
                     throw CouchError(.notFound, "not_found", "\(second) is not available on this node yet")
                 }
-                if s.count == 2 { throw CouchError.badRequest("Only reserved document ids may start with underscore.") }
+                if s.count == 2 {
+                    throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+                }
             }
             if s.count == 2 { call.route = "doc"; return try await DocumentRoutes.handle(&call, target, id: second) }
             call.route = "attachment"
@@ -100,13 +102,18 @@ struct Keyspace: Sendable {
         default: throw CouchError(.badRequest, "illegal_database_name", "Invalid keyspace '\(segment)'")
         }
         try Node.validateName(database)
+        explicit = parts.count > 1
     }
 
-    var isDefaultCollection: Bool { scope == "_default" && collection == "_default" }
+    /// Whether this is the plain `/{db}` form (the database itself, not an explicit keyspace).
+    var isDefaultCollection: Bool { scope == "_default" && collection == "_default" && !explicit }
+    /// True for `/{db}.{scope}.{collection}` and `/{db}.{collection}`.
+    private(set) var explicit = false
 
     /// Opens the database and collection; a missing one is 404.
     func open(_ node: Node) throws -> (Database, SetteeStore.Collection) {
         let db = try node.database(database)
+        if scope == "_default" && collection == "_default" { return (db, try db.defaultCollection()) }
         guard let c = try db.collection(name: collection, scope: scope) else {
             throw CouchError(.notFound, "not_found", "Collection \(scope).\(collection) does not exist.")
         }

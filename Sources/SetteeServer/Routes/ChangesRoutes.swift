@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 import SetteeCore
 import SetteeStore
 
@@ -45,10 +46,15 @@ enum ChangesRoutes {
             }
         default: throw CouchError.methodNotAllowed("GET,HEAD,POST")
         }
-        let options = try parse(call.query, body: body)
+        var options = try parse(call.query, body: body)
+        if options.feed == .eventsource, let lastEventID = call.header(HTTPField.Name("Last-Event-ID")!) {
+            options.since = try parseSequence(lastEventID)
+        }
         switch options.feed {
         case .normal:
-            let (rows, last, pending) = try await blocking { try scan(c, db, options, since: options.since) }
+            if options.sinceNow { options.since = db.lastSequence }
+            let opts = options
+            let (rows, last, pending) = try await blocking { try scan(c, db, opts, since: opts.since) }
             var out: [UInt8] = Array(#"{"results":["#.utf8)
             for (i, row) in rows.enumerated() {
                 if i > 0 { out.append(contentsOf: ",\n".utf8) }
@@ -164,7 +170,16 @@ enum ChangesRoutes {
         if limitReached && !o.descending {
             var rest = SetteeStore.Collection.ChangesOptions(since: last)
             rest.documentIDs = o.docIDs
-            try c.forEachChange(rest) { _ in pending += 1; return true }
+            rest.includeDocs = o.selector != nil
+            try c.forEachChange(rest) { row in
+                if o.designOnly && !row.id.hasPrefix("_design/") { return true }
+                if let selector = o.selector {
+                    let bytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: row.body ?? [])
+                    guard let doc = try? JSON.parse(bytes), selector.matches(doc) else { return true }
+                }
+                pending += 1
+                return true
+            }
         }
         return (rows, last, pending)
     }
@@ -220,11 +235,23 @@ enum ChangesRoutes {
     /// Commit notifications and heartbeat ticks merged into one stream.
     enum Event: Sendable { case commit, tick }
 
+    /// How often a live feed wakes to check its heartbeat and timeout: a quarter of the shorter one, 50 ms–1 s.
+    static func tickInterval(heartbeat: Int?, timeout: Int?) -> Int {
+        let shortest = [heartbeat, timeout].compactMap { $0 }.min() ?? 4000
+        return min(max(shortest / 4, 50), 1000)
+    }
+
+    /// Ends on commit-stream end (database closed) and on the server's graceful shutdown, so open feeds
+    /// finish with their `last_seq` line instead of holding the shutdown.
     static func events(_ db: Database, tick: Int) -> (AsyncStream<Event>, @Sendable () -> Void) {
         let commits = db.commits()  // subscribe now, before the first read
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4))
         let forward = Task {
-            for await _ in commits { continuation.yield(.commit) }
+            await withGracefulShutdownHandler {
+                for await _ in commits { continuation.yield(.commit) }
+            } onGracefulShutdown: {
+                continuation.finish()
+            }
             continuation.finish()
         }
         let ticker = Task {
@@ -239,8 +266,7 @@ enum ChangesRoutes {
     static func longpoll(_ db: Database, _ c: SetteeStore.Collection, _ options: Options) -> Response {
         var o = options
         if o.sinceNow { o.since = db.lastSequence }
-        let tick = min(o.heartbeat ?? o.timeout, o.timeout, 1000)
-        let (events, stop) = events(db, tick: max(tick, 50))
+        let (events, stop) = events(db, tick: tickInterval(heartbeat: o.heartbeat, timeout: o.timeout))
         let opts = o
         let body = ResponseBody { writer in
             defer { stop() }
@@ -280,8 +306,7 @@ enum ChangesRoutes {
         let eventSource = o.feed == .eventsource
         // CouchDB: with a heartbeat the feed runs until the client leaves; otherwise it ends after `timeout` idle.
         let idleTimeout: UInt64? = o.heartbeat == nil ? UInt64(o.timeout) * 1_000_000 : nil
-        let tick = min(o.heartbeat ?? 1000, 1000)
-        let (events, stop) = events(db, tick: max(tick, 50))
+        let (events, stop) = events(db, tick: tickInterval(heartbeat: o.heartbeat, timeout: idleTimeout == nil ? nil : o.timeout))
         let opts = o
         let body = ResponseBody { writer in
             defer { stop() }

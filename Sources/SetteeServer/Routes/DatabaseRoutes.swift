@@ -12,7 +12,7 @@ enum DatabaseRoutes {
         switch call.method {
         case .put:
             try Auth.checkAdmin(call)
-            if target.isDefaultCollection {
+            if target.isDefaultCollection || (target.scope == "_default" && target.collection == "_default") {
                 _ = try await blocking { try node.createDatabase(target.database) }
                 return Reply.json(.created, ["ok": true], headers: [.location: "/\(target.database)"])
             }
@@ -40,6 +40,9 @@ enum DatabaseRoutes {
             if target.isDefaultCollection {
                 try await blocking { try node.deleteDatabase(target.database) }
             } else {
+                if target.scope == "_default" && target.collection == "_default" {
+                    throw CouchError.badRequest("The default collection cannot be deleted; DELETE /\(target.database) deletes the database")
+                }
                 try await blocking {
                     let db = try node.database(target.database)
                     try db.deleteCollection(name: target.collection, scope: target.scope)
@@ -60,7 +63,7 @@ enum DatabaseRoutes {
         var out: JSONObject = [
             "db_name": .string(target.isDefaultCollection ? db.name : "\(db.name).\(target.scope).\(target.collection)"),
             "purge_seq": "0",
-            "update_seq": .string(String(db.lastSequence)),
+            "update_seq": .int(Int64(db.lastSequence)),
             "sizes": ["file": .int(Int64(sizes.file)), "external": .int(Int64(sizes.active)), "active": .int(Int64(sizes.active))],
             "props": [:],
             "doc_del_count": .int(Int64(counts.deleted)),

@@ -32,18 +32,24 @@ enum DocumentRoutes {
         }
         let needTree = output.needsTree || requestedRev != nil
         let metrics = call.node.metrics
-        let bytes: [UInt8] = try await blocking {
+        let (bytes, rev): ([UInt8], RevID) = try await blocking {
             guard let record = try c.record(id: id, withTree: needTree) else { throw CouchError.notFound("missing") }
             let rev = requestedRev ?? record.revID
             if requestedRev == nil && record.deleted { throw CouchError.notFound("deleted") }
             guard let revision = record.revision(rev) else { throw CouchError.notFound("missing") }
             metrics.documentsRead(1)
-            return try output.bytes(record, rev: rev, body: revision.body, deleted: revision.deleted, database: db)
+            return (try output.bytes(record, rev: rev, body: revision.body, deleted: revision.deleted, database: db), rev)
+        }
+        let etag = "\"\(rev)\""
+        if call.header(.ifNoneMatch) == etag {
+            return Response(status: .notModified, headers: [.eTag: etag])
         }
         if call.method == .head {
-            return Response(status: .ok, headers: [.contentType: "application/json", .contentLength: String(bytes.count)])
+            // Same length as the GET body, which ends with a newline.
+            return Response(status: .ok, headers: [.contentType: "application/json", .contentLength: String(bytes.count + 1),
+                                                   .eTag: etag])
         }
-        return Reply.raw(.ok, bytes + [0x0a])
+        return Reply.raw(.ok, bytes + [0x0a], headers: [.eTag: etag])
     }
 
     /// `open_revs=all|[…]`: JSON array of `{"ok": doc}` / `{"missing": rev}`, or `multipart/mixed` when asked.
@@ -120,6 +126,9 @@ enum DocumentRoutes {
         guard case .object(let doc) = try call.parseJSON(bytes) else {
             throw CouchError.badRequest("Document must be a JSON object")
         }
+        if let given = doc["_id"], given.stringValue == nil {
+            throw CouchError(.badRequest, "illegal_docid", "Document id must be a string")
+        }
         let id = doc["_id"]?.stringValue ?? Node.randomHex(16)
         return try await save(call, c, doc: doc, id: id, newEdits: true, follows: [:])
     }
@@ -136,8 +145,9 @@ enum DocumentRoutes {
             metrics.documentsWritten(1)
             return rev
         }
+        let location = "/" + call.segments[0] + "/" + (id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id)
         return Reply.json(batch ? .accepted : .created, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
-                          headers: [.eTag: "\"\(rev)\""])
+                          headers: [.eTag: "\"\(rev)\"", .location: location])
     }
 
     static func delete(_ call: Call, _ c: SetteeStore.Collection, id: String) async throws -> Response {

@@ -24,7 +24,7 @@ enum LocalRoutes {
             let newRev = try await blocking { try c.putLocal(id: id, body: value, rev: rev) }
             return Reply.json(.created, ["ok": true, "id": .string(id), "rev": .string(newRev)])
         case .delete:
-            let rev = call.query["rev"]
+            guard let rev = call.query["rev"] ?? DocumentRoutes.ifMatch(call) else { throw CouchError.conflict }
             try await blocking { try c.deleteLocal(id: id, rev: rev) }
             return Reply.json(.ok, ["ok": true, "id": .string(id), "rev": "0-0"])
         default:

@@ -12,14 +12,15 @@ enum ServerRoutes {
         guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
         return Reply.json(.ok, [
             "couchdb": "Welcome", "version": .string(version), "uuid": .string(call.node.uuid),
-            "features": ["keyspaces", "sqlpp"],
+            "features": ["keyspaces"],
             "vendor": ["name": "Settee", "version": "0.1.0"],
         ])
     }
 
     static func handle(_ call: inout Call) async throws -> Response {
         let name = call.segments[0]
-        call.route = name
+        let known = ["_up", "_all_dbs", "_uuids", "_active_tasks", "_metrics", "_session", "_replicate", "_scheduler"]
+        call.route = known.contains(name) ? name : "unknown"
         guard call.segments.count == 1 else { throw CouchError.notFound("missing") }
         switch (name, call.method) {
         case ("_up", .get), ("_up", .head):

@@ -11,7 +11,10 @@ extension Collection {
     public func write(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
         let limit = database.revsLimit
         return try database.write { db in
-            try writes.map { try self.apply($0, db: db, revsLimit: limit) }
+            let session = try WriteSession(db: db, sql: self.sql, revsLimit: limit)
+            let results = try writes.map { try self.apply($0, session) }
+            self.database.noteChanges(collection: self.fullName, ids: session.changed)
+            return results
         }
     }
 
@@ -21,8 +24,53 @@ extension Collection {
         try self.write([write])[0].get()
     }
 
+    /// Statements and scratch buffers shared by the writes of one batch (writer thread only).
+    final class WriteSession {
+        let db: Connection
+        let revsLimit: Int
+        let lookup: Statement
+        let insertIfAbsent: Statement
+        let updateAll: Statement
+        let updateTree: Statement
+        let insert: Statement
+        private let sql: SQL
+        var changed: [String] = []
+        var body: [UInt8] = []
+        var canonical: [UInt8] = []
+        var tree: [UInt8] = []
+        var rev: [UInt8] = []
+
+        init(db: Connection, sql: SQL, revsLimit: Int) throws {
+            self.db = db
+            self.sql = sql
+            self.revsLimit = revsLimit
+            lookup = try db.prepare(sql.lookup)
+            insertIfAbsent = try db.prepare(sql.insertIfAbsent)
+            updateAll = try db.prepare(sql.updateAll)
+            updateTree = try db.prepare(sql.updateTree)
+            insert = try db.prepare(sql.insert)
+            body.reserveCapacity(1024)
+            canonical.reserveCapacity(1024)
+            tree.reserveCapacity(256)
+        }
+
+        func fetchBody(rowid: Int64) throws -> [UInt8]? {
+            let fetch = try db.prepare(sql.fetchBody)
+            defer { fetch.reset() }
+            fetch.bind(rowid, at: 1)
+            return try fetch.step() ? fetch.blob(0) : nil
+        }
+
+        /// The revision id for a new edit: MD5 over parent, deleted flag and the canonical body.
+        func nextRev(after parent: RevID?, deleted: Bool, body: JSON) -> RevID {
+            canonical.removeAll(keepingCapacity: true)
+            body.canonicalize(into: &canonical)
+            return RevID.next(after: parent, deleted: deleted, canonicalBody: canonical)
+        }
+    }
+
     /// Applies one write inside the writer's transaction.
-    func apply(_ w: RevisionWrite, db: Connection, revsLimit: Int) throws -> Result<RevID, SetteeError> {
+    func apply(_ w: RevisionWrite, _ session: WriteSession) throws -> Result<RevID, SetteeError> {
         do {
             switch try DocumentID.validate(w.id) {
             case .local:
@@ -33,6 +81,7 @@ extension Collection {
         } catch {
             return .failure(error)
         }
+        let db = session.db
         if !w.blobs.isEmpty {
             let insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(digest, length, data) VALUES (?, ?, ?)")
             for blob in w.blobs {
@@ -44,17 +93,19 @@ extension Collection {
             }
         }
         let bodyJSON = JSON.object(w.body)
-        let bodyBytes = bodyJSON.serializedBytes
+        session.body.removeAll(keepingCapacity: true)
+        bodyJSON.serialize(into: &session.body)
         var createdRev: RevID?
         if case .edit(parent: nil) = w.mode {
             // Most new-document saves: insert directly, and fall back to the full path if the id exists.
-            let rev = RevID.next(after: nil, deleted: w.deleted, canonicalBody: bodyJSON.canonicalBytes)
-            if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted, body: bodyBytes, db: db) {
+            let rev = session.nextRev(after: nil, deleted: w.deleted, body: bodyJSON)
+            if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted, session) {
                 return .success(rev)
             }
             createdRev = rev
         }
-        let lookup = try db.prepare(sql.lookup)
+        let bodyBytes = session.body
+        let lookup = session.lookup
         lookup.bind(w.id, at: 1)
         var rowid: Int64?
         var oldWinner: RevID?
@@ -85,7 +136,7 @@ extension Collection {
             if parent == nil, let createdRev {
                 newRev = createdRev
             } else {
-                newRev = RevID.next(after: parent, deleted: w.deleted, canonicalBody: bodyJSON.canonicalBytes)
+                newRev = session.nextRev(after: parent, deleted: w.deleted, body: bodyJSON)
             }
             do {
                 try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
@@ -94,7 +145,7 @@ extension Collection {
             }
         case .overwrite:
             let parent = tree.winner?.rev
-            newRev = RevID.next(after: parent, deleted: w.deleted, canonicalBody: bodyJSON.canonicalBytes)
+            newRev = session.nextRev(after: parent, deleted: w.deleted, body: bodyJSON)
             do {
                 try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
             } catch {
@@ -113,86 +164,105 @@ extension Collection {
                 return .failure(SetteeError(.badRequest, "Invalid revision history for \(w.id)"))
             }
         }
-        tree.stem(limit: revsLimit)
-        guard let winner = tree.winner else {
-            throw SetteeError(.internalError, "Revision tree without leaves for \(w.id)")
+        tree.stem(limit: session.revsLimit)
+        let leaves = tree.leafIndices
+        var winnerIndex = leaves[0]
+        var live = 0
+        for i in leaves {
+            if !tree.nodes[i].deleted { live += 1 }
+            if RevTree.ranksBefore(tree.nodes[i], tree.nodes[winnerIndex]) { winnerIndex = i }
         }
+        let winner = tree.nodes[winnerIndex]
         // The stored tree omits the old winner's body (it lives in the body column). If the old winner
         // is still a leaf but no longer wins, its body must move into the tree.
         if let old = oldWinner, old != winner.rev, let rowid,
-           let i = tree.index(of: old), tree.isLeaf(i), tree.nodes[i].body == nil {
-            let fetch = try db.prepare(sql.fetchBody)
-            fetch.bind(rowid, at: 1)
-            if try fetch.step() { tree.setBody(fetch.blob(0), for: old) }
-            fetch.reset()
+           let i = tree.index(of: old), leaves.contains(i), tree.nodes[i].body == nil {
+            tree.setBody(try session.fetchBody(rowid: rowid), for: old)
         }
         var flags: Int64 = winner.deleted ? DocFlags.deleted : 0
-        var live = 0
-        for i in tree.leafIndices where !tree.nodes[i].deleted { live += 1 }
         if live > 1 { flags |= DocFlags.conflicted }
         let winnerChanged = winner.rev != oldWinner
         let winnerBody = winner.body ?? Array("{}".utf8)
         if winnerChanged {
             if winnerBody.containsAttachments { flags |= DocFlags.hasAttachments }
         }
-        let encodedTree = tree.encoded(omitBodyOf: winner.rev)
+        session.tree.removeAll(keepingCapacity: true)
+        tree.encode(omitBodyOf: winner.rev, into: &session.tree)
+        session.rev.removeAll(keepingCapacity: true)
+        winner.rev.write(into: &session.rev)
         let seq = Int64(database.nextSequence())
-        if let rowid {
-            if winnerChanged {
-                let update = try db.prepare(sql.updateAll)
-                update.bind(seq, at: 1)
-                update.bind(winner.rev.description, at: 2)
-                update.bind(flags, at: 3)
-                update.bind(text: winnerBody, at: 4)
-                update.bind(bytes: encodedTree, at: 5)
-                update.bind(rowid, at: 6)
-                _ = try update.step()
-                update.reset()
-            } else {
-                let update = try db.prepare(sql.updateTree)
-                update.bind(seq, at: 1)
-                update.bind(flags, at: 2)
-                update.bind(bytes: encodedTree, at: 3)
-                update.bind(rowid, at: 4)
-                _ = try update.step()
-                update.reset()
+        try session.tree.withUnsafeBytes { treeBytes in
+            try session.rev.withUnsafeBytes { revBytes in
+                try winnerBody.withUnsafeBytes { bodyBytes in
+                    if let rowid {
+                        if winnerChanged {
+                            let update = session.updateAll
+                            update.bind(seq, at: 1)
+                            update.bindNoCopy(text: revBytes, at: 2)
+                            update.bind(flags, at: 3)
+                            update.bindNoCopy(text: bodyBytes, at: 4)
+                            update.bindNoCopy(blob: treeBytes, at: 5)
+                            update.bind(rowid, at: 6)
+                            defer { update.reset() }
+                            _ = try update.step()
+                        } else {
+                            let update = session.updateTree
+                            update.bind(seq, at: 1)
+                            update.bind(flags, at: 2)
+                            update.bindNoCopy(blob: treeBytes, at: 3)
+                            update.bind(rowid, at: 4)
+                            defer { update.reset() }
+                            _ = try update.step()
+                        }
+                    } else {
+                        let insert = session.insert
+                        insert.bind(w.id, at: 1)
+                        insert.bind(seq, at: 2)
+                        insert.bindNoCopy(text: revBytes, at: 3)
+                        insert.bind(flags, at: 4)
+                        insert.bindNoCopy(text: bodyBytes, at: 5)
+                        insert.bindNoCopy(blob: treeBytes, at: 6)
+                        defer { insert.reset() }
+                        _ = try insert.step()
+                    }
+                }
             }
-        } else {
-            let insert = try db.prepare(sql.insert)
-            insert.bind(w.id, at: 1)
-            insert.bind(seq, at: 2)
-            insert.bind(winner.rev.description, at: 3)
-            insert.bind(flags, at: 4)
-            insert.bind(text: winnerBody, at: 5)
-            insert.bind(bytes: encodedTree, at: 6)
-            _ = try insert.step()
-            insert.reset()
         }
-        database.noteChange(collection: fullName, id: w.id)
+        session.changed.append(w.id)
         return .success(newRev)
     }
 
-    /// Inserts a brand-new document with a single revision unless the id exists. Returns whether it inserted.
-    private func insertIfAbsent(id: String, rev: RevID, deleted: Bool, body: [UInt8], db: Connection) throws -> Bool {
-        var tree = RevTree()
-        try? tree.addChild(rev, of: nil, deleted: deleted, body: nil)
+    /// Inserts a brand-new document with a single revision (body in `session.body`) unless the id exists.
+    /// Returns whether it inserted.
+    private func insertIfAbsent(id: String, rev: RevID, deleted: Bool, _ session: WriteSession) throws -> Bool {
         var flags: Int64 = deleted ? DocFlags.deleted : 0
-        if body.containsAttachments { flags |= DocFlags.hasAttachments }
+        if session.body.containsAttachments { flags |= DocFlags.hasAttachments }
+        // A one-node tree whose body (the winner's) lives in the body column.
+        session.tree.removeAll(keepingCapacity: true)
+        RevTree(singleRoot: rev, deleted: deleted).encode(into: &session.tree)
+        session.rev.removeAll(keepingCapacity: true)
+        rev.write(into: &session.rev)
         let seq = Int64(database.nextSequence())
-        let insert = try db.prepare(sql.insertIfAbsent)
-        insert.bind(id, at: 1)
-        insert.bind(seq, at: 2)
-        insert.bind(rev.description, at: 3)
-        insert.bind(flags, at: 4)
-        insert.bind(text: body, at: 5)
-        insert.bind(bytes: tree.encoded(), at: 6)
-        _ = try insert.step()
-        insert.reset()
-        guard db.changes == 1 else {
+        let insert = session.insertIfAbsent
+        try session.tree.withUnsafeBytes { treeBytes in
+            try session.rev.withUnsafeBytes { revBytes in
+                try session.body.withUnsafeBytes { bodyBytes in
+                    insert.bind(id, at: 1)
+                    insert.bind(seq, at: 2)
+                    insert.bindNoCopy(text: revBytes, at: 3)
+                    insert.bind(flags, at: 4)
+                    insert.bindNoCopy(text: bodyBytes, at: 5)
+                    insert.bindNoCopy(blob: treeBytes, at: 6)
+                    defer { insert.reset() }
+                    _ = try insert.step()
+                }
+            }
+        }
+        guard session.db.changes == 1 else {
             database.releaseSequence()
             return false
         }
-        database.noteChange(collection: fullName, id: id)
+        session.changed.append(id)
         return true
     }
 
@@ -251,7 +321,7 @@ extension Collection {
             _ = try update.step()
             update.reset()
         }
-        database.noteChange(collection: fullName, id: id)
+        database.noteChanges(collection: fullName, ids: [id])
         return purged
     }
 }

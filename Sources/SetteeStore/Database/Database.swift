@@ -110,6 +110,18 @@ public final class Database: @unchecked Sendable {
         } catch {
             throw SetteeError(.storage, "Cannot open database \(name)", underlying: Database.sendable(error))
         }
+        writer.afterBegin = { [unowned self] db in
+            // Another process (e.g. the CLI) may have written since our last commit: never reuse a sequence.
+            let stmt = try db.prepare("SELECT value FROM meta WHERE key = 'last_seq'")
+            defer { stmt.reset() }
+            if try stmt.step() {
+                let stored = UInt64(stmt.int64(0))
+                if stored > self.writerSeq {
+                    self.writerSeq = stored
+                    self.persistedSeq = stored
+                }
+            }
+        }
         writer.beforeCommit = { [unowned self] db in
             if self.writerSeq != self.persistedSeq {
                 try db.prepare("UPDATE meta SET value = ? WHERE key = 'last_seq'").run([.integer(Int64(self.writerSeq))])
@@ -356,9 +368,10 @@ public final class Database: @unchecked Sendable {
         writerSeq -= 1
     }
 
-    /// Records a changed document for the post-commit notification (writer only).
-    func noteChange(collection: String, id: String) {
-        pendingChanges[collection, default: []].append(id)
+    /// Records changed documents for the post-commit notification (writer only).
+    func noteChanges(collection: String, ids: [String]) {
+        guard !ids.isEmpty else { return }
+        pendingChanges[collection, default: []].append(contentsOf: ids)
     }
 }
 

@@ -26,6 +26,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var leaderActive = false
     /// Called inside the transaction before COMMIT (persist counters), and after commit (notify).
     var beforeCommit: ((Connection) throws -> Void)?
+    /// Called first inside each transaction (re-sync state another process may have changed).
+    var afterBegin: ((Connection) throws -> Void)?
     var afterCommit: (() -> Void)?
     /// Called after a failed group so in-memory state can be restored to what the database holds.
     var afterRollback: (() -> Void)?
@@ -66,6 +68,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         do {
             try pool.write { connection in
                 try connection.transaction(.immediate) {
+                    try afterBegin?(connection)
                     for (i, job) in group.enumerated() {
                         do {
                             if group.count == 1 {

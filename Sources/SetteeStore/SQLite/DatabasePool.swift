@@ -57,6 +57,8 @@ package final class DatabasePool: @unchecked Sendable {
         let writer = try Connection(path: path, readOnly: configuration.readOnly)
         do {
             if !configuration.readOnly {
+                // Takes effect only on a new, empty database (before WAL is enabled).
+                if configuration.pageSize > 0 { try writer.execute("PRAGMA page_size=\(configuration.pageSize)") }
                 let statement = try writer.prepareUncached("PRAGMA journal_mode=WAL")
                 let mode = try statement.step() ? statement.string(0)?.lowercased() : nil
                 guard mode == "wal" else {
@@ -70,6 +72,7 @@ package final class DatabasePool: @unchecked Sendable {
             // A larger page cache for the writer: document writes touch three B-trees per row.
             try writer.execute("PRAGMA cache_size=-\(configuration.writerCacheKiB)")
             try writer.execute("PRAGMA temp_store=MEMORY")
+            try writer.execute("PRAGMA wal_autocheckpoint=\(configuration.walAutocheckpointPages)")
             try prepareWriter(writer)
             writer.rollbackIfNeeded()
         } catch {

@@ -8,6 +8,10 @@ package struct PoolConfiguration: Sendable {
     package var readers: Int = 4
     /// `PRAGMA synchronous=FULL` when true, else `NORMAL` (durable across process crashes, not power loss).
     package var synchronousFull: Bool = false
+    /// Page size for new databases (bytes; 0 keeps SQLite's default).
+    package var pageSize: Int = 8192
+    /// WAL pages written before an automatic checkpoint (SQLite's default is 1000).
+    package var walAutocheckpointPages: Int = 4000
     /// Page cache of the writer connection, KiB.
     package var writerCacheKiB: Int = 32 * 1024
     /// Page cache of each reader connection, KiB.

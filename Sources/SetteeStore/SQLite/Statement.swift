@@ -92,6 +92,24 @@ package final class Statement {
     }
 
     /// Binds UTF-8 bytes as TEXT (copied by SQLite) without building a `String`.
+    /// Binds TEXT without copying: the bytes must stay valid until the statement is stepped and reset.
+    package func bindNoCopy(text value: UnsafeRawBufferPointer, at index: Int32) {
+        guard let base = value.baseAddress, value.count > 0 else {
+            check(sqlite3_bind_text(handle, index, "", 0, csqlite_static()))
+            return
+        }
+        check(sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(value.count), csqlite_static()))
+    }
+
+    /// Binds a BLOB without copying: the bytes must stay valid until the statement is stepped and reset.
+    package func bindNoCopy(blob value: UnsafeRawBufferPointer, at index: Int32) {
+        guard let base = value.baseAddress, value.count > 0 else {
+            check(sqlite3_bind_zeroblob(handle, index, 0))
+            return
+        }
+        check(sqlite3_bind_blob(handle, index, base, Int32(value.count), csqlite_static()))
+    }
+
     package func bind(text value: [UInt8], at index: Int32) {
         let rc = value.withUnsafeBytes { raw -> Int32 in
             guard let base = raw.baseAddress, raw.count > 0 else {
