@@ -128,6 +128,15 @@ if selected.contains("insert") {
         precondition(total > 0)
     }
     if !jsonOutput { print("insert   (diagnostic) serialize + canonical digest + tree encoding alone: \(Int(Double(count) / t)) /s") }
+    if ProcessInfo.processInfo.environment["SETTEE_BENCH_DETAIL"] != nil {
+        var buf: [UInt8] = []
+        let ts = measure { for d in docs { buf.removeAll(keepingCapacity: true); JSON.object(d).serialize(into: &buf) } }
+        let tc = measure { for d in docs { buf.removeAll(keepingCapacity: true); JSON.object(d).canonicalize(into: &buf) } }
+        let canon = JSON.object(docs[0]).canonicalBytes
+        let tm = measure { for _ in docs { _ = MD5.hash(canon) } }
+        let tr = measure { for _ in docs { _ = RevID.next(after: nil, deleted: false, canonicalBody: canon) } }
+        print("  serialize \(Int(ts / Double(count) * 1e9)) ns, canonical \(Int(tc / Double(count) * 1e9)) ns, md5 \(Int(tm / Double(count) * 1e9)) ns, RevID.next \(Int(tr / Double(count) * 1e9)) ns")
+    }
 }
 
 // insert

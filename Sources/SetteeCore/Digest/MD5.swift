@@ -108,24 +108,55 @@ public enum MD5 {
 
         /// The 16-byte digest of everything fed so far. Does not change the hasher.
         public func finalize() -> [UInt8] {
+            let (a, b, c, d) = finalState()
+            return [UInt8](unsafeUninitializedCapacity: 16) { out, count in
+                func put(_ word: UInt32, at base: Int) {
+                    for k in 0..<4 { out[base + k] = UInt8(truncatingIfNeeded: word >> UInt32(8 * k)) }
+                }
+                put(a, at: 0)
+                put(b, at: 4)
+                put(c, at: 8)
+                put(d, at: 12)
+                count = 16
+            }
+        }
+
+        /// The digest as 32 lowercase hex characters, without intermediate arrays.
+        public func finalizeHex() -> String {
+            let (a, b, c, d) = finalState()
+            let digits: StaticString = "0123456789abcdef"
+            return String(unsafeUninitializedCapacity: 32) { out in
+                func put(_ word: UInt32, at base: Int) {
+                    for k in 0..<4 {
+                        let byte = UInt8(truncatingIfNeeded: word >> UInt32(8 * k))
+                        out[base + 2 * k] = digits.utf8Start[Int(byte >> 4)]
+                        out[base + 2 * k + 1] = digits.utf8Start[Int(byte & 0xF)]
+                    }
+                }
+                put(a, at: 0)
+                put(b, at: 8)
+                put(c, at: 16)
+                put(d, at: 24)
+                return 32
+            }
+        }
+
+        /// Pads a copy of the state (0x80, zeros, bit length) and returns the final A, B, C, D.
+        private func finalState() -> (UInt32, UInt32, UInt32, UInt32) {
             var copy = self
             let bitLength = length &* 8
-            var padding: [UInt8] = [0x80]
-            let afterMarker = Int((length + 1) % 64)
-            let zeros = afterMarker <= 56 ? 56 - afterMarker : 120 - afterMarker
-            padding.append(contentsOf: repeatElement(0, count: zeros))
-            for shift in stride(from: 0, to: 64, by: 8) {
-                padding.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+            let filled = Int(length % 64)
+            // One or two blocks of padding on the stack.
+            var pad: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                      UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let padLength = filled < 56 ? 64 - filled : 128 - filled
+            withUnsafeMutableBytes(of: &pad) { raw in
+                raw[0] = 0x80
+                for k in 0..<8 { raw[padLength - 8 + k] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * k)) }
+                copy.update(UnsafeRawBufferPointer(rebasing: raw[0..<padLength]))
             }
-            copy.update(padding)
-            var digest: [UInt8] = []
-            digest.reserveCapacity(16)
-            for word in [copy.a, copy.b, copy.c, copy.d] {
-                for shift in stride(from: 0, to: 32, by: 8) {
-                    digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
-                }
-            }
-            return digest
+            return (copy.a, copy.b, copy.c, copy.d)
         }
 
         @inline(__always)

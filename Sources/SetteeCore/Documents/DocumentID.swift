@@ -35,13 +35,21 @@ public enum DocumentID {
     ///
     /// - Throws: ``SetteeError`` `.illegalDatabaseName`.
     public static func validateDatabaseName(_ name: String) throws(SetteeError) {
-        let bytes = Array(name.utf8)
-        let allowedRest: Set<UInt8> = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+/-".utf8)
-        guard let first = bytes.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"),
-              bytes.count <= 238, bytes.allSatisfy({ allowedRest.contains($0) })
+        guard let first = name.utf8.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"),
+              name.utf8.count <= 238, name.utf8.allSatisfy(isDatabaseNameByte)
         else {
             throw SetteeError(.illegalDatabaseName,
                               "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+        }
+    }
+
+    /// `[a-z0-9_$()+/-]`
+    private static func isDatabaseNameByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
+        case UInt8(ascii: "_"), UInt8(ascii: "$"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "+"),
+             UInt8(ascii: "/"), UInt8(ascii: "-"): return true
+        default: return false
         }
     }
 

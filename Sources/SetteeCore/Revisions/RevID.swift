@@ -69,8 +69,7 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
         }
         hasher.update([0, deleted ? 1 : 0, 0])
         hasher.update(canonicalBody)
-        let digest = hasher.finalize()
-        return RevID(generation: (parent?.generation ?? 0) + 1, digest: Hex.encode(digest))
+        return RevID(generation: (parent?.generation ?? 0) + 1, digest: hasher.finalizeHex())
     }
 }
 

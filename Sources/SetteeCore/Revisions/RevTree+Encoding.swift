@@ -39,6 +39,18 @@ extension RevTree {
     /// Decodes bytes written by ``encoded(omitBodyOf:)``.
     /// - Throws: ``SetteeError`` with code `internalError` when the bytes are not a valid tree.
     public init(encoded bytes: [UInt8]) throws(SetteeError) {
+        let result: Result<RevTree, SetteeError> = bytes.withUnsafeBytes { raw in
+            do throws(SetteeError) {
+                return .success(try RevTree(encoded: raw))
+            } catch {
+                return .failure(error)
+            }
+        }
+        self = try result.get()
+    }
+
+    /// Decodes a tree from bytes that are valid only for the duration of the call (e.g. a SQLite column).
+    public init(encoded bytes: UnsafeRawBufferPointer) throws(SetteeError) {
         var reader = ByteReader(bytes: bytes)
         guard reader.byte() == 1, let count = reader.varint(), count < UInt64(Int32.max) else {
             throw SetteeError(.internalError, "Corrupt revision tree: bad header")
@@ -56,9 +68,9 @@ extension RevTree {
                 guard let blen = reader.varint(), let b = reader.bytes(Int(blen)) else {
                     throw SetteeError(.internalError, "Corrupt revision tree: bad body")
                 }
-                body = b
+                body = Array(b)
             }
-            nodes.append(Node(rev: RevID(generation: Int(gen), digest: String(decoding: digest, as: UTF8.self)),
+            nodes.append(Node(rev: RevID(generation: Int(gen), digest: String(decoding: UnsafeRawBufferPointer(rebasing: digest), as: UTF8.self)),
                               parent: Int(parentPlusOne) - 1, deleted: flags & 1 != 0, body: body))
         }
         self.init(sortedNodes: nodes)
@@ -79,7 +91,7 @@ enum Varint {
 
 /// A cursor over bytes that returns nil instead of reading past the end.
 struct ByteReader {
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
     var offset = 0
 
     mutating func byte() -> UInt8? {
@@ -100,9 +112,9 @@ struct ByteReader {
         return nil
     }
 
-    mutating func bytes(_ n: Int) -> [UInt8]? {
+    mutating func bytes(_ n: Int) -> Slice<UnsafeRawBufferPointer>? {
         guard n >= 0, offset + n <= bytes.count else { return nil }
         defer { offset += n }
-        return Array(bytes[offset..<offset + n])
+        return bytes[offset..<offset + n]
     }
 }

@@ -66,6 +66,13 @@ struct Call: Sendable {
     }
 }
 
+/// Runs a bounded, microseconds-long store read on the calling task. Use only for single-row reads;
+/// anything that scans, waits for the writer or may take long goes through ``blocking(_:)``.
+@inline(__always)
+func pointRead<T>(_ work: () throws -> T) throws -> T {
+    try work()
+}
+
 /// Runs blocking store work off the event loop and the cooperative pool.
 @inline(__always)
 func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {

@@ -112,13 +112,13 @@ extension Collection {
         var tree = RevTree()
         if try lookup.step() {
             rowid = lookup.int64(0)
-            oldWinner = RevID(lookup.string(1) ?? "")
             do {
-                tree = try RevTree(encoded: lookup.blob(2) ?? [])
+                tree = try lookup.withTextBytes(1) { try RevTree(encoded: $0) }
             } catch {
                 lookup.reset()
-                return .failure(error)
+                return .failure(error as? SetteeError ?? SetteeError(.internalError, "\(error)"))
             }
+            oldWinner = tree.winner?.rev  // the stored `rev` column always equals the tree's winner
         }
         lookup.reset()
 

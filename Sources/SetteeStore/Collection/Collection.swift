@@ -34,14 +34,14 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         self.id = info.id
         self.scope = info.scope
         self.name = info.name
-        self.docsTable = "docs_\(info.id)"
-        self.localTable = "local_\(info.id)"
-        self.fullName = "\(info.scope).\(info.name)"
-        self.sql = SQL(table: docsTable)
+        self.docsTable = info.sql.table
+        self.localTable = info.sql.localTable
+        self.fullName = info.fullName
+        self.sql = info.sql
     }
 
     /// The statements every write and read uses, per collection table.
-    struct SQL {
+    struct SQL: Sendable {
         let lookup: String
         let fetchBody: String
         let insert: String
@@ -51,8 +51,14 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         let recordWithTree: String
         let record: String
 
-        init(table: String) {
-            lookup = "SELECT rowid, rev, tree FROM \(table) WHERE id = ?"
+        let table: String
+        let localTable: String
+
+        init(collectionID: Int64) {
+            let table = "docs_\(collectionID)"
+            self.table = table
+            localTable = "local_\(collectionID)"
+            lookup = "SELECT rowid, tree FROM \(table) WHERE id = ?"
             fetchBody = "SELECT body FROM \(table) WHERE rowid = ?"
             insert = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?)"
             insertIfAbsent = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"

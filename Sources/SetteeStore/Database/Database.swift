@@ -380,6 +380,17 @@ struct CollectionInfo: Sendable {
     let id: Int64
     let scope: String
     let name: String
+    let fullName: String
+    /// The collection's table names and hot-path SQL, built once.
+    let sql: Collection.SQL
+
+    init(id: Int64, scope: String, name: String) {
+        self.id = id
+        self.scope = scope
+        self.name = name
+        fullName = "\(scope).\(name)"
+        sql = Collection.SQL(collectionID: id)
+    }
 }
 
 /// A lower-level error kept as text when it is not itself Sendable.
