@@ -3,7 +3,8 @@
 /// uniqueness and capacity bookkeeping of `Array` on every byte.
 struct ByteWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
-    private var count = 0
+    /// The number of bytes written so far.
+    private(set) var count = 0
     private var capacity: Int
     private var ownsStorage = false
 
@@ -59,6 +60,23 @@ struct ByteWriter: ~Copyable {
         reserve(bytes.count)
         UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
         count += bytes.count
+    }
+
+    /// Up to 8 bytes written at `offset` (`length` of them if fewer) as a big-endian integer, zero padded.
+    @inline(__always)
+    func bigEndianPrefix(at offset: Int, length: Int) -> UInt64 {
+        if offset + 8 <= count {
+            let word = UInt64(bigEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
+            if length >= 8 { return word }
+            return length == 0 ? 0 : word & ~(UInt64.max >> UInt64(truncatingIfNeeded: length &* 8))
+        }
+        var value: UInt64 = 0
+        var shift: UInt64 = 56
+        for i in 0..<Swift.min(length, 8) {
+            value |= UInt64(base[offset + i]) << shift
+            shift &-= 8
+        }
+        return value
     }
 
     /// Calls `body` with the bytes written so far.

@@ -56,20 +56,23 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
 
     public static func < (lhs: RevID, rhs: RevID) -> Bool {
         if lhs.generation != rhs.generation { return lhs.generation < rhs.generation }
-        return lhs.digest.utf8.lexicographicallyPrecedes(rhs.digest.utf8)
+        // Digests are printable ASCII (see init), where String order is byte order.
+        return lhs.digest < rhs.digest
     }
 
     /// The id of a new revision that follows `parent` (or starts a document when `parent` is nil).
     ///
-    /// Deterministic: MD5 over the parent id, the deleted flag and the canonical body bytes.
+    /// Deterministic: a 128-bit MurmurHash3 over the parent id, the deleted flag and the canonical body
+    /// bytes, so the same edit made on any node gets the same id.
     public static func next(after parent: RevID?, deleted: Bool, canonicalBody: [UInt8]) -> RevID {
-        var hasher = MD5.Hasher()
-        if let parent {
-            hasher.update(Array(parent.description.utf8))
-        }
-        hasher.update([0, deleted ? 1 : 0, 0])
-        hasher.update(canonicalBody)
-        return RevID(generation: (parent?.generation ?? 0) + 1, digest: hasher.finalizeHex())
+        var input: [UInt8] = []
+        input.reserveCapacity(canonicalBody.count + 48)
+        parent?.write(into: &input)
+        input.append(0)
+        input.append(deleted ? 1 : 0)
+        input.append(0)
+        input.append(contentsOf: canonicalBody)
+        return RevID(generation: (parent?.generation ?? 0) + 1, digest: Murmur3.hex(input))
     }
 }
 

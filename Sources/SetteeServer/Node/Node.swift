@@ -14,6 +14,7 @@ public final class Node: @unchecked Sendable {
     /// When the node started.
     public let startTime = Date()
     let sessions = SessionStore()
+    let tasks = ActiveTasks()
     let metrics: ServerMetrics
 
     private let lock = NSLock()

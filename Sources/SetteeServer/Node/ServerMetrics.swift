@@ -9,7 +9,6 @@ final class ServerMetrics: @unchecked Sendable {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
     private let lock = NSLock()
-    private var counters: [String: CoreMetrics.Counter] = [:]
     private var timers: [String: CoreMetrics.Timer] = [:]
     private let docsWritten: CoreMetrics.Counter
     private let docsRead: CoreMetrics.Counter
@@ -28,31 +27,35 @@ final class ServerMetrics: @unchecked Sendable {
         openDatabasesMeter = CoreMetrics.Meter(label: "settee_open_databases", factory: factory)
     }
 
+    private struct Key: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
+    private var series: [Key: (CoreMetrics.Counter, CoreMetrics.Timer)] = [:]
+
     /// Records one handled request.
     func request(route: String, method: String, status: Int, seconds: Double) {
-        let key = "\(route) \(method) \(status)"
+        let key = Key(route: route, method: method, status: status)
         lock.lock()
-        let counter: CoreMetrics.Counter
-        if let c = counters[key] {
-            counter = c
+        let pair: (CoreMetrics.Counter, CoreMetrics.Timer)
+        if let existing = series[key] {
+            pair = existing
         } else {
-            counter = CoreMetrics.Counter(label: "settee_http_requests_total",
-                                          dimensions: [("route", route), ("method", method), ("status", String(status))],
-                                          factory: factory)
-            counters[key] = counter
-        }
-        let timerKey = "\(route) \(method)"
-        let timer: CoreMetrics.Timer
-        if let t = timers[timerKey] {
-            timer = t
-        } else {
-            timer = CoreMetrics.Timer(label: "settee_http_request_duration_seconds",
-                                      dimensions: [("route", route), ("method", method)], factory: factory)
+            let counter = CoreMetrics.Counter(label: "settee_http_requests_total",
+                                              dimensions: [("route", route), ("method", method), ("status", String(status))],
+                                              factory: factory)
+            let timerKey = "\(route) \(method)"
+            let timer = timers[timerKey] ?? CoreMetrics.Timer(label: "settee_http_request_duration_seconds",
+                                                              dimensions: [("route", route), ("method", method)],
+                                                              factory: factory)
             timers[timerKey] = timer
+            pair = (counter, timer)
+            series[key] = pair
         }
         lock.unlock()
-        counter.increment()
-        timer.recordNanoseconds(Int64(seconds * 1e9))
+        pair.0.increment()
+        pair.1.recordNanoseconds(Int64(seconds * 1e9))
     }
 
     func documentsWritten(_ n: Int) { if n > 0 { docsWritten.increment(by: n) } }

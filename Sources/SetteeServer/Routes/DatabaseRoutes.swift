@@ -29,7 +29,8 @@ enum DatabaseRoutes {
         case .get, .head:
             let (db, c) = try target.open(node)
             try Auth.checkMember(call, db)
-            let info: JSON = try await blocking { try DatabaseRoutes.info(db, c, target) }
+            let compacting = node.tasks.isRunning(type: "database_compaction", database: db.name)
+            let info: JSON = try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting) }
             if call.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
             return Reply.json(.ok, info)
         case .delete:
@@ -57,7 +58,7 @@ enum DatabaseRoutes {
         }
     }
 
-    static func info(_ db: Database, _ c: SetteeStore.Collection, _ target: Keyspace) throws -> JSON {
+    static func info(_ db: Database, _ c: SetteeStore.Collection, _ target: Keyspace, compacting: Bool = false) throws -> JSON {
         let counts = try c.documentCounts()
         let sizes = try db.sizes()
         var out: JSONObject = [
@@ -69,7 +70,7 @@ enum DatabaseRoutes {
             "doc_del_count": .int(Int64(counts.deleted)),
             "doc_count": .int(Int64(counts.live)),
             "disk_format_version": 8,
-            "compact_running": false,
+            "compact_running": .bool(compacting),
             "cluster": ["q": 1, "n": 1, "w": 1, "r": 1],
             "instance_start_time": "0",
             "uuid": .string(db.uuid),
@@ -101,8 +102,12 @@ enum DatabaseRoutes {
             guard call.header(.contentType)?.lowercased().hasPrefix("application/json") == true else {
                 throw CouchError.badContentType
             }
-            if name == "_compact" {
-                Task.detached { try? await blocking { try db.compact() } }
+            if name == "_compact" && !call.node.tasks.isRunning(type: "database_compaction", database: db.name) {
+                let done = call.node.tasks.begin(type: "database_compaction", database: db.name)
+                Task.detached {
+                    defer { done() }
+                    try? await blocking { try db.compact() }
+                }
             }
             return Reply.json(.accepted, ["ok": true])
         case ("_ensure_full_commit", .post):

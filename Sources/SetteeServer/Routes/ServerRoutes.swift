@@ -39,7 +39,7 @@ enum ServerRoutes {
             return Reply.json(.ok, ["uuids": .array((0..<count).map { _ in .string(Node.randomHex(16)) })])
         case ("_active_tasks", .get):
             try Auth.checkAdmin(call)
-            return Reply.json(.ok, .array([]))
+            return Reply.json(.ok, .array(call.node.tasks.list))
         case ("_metrics", .get):
             try Auth.checkAdmin(call)
             return Reply.raw(.ok, call.node.metrics.render(), contentType: "text/plain; version=0.0.4")

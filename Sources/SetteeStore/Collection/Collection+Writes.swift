@@ -61,11 +61,10 @@ extension Collection {
             return try fetch.step() ? fetch.blob(0) : nil
         }
 
-        /// The revision id for a new edit: MD5 over parent, deleted flag and the canonical body.
-        func nextRev(after parent: RevID?, deleted: Bool, body: JSON) -> RevID {
-            canonical.removeAll(keepingCapacity: true)
-            body.canonicalize(into: &canonical)
-            return RevID.next(after: parent, deleted: deleted, canonicalBody: canonical)
+        /// The revision id for a new edit: a hash over parent, deleted flag and the canonical body, which
+        /// `apply` has put in `canonical` together with `body`.
+        func nextRev(after parent: RevID?, deleted: Bool) -> RevID {
+            RevID.next(after: parent, deleted: deleted, canonicalBody: canonical)
         }
     }
 
@@ -94,11 +93,12 @@ extension Collection {
         }
         let bodyJSON = JSON.object(w.body)
         session.body.removeAll(keepingCapacity: true)
-        bodyJSON.serialize(into: &session.body)
+        session.canonical.removeAll(keepingCapacity: true)
+        bodyJSON.serialize(into: &session.body, canonical: &session.canonical)
         var createdRev: RevID?
         if case .edit(parent: nil) = w.mode {
             // Most new-document saves: insert directly, and fall back to the full path if the id exists.
-            let rev = session.nextRev(after: nil, deleted: w.deleted, body: bodyJSON)
+            let rev = session.nextRev(after: nil, deleted: w.deleted)
             if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted, session) {
                 return .success(rev)
             }
@@ -136,7 +136,7 @@ extension Collection {
             if parent == nil, let createdRev {
                 newRev = createdRev
             } else {
-                newRev = session.nextRev(after: parent, deleted: w.deleted, body: bodyJSON)
+                newRev = session.nextRev(after: parent, deleted: w.deleted)
             }
             do {
                 try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
@@ -145,7 +145,7 @@ extension Collection {
             }
         case .overwrite:
             let parent = tree.winner?.rev
-            newRev = session.nextRev(after: parent, deleted: w.deleted, body: bodyJSON)
+            newRev = session.nextRev(after: parent, deleted: w.deleted)
             do {
                 try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
             } catch {
