@@ -99,7 +99,8 @@ extension Collection {
         if case .edit(parent: nil) = w.mode {
             // Most new-document saves: insert directly, and fall back to the full path if the id exists.
             let rev = session.nextRev(after: nil, deleted: w.deleted)
-            if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted, session) {
+            if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted,
+                                  hasAttachments: w.body.contains(key: "_attachments"), session) {
                 return .success(rev)
             }
             createdRev = rev
@@ -184,7 +185,9 @@ extension Collection {
         let winnerChanged = winner.rev != oldWinner
         let winnerBody = winner.body ?? Array("{}".utf8)
         if winnerChanged {
-            if winnerBody.containsAttachments { flags |= DocFlags.hasAttachments }
+            // The new revision's properties are at hand; only another leaf's body needs a byte scan.
+            let hasAttachments = winner.rev == newRev ? w.body.contains(key: "_attachments") : winnerBody.containsAttachments
+            if hasAttachments { flags |= DocFlags.hasAttachments }
         }
         session.tree.removeAll(keepingCapacity: true)
         tree.encode(omitBodyOf: winner.rev, into: &session.tree)
@@ -234,9 +237,10 @@ extension Collection {
 
     /// Inserts a brand-new document with a single revision (body in `session.body`) unless the id exists.
     /// Returns whether it inserted.
-    private func insertIfAbsent(id: String, rev: RevID, deleted: Bool, _ session: WriteSession) throws -> Bool {
+    private func insertIfAbsent(id: String, rev: RevID, deleted: Bool, hasAttachments: Bool,
+                                _ session: WriteSession) throws -> Bool {
         var flags: Int64 = deleted ? DocFlags.deleted : 0
-        if session.body.containsAttachments { flags |= DocFlags.hasAttachments }
+        if hasAttachments { flags |= DocFlags.hasAttachments }
         // A one-node tree whose body (the winner's) lives in the body column.
         session.tree.removeAll(keepingCapacity: true)
         RevTree(singleRoot: rev, deleted: deleted).encode(into: &session.tree)
