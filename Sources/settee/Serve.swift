@@ -34,8 +34,17 @@ struct Serve: AsyncParsableCommand {
         let config = ServerConfiguration(dataDirectory: data, host: host, port: port, admin: adminPair,
                                          maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize,
                                          fullSync: fullSync)
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("--log-level must be one of: trace, debug, info, notice, warning, error, critical")
+        }
+        if adminPair == nil && !config.bindsLoopbackOnly {
+            throw ValidationError("Refusing to bind \(host) without an admin: set --admin USER:PASS (or SETTEE_ADMIN) to listen beyond loopback.")
+        }
+        guard maxDocumentSize > 0, maxRequestSize > 0 else {
+            throw ValidationError("--max-document-size and --max-request-size must be positive")
+        }
         var logger = Logger(label: "settee")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = level
         let node = try Node(configuration: config)
         if adminPair == nil {
             FileHandle.standardError.write(Data("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n".utf8))

@@ -215,7 +215,7 @@ private func body(_ s: String) -> [UInt8] { Array(s.utf8) }
     /// Property: the same set of revisions inserted in any order gives the same tree and the same winner.
     @Test(arguments: 0..<40)
     func insertionOrderDoesNotMatter(seed: Int) throws {
-        var rng = SplitMix(seed: UInt64(seed) &* 7919 &+ 1)
+        var rng = SeededGenerator(seed: UInt64(seed) &* 7919 &+ 1)
         // Build a random history: a tree of revisions, then replicate each leaf's full path.
         var paths: [[RevID]] = [[r("1-root")]]
         for i in 0..<Int.random(in: 3...12, using: &rng) {
@@ -243,18 +243,5 @@ private func body(_ s: String) -> [UInt8] { Array(s.utf8) }
             #expect(shuffled.winner?.rev == reference.winner?.rev)
             #expect(shuffled.conflicts == reference.conflicts)
         }
-    }
-}
-
-/// A small seeded generator so property tests are repeatable.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
