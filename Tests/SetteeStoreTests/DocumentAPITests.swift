@@ -95,3 +95,20 @@ import SetteeCore
         #expect(c.count == 0)
     }
 }
+
+@Suite struct DocumentMetadataTests {
+    @Test func savedDocumentKnowsItsSequenceAndCollection() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        try c.save(document: MutableDocument(id: "first"))
+        let doc = MutableDocument(id: "second")
+        try c.save(document: doc)
+        #expect(doc.sequence == 2)
+        #expect(doc.collection == c)
+        let read = try #require(try c.document(id: "second"))
+        #expect(read.sequence == 2)
+        #expect(read.collection?.fullName == "_default._default")
+    }
+}

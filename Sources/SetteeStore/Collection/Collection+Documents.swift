@@ -86,7 +86,7 @@ extension Collection {
         case .success(let rev):
             document.revisionID = rev.description
             document.isDeleted = deleted
-            document.sequence = database.lastSequence
+            document.sequence = (try? record(id: document.id)?.sequence) ?? database.lastSequence
             document.collection = self
             return true
         case .failure(let error) where error.code == .conflict || (error.code == .notFound && deleted):

@@ -21,7 +21,7 @@ public class Document: @unchecked Sendable, CustomStringConvertible {
     public internal(set) var isDeleted: Bool
     var properties: JSONObject
     /// The collection the document was read from or saved to.
-    public internal(set) weak var collection: Collection?
+    public internal(set) var collection: Collection?
 
     init(id: String, revisionID: String?, sequence: UInt64, deleted: Bool, properties: JSONObject,
          collection: Collection?) {
