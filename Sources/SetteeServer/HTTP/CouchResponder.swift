@@ -37,7 +37,7 @@ struct CouchResponder: HTTPResponder {
     /// Splits the raw path on `/` and percent-decodes each segment (so `%2F` stays inside a segment).
     static func segments(of path: String) -> [String] {
         path.split(separator: "/", omittingEmptySubsequences: true).map { raw in
-            raw.contains("%") ? (raw.removingPercentEncoding ?? String(raw)) : String(raw)
+            raw.utf8.contains(UInt8(ascii: "%")) ? (raw.removingPercentEncoding ?? String(raw)) : String(raw)
         }
     }
 
