@@ -31,29 +31,17 @@ public enum MD5 {
 
     /// The digest of `bytes` as 32 lowercase hex characters.
     public static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        hexString(hash(bytes))
+        Hex.encode(hash(bytes))
     }
 
     /// The digest of `bytes` as 32 lowercase hex characters.
     public static func hex(_ bytes: [UInt8]) -> String {
-        hexString(hash(bytes))
+        Hex.encode(hash(bytes))
     }
 
     /// The digest of `bytes` as 32 lowercase hex characters.
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        hexString(hash(bytes))
-    }
-
-    /// Lowercase hex of `digest`, two characters per byte.
-    static func hexString(_ digest: [UInt8]) -> String {
-        let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: digest.count * 2) { out in
-            for (i, byte) in digest.enumerated() {
-                out[2 * i] = digits.utf8Start[Int(byte >> 4)]
-                out[2 * i + 1] = digits.utf8Start[Int(byte & 0xF)]
-            }
-            return digest.count * 2
-        }
+        Hex.encode(hash(bytes))
     }
 
     /// An incremental MD5 computation: feed bytes in any number of pieces, then ``finalize()``.
@@ -118,26 +106,6 @@ public enum MD5 {
                 put(c, at: 8)
                 put(d, at: 12)
                 count = 16
-            }
-        }
-
-        /// The digest as 32 lowercase hex characters, without intermediate arrays.
-        public func finalizeHex() -> String {
-            let (a, b, c, d) = finalState()
-            let digits: StaticString = "0123456789abcdef"
-            return String(unsafeUninitializedCapacity: 32) { out in
-                func put(_ word: UInt32, at base: Int) {
-                    for k in 0..<4 {
-                        let byte = UInt8(truncatingIfNeeded: word >> UInt32(8 * k))
-                        out[base + 2 * k] = digits.utf8Start[Int(byte >> 4)]
-                        out[base + 2 * k + 1] = digits.utf8Start[Int(byte & 0xF)]
-                    }
-                }
-                put(a, at: 0)
-                put(b, at: 8)
-                put(c, at: 16)
-                put(d, at: 24)
-                return 32
             }
         }
 

@@ -51,19 +51,7 @@ public enum Murmur3 {
     /// The hash as 32 lowercase hex characters: `h1` then `h2`, each little-endian (as `mmh3.hash_bytes`).
     public static func hex(_ bytes: UnsafeRawBufferPointer, seed: UInt64 = 0) -> String {
         let (h1, h2) = hash128(bytes, seed: seed)
-        let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: 32) { out in
-            func put(_ word: UInt64, at base: Int) {
-                for k in 0..<8 {
-                    let byte = UInt8(truncatingIfNeeded: word >> UInt64(8 * k))
-                    out[base + 2 * k] = digits.utf8Start[Int(byte >> 4)]
-                    out[base + 2 * k + 1] = digits.utf8Start[Int(byte & 0xF)]
-                }
-            }
-            put(h1, at: 0)
-            put(h2, at: 16)
-            return 32
-        }
+        return withUnsafeBytes(of: (h1.littleEndian, h2.littleEndian)) { Hex.encode($0) }
     }
 
     /// The hash of `bytes` as 32 lowercase hex characters.

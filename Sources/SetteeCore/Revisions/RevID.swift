@@ -75,19 +75,3 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
         return RevID(generation: (parent?.generation ?? 0) + 1, digest: Murmur3.hex(input))
     }
 }
-
-/// Lowercase hexadecimal encoding.
-public enum Hex {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    /// `[0xde, 0xad]` → `"dead"`.
-    public static func encode(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}

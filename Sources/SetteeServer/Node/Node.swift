@@ -27,15 +27,10 @@ public final class Node: @unchecked Sendable {
         if let existing = try? String(contentsOfFile: idFile, encoding: .utf8), existing.count >= 32 {
             uuid = existing.trimmingCharacters(in: .whitespacesAndNewlines)
         } else {
-            uuid = Node.randomHex(16)
+            uuid = Hex.random(bytes: 16)
             try uuid.write(toFile: idFile, atomically: true, encoding: .utf8)
         }
         metrics = ServerMetrics()
-    }
-
-    static func randomHex(_ bytes: Int) -> String {
-        var g = SystemRandomNumberGenerator()
-        return Hex.encode((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &g) })
     }
 
     var databaseConfiguration: DatabaseConfiguration {

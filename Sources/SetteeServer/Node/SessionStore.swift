@@ -1,4 +1,5 @@
 import Foundation
+import SetteeCore
 
 /// `_session` cookies: random tokens mapped to a user name, valid for `timeout` seconds since last use
 /// (CouchDB's default is 600 s). Kept in memory: a restart logs everyone out.
@@ -9,7 +10,7 @@ final class SessionStore: @unchecked Sendable {
 
     /// Starts a session and returns its token.
     func create(user: String) -> String {
-        let token = Node.randomHex(24)
+        let token = Hex.random(bytes: 24)
         lock.lock()
         sessions[token] = (user, Date().addingTimeInterval(timeout))
         if sessions.count > 10_000 { sessions = sessions.filter { $0.value.expires > Date() } }

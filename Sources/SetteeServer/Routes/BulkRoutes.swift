@@ -28,7 +28,7 @@ enum BulkRoutes {
             for (i, doc) in docs.enumerated() {
                 do {
                     guard case .object(let o) = doc else { throw CouchError.badRequest("Document must be a JSON object") }
-                    let id = o["_id"]?.stringValue ?? Node.randomHex(16)
+                    let id = o["_id"]?.stringValue ?? Hex.random(bytes: 16)
                     if o["_id"] != nil && o["_id"]?.stringValue == nil {
                         throw CouchError(.badRequest, "illegal_docid", "Document id must be a string")
                     }

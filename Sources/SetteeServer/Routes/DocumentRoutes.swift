@@ -131,7 +131,7 @@ enum DocumentRoutes {
         if let given = doc["_id"], given.stringValue == nil {
             throw CouchError(.badRequest, "illegal_docid", "Document id must be a string")
         }
-        let id = doc["_id"]?.stringValue ?? Node.randomHex(16)
+        let id = doc["_id"]?.stringValue ?? Hex.random(bytes: 16)
         return try await save(call, c, doc: doc, id: id, newEdits: true, follows: [:])
     }
 

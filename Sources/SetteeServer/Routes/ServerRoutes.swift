@@ -36,7 +36,7 @@ enum ServerRoutes {
         case ("_uuids", .get):
             let count = try call.query.int("count") ?? 1
             guard count <= 1000 else { throw CouchError.badRequest("count parameter too large") }
-            return Reply.json(.ok, ["uuids": .array((0..<count).map { _ in .string(Node.randomHex(16)) })])
+            return Reply.json(.ok, ["uuids": .array((0..<count).map { _ in .string(Hex.random(bytes: 16)) })])
         case ("_active_tasks", .get):
             try Auth.checkAdmin(call)
             return Reply.json(.ok, .array(call.node.tasks.list))

@@ -21,7 +21,7 @@ extension Database {
                 CREATE TABLE blobs(digest TEXT PRIMARY KEY, length INTEGER NOT NULL, data BLOB NOT NULL);
                 CREATE TABLE purges(seq INTEGER PRIMARY KEY, collection INTEGER NOT NULL, id TEXT NOT NULL);
                 """)
-            let uuid = Database.randomHex(bytes: 16)
+            let uuid = Hex.random(bytes: 16)
             try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("uuid"), .text(uuid)])
             try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("revs_limit"), .integer(Int64(revsLimit))])
             try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("last_seq"), .integer(0)])
@@ -41,10 +41,5 @@ extension Database {
             CREATE TABLE local_\(cid)(id TEXT PRIMARY KEY, rev TEXT NOT NULL, body BLOB NOT NULL) WITHOUT ROWID;
             """)
         return cid
-    }
-
-    static func randomHex(bytes: Int) -> String {
-        var g = SystemRandomNumberGenerator()
-        return Hex.encode((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &g) })
     }
 }

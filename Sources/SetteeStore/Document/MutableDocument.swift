@@ -15,13 +15,13 @@ import SetteeCore
 public final class MutableDocument: Document, @unchecked Sendable {
     /// A new document; `id` nil generates a random id.
     public init(id: String? = nil) {
-        super.init(id: id ?? MutableDocument.generateID(), revisionID: nil, sequence: 0, deleted: false,
+        super.init(id: id ?? Hex.random(bytes: 16), revisionID: nil, sequence: 0, deleted: false,
                    properties: JSONObject(), collection: nil)
     }
 
     /// A new document with initial properties.
     public init(id: String? = nil, data: JSONObject) {
-        super.init(id: id ?? MutableDocument.generateID(), revisionID: nil, sequence: 0, deleted: false,
+        super.init(id: id ?? Hex.random(bytes: 16), revisionID: nil, sequence: 0, deleted: false,
                    properties: data, collection: nil)
     }
 
@@ -74,11 +74,5 @@ public final class MutableDocument: Document, @unchecked Sendable {
     public override subscript(key: String) -> JSON? {
         get { properties[key] }
         set { properties[key] = newValue }
-    }
-
-    /// 32 random hex characters, like CouchDB's server-generated ids.
-    static func generateID() -> String {
-        var g = SystemRandomNumberGenerator()
-        return Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255, using: &g) })
     }
 }
