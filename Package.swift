@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // System SQLite (libsqlite3-dev). Only SetteeStore imports it.
@@ -29,11 +31,23 @@ let package = Package(
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
         .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite"]),
+        // The CouchDB replication protocol over an Endpoint protocol: local databases and HTTP peers.
+        .target(
+            name: "SetteeReplication",
+            dependencies: [
+                "SetteeCore", "SetteeStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         // CouchDB-compatible HTTP API (Hummingbird 2).
         .target(
             name: "SetteeServer",
             dependencies: [
-                "SetteeCore", "SetteeStore",
+                "SetteeCore", "SetteeStore", "SetteeReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -43,7 +57,7 @@ let package = Package(
             ]
         ),
         // Umbrella library for embedders.
-        .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore"]),
+        .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore", "SetteeReplication"]),
         .executableTarget(
             name: "settee",
             dependencies: [
@@ -55,7 +69,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "settee-bench",
-            dependencies: ["SetteeCore", "SetteeStore", "CSQLite"],
+            dependencies: ["SetteeCore", "SetteeStore", "SetteeReplication", "CSQLite"],
             path: "Benchmarks/settee-bench"
         ),
         // Shared by the test targets: temp directories, locating built products, server child processes.
@@ -68,6 +82,10 @@ let package = Package(
                 "SetteeServer", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
+        ),
+        .testTarget(
+            name: "SetteeReplicationTests",
+            dependencies: ["SetteeReplication", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport"]
         ),
         .testTarget(name: "LayeringTests"),
     ],

@@ -6,6 +6,11 @@ extension RevTree {
         public var missing: [RevID]
         /// Leaves of this tree whose generation is lower than some missing revision's (CouchDB's rule).
         public var possibleAncestors: [RevID]
+
+        public init(missing: [RevID], possibleAncestors: [RevID]) {
+            self.missing = missing
+            self.possibleAncestors = possibleAncestors
+        }
     }
 
     /// Which of `revs` this tree lacks, and which of its leaves could be their ancestors.

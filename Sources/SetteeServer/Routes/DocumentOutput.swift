@@ -91,25 +91,6 @@ struct DocumentOutput: Sendable {
 
     /// The revisions asked for by `open_revs`: `nil` = all leaves; `latest` follows each to its newest leaves.
     static func openRevs(_ record: DocumentRecord, requested: [RevID]?, latest: Bool) -> [(RevID, found: Bool)] {
-        guard let tree = record.tree else { return [] }
-        guard let requested else { return tree.rankedLeaves.map { ($0.rev, true) } }
-        var out: [(RevID, Bool)] = []
-        var seen = Set<RevID>()
-        for rev in requested {
-            guard let index = tree.index(of: rev) else {
-                out.append((rev, false))
-                continue
-            }
-            if latest && !tree.isLeaf(index) {
-                // Leaves whose history contains rev.
-                for leaf in tree.leafIndices where tree.history(of: tree.nodes[leaf].rev).contains(rev) {
-                    let r = tree.nodes[leaf].rev
-                    if seen.insert(r).inserted { out.append((r, true)) }
-                }
-            } else if seen.insert(rev).inserted {
-                out.append((rev, record.revision(rev) != nil))
-            }
-        }
-        return out
+        record.openRevisions(requested, latest: latest).map { ($0.rev, $0.found) }
     }
 }

@@ -17,6 +17,25 @@ extension Collection {
                         properties: try record.json(), collection: self)
     }
 
+    /// A specific revision of a document (a conflict's losing branch, say), or nil if the store lacks it or its
+    /// body. A tombstone revision comes back with `isDeleted` set.
+    public func document(id: String, revision: RevID) throws -> Document? {
+        guard let record = try record(id: id, withTree: true), let rev = record.revision(revision) else { return nil }
+        return Document(id: id, revisionID: revision.description, sequence: record.sequence, deleted: rev.deleted,
+                        properties: try DocumentRecord.parseBody(rev.body), collection: self)
+    }
+
+    /// Ids of documents with more than one live leaf (unresolved conflicts), in id order.
+    public func conflictedDocumentIDs() throws -> [String] {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT id FROM \(docsTable) WHERE flags & \(DocFlags.conflicted) != 0 ORDER BY id")
+            defer { stmt.reset() }
+            var ids: [String] = []
+            while try stmt.step() { if let id = stmt.string(0) { ids.append(id) } }
+            return ids
+        }
+    }
+
     /// Saves with last-write-wins.
     public func save(document: MutableDocument) throws {
         _ = try save(document: document, concurrencyControl: .lastWriteWins)

@@ -25,6 +25,31 @@ public struct DocumentRecord: Sendable {
         return (body, node.deleted)
     }
 
+    /// The revisions CouchDB's `open_revs` names: `nil` = every leaf (winner first); with `latest`, a requested
+    /// revision that is no longer a leaf stands for the leaves descending from it. `found` is false for a
+    /// revision the tree lacks or whose body is gone. Needs the tree (`record(id:withTree: true)`).
+    public func openRevisions(_ requested: [RevID]?, latest: Bool) -> [(rev: RevID, found: Bool)] {
+        guard let tree else { return [] }
+        guard let requested else { return tree.rankedLeaves.map { ($0.rev, true) } }
+        var out: [(RevID, Bool)] = []
+        var seen = Set<RevID>()
+        for rev in requested {
+            guard let index = tree.index(of: rev) else {
+                out.append((rev, false))
+                continue
+            }
+            if latest && !tree.isLeaf(index) {
+                for leaf in tree.leafIndices where tree.history(of: tree.nodes[leaf].rev).contains(rev) {
+                    let r = tree.nodes[leaf].rev
+                    if seen.insert(r).inserted { out.append((r, true)) }
+                }
+            } else if seen.insert(rev).inserted {
+                out.append((rev, revision(rev) != nil))
+            }
+        }
+        return out
+    }
+
     /// The winning body parsed as a JSON object.
     public func json() throws(SetteeError) -> JSONObject {
         try DocumentRecord.parseBody(body)

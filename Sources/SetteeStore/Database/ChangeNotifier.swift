@@ -16,7 +16,8 @@ public final class ListenerToken: @unchecked Sendable {
     private let lock = NSLock()
     private var removed = false
 
-    init(onRemove: @escaping () -> Void) { self.onRemove = onRemove }
+    /// A token that calls `onRemove` once, on the first ``remove()``.
+    public init(onRemove: @escaping () -> Void) { self.onRemove = onRemove }
 
     /// Unregisters the listener. Safe to call more than once.
     public func remove() {

@@ -1,0 +1,138 @@
+import Foundation
+import SetteeCore
+
+/// Replication checkpoints as the CouchDB protocol keeps them: a `_local/<replication id>` document on both
+/// source and target with the session id, the source sequence reached, and a history of sessions.
+struct Checkpointer: Sendable {
+    static let historyLimit = 50
+    static let version = 4
+
+    let replicationID: String
+    let source: any Endpoint
+    let target: any Endpoint
+    let sessionID: String
+    let startTime: String
+
+    /// The checkpoint documents as read at the start, and their revisions (updated as we write).
+    var sourceDoc: JSONObject?
+    var targetDoc: JSONObject?
+    var sourceRev: String?
+    var targetRev: String?
+    /// The source refused a checkpoint write (read-only source): keep recording on the target only.
+    var sourceReadOnly = false
+    var startSeq: JSON = .int(0)
+    var lastRecorded: JSON = .int(0)
+
+    init(replicationID: String, source: any Endpoint, target: any Endpoint) {
+        self.replicationID = replicationID
+        self.source = source
+        self.target = target
+        self.sessionID = Hex.random(bytes: 16)
+        self.startTime = Checkpointer.httpDate(Date())
+    }
+
+    /// Reads both checkpoint documents and decides where to start.
+    mutating func load(reset: Bool) async throws {
+        sourceDoc = try await source.localDocument(id: replicationID)
+        targetDoc = try await target.localDocument(id: replicationID)
+        sourceRev = sourceDoc?["_rev"]?.stringValue
+        targetRev = targetDoc?["_rev"]?.stringValue
+        startSeq = reset ? .int(0) : Checkpointer.startSequence(source: sourceDoc, target: targetDoc)
+        lastRecorded = startSeq
+    }
+
+    /// CouchDB's `compare_replication_logs`: the same session on both sides → the source's `source_last_seq`;
+    /// otherwise the newest session both histories share → its `recorded_seq`; otherwise 0.
+    static func startSequence(source: JSONObject?, target: JSONObject?) -> JSON {
+        guard let source, let target else { return .int(0) }
+        if let s = source["session_id"]?.stringValue, s == target["session_id"]?.stringValue {
+            return source["source_last_seq"] ?? .int(0)
+        }
+        var sh = source["history"]?.arrayValue ?? []
+        var th = target["history"]?.arrayValue ?? []
+        while !sh.isEmpty && !th.isEmpty {
+            let targetIDs = Set(th.compactMap { $0["session_id"]?.stringValue })
+            if let id = sh[0]["session_id"]?.stringValue, targetIDs.contains(id) {
+                return sh[0]["recorded_seq"] ?? .int(0)
+            }
+            let sourceIDs = Set(sh.dropFirst().compactMap { $0["session_id"]?.stringValue })
+            if let id = th[0]["session_id"]?.stringValue, sourceIDs.contains(id) {
+                return th[0]["recorded_seq"] ?? .int(0)
+            }
+            sh.removeFirst()
+            th.removeFirst()
+        }
+        return .int(0)
+    }
+
+    /// Records `seq` (every change up to it is on the target) on both sides: target first, made durable,
+    /// then the source. A source that refuses (401/403) is treated as read-only from then on.
+    mutating func record(_ seq: JSON, stats: ReplicatorStatus) async throws {
+        try await target.ensureFullCommit()
+        let entry: JSONObject = [
+            "session_id": .string(sessionID),
+            "start_time": .string(startTime),
+            "end_time": .string(Checkpointer.httpDate(Date())),
+            "start_last_seq": startSeq,
+            "end_last_seq": seq,
+            "recorded_seq": seq,
+            "missing_checked": .int(Int64(stats.revisionsChecked)),
+            "missing_found": .int(Int64(stats.missingRevisionsFound)),
+            "docs_read": .int(Int64(stats.docsRead)),
+            "docs_written": .int(Int64(stats.docsWritten)),
+            "doc_write_failures": .int(Int64(stats.docWriteFailures)),
+        ]
+        targetRev = try await save(entry, seq: seq, previous: targetDoc, rev: targetRev, on: target)
+        if !sourceReadOnly {
+            do {
+                sourceRev = try await save(entry, seq: seq, previous: sourceDoc, rev: sourceRev, on: source)
+            } catch let e as ReplicationError where e.kind == .unauthorized || e.kind == .forbidden
+                || e.kind == .unsupported {
+                sourceReadOnly = true
+            }
+        }
+        lastRecorded = seq
+        ReplicationMetrics.checkpoints.increment()
+    }
+
+    /// Writes the checkpoint document on one side, re-reading its revision once if it changed underneath.
+    private func save(_ entry: JSONObject, seq: JSON, previous: JSONObject?, rev: String?,
+                      on endpoint: any Endpoint) async throws -> String {
+        // This session's entry replaces its own earlier one at the head of the history.
+        var history = (previous?["history"]?.arrayValue ?? []).filter { $0["session_id"]?.stringValue != sessionID }
+        history.insert(.object(entry), at: 0)
+        if history.count > Checkpointer.historyLimit { history.removeLast(history.count - Checkpointer.historyLimit) }
+        var doc: JSONObject = [
+            "session_id": .string(sessionID),
+            "source_last_seq": seq,
+            "replication_id_version": .int(Int64(Checkpointer.version)),
+            "history": .array(history),
+        ]
+        if let rev { doc["_rev"] = .string(rev) }
+        do {
+            return try await endpoint.putLocalDocument(id: replicationID, body: doc)
+        } catch let e as ReplicationError where e.status == 409 {
+            let current = try await endpoint.localDocument(id: replicationID)
+            if let rev = current?["_rev"] { doc["_rev"] = rev } else { doc.removeValue(forKey: "_rev") }
+            return try await endpoint.putLocalDocument(id: replicationID, body: doc)
+        }
+    }
+
+    static func httpDate(_ date: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return f.string(from: date)
+    }
+
+    /// The replication id: an MD5 over both endpoints' identities and the filter, so the same replication
+    /// finds its checkpoints again and a differently filtered one does not.
+    static func replicationID(source: any Endpoint, target: any Endpoint, documentIDs: [String]?,
+                              selector: JSON?) -> String {
+        var parts: [JSON] = ["settee-replication", .int(Int64(version)), .string(source.identity), .string(target.identity)]
+        if let ids = documentIDs { parts.append(["doc_ids": .array(ids.sorted().map(JSON.string))]) }
+        if let selector { parts.append(["selector": selector]) }
+        return MD5.hex(JSON.array(parts).serializedBytes)
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import SetteeCore
+
+/// Wraps an endpoint and makes some of its calls fail the way networks and servers fail: dropped connections,
+/// delays, 5xx answers and truncated bodies. Tests drive the replicator's error paths with it; it is also
+/// handy for trying a deployment's retry settings.
+///
+/// Faults are decided per call by a seeded generator, so a run is repeatable.
+public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
+    /// A kind of failure.
+    public enum Fault: Sendable, Equatable {
+        /// The connection drops before an answer (an `.unreachable` error).
+        case drop
+        /// The call succeeds after a delay.
+        case delay(Duration)
+        /// The server answers 500.
+        case serverError
+        /// The answer is cut short (an unparseable body, a transient error).
+        case truncated
+    }
+
+    /// Which calls a fault applies to.
+    public enum Operation: String, Sendable, CaseIterable {
+        case databaseInfo, createDatabase, changes, revsDiff, fetch, write, localDocument, putLocalDocument,
+             ensureFullCommit
+    }
+
+    public let base: any Endpoint
+    private let lock = NSLock()
+    private var rng: SplitMix64
+    private var rules: [(operations: Set<Operation>, fault: Fault, probability: Double, remaining: Int?)] = []
+    private var _injected: [Operation: Int] = [:]
+    /// When set, every call fails as if the peer were unreachable (a partition), until cleared.
+    public var offline: Bool {
+        get { lock.withLock { _offline } }
+        set { lock.withLock { _offline = newValue } }
+    }
+    private var _offline = false
+
+    public init(_ base: any Endpoint, seed: UInt64 = 42) {
+        self.base = base
+        self.rng = SplitMix64(seed: seed)
+    }
+
+    /// Adds a rule: calls of `operations` fail with `fault` with `probability`, at most `count` times (nil: always).
+    public func inject(_ fault: Fault, on operations: Set<Operation> = Set(Operation.allCases), probability: Double = 1,
+                       count: Int? = nil) {
+        lock.withLock { rules.append((operations, fault, probability, count)) }
+    }
+
+    /// Removes every rule.
+    public func clearFaults() {
+        lock.withLock { rules.removeAll() }
+    }
+
+    /// How many faults were injected, per operation.
+    public var injected: [Operation: Int] { lock.withLock { _injected } }
+
+    public var identity: String { base.identity }
+    public var displayName: String { base.displayName }
+
+    /// Decides this call's fault (if any), before the call.
+    private func fault(for op: Operation) -> Fault? {
+        lock.withLock {
+            if _offline {
+                _injected[op, default: 0] += 1
+                return .drop
+            }
+            for i in rules.indices where rules[i].operations.contains(op) {
+                if let r = rules[i].remaining, r <= 0 { continue }
+                guard Double(rng.next() % 1_000_000) / 1_000_000 < rules[i].probability else { continue }
+                if let r = rules[i].remaining { rules[i].remaining = r - 1 }
+                _injected[op, default: 0] += 1
+                return rules[i].fault
+            }
+            return nil
+        }
+    }
+
+    private func call<T: Sendable>(_ op: Operation, _ body: () async throws -> T) async throws -> T {
+        switch fault(for: op) {
+        case nil:
+            return try await body()
+        case .drop:
+            throw ReplicationError(.unreachable, "injected: connection dropped (\(op.rawValue))")
+        case .delay(let d):
+            try await Task.sleep(for: d)
+            return try await body()
+        case .serverError:
+            throw ReplicationError(.transient, "injected: 500 internal server error (\(op.rawValue))", status: 500)
+        case .truncated:
+            // The work may have happened on the peer before the answer was cut: do it, then lose the answer.
+            _ = try await body()
+            throw ReplicationError(.transient, "injected: truncated response (\(op.rawValue))")
+        }
+    }
+
+    public func databaseInfo() async throws -> EndpointDatabaseInfo { try await call(.databaseInfo) { try await base.databaseInfo() } }
+    public func createDatabase() async throws { try await call(.createDatabase) { try await base.createDatabase() } }
+    public func changes(_ request: ChangesRequest) async throws -> ChangesBatch {
+        try await call(.changes) { try await base.changes(request) }
+    }
+    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff] {
+        nonisolated(unsafe) let r = revisions
+        return try await call(.revsDiff) { try await base.revsDiff(r) }
+    }
+    public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
+        try await call(.fetch) { try await base.fetch(requests) }
+    }
+    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
+        try await call(.write) { try await base.write(revisions) }
+    }
+    public func localDocument(id: String) async throws -> JSONObject? {
+        try await call(.localDocument) { try await base.localDocument(id: id) }
+    }
+    public func putLocalDocument(id: String, body: JSONObject) async throws -> String {
+        try await call(.putLocalDocument) { try await base.putLocalDocument(id: id, body: body) }
+    }
+    public func ensureFullCommit() async throws { try await call(.ensureFullCommit) { try await base.ensureFullCommit() } }
+}
+
+/// A small, fast, seeded generator (SplitMix64) so injected faults repeat from run to run.
+struct SplitMix64 {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// A collection of a database in this process as a replication endpoint: the replicator reads and writes
+/// it through the store's API directly, with no HTTP and no JSON round trip of the documents' envelopes.
+///
+/// Store work runs on the store's offload queue, never on the caller's executor. A long-polling
+/// ``changes(_:)`` waits on the database's commit notifications (the local commit feed).
+public struct LocalEndpoint: Endpoint {
+    public let collection: SetteeStore.Collection
+
+    /// The default collection of `database`.
+    public init(database: Database) throws {
+        self.collection = try database.defaultCollection()
+    }
+
+    public init(collection: SetteeStore.Collection) {
+        self.collection = collection
+    }
+
+    public var identity: String { "local:\(collection.database.uuid)/\(collection.fullName)" }
+
+    public var displayName: String {
+        collection.fullName == "_default._default" ? collection.database.name
+            : "\(collection.database.name).\(collection.fullName)"
+    }
+
+    public func databaseInfo() async throws -> EndpointDatabaseInfo {
+        let c = collection
+        return try await offload {
+            let counts = try c.documentCounts()
+            return EndpointDatabaseInfo(name: c.database.name, updateSeq: .int(Int64(c.database.lastSequence)),
+                                        docCount: counts.live, instanceStartTime: "0")
+        }
+    }
+
+    public func createDatabase() async throws {}
+
+    public func changes(_ request: ChangesRequest) async throws -> ChangesBatch {
+        let since: UInt64
+        switch request.since {
+        case .int(let i): since = UInt64(max(0, i))
+        case .string(let s): since = UInt64(s.prefix { $0.isNumber }) ?? 0
+        default: since = 0
+        }
+        guard case .longpoll(let timeout, _) = request.feed else { return try await read(since: since, request) }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            // Subscribe before reading so a commit between the read and the wait is not missed. Each round
+            // uses a fresh stream: cancelling a wait ends the stream it waited on.
+            let commits = collection.database.commits()
+            let batch = try await read(since: since, request)
+            let remaining = deadline - ContinuousClock.now
+            if !batch.results.isEmpty || remaining <= .zero { return batch }
+            let woke = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    for await _ in commits { return true }
+                    return false
+                }
+                group.addTask {
+                    try await Task.sleep(for: remaining)
+                    return false
+                }
+                let result = try await group.next() ?? false
+                group.cancelAll()
+                return result
+            }
+            if !woke { return try await read(since: since, request) }
+        }
+    }
+
+    private func read(since: UInt64, _ request: ChangesRequest) async throws -> ChangesBatch {
+        let c = collection
+        let selector = try request.selector.map { try MangoSelector($0) }
+        return try await offload {
+            var options = Collection.ChangesOptions(since: since)
+            options.allLeaves = true
+            options.documentIDs = request.documentIDs
+            options.includeDocs = selector != nil
+            var rows: [ChangeEntry] = []
+            var last = since
+            var scanned = 0
+            try c.forEachChange(options) { row in
+                last = row.sequence
+                scanned += 1
+                if let selector {
+                    var doc = JSONObject()
+                    if let body = row.body, case .object(let o) = try JSON.parse(body) { doc = o }
+                    doc["_id"] = .string(row.id)
+                    doc["_rev"] = .string(row.rev.description)
+                    if row.deleted { doc["_deleted"] = true }
+                    guard selector.matches(.object(doc)) else { return scanned < request.limit * 4 }
+                }
+                rows.append(ChangeEntry(seq: .int(Int64(row.sequence)), id: row.id, revs: row.leaves ?? [row.rev],
+                                        deleted: row.deleted))
+                return rows.count < request.limit
+            }
+            return ChangesBatch(results: rows, lastSeq: .int(Int64(last)))
+        }
+    }
+
+    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff] {
+        let c = collection
+        return try await offload {
+            var out: [String: RevTree.RevsDiff] = [:]
+            for (id, diff) in try c.revsDiff(revisions) { out[id] = diff }
+            return out
+        }
+    }
+
+    public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
+        let c = collection
+        return try await offload {
+            var out: [ReplicatedRevision] = []
+            out.reserveCapacity(requests.count)
+            for request in requests {
+                guard let record = try c.record(id: request.id, withTree: true), let tree = record.tree else { continue }
+                for (rev, found) in record.openRevisions(request.revs, latest: true) where found {
+                    guard let revision = record.revision(rev),
+                          case .object(var body) = try JSON.parse(revision.body) else { continue }
+                    let history = tree.history(of: rev)
+                    var blobs: [String: [UInt8]] = [:]
+                    if case .object(let atts)? = body["_attachments"] {
+                        // Only attachments newer than the newest ancestor the target has travel with the revision.
+                        let known = Set(history)
+                        let knownGeneration = request.attsSince.filter { known.contains($0) }.map(\.generation).max() ?? 0
+                        var stubs = JSONObject()
+                        for (name, meta) in atts {
+                            guard case .object(var m) = meta else { continue }
+                            m["stub"] = true
+                            m.removeValue(forKey: "data")
+                            if Int(m["revpos"]?.intValue ?? 0) > knownGeneration, let digest = m["digest"]?.stringValue,
+                               let data = try c.database.blob(digest: digest) {
+                                blobs[digest] = data
+                            }
+                            stubs[name] = .object(m)
+                        }
+                        body["_attachments"] = .object(stubs)
+                    }
+                    out.append(ReplicatedRevision(id: record.id, history: history, deleted: revision.deleted,
+                                                  body: body, attachments: blobs))
+                }
+            }
+            return out
+        }
+    }
+
+    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
+        let c = collection
+        return try await offload {
+            var failures: [DocumentFailure] = []
+            var writes: [RevisionWrite] = []
+            writes.reserveCapacity(revisions.count)
+            for revision in revisions {
+                do {
+                    writes.append(try LocalEndpoint.revisionWrite(revision, collection: c))
+                } catch let error as SetteeError {
+                    failures.append(DocumentFailure(id: revision.id, rev: revision.rev.description,
+                                                    error: error.couchName, reason: error.reason))
+                }
+            }
+            let outcomes = try c.write(writes)
+            for (write, outcome) in zip(writes, outcomes) {
+                if case .failure(let error) = outcome {
+                    let rev = if case .replicated(let h) = write.mode { h.first?.description } else { nil as String? }
+                    failures.append(DocumentFailure(id: write.id, rev: rev, error: error.couchName, reason: error.reason))
+                }
+            }
+            return failures
+        }
+    }
+
+    /// The store write for a replicated revision. Attachment stubs must name a body the store has, one that
+    /// travels with the revision, or an attachment of the same name the document already has.
+    static func revisionWrite(_ revision: ReplicatedRevision, collection c: SetteeStore.Collection) throws -> RevisionWrite {
+        var body = revision.body
+        var blobs: [(digest: String, data: [UInt8])] = []
+        if case .object(var atts)? = body["_attachments"], !atts.isEmpty {
+            var unknown: [(name: String, digest: String)] = []
+            var digests: [String] = []
+            for (name, meta) in atts {
+                guard case .object(let m) = meta, let digest = m["digest"]?.stringValue else {
+                    throw SetteeError(.missingStub, "Invalid attachment stub in \(revision.id) for \(name)")
+                }
+                if let data = revision.attachments[digest] {
+                    blobs.append((digest, data))
+                } else {
+                    digests.append(digest)
+                    unknown.append((name, digest))
+                }
+            }
+            if !unknown.isEmpty {
+                let present = try c.database.existingBlobs(digests)
+                var existing: JSONObject?
+                for (name, digest) in unknown where !present.contains(digest) {
+                    // A peer may describe an attachment we hold under another digest (CouchDB digests the
+                    // stored, possibly compressed form): match it by name among the document's revisions.
+                    if existing == nil { existing = try existingAttachments(of: revision.id, collection: c) }
+                    guard let previous = existing?[name] else {
+                        throw SetteeError(.missingStub, "Invalid attachment stub in \(revision.id) for \(name)")
+                    }
+                    atts[name] = previous
+                }
+                body["_attachments"] = .object(atts)
+            }
+        }
+        return RevisionWrite(id: revision.id, body: body, deleted: revision.deleted,
+                             mode: .replicated(history: revision.history), blobs: blobs)
+    }
+
+    /// Attachments of every stored revision of a document, by name (newest revision first wins).
+    static func existingAttachments(of id: String, collection c: SetteeStore.Collection) throws -> JSONObject {
+        guard let record = try c.record(id: id, withTree: true), let tree = record.tree else { return [:] }
+        var out = JSONObject()
+        for node in tree.nodes.sorted(by: { $0.rev.generation > $1.rev.generation }) {
+            guard let revision = record.revision(node.rev), case .object(let body) = try JSON.parse(revision.body),
+                  case .object(let atts)? = body["_attachments"] else { continue }
+            for (name, meta) in atts where out[name] == nil { out[name] = meta }
+        }
+        return out
+    }
+
+    public func localDocument(id: String) async throws -> JSONObject? {
+        let c = collection
+        return try await offload {
+            guard let doc = try c.localDocument(id: id) else { return nil }
+            var body = doc.body
+            body["_id"] = .string(doc.id)
+            body["_rev"] = .string(doc.rev)
+            return body
+        }
+    }
+
+    public func putLocalDocument(id: String, body: JSONObject) async throws -> String {
+        let c = collection
+        return try await offload {
+            var b = body
+            let rev = b.removeValue(forKey: "_rev")?.stringValue
+            b.removeValue(forKey: "_id")
+            do {
+                return try c.putLocal(id: id, body: b, rev: rev)
+            } catch let error as SetteeError where error.code == .conflict {
+                throw ReplicationError(.badRequest, "checkpoint \(id) changed underneath: \(error.reason)", status: 409)
+            }
+        }
+    }
+
+    /// Commits are durable when `write` returns (WAL, one transaction per batch): nothing to do.
+    public func ensureFullCommit() async throws {}
+
+    private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        do {
+            return try await Database.offload(work)
+        } catch let error as SetteeError where error.code == .closed {
+            throw ReplicationError(.cancelled, "database \(collection.database.name) is closed")
+        }
+    }
+}
+
+extension SetteeError {
+    /// CouchDB's `error` string for this error in a `_bulk_docs` row.
+    var couchName: String {
+        switch code {
+        case .conflict: return "conflict"
+        case .forbidden: return "forbidden"
+        case .unauthorized: return "unauthorized"
+        case .badDocID: return "illegal_docid"
+        case .missingStub: return "missing_stub"
+        case .tooLarge: return "too_large"
+        case .notFound: return "not_found"
+        default: return code.rawValue
+        }
+    }
+}

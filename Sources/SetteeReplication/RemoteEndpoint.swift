@@ -1,0 +1,530 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SetteeCore
+import SetteeStore
+
+/// A database on a CouchDB-compatible server (Settee, Apache CouchDB, PouchDB Server) as a replication
+/// endpoint, spoken to over HTTP/1.1 with AsyncHTTPClient: one keep-alive connection pool per process, gzip
+/// responses, basic, cookie-session or bearer authentication, connect and read timeouts.
+///
+/// Credentials may sit in the URL (`http://user:pass@host:5984/db`); they are sent as a basic `Authorization`
+/// header and never appear in ``identity`` or ``displayName``.
+public struct RemoteEndpoint: Endpoint {
+    /// How to authenticate with the server.
+    public enum Authentication: Sendable {
+        case none
+        /// `Authorization: Basic …` on every request.
+        case basic(user: String, password: String)
+        /// `POST /_session` once, then the `AuthSession` cookie (renewed after a 401).
+        case session(user: String, password: String)
+        /// `Authorization: Bearer …` (JWT).
+        case bearer(String)
+    }
+
+    /// The database URL without credentials, e.g. `http://127.0.0.1:5984/db`.
+    public let url: String
+    /// The server root, e.g. `http://127.0.0.1:5984`.
+    public let serverURL: String
+    /// The database name (decoded).
+    public let databaseName: String
+    public let authentication: Authentication
+    /// Extra headers sent with every request.
+    public let headers: [(String, String)]
+    private let client: HTTPClient
+    private let session: SessionCookie
+
+    /// - Parameters:
+    ///   - url: the database's URL; user info in it becomes basic authentication unless `authentication` is given.
+    ///   - client: the HTTP client to use; by default one shared, process-wide pool.
+    /// - Throws: ``ReplicationError`` `.badRequest` for a URL that is not `http(s)://host[:port]/db`.
+    public init(url: String, authentication: Authentication? = nil, headers: [(String, String)] = [],
+                client: HTTPClient? = nil) throws {
+        guard var components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", components.host?.isEmpty == false
+        else { throw ReplicationError(.badRequest, "Not an http(s) database URL: \(RemoteEndpoint.redact(url))") }
+        var auth = authentication ?? .none
+        if authentication == nil, let user = components.percentEncodedUser {
+            auth = .basic(user: user.removingPercentEncoding ?? user,
+                          password: (components.percentEncodedPassword ?? "").removingPercentEncoding ?? "")
+        }
+        components.user = nil
+        components.password = nil
+        components.query = nil
+        components.fragment = nil
+        var path = components.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        guard let slash = path.lastIndex(of: "/"), slash < path.index(before: path.endIndex) else {
+            throw ReplicationError(.badRequest, "The URL names no database: \(RemoteEndpoint.redact(url))")
+        }
+        let dbSegment = String(path[path.index(after: slash)...])
+        components.percentEncodedPath = String(path[..<slash])
+        let root = components.string ?? ""
+        self.serverURL = root
+        self.databaseName = dbSegment.removingPercentEncoding ?? dbSegment
+        // Database names may contain '/', which must travel escaped.
+        self.url = root + "/" + RemoteEndpoint.escapeSegment(self.databaseName)
+        self.authentication = auth
+        self.headers = headers
+        self.client = client ?? RemoteEndpoint.sharedClient
+        self.session = SessionCookie()
+    }
+
+    /// The process-wide client: keep-alive pool, gzip decompression, 10 s connect and 60 s read timeouts.
+    public static let sharedClient: HTTPClient = {
+        var config = HTTPClient.Configuration(
+            timeout: .init(connect: .seconds(10), read: .seconds(60)),
+            decompression: .enabled(limit: .none))
+        config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        config.httpVersion = .http1Only
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+    }()
+
+    public var identity: String { url }
+    public var displayName: String { url }
+
+    // MARK: Endpoint
+
+    public func databaseInfo() async throws -> EndpointDatabaseInfo {
+        let o = try await jsonObject(.GET, "")
+        return EndpointDatabaseInfo(name: o["db_name"]?.stringValue ?? databaseName, updateSeq: o["update_seq"] ?? .int(0),
+                                    docCount: o["doc_count"]?.intValue.map { Int($0) },
+                                    instanceStartTime: o["instance_start_time"]?.stringValue)
+    }
+
+    public func createDatabase() async throws {
+        let r = try await send(.PUT, "")
+        guard (200..<300).contains(r.status) || r.status == 412 else { throw error(for: r, "PUT \(url)") }
+    }
+
+    public func changes(_ request: ChangesRequest) async throws -> ChangesBatch {
+        var query: [(String, String)] = [("style", "all_docs"), ("since", request.since.sequenceText),
+                                         ("limit", String(request.limit))]
+        var deadline: TimeAmount = .seconds(120)
+        if case .longpoll(let timeout, let heartbeat) = request.feed {
+            query.append(("feed", "longpoll"))
+            query.append(("timeout", String(timeout.milliseconds)))
+            query.append(("heartbeat", String(heartbeat.milliseconds)))
+            // CouchDB keeps a heartbeat feed open until a change comes: the read timeout, not a deadline, guards it.
+            deadline = .hours(24)
+        }
+        var body: JSON?
+        if let ids = request.documentIDs {
+            query.append(("filter", "_doc_ids"))
+            body = ["doc_ids": .array(ids.map(JSON.string))]
+        } else if let selector = request.selector {
+            query.append(("filter", "_selector"))
+            body = ["selector": selector]
+        }
+        let o = try await jsonObject(body == nil ? .GET : .POST, "/_changes", query: query, body: body, deadline: deadline)
+        guard let results = o["results"]?.arrayValue else {
+            throw ReplicationError(.transient, "_changes response without results from \(url)")
+        }
+        var entries: [ChangeEntry] = []
+        entries.reserveCapacity(results.count)
+        for case .object(let row) in results {
+            guard let id = row["id"]?.stringValue, let seq = row["seq"] else { continue }
+            let revs = (row["changes"]?.arrayValue ?? []).compactMap { $0["rev"]?.stringValue.flatMap(RevID.init) }
+            entries.append(ChangeEntry(seq: seq, id: id, revs: revs, deleted: row["deleted"]?.boolValue ?? false))
+        }
+        let last = o["last_seq"] ?? entries.last?.seq ?? request.since
+        return ChangesBatch(results: entries, lastSeq: last, pending: o["pending"]?.intValue.map { Int($0) })
+    }
+
+    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff] {
+        var body = JSONObject()
+        for (id, revs) in revisions {
+            if case .array(let existing)? = body[id] {
+                body[id] = .array(existing + revs.map { .string($0.description) })
+            } else {
+                body[id] = .array(revs.map { .string($0.description) })
+            }
+        }
+        let o = try await jsonObject(.POST, "/_revs_diff", body: .object(body))
+        var out: [String: RevTree.RevsDiff] = [:]
+        for (id, value) in o {
+            let missing = (value["missing"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(RevID.init) }
+            guard !missing.isEmpty else { continue }
+            let ancestors = (value["possible_ancestors"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(RevID.init) }
+            out[id] = RevTree.RevsDiff(missing: missing, possibleAncestors: ancestors)
+        }
+        return out
+    }
+
+    public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
+        if !session.lacksBulkGet {
+            do {
+                return try await bulkGet(requests)
+            } catch let e as ReplicationError where e.kind == .unsupported || e.status == 400 || e.status == 404 {
+                session.lacksBulkGet = true  // An old CouchDB or a minimal server: fall back to open_revs GETs.
+            }
+        }
+        return try await withThrowingTaskGroup(of: [ReplicatedRevision].self) { group in
+            var out: [ReplicatedRevision] = []
+            var iterator = requests.makeIterator()
+            for _ in 0..<8 {
+                guard let request = iterator.next() else { break }
+                group.addTask { try await self.openRevs(request) }
+            }
+            while let revisions = try await group.next() {
+                out += revisions
+                if let request = iterator.next() { group.addTask { try await self.openRevs(request) } }
+            }
+            return out
+        }
+    }
+
+    private func bulkGet(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
+        var docs: [JSON] = []
+        docs.reserveCapacity(requests.count)
+        for request in requests {
+            for rev in request.revs {
+                var d: JSONObject = ["id": .string(request.id), "rev": .string(rev.description)]
+                if !request.attsSince.isEmpty { d["atts_since"] = .array(request.attsSince.map { .string($0.description) }) }
+                docs.append(.object(d))
+            }
+        }
+        let o = try await jsonObject(.POST, "/_bulk_get", query: [("revs", "true"), ("latest", "true"), ("attachments", "true")],
+                                     body: ["docs": .array(docs)])
+        guard let results = o["results"]?.arrayValue else {
+            throw ReplicationError(.transient, "_bulk_get response without results from \(url)")
+        }
+        var out: [ReplicatedRevision] = []
+        out.reserveCapacity(docs.count)
+        var seen = Set<String>()
+        for result in results {
+            for entry in result["docs"]?.arrayValue ?? [] {
+                guard case .object(let doc)? = entry["ok"] else { continue }  // gone since (purged, stemmed)
+                let revision = try Self.revision(from: doc)
+                if seen.insert(revision.id + " " + revision.rev.description).inserted { out.append(revision) }
+            }
+        }
+        return out
+    }
+
+    private func openRevs(_ request: FetchRequest) async throws -> [ReplicatedRevision] {
+        var query: [(String, String)] = [("revs", "true"), ("latest", "true"), ("attachments", "true"),
+                                         ("open_revs", JSON.array(request.revs.map { .string($0.description) }).jsonString)]
+        if !request.attsSince.isEmpty {
+            query.append(("atts_since", JSON.array(request.attsSince.map { .string($0.description) }).jsonString))
+        }
+        let r = try await send(.GET, "/" + Self.escapeDocID(request.id), query: query)
+        if r.status == 404 { return [] }
+        guard (200..<300).contains(r.status) else { throw error(for: r, "GET \(request.id)?open_revs") }
+        guard case .array(let entries) = try parse(r.body) else {
+            throw ReplicationError(.transient, "open_revs response is not an array from \(url)")
+        }
+        return try entries.compactMap { entry in
+            guard case .object(let doc)? = entry["ok"] else { return nil }
+            return try Self.revision(from: doc)
+        }
+    }
+
+    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
+        guard !revisions.isEmpty else { return [] }
+        let docs = revisions.map { JSON.object(Self.document(from: $0)) }
+        let r = try await send(.POST, "/_bulk_docs", body: ["docs": .array(docs), "new_edits": false])
+        if r.status == 413 {
+            // Too large for the peer in one request: halve until it fits; a single document too large fails alone.
+            if revisions.count == 1 {
+                return [DocumentFailure(id: revisions[0].id, rev: revisions[0].rev.description, error: "too_large",
+                                        reason: "the document is larger than the target accepts")]
+            }
+            let half = revisions.count / 2
+            return try await write(Array(revisions[..<half])) + write(Array(revisions[half...]))
+        }
+        guard (200..<300).contains(r.status) || r.status == 417 else { throw error(for: r, "POST _bulk_docs") }
+        guard case .array(let rows) = try parse(r.body) else { return [] }
+        return rows.compactMap { row in
+            guard let e = row["error"]?.stringValue else { return nil }
+            return DocumentFailure(id: row["id"]?.stringValue ?? "", rev: row["rev"]?.stringValue, error: e,
+                                   reason: row["reason"]?.stringValue ?? "")
+        }
+    }
+
+    public func localDocument(id: String) async throws -> JSONObject? {
+        let r = try await send(.GET, "/_local/" + Self.escapeSegment(id))
+        if r.status == 404 { return nil }
+        guard (200..<300).contains(r.status) else { throw error(for: r, "GET _local/\(id)") }
+        guard case .object(let o) = try parse(r.body) else { return nil }
+        return o
+    }
+
+    public func putLocalDocument(id: String, body: JSONObject) async throws -> String {
+        let o = try await jsonObject(.PUT, "/_local/" + Self.escapeSegment(id), body: .object(body))
+        return o["rev"]?.stringValue ?? "0-1"
+    }
+
+    public func ensureFullCommit() async throws {
+        let r = try await send(.POST, "/_ensure_full_commit", body: [:])
+        guard (200..<300).contains(r.status) || r.status == 404 || r.status == 405 else {
+            throw error(for: r, "POST _ensure_full_commit")
+        }
+    }
+
+    // MARK: Server-level requests
+
+    /// `GET /`: the server's welcome object (`uuid`, `version`, `vendor`).
+    public func serverInfo() async throws -> JSONObject {
+        let r = try await send(.GET, "", root: true)
+        guard (200..<300).contains(r.status) else { throw error(for: r, "GET /") }
+        return try parse(r.body).objectValue ?? [:]
+    }
+
+    /// `GET /_all_dbs` on the server.
+    public func allDatabases() async throws -> [String] {
+        let r = try await send(.GET, "/_all_dbs", root: true)
+        guard (200..<300).contains(r.status) else { throw error(for: r, "GET /_all_dbs") }
+        return (try parse(r.body).arrayValue ?? []).compactMap(\.stringValue)
+    }
+
+    /// The endpoint for another database on the same server, with the same credentials.
+    public func sibling(database name: String) throws -> RemoteEndpoint {
+        try RemoteEndpoint(url: serverURL + "/" + Self.escapeSegment(name), authentication: authentication,
+                           headers: headers, client: client)
+    }
+
+    // MARK: Documents ↔ revisions
+
+    static let envelopeKeys: Set<String> = ["_id", "_rev", "_revisions", "_deleted", "_conflicts", "_deleted_conflicts",
+                                            "_revs_info", "_local_seq"]
+
+    /// A document as `_bulk_get`/`open_revs` return it (with `_revisions` and inline attachments) → a revision.
+    static func revision(from doc: JSONObject) throws -> ReplicatedRevision {
+        guard let id = doc["_id"]?.stringValue, let revText = doc["_rev"]?.stringValue, let rev = RevID(revText) else {
+            throw ReplicationError(.transient, "a fetched document lacks _id or a valid _rev")
+        }
+        var history = [rev]
+        if case .object(let revisions)? = doc["_revisions"], let start = revisions["start"]?.intValue,
+           let ids = revisions["ids"]?.arrayValue, !ids.isEmpty, Int(start) == rev.generation {
+            history = ids.enumerated().compactMap { i, v in
+                v.stringValue.map { RevID(generation: Int(start) - i, digest: $0) }
+            }
+            if history.first != rev { history = [rev] }
+        }
+        var body = JSONObject()
+        var blobs: [String: [UInt8]] = [:]
+        for (key, value) in doc where !envelopeKeys.contains(key) {
+            guard key == "_attachments", case .object(let atts) = value else {
+                body[key] = value
+                continue
+            }
+            var stubs = JSONObject()
+            for (name, meta) in atts {
+                guard case .object(var m) = meta else { continue }
+                if let encoded = m["data"]?.stringValue {
+                    guard let data = Base64.decode(encoded) else {
+                        throw ReplicationError(.transient, "attachment \(name) of \(id) has invalid base64 data")
+                    }
+                    let digest = Database.attachmentDigest(data)
+                    blobs[digest] = data
+                    m.removeValue(forKey: "data")
+                    m.removeValue(forKey: "encoding")
+                    m.removeValue(forKey: "encoded_length")
+                    m["digest"] = .string(digest)
+                    m["length"] = .int(Int64(data.count))
+                }
+                m.removeValue(forKey: "follows")
+                m["stub"] = true
+                stubs[name] = .object(m)
+            }
+            body["_attachments"] = .object(stubs)
+        }
+        return ReplicatedRevision(id: id, history: history, deleted: doc["_deleted"]?.boolValue ?? false, body: body,
+                                  attachments: blobs)
+    }
+
+    /// A revision → the document `_bulk_docs` with `new_edits:false` takes.
+    static func document(from revision: ReplicatedRevision) -> JSONObject {
+        var doc: JSONObject = ["_id": .string(revision.id), "_rev": .string(revision.rev.description)]
+        if revision.deleted { doc["_deleted"] = true }
+        doc["_revisions"] = ["start": .int(Int64(revision.rev.generation)),
+                             "ids": .array(revision.history.map { .string($0.digest) })]
+        for (key, value) in revision.body {
+            guard key == "_attachments", case .object(let atts) = value else {
+                doc[key] = value
+                continue
+            }
+            var out = JSONObject()
+            for (name, meta) in atts {
+                guard case .object(var m) = meta else { continue }
+                if let digest = m["digest"]?.stringValue, let data = revision.attachments[digest] {
+                    m.removeValue(forKey: "stub")
+                    m["data"] = .string(Base64.encode(data))
+                }
+                out[name] = .object(m)
+            }
+            doc["_attachments"] = .object(out)
+        }
+        return doc
+    }
+
+    // MARK: HTTP
+
+    struct Reply {
+        var status: Int
+        var body: [UInt8]
+    }
+
+    private func jsonObject(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
+                            deadline: TimeAmount = .seconds(120)) async throws -> JSONObject {
+        let r = try await send(method, path, query: query, body: body, deadline: deadline)
+        guard (200..<300).contains(r.status) else { throw error(for: r, "\(method) \(url)\(path)") }
+        guard case .object(let o) = try parse(r.body) else {
+            throw ReplicationError(.transient, "\(method) \(path): the response is not a JSON object")
+        }
+        return o
+    }
+
+    func parse(_ bytes: [UInt8]) throws -> JSON {
+        do {
+            return try JSON.parse(bytes, limits: JSONLimits(maxDepth: 512, maxBytes: Int.max))
+        } catch {
+            throw ReplicationError(.transient, "unparseable or truncated response from \(url): \(error)")
+        }
+    }
+
+    private func error(for reply: Reply, _ what: String) -> ReplicationError {
+        var detail = ""
+        if case .object(let o)? = try? JSON.parse(reply.body) {
+            detail = [o["error"]?.stringValue, o["reason"]?.stringValue].compactMap { $0 }.joined(separator: ": ")
+        }
+        let message = "\(what) → \(reply.status)\(detail.isEmpty ? "" : " \(detail)")"
+        switch reply.status {
+        case 401: return ReplicationError(.unauthorized, message, status: 401)
+        case 403: return ReplicationError(.forbidden, message, status: 403)
+        case 404: return ReplicationError(.notFound, message, status: 404)
+        case 405, 501: return ReplicationError(.unsupported, message, status: reply.status)
+        case 408, 429, 500...: return ReplicationError(.transient, message, status: reply.status)
+        default: return ReplicationError(.badRequest, message, status: reply.status)
+        }
+    }
+
+    /// Sends a request and collects the whole response body.
+    func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
+              root: Bool = false, deadline: TimeAmount = .seconds(120), maxBytes: Int = 1 << 30) async throws -> Reply {
+        var target = (root ? serverURL : url) + path
+        if !query.isEmpty {
+            target += "?" + query.map { "\($0.0)=\(Self.escapeQuery($0.1))" }.joined(separator: "&")
+        }
+        var request = HTTPClientRequest(url: target)
+        request.method = method
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "Accept-Encoding", value: "gzip")
+        request.headers.add(name: "User-Agent", value: "Settee-Replicator")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body.serializedBytes))
+        }
+        var reply = try await execute(request, deadline: deadline, maxBytes: maxBytes)
+        if reply.status == 401, case .session = authentication {
+            session.cookie = nil  // expired: sign in again once
+            reply = try await execute(request, deadline: deadline, maxBytes: maxBytes)
+        }
+        return reply
+    }
+
+    private func execute(_ base: HTTPClientRequest, deadline: TimeAmount, maxBytes: Int) async throws -> Reply {
+        var request = base
+        switch authentication {
+        case .none: break
+        case .basic(let user, let password):
+            request.headers.add(name: "Authorization", value: "Basic " + Base64.encode(Array("\(user):\(password)".utf8)))
+        case .bearer(let token):
+            request.headers.add(name: "Authorization", value: "Bearer " + token)
+        case .session(let user, let password):
+            if session.cookie == nil { session.cookie = try await signIn(user: user, password: password) }
+            if let cookie = session.cookie { request.headers.add(name: "Cookie", value: cookie) }
+        }
+        do {
+            let response = try await client.execute(request, timeout: deadline)
+            let buffer = try await response.body.collect(upTo: maxBytes)
+            return Reply(status: Int(response.status.code), body: Array(buffer.readableBytesView))
+        } catch let error as ReplicationError {
+            throw error
+        } catch is CancellationError {
+            throw ReplicationError(.cancelled, "stopped")
+        } catch {
+            if Task.isCancelled { throw ReplicationError(.cancelled, "stopped") }
+            throw ReplicationError(.unreachable, "\(request.method) \(Self.redact(request.url)): \(error)")
+        }
+    }
+
+    private func signIn(user: String, password: String) async throws -> String? {
+        var request = HTTPClientRequest(url: serverURL + "/_session")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Accept", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: JSON.object(["name": .string(user), "password": .string(password)]).serializedBytes))
+        do {
+            let response = try await client.execute(request, timeout: .seconds(30))
+            _ = try await response.body.collect(upTo: 1 << 20)
+            if response.status.code == 401 {
+                throw ReplicationError(.unauthorized, "POST /_session: name or password is incorrect", status: 401)
+            }
+            for value in response.headers["Set-Cookie"] {
+                if let pair = value.split(separator: ";").first, pair.hasPrefix("AuthSession=") { return String(pair) }
+            }
+            return nil
+        } catch let error as ReplicationError {
+            throw error
+        } catch {
+            throw ReplicationError(.unreachable, "POST \(serverURL)/_session: \(error)")
+        }
+    }
+
+    // MARK: Escaping
+
+    private static let unreserved: CharacterSet = {
+        var set = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        set.insert(charactersIn: "-._~")
+        return set
+    }()
+
+    static func escapeQuery(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s
+    }
+
+    static func escapeSegment(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s
+    }
+
+    /// A document id as a path: `_design/x` keeps its slash, everything else is escaped.
+    static func escapeDocID(_ id: String) -> String {
+        if id.hasPrefix("_design/") { return "_design/" + escapeSegment(String(id.dropFirst(8))) }
+        return escapeSegment(id)
+    }
+
+    /// A URL with any password replaced by `***`, for messages.
+    public static func redact(_ url: String) -> String {
+        guard var c = URLComponents(string: url), c.password != nil else { return url }
+        c.password = "***"
+        return c.string ?? url
+    }
+}
+
+/// Per-endpoint mutable state: the session cookie and whether the peer lacks `_bulk_get`.
+final class SessionCookie: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _cookie: String?
+    private var _lacksBulkGet = false
+
+    var cookie: String? {
+        get { lock.withLock { _cookie } }
+        set { lock.withLock { _cookie = newValue } }
+    }
+
+    var lacksBulkGet: Bool {
+        get { lock.withLock { _lacksBulkGet } }
+        set { lock.withLock { _lacksBulkGet = newValue } }
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (s, atto) = components
+        return s * 1000 + atto / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,295 @@
+import Foundation
+import Logging
+import SetteeCore
+import SetteeStore
+
+/// Options of one replication (one direction, source → target).
+public struct ReplicationOptions: Sendable {
+    /// Keep following the source's feed after catching up (CouchDB's `continuous`).
+    public var continuous = false
+    /// Create the target database when it does not exist (`create_target`).
+    public var createTarget = false
+    /// Only these documents (`doc_ids`).
+    public var documentIDs: [String]?
+    /// Only documents matching this Mango selector (`selector`).
+    public var selector: JSON?
+    /// Changes per batch; each batch is diffed, fetched, written and checkpointed as a unit.
+    public var batchSize = 500
+    /// Ignore checkpoints and start from the beginning (Couchbase Lite's `start(reset: true)`).
+    public var reset = false
+    /// Failed attempts (peer unreachable, 5xx) before a one-shot replication gives up; continuous ones never do.
+    public var maxAttempts = 10
+    /// The first retry delay; each further attempt doubles it (with jitter) up to ``maxRetryDelay``.
+    public var retryDelay: Duration = .milliseconds(500)
+    public var maxRetryDelay: Duration = .seconds(60)
+    /// How long a continuous replication's long poll waits before asking again, and its heartbeat.
+    public var longpollTimeout: Duration = .seconds(60)
+    public var heartbeat: Duration = .seconds(10)
+    /// Resolves conflicts the pulled revisions create (only when the target is a ``LocalEndpoint``).
+    public var conflictResolver: (any ConflictResolverProtocol)?
+
+    public init() {}
+}
+
+/// What a finished one-shot replication reports (the shape of CouchDB's `POST /_replicate` answer).
+public struct ReplicationResult: Sendable {
+    public var replicationID: String
+    public var sessionID: String
+    public var sourceLastSeq: JSON
+    public var status: ReplicatorStatus
+    /// The checkpoint history as recorded on the target (newest first).
+    public var history: [JSON]
+}
+
+/// One replication from a source endpoint to a target endpoint, following the CouchDB replication protocol:
+/// read checkpoints, then in batches read `_changes`, ask the target's `_revs_diff`, fetch the missing revisions
+/// (`_bulk_get`), store them with `new_edits=false` (`_bulk_docs`) and record a checkpoint.
+///
+/// The three stages overlap: while batch *n* is written, batch *n+1* is diffed and fetched and batch *n+2* read.
+/// Transient failures (peer unreachable, 5xx, truncated responses) are retried with exponential backoff and
+/// jitter, resuming from the last checkpoint; 401/403/404 stop the replication with an error.
+public final class Replication: @unchecked Sendable {
+    public let source: any Endpoint
+    public let target: any Endpoint
+    public let options: ReplicationOptions
+    /// Stable across runs: derived from both endpoints and the filter.
+    public let replicationID: String
+
+    private let box: StatusBox
+    private let logger: Logger
+    private let lock = NSLock()
+    private var checkpointer: Checkpointer?
+
+    /// - Parameter onStatus: called (on an arbitrary thread) after every status change.
+    public init(source: any Endpoint, target: any Endpoint, options: ReplicationOptions = ReplicationOptions(),
+                logger: Logger = Logger(label: "settee.replication"),
+                onStatus: @escaping @Sendable (ReplicatorStatus) -> Void = { _ in }) {
+        self.source = source
+        self.target = target
+        self.options = options
+        self.logger = logger
+        self.replicationID = Checkpointer.replicationID(source: source, target: target,
+                                                        documentIDs: options.documentIDs, selector: options.selector)
+        self.box = StatusBox(onChange: onStatus)
+    }
+
+    /// The current status.
+    public var status: ReplicatorStatus { box.current }
+
+    /// Runs the replication: a one-shot one until it has caught up, a continuous one until its task is cancelled.
+    ///
+    /// - Returns: the final status and checkpoint (for a cancelled continuous replication too).
+    /// - Throws: ``ReplicationError`` when it stops on an error (after retries, for transient ones).
+    @discardableResult
+    public func run() async throws -> ReplicationResult {
+        var failures = 0
+        box.update { $0 = ReplicatorStatus(); $0.activity = .connecting }
+        while true {
+            do {
+                try await attempt(onProgress: { failures = 0 })
+                box.update { $0.activity = .stopped; $0.error = nil }
+                return result()
+            } catch let error as ReplicationError where error.kind == .cancelled {
+                box.update { $0.activity = .stopped }
+                return result()
+            } catch is CancellationError {
+                box.update { $0.activity = .stopped }
+                return result()
+            } catch let error as ReplicationError where error.isTransient {
+                failures += 1
+                ReplicationMetrics.retries.increment()
+                if !options.continuous && failures >= options.maxAttempts {
+                    box.update { $0.activity = .stopped; $0.error = error }
+                    throw error
+                }
+                let delay = backoff(failures)
+                logger.info("replication \(replicationID) offline (\(error)); retrying in \(delay)")
+                box.update { $0.activity = .offline; $0.error = error }
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    box.update { $0.activity = .stopped }
+                    return result()
+                }
+                box.update { $0.activity = .connecting }
+            } catch {
+                let e = error as? ReplicationError ?? ReplicationError(.badRequest, "\(error)")
+                logger.error("replication \(replicationID) stopped: \(e)")
+                box.update { $0.activity = .stopped; $0.error = e }
+                throw e
+            }
+        }
+    }
+
+    private func backoff(_ failures: Int) -> Duration {
+        let base = options.retryDelay * Int(1 << min(failures - 1, 16))
+        let capped = min(base, options.maxRetryDelay)
+        return capped * Double.random(in: 0.5...1.0)
+    }
+
+    private func result() -> ReplicationResult {
+        let cp = lock.withLock { checkpointer }
+        var history: [JSON] = []
+        if let cp {
+            history = [.object(["session_id": .string(cp.sessionID), "start_last_seq": cp.startSeq,
+                                "end_last_seq": cp.lastRecorded, "recorded_seq": cp.lastRecorded,
+                                "start_time": .string(cp.startTime)])]
+        }
+        return ReplicationResult(replicationID: replicationID, sessionID: cp?.sessionID ?? "",
+                                 sourceLastSeq: cp?.lastRecorded ?? .int(0), status: box.current, history: history)
+    }
+
+    // MARK: One attempt
+
+    /// A batch that has been diffed and fetched, waiting to be written.
+    private struct Fetched: Sendable {
+        var lastSeq: JSON
+        var revisions: [ReplicatedRevision]
+    }
+
+    private func attempt(onProgress: @escaping () -> Void) async throws {
+        box.update { $0.activity = .connecting }
+        let sourceInfo = try await source.databaseInfo()
+        do {
+            _ = try await target.databaseInfo()
+        } catch let e as ReplicationError where e.kind == .notFound && options.createTarget {
+            try await target.createDatabase()
+        }
+        var cp = Checkpointer(replicationID: replicationID, source: source, target: target)
+        try await cp.load(reset: options.reset)
+        lock.withLock { checkpointer = cp }
+        logger.debug("replication \(replicationID) from \(source.displayName) to \(target.displayName) since \(cp.startSeq)")
+        box.update {
+            $0.sourceSeq = sourceInfo.updateSeq
+            $0.checkpointedSourceSeq = cp.startSeq
+            $0.activity = .busy
+        }
+        if let resolver = options.conflictResolver, let local = target as? LocalEndpoint {
+            // Conflicts left unresolved by an earlier run that stopped (or crashed) half-way.
+            try await ConflictResolution.resolveAll(in: local.collection, resolver: resolver)
+        }
+
+        var since = cp.startSeq
+        var reader: Task<ChangesBatch, Error> = readTask(since: since, wait: false)
+        var fetcher: Task<Fetched, Error>?
+        defer {
+            reader.cancel()
+            fetcher?.cancel()
+        }
+        while true {
+            try Task.checkCancellation()
+            if fetcher == nil && options.continuous { box.update { $0.activity = .idle } }
+            let batch = try await reader.value
+            let caughtUp = batch.results.isEmpty
+            box.update {
+                if !caughtUp { $0.activity = .busy; $0.sourceSeq = batch.lastSeq }
+                if let p = batch.pending { $0.changesPending = p }
+            }
+            let moved = batch.lastSeq != since
+            since = batch.lastSeq
+            // Read ahead; once caught up (or nearly), a continuous replication long-polls the feed.
+            let willWait = options.continuous && (caughtUp || batch.results.count < options.batchSize / 2)
+            if !caughtUp || options.continuous {
+                reader = readTask(since: since, wait: willWait)
+            }
+            let previous = try await fetcher?.value
+            fetcher = caughtUp && !moved ? nil : fetchTask(batch)
+            if let previous {
+                try await write(previous)
+                onProgress()
+            }
+            if willWait, let current = fetcher {
+                // The next read may wait long: finish this batch now rather than behind it.
+                try await write(try await current.value)
+                fetcher = nil
+                onProgress()
+            }
+            if caughtUp && !options.continuous {
+                if let last = try await fetcher?.value { try await write(last) }
+                fetcher = nil
+                if let cp = lock.withLock({ checkpointer }), cp.lastRecorded != since {
+                    try await checkpoint(since)
+                }
+                return
+            }
+        }
+    }
+
+    private func readTask(since: JSON, wait: Bool) -> Task<ChangesBatch, Error> {
+        let request = ChangesRequest(
+            since: since, limit: options.batchSize,
+            feed: wait && options.continuous ? .longpoll(timeout: options.longpollTimeout, heartbeat: options.heartbeat) : .normal,
+            documentIDs: options.documentIDs, selector: options.documentIDs == nil ? options.selector : nil)
+        let source = self.source
+        return Task { try await source.changes(request) }
+    }
+
+    private func fetchTask(_ batch: ChangesBatch) -> Task<Fetched, Error> {
+        let source = self.source, target = self.target, box = self.box
+        return Task {
+            var revs: [(id: String, revs: [RevID])] = []
+            var index: [String: Int] = [:]
+            for change in batch.results {
+                if let i = index[change.id] {
+                    revs[i].revs += change.revs.filter { !revs[i].revs.contains($0) }
+                } else {
+                    index[change.id] = revs.count
+                    revs.append((change.id, change.revs))
+                }
+            }
+            let checked = revs.reduce(0) { $0 + $1.revs.count }
+            let diff = revs.isEmpty ? [:] : try await target.revsDiff(revs)
+            var requests: [FetchRequest] = []
+            requests.reserveCapacity(diff.count)
+            var missing = 0
+            for (id, _) in revs {
+                guard let d = diff[id] else { continue }
+                missing += d.missing.count
+                requests.append(FetchRequest(id: id, revs: d.missing, attsSince: d.possibleAncestors))
+            }
+            box.update {
+                $0.revisionsChecked += checked
+                $0.missingRevisionsFound += missing
+            }
+            let revisions = requests.isEmpty ? [] : try await source.fetch(requests)
+            box.update { $0.docsRead += revisions.count }
+            ReplicationMetrics.docsRead.increment(by: revisions.count)
+            return Fetched(lastSeq: batch.lastSeq, revisions: revisions)
+        }
+    }
+
+    /// Writes a fetched batch and records its checkpoint. Runs to completion even when the replication is
+    /// stopped meanwhile, so a stop never leaves a written batch unrecorded (the "checkpoint on stop").
+    private func write(_ fetched: Fetched) async throws {
+        try await Task { try await self.writeAndRecord(fetched) }.value
+    }
+
+    private func writeAndRecord(_ fetched: Fetched) async throws {
+        if !fetched.revisions.isEmpty {
+            let failures = try await target.write(fetched.revisions)
+            let written = fetched.revisions.count - failures.count
+            ReplicationMetrics.docsWritten.increment(by: written)
+            ReplicationMetrics.docWriteFailures.increment(by: failures.count)
+            for f in failures { logger.warning("replication \(replicationID): \(f)") }
+            box.update {
+                $0.docsWritten += written
+                $0.docWriteFailures += failures.count
+                if !failures.isEmpty { $0.documentErrors = Array(($0.documentErrors + failures).suffix(100)) }
+            }
+            if let resolver = options.conflictResolver, let local = target as? LocalEndpoint {
+                try await ConflictResolution.resolve(fetched.revisions, in: local.collection, resolver: resolver)
+            }
+        }
+        if let cp = lock.withLock({ checkpointer }), fetched.lastSeq != cp.lastRecorded {
+            try await checkpoint(fetched.lastSeq)
+        }
+    }
+
+    private func checkpoint(_ seq: JSON) async throws {
+        guard var cp = lock.withLock({ checkpointer }) else { return }
+        try await cp.record(seq, stats: box.current)
+        let snapshot = cp
+        lock.withLock { checkpointer = snapshot }
+        box.update { $0.checkpointedSourceSeq = seq }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Metrics
+import SetteeCore
+
+/// What a replication is doing (Couchbase Lite's `ReplicatorActivityLevel`).
+public enum ReplicatorActivityLevel: String, Sendable, Comparable {
+    /// Not running: finished, stopped, or failed (see ``ReplicatorStatus/error``).
+    case stopped
+    /// The peer is unreachable; retrying with backoff.
+    case offline
+    /// Checking the peers and reading checkpoints.
+    case connecting
+    /// Caught up; a continuous replication waits for changes.
+    case idle
+    /// Transferring changes.
+    case busy
+
+    private var rank: Int {
+        switch self {
+        case .stopped: 0
+        case .idle: 1
+        case .offline: 2
+        case .connecting: 3
+        case .busy: 4
+        }
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { a.rank < b.rank }
+}
+
+/// A replication's state and counters, as `_active_tasks` reports them.
+public struct ReplicatorStatus: Sendable, CustomStringConvertible {
+    /// Couchbase Lite's progress: changes handled of the changes known.
+    public struct Progress: Sendable, Equatable {
+        public var completed: UInt64
+        public var total: UInt64
+    }
+
+    public var activity: ReplicatorActivityLevel = .stopped
+    /// The last error: a transient one while offline, the fatal one once stopped.
+    public var error: ReplicationError?
+    /// Revisions fetched from the source.
+    public var docsRead = 0
+    /// Revisions the target stored.
+    public var docsWritten = 0
+    /// Revisions the target refused (403, 409, missing stubs…); the replication goes on.
+    public var docWriteFailures = 0
+    /// Revisions compared with the target (`_revs_diff`).
+    public var revisionsChecked = 0
+    /// Of those, the ones the target lacked.
+    public var missingRevisionsFound = 0
+    /// Changes known to remain on the source, when it says.
+    public var changesPending: Int?
+    /// The source sequence the last checkpoint recorded.
+    public var checkpointedSourceSeq: JSON = .int(0)
+    /// The newest source sequence read from the feed.
+    public var sourceSeq: JSON = .int(0)
+    /// The most recent per-document failures (newest last, at most 100).
+    public var documentErrors: [DocumentFailure] = []
+    /// When the replication started.
+    public var startedOn = Date()
+    /// When the status last changed.
+    public var updatedOn = Date()
+
+    public init() {}
+
+    public var progress: Progress {
+        let done = UInt64(revisionsChecked)
+        return Progress(completed: done, total: done + UInt64(max(changesPending ?? 0, 0)))
+    }
+
+    public var description: String {
+        "\(activity.rawValue): read \(docsRead), written \(docsWritten), failed \(docWriteFailures)"
+            + (changesPending.map { ", pending \($0)" } ?? "") + (error.map { ", error \($0)" } ?? "")
+    }
+
+    /// Two directions (push and pull) seen as one: the busier activity, summed counters.
+    static func combine(_ a: ReplicatorStatus, _ b: ReplicatorStatus) -> ReplicatorStatus {
+        var s = a
+        s.activity = a.activity == .stopped || b.activity == .stopped
+            ? (a.activity == .stopped && b.activity == .stopped ? .stopped : max(a.activity, b.activity))
+            : max(a.activity, b.activity)
+        s.error = a.error ?? b.error
+        s.docsRead += b.docsRead
+        s.docsWritten += b.docsWritten
+        s.docWriteFailures += b.docWriteFailures
+        s.revisionsChecked += b.revisionsChecked
+        s.missingRevisionsFound += b.missingRevisionsFound
+        if let p = b.changesPending { s.changesPending = (s.changesPending ?? 0) + p }
+        s.documentErrors = Array((a.documentErrors + b.documentErrors).suffix(100))
+        s.startedOn = min(a.startedOn, b.startedOn)
+        s.updatedOn = max(a.updatedOn, b.updatedOn)
+        return s
+    }
+}
+
+/// Thread-safe holder of one replication's status that tells its observer about every change.
+final class StatusBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status = ReplicatorStatus()
+    private let onChange: @Sendable (ReplicatorStatus) -> Void
+
+    init(onChange: @escaping @Sendable (ReplicatorStatus) -> Void) {
+        self.onChange = onChange
+    }
+
+    var current: ReplicatorStatus { lock.withLock { status } }
+
+    func update(_ change: (inout ReplicatorStatus) -> Void) {
+        let snapshot: ReplicatorStatus = lock.withLock {
+            change(&status)
+            status.updatedOn = Date()
+            return status
+        }
+        onChange(snapshot)
+    }
+}
+
+/// Prometheus counters (through swift-metrics; the server bootstraps the Prometheus backend).
+enum ReplicationMetrics {
+    static let docsRead = Counter(label: "settee_replication_docs_read_total")
+    static let docsWritten = Counter(label: "settee_replication_docs_written_total")
+    static let docWriteFailures = Counter(label: "settee_replication_doc_write_failures_total")
+    static let checkpoints = Counter(label: "settee_replication_checkpoints_total")
+    static let retries = Counter(label: "settee_replication_retries_total")
+}
