@@ -85,7 +85,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SetteeReplicationTests",
-            dependencies: ["SetteeReplication", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport"]
+            dependencies: [
+                "SetteeReplication", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .testTarget(name: "LayeringTests"),
     ],

@@ -1,3 +1,4 @@
 // The umbrella module for embedders: `import Settee` brings in the whole public API.
 @_exported import SetteeCore
 @_exported import SetteeStore
+@_exported import SetteeReplication

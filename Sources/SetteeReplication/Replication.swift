@@ -169,8 +169,18 @@ public final class Replication: @unchecked Sendable {
             try await ConflictResolution.resolveAll(in: local.collection, resolver: resolver)
         }
 
-        var since = cp.startSeq
-        var reader: Task<ChangesBatch, Error> = readTask(since: since, wait: false)
+        // The reader and fetcher run as tasks of their own (to overlap the stages); stopping must reach them.
+        let inFlight = InFlight()
+        try await withTaskCancellationHandler {
+            try await pipeline(from: cp.startSeq, inFlight, onProgress: onProgress)
+        } onCancel: {
+            inFlight.cancelAll()
+        }
+    }
+
+    private func pipeline(from start: JSON, _ inFlight: InFlight, onProgress: @escaping () -> Void) async throws {
+        var since = start
+        var reader: Task<ChangesBatch, Error> = inFlight.track(readTask(since: since, wait: false))
         var fetcher: Task<Fetched, Error>?
         defer {
             reader.cancel()
@@ -190,10 +200,10 @@ public final class Replication: @unchecked Sendable {
             // Read ahead; once caught up (or nearly), a continuous replication long-polls the feed.
             let willWait = options.continuous && (caughtUp || batch.results.count < options.batchSize / 2)
             if !caughtUp || options.continuous {
-                reader = readTask(since: since, wait: willWait)
+                reader = inFlight.track(readTask(since: since, wait: willWait))
             }
             let previous = try await fetcher?.value
-            fetcher = caughtUp && !moved ? nil : fetchTask(batch)
+            fetcher = caughtUp && !moved ? nil : inFlight.track(fetchTask(batch))
             if let previous {
                 try await write(previous)
                 onProgress()
@@ -291,5 +301,33 @@ public final class Replication: @unchecked Sendable {
         let snapshot = cp
         lock.withLock { checkpointer = snapshot }
         box.update { $0.checkpointedSourceSeq = seq }
+    }
+}
+
+/// The tasks a pipeline started, so that stopping the replication cancels them too.
+final class InFlight: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancels: [() -> Void] = []
+    private var cancelled = false
+
+    func track<T: Sendable>(_ task: Task<T, Error>) -> Task<T, Error> {
+        let already = lock.withLock {
+            if !cancelled {
+                // At most a reader and a fetcher run at once; older ones have been awaited already.
+                if cancels.count >= 4 { cancels.removeFirst() }
+                cancels.append { task.cancel() }
+            }
+            return cancelled
+        }
+        if already { task.cancel() }
+        return task
+    }
+
+    func cancelAll() {
+        let all = lock.withLock {
+            cancelled = true
+            return cancels
+        }
+        for c in all { c() }
     }
 }

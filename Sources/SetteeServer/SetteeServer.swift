@@ -54,7 +54,9 @@ struct NodeService: Service {
     let node: Node
 
     func run() async throws {
+        node.replications.startBackground()
         try? await gracefulShutdown()
+        await node.replications.stopAll()
         node.closeAll()
     }
 }

@@ -21,6 +21,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest accepted request body, bytes.") var maxRequestSize: Int = 64 << 20
     @Flag(help: "Sync every commit to stable storage (survives power loss, slower).") var fullSync = false
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
+    @Option(name: .customLong("peer"),
+            help: "A peer server's URL (repeatable; also $SETTEE_PEERS, comma-separated): every database is kept in continuous push and pull with the same-named database there.")
+    var peers: [String] = []
+    @Option(help: "Seconds between looks for new databases to replicate with the peers.") var peerScanInterval: Double = 10
 
     func run() async throws {
         let adminText = admin ?? ProcessInfo.processInfo.environment["SETTEE_ADMIN"]
@@ -31,9 +35,19 @@ struct Serve: AsyncParsableCommand {
             }
             adminPair = parsed
         }
-        let config = ServerConfiguration(dataDirectory: data, host: host, port: port, admin: adminPair,
+        var config = ServerConfiguration(dataDirectory: data, host: host, port: port, admin: adminPair,
                                          maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize,
                                          fullSync: fullSync)
+        var peerList = peers
+        if peerList.isEmpty, let env = ProcessInfo.processInfo.environment["SETTEE_PEERS"] {
+            peerList = env.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        }
+        for peer in peerList where !(peer.hasPrefix("http://") || peer.hasPrefix("https://")) {
+            throw ValidationError("--peer must be an http(s) URL: \(peer)")
+        }
+        config.peers = peerList
+        guard peerScanInterval > 0 else { throw ValidationError("--peer-scan-interval must be positive") }
+        config.peerScanInterval = .milliseconds(Int(peerScanInterval * 1000))
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: trace, debug, info, notice, warning, error, critical")
         }
@@ -50,8 +64,8 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n".utf8))
         }
         do {
-            try await SetteeServer.run(node: node, logger: logger) { [host] port in
-                let line = "settee \(SetteeServerVersion.version) listening on http://\(host):\(port) (data: \(config.dataDirectory))\n"
+            try await SetteeServer.run(node: node, logger: logger) { [host, dataDirectory = config.dataDirectory] port in
+                let line = "settee \(SetteeServerVersion.version) listening on http://\(host):\(port) (data: \(dataDirectory))\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
         } catch let error as SetteeError where error.code == .badRequest {

@@ -7,7 +7,8 @@ struct SetteeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "settee",
         abstract: "A replicating JSON document database with a CouchDB-compatible HTTP API.",
-        subcommands: [Serve.self, Put.self, Get.self, Delete.self, Changes.self, Info.self, Compact.self, Import.self])
+        subcommands: [Serve.self, Put.self, Get.self, Delete.self, Changes.self, Info.self, Compact.self, Import.self,
+                      Replicate.self])
 }
 
 /// Options every data command shares.

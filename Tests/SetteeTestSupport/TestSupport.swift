@@ -31,10 +31,11 @@ public final class ServerProcess: @unchecked Sendable {
     private let output = Pipe()
 
     /// Starts `settee serve` and waits until it reports its port.
-    public init(dataDirectory: String, admin: String? = "admin:secret", extraArguments: [String] = []) throws {
+    public init(dataDirectory: String, admin: String? = "admin:secret", port requestedPort: Int = 0,
+                extraArguments: [String] = []) throws {
         self.dataDirectory = dataDirectory
         process.executableURL = URL(fileURLWithPath: builtProduct("settee"))
-        var args = ["serve", "--data", dataDirectory, "--port", "0", "--log-level", "warning"]
+        var args = ["serve", "--data", dataDirectory, "--port", String(requestedPort), "--log-level", "warning"]
         if let admin { args += ["--admin", admin] }
         process.arguments = args + extraArguments
         process.standardOutput = output
@@ -75,7 +76,22 @@ public final class ServerProcess: @unchecked Sendable {
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
+/// A TCP port on 127.0.0.1 that was free a moment ago (for servers that must know each other's ports up front).
+public func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}
+
 public struct ServerProcessError: Error, CustomStringConvertible {
     public let message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }

@@ -16,6 +16,8 @@ public final class Node: @unchecked Sendable {
     let sessions = SessionStore()
     let tasks = ActiveTasks()
     let metrics: ServerMetrics
+    /// Transient, persistent (`_replicator`) and peer replications.
+    private(set) var replications: ReplicationManager!
 
     private let lock = NSLock()
     private var open: [String: Database] = [:]
@@ -31,6 +33,7 @@ public final class Node: @unchecked Sendable {
             try uuid.write(toFile: idFile, atomically: true, encoding: .utf8)
         }
         metrics = ServerMetrics()
+        replications = ReplicationManager(node: self)
     }
 
     var databaseConfiguration: DatabaseConfiguration {
@@ -63,11 +66,13 @@ public final class Node: @unchecked Sendable {
         let db = try Database(name: name, config: databaseConfiguration, create: true)
         open[name] = db
         metrics.openDatabases(open.count)
+        replications.databaseCreated(name)
         return db
     }
 
     /// Closes and deletes a database. Throws `.notFound` if it does not exist.
     public func deleteDatabase(_ name: String) throws {
+        replications.databaseDeleted(name)
         lock.lock()
         defer { lock.unlock() }
         if let db = open.removeValue(forKey: name) { db.close() }

@@ -19,6 +19,11 @@ public struct ServerConfiguration: Sendable {
     public var maxJSONDepth: Int
     /// Sync each commit to stable storage.
     public var fullSync: Bool
+    /// Peer servers (root URLs, credentials allowed) this node keeps continuous push and pull replications
+    /// with, for every database (`settee serve --peer`).
+    public var peers: [String] = []
+    /// How often the node looks for new databases to replicate with its peers.
+    public var peerScanInterval: Duration = .seconds(10)
 
     public init(dataDirectory: String, host: String = "127.0.0.1", port: Int = 5984,
                 admin: (username: String, password: String)? = nil,

@@ -45,6 +45,8 @@ enum DocumentInput {
             case "_attachments":
                 guard case .object(let atts) = value else { throw CouchError.badRequest("_attachments must be an object") }
                 parsed.attachments = atts
+            case _ where key.hasPrefix("_replication_"):
+                body[key] = value  // replication state in `_replicator` documents
             default:
                 guard ignoredSpecials.contains(key) else {
                     throw CouchError(.badRequest, "doc_validation", "Bad special document member: \(key)")

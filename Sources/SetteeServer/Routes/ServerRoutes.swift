@@ -21,6 +21,10 @@ enum ServerRoutes {
         let name = call.segments[0]
         let known = ["_up", "_all_dbs", "_uuids", "_active_tasks", "_metrics", "_session", "_replicate", "_scheduler"]
         call.route = known.contains(name) ? name : "unknown"
+        if name == "_scheduler" && call.method == .get {
+            try Auth.checkAdmin(call)
+            return try await scheduler(call)
+        }
         guard call.segments.count == 1 else { throw CouchError.notFound("missing") }
         switch (name, call.method) {
         case ("_up", .get), ("_up", .head):
@@ -39,7 +43,7 @@ enum ServerRoutes {
             return Reply.json(.ok, ["uuids": .array((0..<count).map { _ in .string(Hex.random(bytes: 16)) })])
         case ("_active_tasks", .get):
             try Auth.checkAdmin(call)
-            return Reply.json(.ok, .array(call.node.tasks.list))
+            return Reply.json(.ok, .array(call.node.tasks.list + call.node.replications.activeTasks))
         case ("_metrics", .get):
             try Auth.checkAdmin(call)
             return Reply.raw(.ok, call.node.metrics.render(), contentType: "text/plain; version=0.0.4")
@@ -47,12 +51,71 @@ enum ServerRoutes {
             return try await session(&call)
         case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_active_tasks", _), ("_metrics", _):
             throw CouchError.methodNotAllowed("GET")
-        case ("_replicate", _), ("_scheduler", _):
-            throw CouchError(.notFound, "not_found", "Replication is not available on this node yet")
+        case ("_replicate", .post):
+            try Auth.checkAdmin(call)
+            let body = try await call.bodyObject()
+            let (status, answer) = try await call.node.replications.replicate(body)
+            return Reply.json(HTTPResponse.Status(code: status), answer)
+        case ("_replicate", _):
+            throw CouchError.methodNotAllowed("POST")
+        case ("_scheduler", _):
+            throw CouchError(.notFound, "not_found", "missing")
         default:
             throw CouchError(.badRequest, "illegal_database_name",
                              "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
         }
+    }
+
+    /// `/_scheduler/jobs` and `/_scheduler/docs[/_replicator[/{docid}]]`: replication jobs and `_replicator`
+    /// documents with their state.
+    static func scheduler(_ call: Call) async throws -> Response {
+        let s = call.segments
+        let tasks = call.node.replications.activeTasks.compactMap(\.objectValue)
+        func job(_ t: JSONObject) -> JSON {
+            ["id": t["replication_id"] ?? .null, "database": t["database"] ?? .null, "doc_id": t["doc_id"] ?? .null,
+             "source": t["source"] ?? .null, "target": t["target"] ?? .null, "pid": t["pid"] ?? .null,
+             "node": "settee@localhost", "user": .null,
+             "start_time": .string(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(t["started_on"]?.intValue ?? 0)))),
+             "info": ["revisions_checked": t["revisions_checked"] ?? 0, "missing_revisions_found": t["missing_revisions_found"] ?? 0,
+                      "docs_read": t["docs_read"] ?? 0, "docs_written": t["docs_written"] ?? 0,
+                      "doc_write_failures": t["doc_write_failures"] ?? 0, "changes_pending": t["changes_pending"] ?? .null,
+                      "checkpointed_source_seq": t["checkpointed_source_seq"] ?? .null],
+             "history": [["type": "started", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))]]]
+        }
+        if s.count == 2 && s[1] == "jobs" {
+            return Reply.json(.ok, ["total_rows": .int(Int64(tasks.count)), "offset": 0, "jobs": .array(tasks.map(job))])
+        }
+        guard s.count >= 2, s[1] == "docs", s.count <= 4, s.count == 2 || s[2] == "_replicator" else {
+            throw CouchError.notFound("missing")
+        }
+        var docs: [JSON] = []
+        if let db = try? call.node.database("_replicator") {
+            let c = try db.defaultCollection()
+            let rows = try await blocking {
+                var options = Collection.AllDocsOptions()
+                options.includeDocs = true
+                return try c.allDocs(options).rows
+            }
+            for row in rows where !row.id.hasPrefix("_design/") {
+                guard let body = row.body, case .object(let doc) = try JSON.parse(body) else { continue }
+                let running = tasks.first { $0["doc_id"]?.stringValue == row.id }
+                var state = doc["_replication_state"]?.stringValue ?? "pending"
+                if let running { state = running["state"]?.stringValue == "offline" ? "crashing" : "running" }
+                var d: JSONObject = ["database": "_replicator", "doc_id": .string(row.id),
+                                     "id": running?["replication_id"] ?? doc["_replication_id"] ?? .null,
+                                     "node": "settee@localhost", "state": .string(state),
+                                     "source": doc["source"] ?? .null, "target": doc["target"] ?? .null,
+                                     "error_count": 0, "last_updated": doc["_replication_state_time"] ?? .null]
+                if let running { d["info"] = job(running)["info"] } else { d["info"] = doc["_replication_stats"] ?? .null }
+                if let reason = doc["_replication_state_reason"] { d["info"] = ["error": reason] }
+                docs.append(.object(d))
+            }
+        }
+        if s.count == 4 {
+            guard let doc = docs.first(where: { $0["doc_id"]?.stringValue == s[3] }) else { throw CouchError.notFound("missing") }
+            return Reply.json(.ok, doc)
+        }
+        return Reply.json(.ok, ["total_rows": .int(Int64(docs.count)), "offset": 0, "docs": .array(docs)])
     }
 
     /// `/_session`: cookie login (POST), who am I (GET), logout (DELETE).

@@ -1,0 +1,469 @@
+import Foundation
+import Logging
+import SetteeCore
+import SetteeReplication
+import SetteeStore
+
+/// The node's replications: transient ones from `POST /_replicate`, persistent ones from documents in the
+/// `_replicator` database (restarted with the server, state written back to the document), and the continuous
+/// push and pull with each `--peer`. Every running one is listed in `_active_tasks`.
+final class ReplicationManager: @unchecked Sendable {
+    /// What a job replicates, normalized from a `_replicate` body or a `_replicator` document.
+    struct Spec: Sendable {
+        var source: JSON
+        var target: JSON
+        var continuous = false
+        var createTarget = false
+        var documentIDs: [String]?
+        var selector: JSON?
+
+        /// Compared to notice that a `_replicator` document's replication changed.
+        var fingerprint: String {
+            var o: JSONObject = ["source": source, "target": target, "continuous": .bool(continuous),
+                                 "create_target": .bool(createTarget)]
+            if let documentIDs { o["doc_ids"] = .array(documentIDs.map(JSON.string)) }
+            if let selector { o["selector"] = selector }
+            return JSON.object(o).jsonString
+        }
+    }
+
+    final class Job: @unchecked Sendable {
+        let id: String
+        let docID: String?
+        let spec: Spec
+        let replication: Replication
+        var task: Task<Void, Never>?
+        let startedOn = Date()
+
+        init(id: String, docID: String?, spec: Spec, replication: Replication) {
+            self.id = id
+            self.docID = docID
+            self.spec = spec
+            self.replication = replication
+        }
+    }
+
+    unowned let node: Node
+    private let lock = NSLock()
+    private var jobs: [String: Job] = [:]
+    private var replicatorWatch: Task<Void, Never>?
+    private var peerLoop: Task<Void, Never>?
+    private var stopped = false
+    let logger = Logger(label: "settee.replicator")
+
+    init(node: Node) {
+        self.node = node
+    }
+
+    // MARK: Specs and endpoints
+
+    /// Parses a `_replicate` body or `_replicator` document.
+    static func spec(_ body: JSONObject) throws -> Spec {
+        guard let source = body["source"], source.stringValue != nil || source.objectValue != nil,
+              let target = body["target"], target.stringValue != nil || target.objectValue != nil
+        else { throw CouchError.badRequest("Replication needs `source` and `target` (database names or URLs)") }
+        var spec = Spec(source: source, target: target)
+        spec.continuous = body["continuous"]?.boolValue ?? false
+        spec.createTarget = body["create_target"]?.boolValue ?? false
+        if let ids = body["doc_ids"], !ids.isNull {
+            guard let list = ids.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+                throw CouchError.badRequest("`doc_ids` must be an array of strings")
+            }
+            spec.documentIDs = list.compactMap(\.stringValue)
+        }
+        if let selector = body["selector"], !selector.isNull {
+            guard selector.objectValue != nil else { throw CouchError.badRequest("`selector` must be a JSON object") }
+            do { _ = try MangoSelector(selector) } catch { throw CouchError.badRequest("Invalid selector: \(error)") }
+            spec.selector = selector
+        }
+        if let filter = body["filter"]?.stringValue, filter != "_doc_ids", filter != "_selector" {
+            throw CouchError.badRequest("Filter functions are not supported; use `doc_ids` or `selector`")
+        }
+        return spec
+    }
+
+    /// A database name (this node) or a URL (any CouchDB-compatible server), as CouchDB accepts them: a string,
+    /// or `{"url": …, "headers": {…}, "auth": {"basic": {"username", "password"}}}`.
+    func endpoint(_ value: JSON, create: Bool) throws -> any Endpoint {
+        var url = value.stringValue
+        var headers: [(String, String)] = []
+        var auth: RemoteEndpoint.Authentication?
+        if case .object(let o) = value {
+            url = o["url"]?.stringValue
+            for (k, v) in o["headers"]?.objectValue ?? [:] { if let s = v.stringValue { headers.append((k, s)) } }
+            if let basic = o["auth"]?["basic"]?.objectValue, let user = basic["username"]?.stringValue {
+                auth = .basic(user: user, password: basic["password"]?.stringValue ?? "")
+            }
+        }
+        guard let url, !url.isEmpty else { throw CouchError.badRequest("Endpoint needs a `url`") }
+        if url.contains("://") {
+            do {
+                return try RemoteEndpoint(url: url, authentication: auth, headers: headers)
+            } catch let e as ReplicationError {
+                throw CouchError.badRequest(e.message)
+            }
+        }
+        let keyspace = try Keyspace(url)
+        if create && !Database.exists(name: keyspace.database, inDirectory: node.configuration.dataDirectory) {
+            _ = try? node.createDatabase(keyspace.database)
+        }
+        do {
+            let (_, collection) = try keyspace.open(node)
+            return LocalEndpoint(collection: collection)
+        } catch let e as SetteeError where e.code == .notFound {
+            throw CouchError(.notFound, "db_not_found", "could not open \(url)")
+        }
+    }
+
+    func options(_ spec: Spec) -> ReplicationOptions {
+        var o = ReplicationOptions()
+        o.continuous = spec.continuous
+        o.createTarget = spec.createTarget
+        o.documentIDs = spec.documentIDs
+        o.selector = spec.selector
+        return o
+    }
+
+    static func suffix(_ spec: Spec) -> String {
+        (spec.continuous ? "+continuous" : "") + (spec.createTarget ? "+create_target" : "")
+    }
+
+    // MARK: _replicate
+
+    /// `POST /_replicate`: runs a one-shot replication to its end, or starts a continuous one; or cancels.
+    func replicate(_ body: JSONObject) async throws -> (status: Int, body: JSON) {
+        if body["cancel"]?.boolValue == true {
+            var id = body["replication_id"]?.stringValue ?? body["id"]?.stringValue
+            if id == nil {
+                let spec = try Self.spec(body)
+                let source = try endpoint(spec.source, create: false)
+                let target = try endpoint(spec.target, create: spec.createTarget)
+                id = Replication(source: source, target: target, options: options(spec)).replicationID + Self.suffix(spec)
+            }
+            guard let id, let job = removeJob(id) else {
+                throw CouchError(.notFound, "not_found", "Replication \(id ?? "") is not running")
+            }
+            job.task?.cancel()
+            return (200, ["ok": true, "_local_id": .string(id)])
+        }
+        let spec = try Self.spec(body)
+        let source = try endpoint(spec.source, create: false)
+        let target = try endpoint(spec.target, create: spec.createTarget)
+        let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
+        let id = replication.replicationID + Self.suffix(spec)
+        if spec.continuous {
+            if lock.withLock({ jobs[id] }) == nil { start(Job(id: id, docID: nil, spec: spec, replication: replication)) }
+            return (202, ["ok": true, "_local_id": .string(id)])
+        }
+        let job = Job(id: id, docID: nil, spec: spec, replication: replication)
+        lock.withLock { jobs[id] = job }
+        defer { _ = removeJob(id, ifSame: job) }
+        do {
+            let result = try await withTaskCancellationHandler {
+                try await replication.run()
+            } onCancel: {
+                job.task?.cancel()
+            }
+            return (200, .object(Self.report(result)))
+        } catch let e as ReplicationError {
+            throw Self.couchError(e)
+        }
+    }
+
+    /// The `_replicate` answer for a finished one-shot replication (CouchDB's shape).
+    static func report(_ result: ReplicationResult) -> JSONObject {
+        let s = result.status
+        var entry: JSONObject = [
+            "session_id": .string(result.sessionID),
+            "start_time": .string(httpDate(s.startedOn)),
+            "end_time": .string(httpDate(s.updatedOn)),
+            "start_last_seq": result.history.first?["start_last_seq"] ?? .int(0),
+            "end_last_seq": result.sourceLastSeq,
+            "recorded_seq": result.sourceLastSeq,
+            "missing_checked": .int(Int64(s.revisionsChecked)),
+            "missing_found": .int(Int64(s.missingRevisionsFound)),
+            "docs_read": .int(Int64(s.docsRead)),
+            "docs_written": .int(Int64(s.docsWritten)),
+            "doc_write_failures": .int(Int64(s.docWriteFailures)),
+        ]
+        entry["replication_id"] = .string(result.replicationID)
+        var out: JSONObject = ["ok": true, "session_id": .string(result.sessionID),
+                               "source_last_seq": result.sourceLastSeq, "replication_id_version": 4,
+                               "history": [.object(entry)]]
+        if s.revisionsChecked == 0 { out["no_changes"] = true }
+        return out
+    }
+
+    static func couchError(_ e: ReplicationError) -> CouchError {
+        switch e.kind {
+        case .unauthorized: return CouchError(.unauthorized, "unauthorized", e.message)
+        case .forbidden: return CouchError(.forbidden, "forbidden", e.message)
+        case .notFound, .unreachable: return CouchError(.notFound, "db_not_found", "could not open: \(e.message)")
+        case .badRequest, .unsupported: return CouchError(.badRequest, "bad_request", e.message)
+        case .transient, .cancelled: return CouchError(.badGateway, "replication_failed", e.message)
+        }
+    }
+
+    // MARK: Jobs
+
+    private func start(_ job: Job, onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)? = nil) {
+        let replication = job.replication
+        lock.withLock { jobs[job.id] = job }
+        job.task = Task { [weak self] in
+            let outcome: Result<ReplicationResult, ReplicationError>
+            do {
+                outcome = .success(try await replication.run())
+            } catch let e as ReplicationError {
+                outcome = .failure(e)
+            } catch {
+                outcome = .failure(ReplicationError(.badRequest, "\(error)"))
+            }
+            _ = self?.removeJob(job.id, ifSame: job)
+            await onEnd?(outcome)
+        }
+    }
+
+    @discardableResult
+    private func removeJob(_ id: String, ifSame job: Job? = nil) -> Job? {
+        lock.withLock {
+            guard let existing = jobs[id], job == nil || existing === job else { return nil }
+            jobs[id] = nil
+            return existing
+        }
+    }
+
+    /// `_active_tasks` entries for the running replications (CouchDB's fields).
+    var activeTasks: [JSON] {
+        let all = lock.withLock { Array(jobs.values) }
+        return all.map { job in
+            let s = job.replication.status
+            var o: JSONObject = [
+                "type": "replication", "node": "settee@localhost", "pid": .string("<\(job.id.prefix(8))>"),
+                "replication_id": .string(job.id), "doc_id": job.docID.map(JSON.string) ?? .null,
+                "database": job.docID == nil ? .null : "_replicator",
+                "source": .string(job.replication.source.displayName),
+                "target": .string(job.replication.target.displayName),
+                "continuous": .bool(job.spec.continuous),
+                "state": .string(s.activity.rawValue),
+                "source_seq": s.sourceSeq, "checkpointed_source_seq": s.checkpointedSourceSeq,
+                "through_seq": s.checkpointedSourceSeq,
+                "revisions_checked": .int(Int64(s.revisionsChecked)),
+                "missing_revisions_found": .int(Int64(s.missingRevisionsFound)),
+                "docs_read": .int(Int64(s.docsRead)), "docs_written": .int(Int64(s.docsWritten)),
+                "doc_write_failures": .int(Int64(s.docWriteFailures)),
+                "changes_pending": s.changesPending.map { .int(Int64($0)) } ?? .null,
+                "checkpoint_interval": 0,
+                "started_on": .int(Int64(job.startedOn.timeIntervalSince1970)),
+                "updated_on": .int(Int64(s.updatedOn.timeIntervalSince1970)),
+            ]
+            if let e = s.error { o["last_error"] = .string(e.description) }
+            return .object(o)
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Starts the persistent replications (`_replicator`) and the peers' ones.
+    func startBackground() {
+        if Database.exists(name: "_replicator", inDirectory: node.configuration.dataDirectory) { watchReplicatorDatabase() }
+        if !node.configuration.peers.isEmpty {
+            peerLoop = Task { [weak self] in await self?.runPeers() }
+        }
+    }
+
+    /// Stops every replication and waits (briefly) for them to record their checkpoints.
+    func stopAll() async {
+        let (all, watch, peers) = lock.withLock {
+            stopped = true
+            let all = Array(jobs.values)
+            jobs.removeAll()
+            return (all, replicatorWatch, peerLoop)
+        }
+        watch?.cancel()
+        peers?.cancel()
+        for job in all { job.task?.cancel() }
+        for job in all { await job.task?.value }
+    }
+
+    // MARK: _replicator
+
+    /// Called when a database is created or deleted, to follow `_replicator`.
+    func databaseCreated(_ name: String) {
+        if name == "_replicator" { watchReplicatorDatabase() }
+    }
+
+    func databaseDeleted(_ name: String) {
+        guard name == "_replicator" else { return }
+        let (watch, docJobs) = lock.withLock {
+            let w = replicatorWatch
+            replicatorWatch = nil
+            let j = jobs.values.filter { $0.docID != nil }
+            for job in j { jobs[job.id] = nil }
+            return (w, j)
+        }
+        watch?.cancel()
+        for job in docJobs { job.task?.cancel() }
+    }
+
+    private func watchReplicatorDatabase() {
+        lock.withLock {
+            guard replicatorWatch == nil, !stopped else { return }
+            replicatorWatch = Task { [weak self] in await self?.followReplicatorDatabase() }
+        }
+    }
+
+    private func followReplicatorDatabase() async {
+        guard let db = try? node.database("_replicator"), let collection = try? db.defaultCollection() else { return }
+        var since: UInt64 = 0
+        while !Task.isCancelled {
+            let commits = db.commits()
+            do {
+                let from = since
+                let rows = try await Database.offload { () -> [Collection.ChangeRow] in
+                    var o = Collection.ChangesOptions(since: from)
+                    o.includeDocs = true
+                    return try collection.changes(o)
+                }
+                for row in rows {
+                    since = max(since, row.sequence)
+                    await replicatorDocumentChanged(row, collection)
+                }
+            } catch {
+                logger.warning("_replicator: \(error)")
+                return
+            }
+            var iterator = commits.makeAsyncIterator()
+            guard await iterator.next() != nil else { return }  // the database closed
+        }
+    }
+
+    private func replicatorDocumentChanged(_ row: Collection.ChangeRow, _ collection: SetteeStore.Collection) async {
+        let docID = row.id
+        guard !docID.hasPrefix("_design/") else { return }
+        let current = lock.withLock { jobs.values.first { $0.docID == docID } }
+        guard !row.deleted, let bytes = row.body, case .object(let doc)? = try? JSON.parse(bytes) else {
+            if let current { removeJob(current.id)?.task?.cancel() }
+            return
+        }
+        let spec: Spec
+        do {
+            spec = try Self.spec(doc)
+        } catch {
+            if let current { removeJob(current.id)?.task?.cancel() }
+            await writeState(docID, collection, state: "failed", reason: "\(CouchError.from(any: error).reason)")
+            return
+        }
+        if let current, current.spec.fingerprint == spec.fingerprint { return }  // our own state write, or no change
+        if let current { removeJob(current.id)?.task?.cancel() }
+        let state = doc["_replication_state"]?.stringValue
+        let source: any Endpoint, target: any Endpoint
+        do {
+            source = try endpoint(spec.source, create: false)
+            target = try endpoint(spec.target, create: spec.createTarget)
+        } catch {
+            await writeState(docID, collection, state: "failed", reason: CouchError.from(any: error).reason)
+            return
+        }
+        let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
+        let id = replication.replicationID + Self.suffix(spec)
+        // A one-shot job that already finished (or failed) for this very replication is not run again.
+        if (state == "completed" || state == "failed") && doc["_replication_id"]?.stringValue == id { return }
+        let job = Job(id: id, docID: docID, spec: spec, replication: replication)
+        if !(state == "triggered" && doc["_replication_id"]?.stringValue == id) {
+            await writeState(docID, collection, state: "triggered", replicationID: id)
+        }
+        start(job) { [weak self] outcome in
+            guard let self else { return }
+            switch outcome {
+            case .success(let result) where !spec.continuous:
+                await self.writeState(docID, collection, state: "completed", replicationID: id, stats: result.status)
+            case .failure(let e) where e.kind != .cancelled:
+                await self.writeState(docID, collection, state: "failed", reason: e.description, replicationID: id,
+                                      stats: replication.status)
+            default:
+                break
+            }
+        }
+    }
+
+    /// Writes `_replication_state` (and friends) back into a `_replicator` document.
+    private func writeState(_ docID: String, _ collection: SetteeStore.Collection, state: String, reason: String? = nil,
+                            replicationID: String? = nil, stats: ReplicatorStatus? = nil) async {
+        _ = try? await Database.offload {
+            for _ in 0..<3 {
+                guard let record = try collection.record(id: docID), !record.deleted else { return }
+                var body = try record.json()
+                body["_replication_state"] = .string(state)
+                body["_replication_state_time"] = .string(ISO8601DateFormatter().string(from: Date()))
+                if let replicationID { body["_replication_id"] = .string(replicationID) }
+                if let reason { body["_replication_state_reason"] = .string(reason) } else {
+                    body.removeValue(forKey: "_replication_state_reason")
+                }
+                if let s = stats {
+                    body["_replication_stats"] = [
+                        "revisions_checked": .int(Int64(s.revisionsChecked)),
+                        "missing_revisions_found": .int(Int64(s.missingRevisionsFound)),
+                        "docs_read": .int(Int64(s.docsRead)), "docs_written": .int(Int64(s.docsWritten)),
+                        "doc_write_failures": .int(Int64(s.docWriteFailures)),
+                        "checkpointed_source_seq": s.checkpointedSourceSeq,
+                    ]
+                }
+                let outcome = try collection.write([RevisionWrite(id: docID, body: body, mode: .edit(parent: record.revID))])
+                if case .failure(let e) = outcome[0], e.code == .conflict { continue }
+                return
+            }
+        }
+    }
+
+    // MARK: Peers
+
+    /// Keeps a continuous push and pull between every database here and the same-named database on each peer.
+    private func runPeers() async {
+        while !Task.isCancelled {
+            for peer in node.configuration.peers {
+                await syncPeer(peer)
+            }
+            try? await Task.sleep(for: node.configuration.peerScanInterval)
+        }
+    }
+
+    private func syncPeer(_ peer: String) async {
+        let root = peer.hasSuffix("/") ? String(peer.dropLast()) : peer
+        guard let probe = try? RemoteEndpoint(url: root + "/_probe") else {
+            logger.error("peer \(RemoteEndpoint.redact(peer)) is not an http(s) URL")
+            return
+        }
+        // Databases the peer has and we lack are created here, so the pull has somewhere to go.
+        if let remote = try? await probe.allDatabases() {
+            for name in remote where !name.hasPrefix("_") {
+                if !Database.exists(name: name, inDirectory: node.configuration.dataDirectory) {
+                    _ = try? node.createDatabase(name)
+                }
+            }
+        }
+        for name in node.databaseNames() where !name.hasPrefix("_") {
+            guard let remote = try? probe.sibling(database: name),
+                  let collection = try? node.database(name).defaultCollection() else { continue }
+            let local = LocalEndpoint(collection: collection)
+            let spec = Spec(source: .string(name), target: .string(remote.url), continuous: true, createTarget: true)
+            var push = options(spec)
+            push.createTarget = true
+            var pull = options(spec)
+            pull.createTarget = false
+            for (source, target, opts) in [(local as any Endpoint, remote as any Endpoint, push), (remote, local, pull)] {
+                let replication = Replication(source: source, target: target, options: opts, logger: logger)
+                let id = replication.replicationID + "+peer"
+                let running = lock.withLock { stopped || jobs[id] != nil }
+                if !running { start(Job(id: id, docID: nil, spec: spec, replication: replication)) }
+            }
+        }
+    }
+}
+
+func httpDate(_ date: Date) -> String {
+    let f = DateFormatter()
+    f.locale = Locale(identifier: "en_US_POSIX")
+    f.timeZone = TimeZone(identifier: "GMT")
+    f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+    return f.string(from: date)
+}

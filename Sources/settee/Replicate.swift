@@ -1,0 +1,162 @@
+import ArgumentParser
+import Foundation
+import Settee
+
+struct Replicate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replicate between two databases (local names or http(s) URLs) with the CouchDB protocol.",
+        discussion: """
+            SOURCE and TARGET are database names in --data or URLs of databases on any CouchDB-compatible \
+            server (http://user:pass@host:5984/db). By default SOURCE's changes go to TARGET (--push); --pull \
+            brings TARGET's changes into SOURCE; both flags do both. Checkpoints are kept on both sides, so a \
+            repeated or interrupted replication resumes where it stopped. --continuous keeps following changes \
+            until interrupted (SIGINT/SIGTERM stop it after recording a checkpoint).
+            """)
+
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Source database: a local name or a URL.") var source: String
+    @Argument(help: "Target database: a local name or a URL.") var target: String
+    @Flag(help: "Send SOURCE's changes to TARGET (the default).") var push = false
+    @Flag(help: "Bring TARGET's changes into SOURCE.") var pull = false
+    @Flag(help: "Keep replicating as changes happen, until interrupted.") var continuous = false
+    @Flag(help: "Create TARGET if it does not exist.") var createTarget = false
+    @Option(help: "Only these document ids (comma-separated).") var docIDs: String?
+    @Option(help: "Only documents matching this Mango selector (JSON).") var selector: String?
+    @Option(help: "Changes per batch.") var batchSize: Int = 500
+    @Flag(help: "Ignore checkpoints: replicate everything again.") var reset = false
+    @Flag(help: "No progress bar; print only the final JSON report.") var quiet = false
+
+    func run() async throws {
+        var opened: [Database] = []
+        defer { for db in opened { db.close() } }
+        func endpoint(_ text: String, create: Bool) throws -> any Endpoint {
+            if text.contains("://") { return try RemoteEndpoint(url: text) }
+            try DocumentID.validateDatabaseName(text)
+            let db = try options.open(text, create: create || Database.exists(name: text, inDirectory: options.data))
+            opened.append(db)
+            return try LocalEndpoint(database: db)
+        }
+        do {
+            guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
+            let bothWays = push && pull
+            let a = try endpoint(source, create: false)
+            let b = try endpoint(target, create: createTarget || (pull && !push))
+            var o = ReplicationOptions()
+            o.continuous = continuous
+            o.createTarget = createTarget
+            o.batchSize = batchSize
+            o.reset = reset
+            o.documentIDs = docIDs.map { $0.split(separator: ",").map(String.init) }
+            if let selector {
+                do { o.selector = try JSON.parse(selector) } catch { throw ValidationError("--selector is not JSON: \(error)") }
+            }
+            var directions: [(any Endpoint, any Endpoint)] = []
+            if push || !pull { directions.append((a, b)) }
+            if pull || bothWays { directions.append((b, a)) }
+            let progress = ProgressBar(enabled: !quiet)
+            let replications = directions.map { src, tgt in
+                Replication(source: src, target: tgt, options: o) { status in progress.update(status) }
+            }
+            let signals = SignalWatcher()
+            let work = Task { await withTaskGroup(
+                of: (Int, Result<ReplicationResult, ReplicationError>).self
+            ) { group in
+                for (i, r) in replications.enumerated() {
+                    group.addTask {
+                        do { return (i, .success(try await r.run())) } catch let e as ReplicationError {
+                            return (i, .failure(e))
+                        } catch { return (i, .failure(ReplicationError(.badRequest, "\(error)"))) }
+                    }
+                }
+                var out = [Result<ReplicationResult, ReplicationError>?](repeating: nil, count: replications.count)
+                for await (i, r) in group { out[i] = r }
+                return out.compactMap { $0 }
+            } }
+            let stopper = Task { await signals.wait(); work.cancel() }
+            let results = await work.value
+            stopper.cancel()
+            progress.finish()
+            var failed = false
+            for (i, result) in results.enumerated() {
+                let (src, tgt) = directions[i]
+                switch result {
+                case .success(let r):
+                    let s = r.status
+                    emit(["ok": true, "source": .string(src.displayName), "target": .string(tgt.displayName),
+                          "replication_id": .string(r.replicationID), "source_last_seq": r.sourceLastSeq,
+                          "docs_read": .int(Int64(s.docsRead)), "docs_written": .int(Int64(s.docsWritten)),
+                          "doc_write_failures": .int(Int64(s.docWriteFailures)),
+                          "missing_checked": .int(Int64(s.revisionsChecked))])
+                case .failure(let e):
+                    failed = true
+                    FileHandle.standardError.write(Data("error: \(src.displayName) → \(tgt.displayName): \(e)\n".utf8))
+                }
+            }
+            if failed { throw ExitCode(1) }
+        } catch let e as ExitCode {
+            throw e
+        } catch let e as ValidationError {
+            throw e
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// A one-line progress bar on stderr (only when stderr is a terminal, or SETTEE_PROGRESS=1).
+final class ProgressBar: @unchecked Sendable {
+    private let lock = NSLock()
+    private let enabled: Bool
+    private let started = Date()
+    private var last = Date.distantPast
+    private var drew = false
+
+    init(enabled: Bool) {
+        self.enabled = enabled && (isatty(2) != 0 || ProcessInfo.processInfo.environment["SETTEE_PROGRESS"] == "1")
+    }
+
+    func update(_ s: ReplicatorStatus) {
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let now = Date()
+        guard now.timeIntervalSince(last) > 0.2 else { return }
+        last = now
+        let p = s.progress
+        let fraction = p.total == 0 ? 0 : Double(p.completed) / Double(p.total)
+        let width = 30, filled = Int(fraction * Double(width))
+        let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
+        let rate = Double(s.docsWritten) / max(now.timeIntervalSince(started), 0.001)
+        let line = String(format: "\r[%@] %3d%%  %@  written %d  failed %d  %.0f docs/s ", bar, Int(fraction * 100),
+                          s.activity.rawValue, s.docsWritten, s.docWriteFailures, rate)
+        FileHandle.standardError.write(Data(line.utf8))
+        drew = true
+    }
+
+    func finish() {
+        lock.withLock { if drew { FileHandle.standardError.write(Data("\n".utf8)) } }
+    }
+}
+
+/// Resolves when SIGINT or SIGTERM arrives (so a continuous replication stops with a checkpoint).
+final class SignalWatcher: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream<Void>.makeStream()
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [continuation] in continuation.yield() }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func wait() async {
+        var it = stream.makeAsyncIterator()
+        _ = await it.next()
+    }
+}

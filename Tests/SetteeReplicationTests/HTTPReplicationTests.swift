@@ -1,0 +1,290 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SetteeCore
+@testable import SetteeReplication
+import Testing
+
+/// A minimal JSON-over-HTTP client for driving `settee serve` processes in tests.
+struct HTTP {
+    static let auth = "Basic " + Base64.encode(Array("admin:secret".utf8))
+
+    @discardableResult
+    static func send(_ method: HTTPMethod, _ url: String, _ body: String? = nil,
+                     timeout: TimeAmount = .seconds(60)) async throws -> (status: Int, json: JSON?) {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "Authorization", value: auth)
+        request.headers.add(name: "Accept", value: "application/json")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await RemoteEndpoint.sharedClient.execute(request, timeout: timeout)
+        let bytes = try await response.body.collect(upTo: 1 << 28)
+        return (Int(response.status.code), try? JSON.parse(Array(bytes.readableBytesView)))
+    }
+
+    /// Writes `count` small documents (`prefix0`…) with `_bulk_docs`.
+    static func load(_ db: String, prefix: String, count: Int, start: Int = 0) async throws {
+        var i = start
+        while i < start + count {
+            let n = min(1000, start + count - i)
+            let docs = (i..<(i + n)).map { #"{"_id":"\#(prefix)\#(String(format: "%06d", $0))","n":\#($0),"text":"some text to make it ~100 bytes long, more or less"}"# }
+            let r = try await send(.POST, db + "/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#)
+            guard r.status == 201 else { throw ServerProcessError(message: "bulk load failed: \(r.status)") }
+            i += n
+        }
+    }
+
+    static func docCount(_ db: String) async throws -> Int {
+        let r = try await send(.GET, db)
+        return Int(r.json?["doc_count"]?.intValue ?? -1)
+    }
+
+    /// Each document's id, winning revision, deleted flag and sorted conflicts: equal on converged nodes.
+    static func fingerprint(_ db: String) async throws -> [String] {
+        let r = try await send(.GET, db + "/_changes?style=all_docs")
+        var out: [String] = []
+        for row in r.json?["results"]?.arrayValue ?? [] {
+            guard let id = row["id"]?.stringValue else { continue }
+            let revs = (row["changes"]?.arrayValue ?? []).compactMap { $0["rev"]?.stringValue }.sorted()
+            let doc = try await send(.GET, db + "/" + id + "?conflicts=true&deleted_conflicts=true&revs=true")
+            let winner = doc.json?["_rev"]?.stringValue ?? "deleted"
+            out.append("\(id) \(winner) \(revs) \(doc.json?["_conflicts"]?.jsonString ?? "-")")
+        }
+        return out.sorted()
+    }
+}
+
+/// Replication between real `settee serve` processes over HTTP on loopback.
+@Suite(.serialized) struct HTTPReplicationTests {
+    func url(_ s: ServerProcess, _ db: String = "") -> String { "http://127.0.0.1:\(s.port)" + (db.isEmpty ? "" : "/" + db) }
+    func authURL(_ s: ServerProcess, _ db: String) -> String { "http://admin:secret@127.0.0.1:\(s.port)/\(db)" }
+
+    @Test func pushAndPullBetweenTwoServersConvergeWithConflicts() async throws {
+        let dirA = TempDir(), dirB = TempDir()
+        let a = try ServerProcess(dataDirectory: dirA.path), b = try ServerProcess(dataDirectory: dirB.path)
+        defer { a.stop(); b.stop() }
+        try await HTTP.send(.PUT, url(a, "db"))
+        try await HTTP.load(url(a, "db"), prefix: "d", count: 300)
+        try await HTTP.send(.PUT, url(a, "db/att"), #"{"_attachments":{"hello.txt":{"content_type":"text/plain","data":"aGVsbG8gd29ybGQ="}}}"#)
+
+        // Push from A (local name) to B (URL), creating the target.
+        var r = try await HTTP.send(.POST, url(a, "_replicate"),
+                                    #"{"source":"db","target":"\#(authURL(b, "db"))","create_target":true}"#)
+        #expect(r.status == 200, "\(String(describing: r.json))")
+        #expect(r.json?["ok"] == true)
+        #expect(r.json?["history"]?[0]?["docs_written"] == .int(301))
+        #expect(try await HTTP.docCount(url(b, "db")) == 301)
+        let att = try await HTTP.send(.GET, url(b, "db/att") + "?attachments=true")
+        #expect(att.json?["_attachments"]?["hello.txt"]?["data"] == "aGVsbG8gd29ybGQ=")
+
+        // Concurrent edits of the same documents on both nodes, a delete and new documents on each.
+        for i in 0..<10 {
+            let id = "d" + String(format: "%06d", i)
+            let docA = try await HTTP.send(.GET, url(a, "db/" + id)).json!
+            let docB = try await HTTP.send(.GET, url(b, "db/" + id)).json!
+            try await HTTP.send(.PUT, url(a, "db/" + id), #"{"_rev":"\#(docA["_rev"]!.stringValue!)","side":"a"}"#)
+            try await HTTP.send(.PUT, url(b, "db/" + id), #"{"_rev":"\#(docB["_rev"]!.stringValue!)","side":"b","more":1}"#)
+        }
+        let d20 = try await HTTP.send(.GET, url(b, "db/d000020")).json!
+        try await HTTP.send(.DELETE, url(b, "db/d000020?rev=" + d20["_rev"]!.stringValue!))
+        try await HTTP.load(url(a, "db"), prefix: "a", count: 25)
+        try await HTTP.load(url(b, "db"), prefix: "b", count: 35)
+
+        // B pulls from A, then A pulls from B: both now hold the same trees.
+        r = try await HTTP.send(.POST, url(b, "_replicate"), #"{"source":"\#(authURL(a, "db"))","target":"db"}"#)
+        #expect(r.status == 200)
+        r = try await HTTP.send(.POST, url(a, "_replicate"), #"{"source":"\#(authURL(b, "db"))","target":"db"}"#)
+        #expect(r.status == 200)
+        let fa = try await HTTP.fingerprint(url(a, "db")), fb = try await HTTP.fingerprint(url(b, "db"))
+        #expect(fa == fb)
+        #expect(fa.count == 361)
+        #expect(fa.filter { $0.contains("_conflicts") || $0.contains("[\"") && !$0.hasSuffix("-") }.count == 10)
+
+        // Nothing new: a repeated replication finds nothing to do.
+        r = try await HTTP.send(.POST, url(a, "_replicate"), #"{"source":"\#(authURL(b, "db"))","target":"db"}"#)
+        #expect(r.json?["history"]?[0]?["docs_written"] == .int(0))
+
+        // Errors are CouchDB-shaped.
+        r = try await HTTP.send(.POST, url(a, "_replicate"), #"{"source":"nope","target":"db"}"#)
+        #expect(r.status == 404)
+        #expect(r.json?["error"] == "db_not_found")
+        r = try await HTTP.send(.POST, url(a, "_replicate"), #"{"source":"db"}"#)
+        #expect(r.status == 400)
+        r = try await HTTP.send(.POST, url(a, "_replicate"),
+                                #"{"source":"http://admin:wrong@127.0.0.1:\#(b.port)/db","target":"db"}"#)
+        #expect(r.status == 401)
+    }
+
+    @Test func aKilledReplicationResumesFromItsCheckpoint() async throws {
+        let dirA = TempDir(), dirB = TempDir()
+        let a = try ServerProcess(dataDirectory: dirA.path), b = try ServerProcess(dataDirectory: dirB.path)
+        defer { a.stop(); b.stop() }
+        try await HTTP.send(.PUT, url(a, "db"))
+        try await HTTP.send(.PUT, url(b, "db"))
+        let total = 30_000
+        try await HTTP.load(url(a, "db"), prefix: "k", count: total)
+
+        let cli = Process()
+        cli.executableURL = URL(fileURLWithPath: builtProduct("settee"))
+        cli.arguments = ["replicate", authURL(a, "db"), authURL(b, "db"), "--batch-size", "500", "--quiet"]
+        cli.standardOutput = FileHandle.nullDevice
+        try cli.run()
+        var partial = 0
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            partial = try await HTTP.docCount(url(b, "db"))
+            if partial >= 3000 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        kill(cli.processIdentifier, SIGKILL)
+        cli.waitUntilExit()
+        let atKill = try await HTTP.docCount(url(b, "db"))
+        try #require(atKill < total, "the replication finished before it could be killed")
+
+        let resumed = Process()
+        resumed.executableURL = URL(fileURLWithPath: builtProduct("settee"))
+        resumed.arguments = ["replicate", authURL(a, "db"), authURL(b, "db"), "--batch-size", "500", "--quiet"]
+        let out = Pipe()
+        resumed.standardOutput = out
+        try resumed.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        resumed.waitUntilExit()
+        #expect(resumed.terminationStatus == 0)
+        let report = try JSON.parse(Array(data))
+        let written = Int(report["docs_written"]?.intValue ?? -1)
+        let checked = Int(report["missing_checked"]?.intValue ?? -1)
+        #expect(written == total - atKill)
+        // Resumed from the checkpoint: only the batch in flight at the kill is looked at again.
+        #expect(checked - written <= 500, "re-checked \(checked - written) revisions")
+        #expect(checked < total)
+        #expect(try await HTTP.docCount(url(b, "db")) == total)
+    }
+
+    @Test func aContinuousReplicationCatchesUpWhenThePeerComesBack() async throws {
+        let dirA = TempDir(), dirB = TempDir()
+        let a = try ServerProcess(dataDirectory: dirA.path)
+        var b = try ServerProcess(dataDirectory: dirB.path)
+        defer { a.stop(); b.stop() }
+        let portB = b.port
+        try await HTTP.send(.PUT, url(a, "db"))
+        var r = try await HTTP.send(.POST, url(a, "_replicate"),
+                                    #"{"source":"db","target":"\#(authURL(b, "db"))","continuous":true,"create_target":true}"#)
+        #expect(r.status == 202)
+        let localID = try #require(r.json?["_local_id"]?.stringValue)
+        #expect(localID.hasSuffix("+continuous+create_target"))
+        try await HTTP.load(url(a, "db"), prefix: "x", count: 50)
+        #expect(try await waitFor { try await HTTP.docCount(url(b, "db")) == 50 })
+        let tasks = try await HTTP.send(.GET, url(a, "_active_tasks")).json?.arrayValue ?? []
+        #expect(tasks.contains { $0["type"] == "replication" && $0["replication_id"]?.stringValue == localID })
+
+        b.kill9()
+        try await HTTP.load(url(a, "db"), prefix: "y", count: 70)
+        try await Task.sleep(for: .milliseconds(500))
+        b = try ServerProcess(dataDirectory: dirB.path, port: portB)
+        #expect(try await waitFor(seconds: 90) { try await HTTP.docCount(url(b, "db")) == 120 })
+
+        r = try await HTTP.send(.POST, url(a, "_replicate"), #"{"replication_id":"\#(localID)","cancel":true}"#)
+        #expect(r.status == 200)
+        r = try await HTTP.send(.POST, url(a, "_replicate"), #"{"replication_id":"\#(localID)","cancel":true}"#)
+        #expect(r.status == 404)
+    }
+
+    @Test func replicatorDatabaseJobsRunAndRecordTheirState() async throws {
+        let dirA = TempDir(), dirB = TempDir()
+        let a = try ServerProcess(dataDirectory: dirA.path)
+        var b = try ServerProcess(dataDirectory: dirB.path)
+        defer { a.stop(); b.stop() }
+        try await HTTP.send(.PUT, url(a, "src"))
+        try await HTTP.load(url(a, "src"), prefix: "r", count: 40)
+        try await HTTP.send(.PUT, url(b, "_replicator"))
+        try await HTTP.send(.PUT, url(b, "_replicator/once"),
+                            #"{"source":"\#(authURL(a, "src"))","target":"copy","create_target":true}"#)
+        try await HTTP.send(.PUT, url(b, "_replicator/live"),
+                            #"{"source":"\#(authURL(a, "src"))","target":"live","create_target":true,"continuous":true}"#)
+        #expect(try await waitFor {
+            try await HTTP.send(.GET, url(b, "_replicator/once")).json?["_replication_state"] == "completed"
+        })
+        let once = try await HTTP.send(.GET, url(b, "_replicator/once")).json
+        #expect(once?["_replication_stats"]?["docs_written"] == .int(40))
+        #expect(try await HTTP.docCount(url(b, "copy")) == 40)
+        #expect(try await waitFor { try await HTTP.docCount(url(b, "live")) == 40 })
+        let docs = try await HTTP.send(.GET, url(b, "_scheduler/docs")).json
+        #expect(docs?["docs"]?.arrayValue?.count == 2)
+
+        // Restarted, the node picks its persistent continuous job up again; the completed one stays done.
+        let port = b.port
+        b.stop()
+        try await HTTP.load(url(a, "src"), prefix: "s", count: 10)
+        b = try ServerProcess(dataDirectory: dirB.path, port: port)
+        #expect(try await waitFor { try await HTTP.docCount(url(b, "live")) == 50 })
+        #expect(try await HTTP.docCount(url(b, "copy")) == 40)
+
+        // Deleting the document stops the job.
+        let live = try await HTTP.send(.GET, url(b, "_replicator/live")).json!
+        try await HTTP.send(.DELETE, url(b, "_replicator/live?rev=" + live["_rev"]!.stringValue!))
+        #expect(try await waitFor {
+            (try await HTTP.send(.GET, url(b, "_active_tasks")).json?.arrayValue ?? []).isEmpty
+        })
+    }
+
+    @Test func peersInARingAndInAMeshConverge() async throws {
+        for topology in ["ring", "mesh"] {
+            let dirs = [TempDir(), TempDir(), TempDir()]
+            let ports = [freePort(), freePort(), freePort()]
+            func peers(_ i: Int) -> [String] {
+                let others = topology == "ring" ? [(i + 1) % 3] : [0, 1, 2].filter { $0 != i }
+                return others.flatMap { ["--peer", "http://admin:secret@127.0.0.1:\(ports[$0])"] }
+            }
+            let nodes = try (0..<3).map {
+                try ServerProcess(dataDirectory: dirs[$0].path, port: ports[$0],
+                                  extraArguments: peers($0) + ["--peer-scan-interval", "1"])
+            }
+            defer { nodes.forEach { $0.stop() } }
+            try await HTTP.send(.PUT, url(nodes[0], "shared"))
+            #expect(try await waitFor { try await HTTP.send(.GET, url(nodes[2], "shared")).status == 200 })
+            for (i, node) in nodes.enumerated() {
+                try await HTTP.load(url(node, "shared"), prefix: "n\(i)-", count: 100)
+                // Three concurrent creations of one document (explicit revisions, so none is refused as a
+                // conflict by a node that already received another).
+                let r = try await HTTP.send(.POST, url(node, "shared/_bulk_docs"),
+                                            #"{"new_edits":false,"docs":[{"_id":"contested","_rev":"1-\#(i)\#(i)\#(i)","by":\#(i)}]}"#)
+                #expect(r.status == 201)
+            }
+            let started = Date()
+            #expect(try await waitFor(seconds: 60) {
+                var counts: [Int] = []
+                for node in nodes { counts.append(try await HTTP.docCount(url(node, "shared"))) }
+                return counts == [301, 301, 301]
+            }, "\(topology): every node gets every document")
+            print("\(topology): converged in \(Date().timeIntervalSince(started)) s")
+            // All three creations of "contested" survive as conflicts, with one winner everywhere.
+            #expect(try await waitFor(seconds: 30) {
+                let prints = try await nodes.asyncMap { try await HTTP.fingerprint(url($0, "shared")) }
+                return prints[0] == prints[1] && prints[1] == prints[2]
+            }, "\(topology): identical trees")
+            let contested = try await HTTP.send(.GET, url(nodes[1], "shared/contested?conflicts=true")).json
+            #expect(contested?["_conflicts"]?.arrayValue?.count == 2)
+        }
+    }
+}
+
+func waitFor(seconds: Double = 30, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if (try? await condition()) == true { return true }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    return try await condition()
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for e in self { out.append(try await transform(e)) }
+        return out
+    }
+}
