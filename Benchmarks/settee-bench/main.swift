@@ -2,7 +2,8 @@
 //
 //   swift run -c release settee-bench [--json] [--count N] [workload …]
 //
-// Workloads: insert, update, get, changes, json (storage core). Each prints its rate, the baseline's rate
+// Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes (server);
+// replicate, replicate-incremental (replicator). Each prints its rate, the baseline's rate
 // and the ratio; `--json` prints one JSON object with every figure.
 import Foundation
 import SetteeCore
@@ -16,7 +17,8 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
     count = n
     args.removeSubrange(i...(i + 1))
 }
-let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes"]
+let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
+                    "replicate-incremental"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -275,6 +277,16 @@ if selected.contains("json") {
 // http-bulk, http-get, http-changes: a `settee serve` child process over loopback (HTTPWorkloads.swift).
 if selected.contains(where: httpWorkloads.contains) {
     runHTTPWorkloads(selected: selected, ids: ids, docs: docs, docBytes: docBytes, workDir: workDir, jsonOutput: jsonOutput)
+}
+// replicate, replicate-incremental: two `settee serve` nodes over loopback (ReplicationWorkloads.swift).
+if selected.contains(where: replicationWorkloads.contains) {
+    do {
+        try runReplicationWorkloads(selected: selected, ids: ids, docBytes: docBytes, docs: docs, workDir: workDir,
+                                    jsonOutput: jsonOutput)
+    } catch {
+        FileHandle.standardError.write(Data("settee-bench: replication workloads FAILED: \(error)\n".utf8))
+        exit(1)
+    }
 }
 if jsonOutput {
     var out: [JSON] = []

@@ -78,6 +78,7 @@ public struct LocalEndpoint: Endpoint {
             options.allLeaves = true
             options.documentIDs = request.documentIDs
             options.includeDocs = selector != nil
+            if selector == nil { options.limit = request.limit }
             var rows: [ChangeEntry] = []
             var last = since
             var scanned = 0

@@ -155,6 +155,14 @@ public struct RemoteEndpoint: Endpoint {
     public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
         if !session.lacksBulkGet {
             do {
+                // Large batches go as two concurrent requests: the peer serves them on two threads while this
+                // side parses the first answer.
+                if requests.count >= 200 {
+                    let half = requests.count / 2
+                    async let first = bulkGet(Array(requests[..<half]))
+                    let second = try await bulkGet(Array(requests[half...]))
+                    return try await first + second
+                }
                 return try await bulkGet(requests)
             } catch let e as ReplicationError where e.kind == .unsupported || e.status == 400 || e.status == 404 {
                 session.lacksBulkGet = true  // An old CouchDB or a minimal server: fall back to open_revs GETs.
@@ -303,11 +311,17 @@ public struct RemoteEndpoint: Endpoint {
             }
             if history.first != rev { history = [rev] }
         }
-        var body = JSONObject()
+        var members: [(String, JSON)] = []
+        members.reserveCapacity(doc.count)
         var blobs: [String: [UInt8]] = [:]
-        for (key, value) in doc where !envelopeKeys.contains(key) {
+        for (key, value) in doc {
+            guard key.utf8.first == UInt8(ascii: "_") else {
+                members.append((key, value))
+                continue
+            }
+            if envelopeKeys.contains(key) { continue }
             guard key == "_attachments", case .object(let atts) = value else {
-                body[key] = value
+                members.append((key, value))
                 continue
             }
             var stubs = JSONObject()
@@ -329,10 +343,10 @@ public struct RemoteEndpoint: Endpoint {
                 m["stub"] = true
                 stubs[name] = .object(m)
             }
-            body["_attachments"] = .object(stubs)
+            members.append(("_attachments", .object(stubs)))
         }
-        return ReplicatedRevision(id: id, history: history, deleted: doc["_deleted"]?.boolValue ?? false, body: body,
-                                  attachments: blobs)
+        return ReplicatedRevision(id: id, history: history, deleted: doc["_deleted"]?.boolValue ?? false,
+                                  body: JSONObject(members), attachments: blobs)
     }
 
     /// A revision → the document `_bulk_docs` with `new_edits:false` takes.

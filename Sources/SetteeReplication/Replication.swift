@@ -59,6 +59,7 @@ public final class Replication: @unchecked Sendable {
     private let logger: Logger
     private let lock = NSLock()
     private var checkpointer: Checkpointer?
+    let stages = StageTimes()
 
     /// - Parameter onStatus: called (on an arbitrary thread) after every status change.
     public init(source: any Endpoint, target: any Endpoint, options: ReplicationOptions = ReplicationOptions(),
@@ -86,7 +87,8 @@ public final class Replication: @unchecked Sendable {
         box.update { $0 = ReplicatorStatus(); $0.activity = .connecting }
         while true {
             do {
-                try await attempt(onProgress: { failures = 0 })
+                try await stages.time("total") { try await attempt(onProgress: { failures = 0 }) }
+                stages.dump(replicationID)
                 box.update { $0.activity = .stopped; $0.error = nil }
                 return result()
             } catch let error as ReplicationError where error.kind == .cancelled {
@@ -180,7 +182,7 @@ public final class Replication: @unchecked Sendable {
 
     private func pipeline(from start: JSON, _ inFlight: InFlight, onProgress: @escaping () -> Void) async throws {
         var since = start
-        var reader: Task<ChangesBatch, Error> = inFlight.track(readTask(since: since, wait: false))
+        var reader: Task<Diffed, Error> = inFlight.track(readTask(since: since, wait: false))
         var fetcher: Task<Fetched, Error>?
         defer {
             reader.cancel()
@@ -189,7 +191,8 @@ public final class Replication: @unchecked Sendable {
         while true {
             try Task.checkCancellation()
             if fetcher == nil && options.continuous { box.update { $0.activity = .idle } }
-            let batch = try await reader.value
+            let diffed = try await reader.value
+            let batch = diffed.batch
             let caughtUp = batch.results.isEmpty
             box.update {
                 if !caughtUp { $0.activity = .busy; $0.sourceSeq = batch.lastSeq }
@@ -203,7 +206,7 @@ public final class Replication: @unchecked Sendable {
                 reader = inFlight.track(readTask(since: since, wait: willWait))
             }
             let previous = try await fetcher?.value
-            fetcher = caughtUp && !moved ? nil : inFlight.track(fetchTask(batch))
+            fetcher = caughtUp && !moved ? nil : inFlight.track(fetchTask(diffed))
             if let previous {
                 try await write(previous)
                 onProgress()
@@ -225,18 +228,21 @@ public final class Replication: @unchecked Sendable {
         }
     }
 
-    private func readTask(since: JSON, wait: Bool) -> Task<ChangesBatch, Error> {
+    /// A batch of changes and the target's answer to its `_revs_diff`.
+    private struct Diffed: Sendable {
+        var batch: ChangesBatch
+        var requests: [FetchRequest]
+    }
+
+    /// Stage one: read the next batch of changes and ask the target which revisions it lacks.
+    private func readTask(since: JSON, wait: Bool) -> Task<Diffed, Error> {
         let request = ChangesRequest(
             since: since, limit: options.batchSize,
             feed: wait && options.continuous ? .longpoll(timeout: options.longpollTimeout, heartbeat: options.heartbeat) : .normal,
             documentIDs: options.documentIDs, selector: options.documentIDs == nil ? options.selector : nil)
-        let source = self.source
-        return Task { try await source.changes(request) }
-    }
-
-    private func fetchTask(_ batch: ChangesBatch) -> Task<Fetched, Error> {
-        let source = self.source, target = self.target, box = self.box
+        let source = self.source, target = self.target, box = self.box, stages = self.stages
         return Task {
+            let batch = try await stages.time("changes") { try await source.changes(request) }
             var revs: [(id: String, revs: [RevID])] = []
             var index: [String: Int] = [:]
             for change in batch.results {
@@ -248,7 +254,7 @@ public final class Replication: @unchecked Sendable {
                 }
             }
             let checked = revs.reduce(0) { $0 + $1.revs.count }
-            let diff = revs.isEmpty ? [:] : try await target.revsDiff(revs)
+            let diff = revs.isEmpty ? [:] : try await stages.time("revs_diff") { try await target.revsDiff(revs) }
             var requests: [FetchRequest] = []
             requests.reserveCapacity(diff.count)
             var missing = 0
@@ -261,10 +267,19 @@ public final class Replication: @unchecked Sendable {
                 $0.revisionsChecked += checked
                 $0.missingRevisionsFound += missing
             }
-            let revisions = requests.isEmpty ? [] : try await source.fetch(requests)
+            return Diffed(batch: batch, requests: requests)
+        }
+    }
+
+    /// Stage two: fetch the missing revisions (`_bulk_get`).
+    private func fetchTask(_ diffed: Diffed) -> Task<Fetched, Error> {
+        let source = self.source, box = self.box, stages = self.stages
+        return Task {
+            let requests = diffed.requests
+            let revisions = requests.isEmpty ? [] : try await stages.time("fetch") { try await source.fetch(requests) }
             box.update { $0.docsRead += revisions.count }
             ReplicationMetrics.docsRead.increment(by: revisions.count)
-            return Fetched(lastSeq: batch.lastSeq, revisions: revisions)
+            return Fetched(lastSeq: diffed.batch.lastSeq, revisions: revisions)
         }
     }
 
@@ -276,7 +291,7 @@ public final class Replication: @unchecked Sendable {
 
     private func writeAndRecord(_ fetched: Fetched) async throws {
         if !fetched.revisions.isEmpty {
-            let failures = try await target.write(fetched.revisions)
+            let failures = try await stages.time("write") { try await target.write(fetched.revisions) }
             let written = fetched.revisions.count - failures.count
             ReplicationMetrics.docsWritten.increment(by: written)
             ReplicationMetrics.docWriteFailures.increment(by: failures.count)
@@ -297,10 +312,33 @@ public final class Replication: @unchecked Sendable {
 
     private func checkpoint(_ seq: JSON) async throws {
         guard var cp = lock.withLock({ checkpointer }) else { return }
-        try await cp.record(seq, stats: box.current)
+        try await stages.time("checkpoint") { try await cp.record(seq, stats: box.current) }
         let snapshot = cp
         lock.withLock { checkpointer = snapshot }
         box.update { $0.checkpointedSourceSeq = seq }
+    }
+}
+
+/// Time spent per stage, printed to stderr at the end of a run when SETTEE_REPLICATION_TRACE is set.
+final class StageTimes: @unchecked Sendable {
+    static let enabled = ProcessInfo.processInfo.environment["SETTEE_REPLICATION_TRACE"] != nil
+    private let lock = NSLock()
+    private var totals: [String: (Double, Int)] = [:]
+
+    func time<T>(_ stage: String, _ body: () async throws -> T) async rethrows -> T {
+        guard StageTimes.enabled else { return try await body() }
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer {
+            let t = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            lock.withLock { totals[stage, default: (0, 0)].0 += t; totals[stage, default: (0, 0)].1 += 1 }
+        }
+        return try await body()
+    }
+
+    func dump(_ label: String) {
+        guard StageTimes.enabled else { return }
+        let text = lock.withLock { totals.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value.0))s/\($0.value.1)" } }
+        FileHandle.standardError.write(Data("replication \(label): \(text.joined(separator: ", "))\n".utf8))
     }
 }
 

@@ -40,12 +40,23 @@ extension JSON {
 
 /// Splices `_id` and `_rev` (and `_deleted`) into a stored body without parsing it: the fast path for reads.
 enum DocumentBytes {
-    static func splice(id: String, rev: String, deleted: Bool, body: [UInt8], into out: inout [UInt8]) {
+    static func splice(id: String, rev: String, deleted: Bool, body: [UInt8], into out: inout [UInt8],
+                       revisions: (start: Int, ids: [RevID])? = nil) {
         out.append(contentsOf: #"{"_id":"#.utf8)
         JSON.appendString(id, to: &out)
         out.append(contentsOf: #","_rev":"#.utf8)
         JSON.appendString(rev, to: &out)
         if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
+        if let revisions {
+            out.append(contentsOf: #","_revisions":{"start":"#.utf8)
+            out.append(contentsOf: String(revisions.start).utf8)
+            out.append(contentsOf: #","ids":["#.utf8)
+            for (i, r) in revisions.ids.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSON.appendString(r.digest, to: &out)
+            }
+            out.append(contentsOf: "]}".utf8)
+        }
         // body is `{…}`: drop its opening brace; an empty object contributes only the closing one.
         var i = 1
         while i < body.count, body[i] == 0x20 || body[i] == 0x0a || body[i] == 0x0d || body[i] == 0x09 { i += 1 }

@@ -91,12 +91,18 @@ enum BulkRoutes {
         output.revs = try call.query.bool("revs")
         let baseOutput = output
         let metrics = call.node.metrics
-        let results: [JSON] = try await blocking {
-            var out: [JSON] = []
-            for request in requests {
+        // The answer is assembled as bytes: a plain revision (no attachments, no extra metadata) is spliced
+        // from its stored body without parsing it; anything else is rendered as a JSON tree.
+        let answer: [UInt8] = try await blocking {
+            var out: [UInt8] = Array(#"{"results":["#.utf8)
+            out.reserveCapacity(requests.count * 400)
+            let ids = requests.map { $0["id"]?.stringValue ?? "" }
+            let records = try c.records(ids: ids, withTree: true)
+            var read = 0
+            for (n, request) in requests.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
                 guard case .object(let r) = request, let id = r["id"]?.stringValue else {
-                    out.append(["id": .null, "docs": [["error": ["id": .null, "rev": .null, "error": "bad_request",
-                                                                  "reason": "Document id must be a string"]]]])
+                    out.append(contentsOf: #"{"id":null,"docs":[{"error":{"id":null,"rev":null,"error":"bad_request","reason":"Document id must be a string"}}]}"#.utf8)
                     continue
                 }
                 let revText = r["rev"]?.stringValue
@@ -104,38 +110,56 @@ enum BulkRoutes {
                 if let since = r["atts_since"]?.arrayValue {
                     docOutput.attsSince = since.compactMap { $0.stringValue.flatMap(RevID.init) }
                 }
-                func error(_ rev: String?, _ e: String, _ reason: String) -> JSON {
-                    ["error": ["id": .string(id), "rev": rev.map(JSON.string) ?? .null, "error": .string(e),
-                               "reason": .string(reason)]]
+                out.append(contentsOf: #"{"id":"#.utf8)
+                JSON.appendString(id, to: &out)
+                out.append(contentsOf: #","docs":["#.utf8)
+                func error(_ rev: String?, _ e: String, _ reason: String) {
+                    let value: JSON = ["error": ["id": .string(id), "rev": rev.map(JSON.string) ?? .null, "error": .string(e),
+                                                 "reason": .string(reason)]]
+                    value.serialize(into: &out)
                 }
-                guard let record = try c.record(id: id, withTree: true) else {
-                    out.append(["id": .string(id), "docs": [error(revText, "not_found", "missing")]])
-                    continue
-                }
-                var docs: [JSON] = []
-                if let revText {
-                    guard let rev = RevID(revText) else {
-                        out.append(["id": .string(id), "docs": [error(revText, "bad_request", "Invalid rev format")]])
-                        continue
+                func emit(_ record: DocumentRecord, _ rev: RevID, _ body: [UInt8], _ deleted: Bool) throws {
+                    out.append(contentsOf: #"{"ok":"#.utf8)
+                    if docOutput.isPlainExceptRevs && !DocumentOutput.mayHaveAttachments(body), let tree = record.tree {
+                        let history = docOutput.revs ? (rev.generation, tree.history(of: rev)) : nil
+                        DocumentBytes.splice(id: record.id, rev: rev.description, deleted: deleted, body: body, into: &out,
+                                             revisions: history)
+                    } else {
+                        JSON.object(try docOutput.render(record, rev: rev, body: body, deleted: deleted, database: db))
+                            .serialize(into: &out)
                     }
-                    for (r, found) in DocumentOutput.openRevs(record, requested: [rev], latest: latest) {
-                        if found, let revision = record.revision(r) {
-                            docs.append(["ok": .object(try docOutput.render(record, rev: r, body: revision.body,
-                                                                            deleted: revision.deleted, database: db))])
+                    out.append(UInt8(ascii: "}"))
+                    read += 1
+                }
+                if let record = records[n] {
+                    if let revText {
+                        if let rev = RevID(revText) {
+                            var first = true
+                            for (r, found) in DocumentOutput.openRevs(record, requested: [rev], latest: latest) {
+                                if !first { out.append(UInt8(ascii: ",")) }
+                                first = false
+                                if found, let revision = record.revision(r) {
+                                    try emit(record, r, revision.body, revision.deleted)
+                                } else {
+                                    error(r.description, "not_found", "missing")
+                                }
+                            }
                         } else {
-                            docs.append(error(r.description, "not_found", "missing"))
+                            error(revText, "bad_request", "Invalid rev format")
                         }
+                    } else {
+                        try emit(record, record.revID, record.body, record.deleted)
                     }
                 } else {
-                    docs.append(["ok": .object(try docOutput.render(record, rev: record.revID, body: record.body,
-                                                                    deleted: record.deleted, database: db))])
+                    error(revText, "not_found", "missing")
                 }
-                metrics.documentsRead(docs.count)
-                out.append(["id": .string(id), "docs": .array(docs)])
+                out.append(contentsOf: "]}".utf8)
             }
+            out.append(contentsOf: "]}".utf8)
+            metrics.documentsRead(read)
             return out
         }
-        return Reply.json(.ok, ["results": .array(results)])
+        return Reply.raw(.ok, answer, contentType: "application/json")
     }
 
     // MARK: _revs_diff

@@ -167,7 +167,9 @@ enum ChangesRoutes {
             last = max(last, dbSeq)
         }
         var pending = 0
-        if limitReached && !o.descending {
+        if limitReached && !o.descending && !filtered && o.docIDs == nil {
+            pending = try c.changeCount(since: last)  // one indexed COUNT, not a scan of the rest of the feed
+        } else if limitReached && !o.descending {
             var rest = SetteeStore.Collection.ChangesOptions(since: last)
             rest.documentIDs = o.docIDs
             rest.includeDocs = o.selector != nil

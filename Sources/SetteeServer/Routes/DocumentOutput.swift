@@ -33,6 +33,28 @@ struct DocumentOutput: Sendable {
         !revs && !revsInfo && !conflicts && !deletedConflicts && !attachments && attsSince.isEmpty && !localSeq
     }
 
+    /// Whether only `_revisions` (and attachment options, which matter only for bodies with attachments) is asked.
+    var isPlainExceptRevs: Bool { !revsInfo && !conflicts && !deletedConflicts && !localSeq }
+
+    /// Whether a stored body may hold `_attachments` (a byte search: a false positive only costs the slow path).
+    static func mayHaveAttachments(_ body: [UInt8]) -> Bool {
+        let needle = Array(#""_attachments""#.utf8)
+        guard body.count >= needle.count else { return false }
+        return body.withUnsafeBufferPointer { buf in
+            var i = 0
+            let end = buf.count - needle.count
+            while i <= end {
+                if buf[i] == 0x22 && buf[i + 1] == 0x5F {
+                    var match = true
+                    for k in 2..<needle.count where buf[i + k] != needle[k] { match = false; break }
+                    if match { return true }
+                }
+                i += 1
+            }
+            return false
+        }
+    }
+
     /// Whether rendering needs the revision tree.
     var needsTree: Bool { revs || revsInfo || conflicts || deletedConflicts || !attsSince.isEmpty }
 

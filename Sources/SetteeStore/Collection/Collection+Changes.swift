@@ -41,7 +41,7 @@ extension Collection {
     public func changes(_ options: ChangesOptions) throws -> [ChangeRow] {
         try database.read { db in
             var rows: [ChangeRow] = []
-            try self.scanChanges(options, db: db) { rows.append($0) }
+            try self.scanChanges(options, db: db) { rows.append($0); return true }
             return rows
         }
     }
@@ -49,15 +49,22 @@ extension Collection {
     /// Streams the change feed to `body` row by row (no intermediate array); return false to stop.
     public func forEachChange(_ options: ChangesOptions, _ body: (ChangeRow) throws -> Bool) throws {
         try database.read { db in
-            var stop = false
-            try self.scanChanges(options, db: db) { row in
-                if stop { return }
-                if try !body(row) { stop = true }
-            }
+            try self.scanChanges(options, db: db, body)
         }
     }
 
-    func scanChanges(_ options: ChangesOptions, db: Connection, _ emit: (ChangeRow) throws -> Void) throws {
+    /// How many documents changed after `since` (the feed's `pending`).
+    public func changeCount(since: UInt64) throws -> Int {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT count(*) FROM \(docsTable) WHERE seq > ?")
+            defer { stmt.reset() }
+            stmt.bind(Int64(clamping: since), at: 1)
+            return try stmt.step() ? Int(stmt.int64(0)) : 0
+        }
+    }
+
+    /// Steps through the feed, stopping as soon as `emit` returns false.
+    func scanChanges(_ options: ChangesOptions, db: Connection, _ emit: (ChangeRow) throws -> Bool) throws {
         let needTree = options.allLeaves || options.conflicts
         var columns = "seq, id, rev, flags"
         columns += options.includeDocs ? ", body" : ", NULL"
@@ -91,9 +98,10 @@ extension Collection {
                     conflicts = ranked.dropFirst().filter { !$0.deleted }.map(\.rev)
                 }
             }
-            try emit(ChangeRow(sequence: UInt64(stmt.int64(0)), id: stmt.string(1) ?? "", rev: rev,
-                               deleted: flags & DocFlags.deleted != 0, leaves: leaves, conflicts: conflicts,
-                               body: options.includeDocs ? stmt.blob(4) : nil))
+            let more = try emit(ChangeRow(sequence: UInt64(stmt.int64(0)), id: stmt.string(1) ?? "", rev: rev,
+                                          deleted: flags & DocFlags.deleted != 0, leaves: leaves, conflicts: conflicts,
+                                          body: options.includeDocs ? stmt.blob(4) : nil))
+            if !more { return }
         }
     }
 

@@ -30,6 +30,13 @@ extension Collection {
                               conflicted: flags & DocFlags.conflicted != 0, body: body, tree: tree)
     }
 
+    /// Many documents in one read transaction (a consistent snapshot), in the order of `ids`; nil where missing.
+    public func records(ids: [String], withTree: Bool = false) throws -> [DocumentRecord?] {
+        try database.read { db in
+            try ids.map { try self.readRecord(id: $0, withTree: withTree, db: db) }
+        }
+    }
+
     /// One row of `_all_docs`.
     public struct AllDocsRow: Sendable {
         public let id: String

@@ -94,7 +94,11 @@ extension Collection {
         let bodyJSON = JSON.object(w.body)
         session.body.removeAll(keepingCapacity: true)
         session.canonical.removeAll(keepingCapacity: true)
-        bodyJSON.serialize(into: &session.body, canonical: &session.canonical)
+        if case .replicated = w.mode {
+            bodyJSON.serialize(into: &session.body)  // the revision id is given: no canonical form to hash
+        } else {
+            bodyJSON.serialize(into: &session.body, canonical: &session.canonical)
+        }
         var createdRev: RevID?
         if case .edit(parent: nil) = w.mode {
             // Most new-document saves: insert directly, and fall back to the full path if the id exists.
