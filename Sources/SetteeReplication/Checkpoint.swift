@@ -92,7 +92,6 @@ struct Checkpointer: Sendable {
             }
         }
         lastRecorded = seq
-        ReplicationMetrics.checkpoints.increment()
     }
 
     /// Writes the checkpoint document on one side, re-reading its revision once if it changed underneath.

@@ -71,10 +71,11 @@ public struct RemoteEndpoint: Endpoint {
         self.session = SessionCookie()
     }
 
-    /// The process-wide client: keep-alive pool, gzip decompression, 10 s connect and 60 s read timeouts.
+    /// The process-wide client: keep-alive pool, gzip decompression, 10 s connect and 30 s read timeouts (a silent
+    /// peer — a partition — is noticed within 30 s; long polls ask for a 10 s heartbeat to stay alive).
     public static let sharedClient: HTTPClient = {
         var config = HTTPClient.Configuration(
-            timeout: .init(connect: .seconds(10), read: .seconds(60)),
+            timeout: .init(connect: .seconds(10), read: .seconds(30)),
             decompression: .enabled(limit: .none))
         config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
         config.httpVersion = .http1Only

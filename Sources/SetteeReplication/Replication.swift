@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import SetteeCore
 import SetteeStore
 
@@ -27,6 +28,8 @@ public struct ReplicationOptions: Sendable {
     public var heartbeat: Duration = .seconds(10)
     /// Resolves conflicts the pulled revisions create (only when the target is a ``LocalEndpoint``).
     public var conflictResolver: (any ConflictResolverProtocol)?
+    /// Where the `settee_replication_*` counters go; nil: swift-metrics' process-wide factory.
+    public var metricsFactory: (any MetricsFactory)?
 
     public init() {}
 }
@@ -60,6 +63,7 @@ public final class Replication: @unchecked Sendable {
     private let lock = NSLock()
     private var checkpointer: Checkpointer?
     let stages = StageTimes()
+    let counters: ReplicationCounters
 
     /// - Parameter onStatus: called (on an arbitrary thread) after every status change.
     public init(source: any Endpoint, target: any Endpoint, options: ReplicationOptions = ReplicationOptions(),
@@ -72,6 +76,7 @@ public final class Replication: @unchecked Sendable {
         self.replicationID = Checkpointer.replicationID(source: source, target: target,
                                                         documentIDs: options.documentIDs, selector: options.selector)
         self.box = StatusBox(onChange: onStatus)
+        self.counters = ReplicationCounters(factory: options.metricsFactory)
     }
 
     /// The current status.
@@ -99,7 +104,7 @@ public final class Replication: @unchecked Sendable {
                 return result()
             } catch let error as ReplicationError where error.isTransient {
                 failures += 1
-                ReplicationMetrics.retries.increment()
+                counters.retries.increment()
                 if !options.continuous && failures >= options.maxAttempts {
                     box.update { $0.activity = .stopped; $0.error = error }
                     throw error
@@ -273,12 +278,12 @@ public final class Replication: @unchecked Sendable {
 
     /// Stage two: fetch the missing revisions (`_bulk_get`).
     private func fetchTask(_ diffed: Diffed) -> Task<Fetched, Error> {
-        let source = self.source, box = self.box, stages = self.stages
+        let source = self.source, box = self.box, stages = self.stages, counters = self.counters
         return Task {
             let requests = diffed.requests
             let revisions = requests.isEmpty ? [] : try await stages.time("fetch") { try await source.fetch(requests) }
             box.update { $0.docsRead += revisions.count }
-            ReplicationMetrics.docsRead.increment(by: revisions.count)
+            counters.docsRead.increment(by: revisions.count)
             return Fetched(lastSeq: diffed.batch.lastSeq, revisions: revisions)
         }
     }
@@ -293,8 +298,8 @@ public final class Replication: @unchecked Sendable {
         if !fetched.revisions.isEmpty {
             let failures = try await stages.time("write") { try await target.write(fetched.revisions) }
             let written = fetched.revisions.count - failures.count
-            ReplicationMetrics.docsWritten.increment(by: written)
-            ReplicationMetrics.docWriteFailures.increment(by: failures.count)
+            counters.docsWritten.increment(by: written)
+            counters.docWriteFailures.increment(by: failures.count)
             for f in failures { logger.warning("replication \(replicationID): \(f)") }
             box.update {
                 $0.docsWritten += written
@@ -313,6 +318,7 @@ public final class Replication: @unchecked Sendable {
     private func checkpoint(_ seq: JSON) async throws {
         guard var cp = lock.withLock({ checkpointer }) else { return }
         try await stages.time("checkpoint") { try await cp.record(seq, stats: box.current) }
+        counters.checkpoints.increment()
         let snapshot = cp
         lock.withLock { checkpointer = snapshot }
         box.update { $0.checkpointedSourceSeq = seq }

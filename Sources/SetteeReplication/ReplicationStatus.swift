@@ -116,11 +116,21 @@ final class StatusBox: @unchecked Sendable {
     }
 }
 
-/// Prometheus counters (through swift-metrics; the server bootstraps the Prometheus backend).
-enum ReplicationMetrics {
-    static let docsRead = Counter(label: "settee_replication_docs_read_total")
-    static let docsWritten = Counter(label: "settee_replication_docs_written_total")
-    static let docWriteFailures = Counter(label: "settee_replication_doc_write_failures_total")
-    static let checkpoints = Counter(label: "settee_replication_checkpoints_total")
-    static let retries = Counter(label: "settee_replication_retries_total")
+/// Prometheus counters, through swift-metrics: the factory given in ``ReplicationOptions/metricsFactory`` (the
+/// server passes its registry's) or the process-wide one.
+struct ReplicationCounters: Sendable {
+    let docsRead: Counter
+    let docsWritten: Counter
+    let docWriteFailures: Counter
+    let checkpoints: Counter
+    let retries: Counter
+
+    init(factory: (any MetricsFactory)?) {
+        let f = factory ?? MetricsSystem.factory
+        docsRead = Counter(label: "settee_replication_docs_read_total", factory: f)
+        docsWritten = Counter(label: "settee_replication_docs_written_total", factory: f)
+        docWriteFailures = Counter(label: "settee_replication_doc_write_failures_total", factory: f)
+        checkpoints = Counter(label: "settee_replication_checkpoints_total", factory: f)
+        retries = Counter(label: "settee_replication_retries_total", factory: f)
+    }
 }

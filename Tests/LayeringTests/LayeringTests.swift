@@ -58,6 +58,17 @@ import Testing
         #expect(violations.isEmpty, "layering violations: \(violations)")
     }
 
+    /// DESIGN.md: "only RemoteEndpoint imports AsyncHTTPClient" — within the replicator too, one file talks HTTP.
+    @Test func onlyRemoteEndpointImportsTheHTTPClient() throws {
+        let dir = Self.sourcesDirectory.appendingPathComponent("SetteeReplication")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.contains("RemoteEndpoint.swift"))
+        for file in files where file != "RemoteEndpoint.swift" {
+            let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains("import AsyncHTTPClient"), "\(file) imports AsyncHTTPClient")
+        }
+    }
+
     @Test func pureTargetsDoNoIO() throws {
         for target in ["SetteeCore", "SetteeSQLPP", "SetteeVector"] {
             let dir = Self.sourcesDirectory.appendingPathComponent(target)

@@ -26,6 +26,15 @@ struct HTTP {
         return (Int(response.status.code), try? JSON.parse(Array(bytes.readableBytesView)))
     }
 
+    /// The body of a GET as text.
+    static func raw(_ url: String) async throws -> String {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Authorization", value: auth)
+        let response = try await RemoteEndpoint.sharedClient.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 24)
+        return String(decoding: bytes.readableBytesView, as: UTF8.self)
+    }
+
     /// Writes `count` small documents (`prefix0`…) with `_bulk_docs`.
     static func load(_ db: String, prefix: String, count: Int, start: Int = 0) async throws {
         var i = start
@@ -103,6 +112,10 @@ struct HTTP {
         #expect(fa == fb)
         #expect(fa.count == 361)
         #expect(fa.filter { $0.contains("_conflicts") || $0.contains("[\"") && !$0.hasSuffix("-") }.count == 10)
+
+        // The replication counted into the node's Prometheus registry.
+        let metrics = try await HTTP.raw(url(a, "_metrics"))
+        #expect(metrics.contains("settee_replication_docs_written_total"))
 
         // Nothing new: a repeated replication finds nothing to do.
         r = try await HTTP.send(.POST, url(a, "_replicate"), #"{"source":"\#(authURL(b, "db"))","target":"db"}"#)

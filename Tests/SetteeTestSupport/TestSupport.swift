@@ -31,13 +31,20 @@ public final class ServerProcess: @unchecked Sendable {
     private let output = Pipe()
 
     /// Starts `settee serve` and waits until it reports its port.
+    /// - Parameter wrapper: a command to run `settee` under, e.g. `["ip", "netns", "exec", "ns1"]`.
     public init(dataDirectory: String, admin: String? = "admin:secret", port requestedPort: Int = 0,
-                extraArguments: [String] = []) throws {
+                extraArguments: [String] = [], wrapper: [String] = []) throws {
         self.dataDirectory = dataDirectory
-        process.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         var args = ["serve", "--data", dataDirectory, "--port", String(requestedPort), "--log-level", "warning"]
         if let admin { args += ["--admin", admin] }
-        process.arguments = args + extraArguments
+        args += extraArguments
+        if let first = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = Array(wrapper.dropFirst()) + [builtProduct("settee")] + args
+        } else {
+            process.executableURL = URL(fileURLWithPath: builtProduct("settee"))
+            process.arguments = args
+        }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()

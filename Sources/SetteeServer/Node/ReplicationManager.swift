@@ -117,6 +117,7 @@ final class ReplicationManager: @unchecked Sendable {
 
     func options(_ spec: Spec) -> ReplicationOptions {
         var o = ReplicationOptions()
+        o.metricsFactory = node.metrics.factory
         o.continuous = spec.continuous
         o.createTarget = spec.createTarget
         o.documentIDs = spec.documentIDs

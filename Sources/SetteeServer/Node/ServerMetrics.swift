@@ -7,7 +7,8 @@ import Prometheus
 /// Each node has its own registry (no global bootstrap), so several nodes in one process keep separate figures.
 final class ServerMetrics: @unchecked Sendable {
     let registry = PrometheusCollectorRegistry()
-    private let factory: PrometheusMetricsFactory
+    /// The factory over this node's registry (replications count into it too).
+    let factory: PrometheusMetricsFactory
     private let lock = NSLock()
     private var timers: [String: CoreMetrics.Timer] = [:]
     private let docsWritten: CoreMetrics.Counter
