@@ -33,7 +33,8 @@ public struct RemoteEndpoint: Endpoint {
     /// Extra headers sent with every request.
     public let headers: [(String, String)]
     private let client: HTTPClient
-    private let session: SessionCookie
+    /// The session cookie and whether the peer lacks `_bulk_get` (tests set that to exercise the fallback).
+    let session: SessionCookie
 
     /// - Parameters:
     ///   - url: the database's URL; user info in it becomes basic authentication unless `authentication` is given.

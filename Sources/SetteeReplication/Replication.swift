@@ -42,6 +42,8 @@ public struct ReplicationResult: Sendable {
     public var status: ReplicatorStatus
     /// The checkpoint history as recorded on the target (newest first).
     public var history: [JSON]
+    /// True when the replication caught up and finished; false when it was stopped first (or is continuous).
+    public var completed: Bool
 }
 
 /// One replication from a source endpoint to a target endpoint, following the CouchDB replication protocol:
@@ -95,7 +97,7 @@ public final class Replication: @unchecked Sendable {
                 try await stages.time("total") { try await attempt(onProgress: { failures = 0 }) }
                 stages.dump(replicationID)
                 box.update { $0.activity = .stopped; $0.error = nil }
-                return result()
+                return result(completed: !options.continuous)
             } catch let error as ReplicationError where error.kind == .cancelled {
                 box.update { $0.activity = .stopped }
                 return result()
@@ -134,7 +136,7 @@ public final class Replication: @unchecked Sendable {
         return capped * Double.random(in: 0.5...1.0)
     }
 
-    private func result() -> ReplicationResult {
+    private func result(completed: Bool = false) -> ReplicationResult {
         let cp = lock.withLock { checkpointer }
         var history: [JSON] = []
         if let cp {
@@ -143,7 +145,8 @@ public final class Replication: @unchecked Sendable {
                                 "start_time": .string(cp.startTime)])]
         }
         return ReplicationResult(replicationID: replicationID, sessionID: cp?.sessionID ?? "",
-                                 sourceLastSeq: cp?.lastRecorded ?? .int(0), status: box.current, history: history)
+                                 sourceLastSeq: cp?.lastRecorded ?? .int(0), status: box.current, history: history,
+                                 completed: completed)
     }
 
     // MARK: One attempt

@@ -20,7 +20,7 @@ struct Replicate: AsyncParsableCommand {
     @Flag(help: "Bring TARGET's changes into SOURCE.") var pull = false
     @Flag(help: "Keep replicating as changes happen, until interrupted.") var continuous = false
     @Flag(help: "Create TARGET if it does not exist.") var createTarget = false
-    @Option(help: "Only these document ids (comma-separated).") var docIDs: String?
+    @Option(name: .customLong("doc-ids"), help: "Only these document ids (comma-separated).") var docIDs: String?
     @Option(help: "Only documents matching this Mango selector (JSON).") var selector: String?
     @Option(help: "Changes per batch.") var batchSize: Int = 500
     @Flag(help: "Ignore checkpoints: replicate everything again.") var reset = false

@@ -132,6 +132,43 @@ struct HTTP {
         #expect(r.status == 401)
     }
 
+    @Test func cookieAuthenticationAndTheOpenRevsFallbackWork() async throws {
+        let dirA = TempDir(), dirB = TempDir()
+        let a = try ServerProcess(dataDirectory: dirA.path), b = try ServerProcess(dataDirectory: dirB.path)
+        defer { a.stop(); b.stop() }
+        try await HTTP.send(.PUT, url(a, "db"))
+        try await HTTP.load(url(a, "db"), prefix: "c", count: 120)
+        try await HTTP.send(.PUT, url(a, "db/att"), #"{"_attachments":{"a.txt":{"content_type":"text/plain","data":"aGk="}}}"#)
+        // A source that (as far as the replicator knows) lacks _bulk_get, reached with a session cookie.
+        let source = try RemoteEndpoint(url: url(a, "db"), authentication: .session(user: "admin", password: "secret"))
+        source.session.lacksBulkGet = true
+        let target = try RemoteEndpoint(url: authURL(b, "db"))
+        var options = ReplicationOptions()
+        options.createTarget = true
+        let result = try await Replication(source: source, target: target, options: options).run()
+        #expect(result.status.docsWritten == 121)
+        #expect(source.session.cookie?.hasPrefix("AuthSession=") == true)
+        let att = try await HTTP.send(.GET, url(b, "db/att") + "?attachments=true")
+        #expect(att.json?["_attachments"]?["a.txt"]?["data"] == "aGk=")
+        // The CLI with a document id filter.
+        let cli = Process()
+        cli.executableURL = URL(fileURLWithPath: builtProduct("settee"))
+        cli.arguments = ["replicate", authURL(a, "db"), authURL(b, "picked"), "--create-target", "--doc-ids", "c000001,c000007",
+                         "--quiet"]
+        let out = Pipe()
+        cli.standardOutput = out
+        try cli.run()
+        let report = try JSON.parse(Array(out.fileHandleForReading.readDataToEndOfFile()))
+        cli.waitUntilExit()
+        #expect(cli.terminationStatus == 0)
+        #expect(report["docs_written"] == 2)
+        #expect(try await HTTP.docCount(url(b, "picked")) == 2)
+
+        // Wrong credentials stop the replication with a clear 401.
+        let wrong = try RemoteEndpoint(url: url(a, "db"), authentication: .session(user: "admin", password: "nope"))
+        await #expect(throws: ReplicationError.self) { try await Replication(source: wrong, target: target).run() }
+    }
+
     @Test func aKilledReplicationResumesFromItsCheckpoint() async throws {
         let dirA = TempDir(), dirB = TempDir()
         let a = try ServerProcess(dataDirectory: dirA.path), b = try ServerProcess(dataDirectory: dirB.path)
@@ -235,6 +272,16 @@ struct HTTP {
         b = try ServerProcess(dataDirectory: dirB.path, port: port)
         #expect(try await waitFor { try await HTTP.docCount(url(b, "live")) == 50 })
         #expect(try await HTTP.docCount(url(b, "copy")) == 40)
+
+        // An invalid job document is marked failed once, not rewritten over and over.
+        try await HTTP.send(.PUT, url(b, "_replicator/bad"), #"{"source":"no_such_db","target":"x"}"#)
+        #expect(try await waitFor {
+            try await HTTP.send(.GET, url(b, "_replicator/bad")).json?["_replication_state"] == "failed"
+        })
+        try await Task.sleep(for: .seconds(1))
+        let bad = try await HTTP.send(.GET, url(b, "_replicator/bad")).json
+        #expect(bad?["_rev"]?.stringValue?.hasPrefix("2-") == true, "\(String(describing: bad?["_rev"]))")
+        #expect(bad?["_replication_state_reason"] != nil)
 
         // Deleting the document stops the job.
         let live = try await HTTP.send(.GET, url(b, "_replicator/live")).json!

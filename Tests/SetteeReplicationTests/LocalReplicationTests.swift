@@ -153,6 +153,18 @@ import Testing
         #expect(r.status.docsWritten == 5)
     }
 
+    @Test func aSelectorMatchingOnlyLateDocumentsStillFindsThem() async throws {
+        let dir = TempDir()
+        let a = try dir.open("a").defaultCollection(), b = try dir.open("b").defaultCollection()
+        for i in 0..<3000 { try a.put(String(format: "d%05d", i), #"{"match":\#(i >= 2500)}"#) }
+        var options = ReplicationOptions()
+        options.selector = try JSON.parse(#"{"match":true}"#)
+        let r = try await Replication(source: LocalEndpoint(collection: a), target: LocalEndpoint(collection: b),
+                                      options: options).run()
+        #expect(r.status.docsWritten == 500)
+        #expect(try b.documentCounts().live == 500)
+    }
+
     @Test func continuousReplicationFollowsTheCommitFeedUntilStopped() async throws {
         let dir = TempDir()
         let a = try dir.open("a").defaultCollection(), b = try dir.open("b").defaultCollection()
@@ -253,5 +265,50 @@ import Testing
                                            target: doc("s2", 20, history: [("s2", 20), ("s1", 10)])) == .int(20))
         #expect(Checkpointer.startSequence(source: doc("x", 30, history: [("x", 30)]),
                                            target: doc("y", 20, history: [("y", 20)])) == .int(0))
+    }
+}
+
+/// Attachments travel once; purges stay local (as in CouchDB).
+@Suite struct AttachmentAndPurgeReplicationTests {
+    @Test func unchangedAttachmentsAreNotSentAgain() async throws {
+        let dir = TempDir()
+        let a = try dir.open("a").defaultCollection(), b = try dir.open("b").defaultCollection()
+        let data = Array(repeating: UInt8(ascii: "x"), count: 10_000)
+        let digest = Database.attachmentDigest(data)
+        let r1 = try a.write(RevisionWrite(
+            id: "doc", body: obj(#"{"v":1,"_attachments":{"big.bin":{"content_type":"application/octet-stream","digest":"\#(digest)","length":10000,"revpos":1,"stub":true}}}"#),
+            mode: .edit(parent: nil), blobs: [(digest, data)]))
+        _ = try await Replication(source: LocalEndpoint(collection: a), target: LocalEndpoint(collection: b)).run()
+        #expect(try b.database.blob(digest: digest) == data)
+
+        // A second revision keeps the attachment: fetched with atts_since, it travels as a stub only.
+        var body = try #require(try a.record(id: "doc")).json()
+        body["v"] = 2
+        let r2 = try a.write(RevisionWrite(id: "doc", body: body, mode: .edit(parent: r1)))
+        let fetched = try await LocalEndpoint(collection: a).fetch([FetchRequest(id: "doc", revs: [r2], attsSince: [r1])])
+        #expect(fetched.count == 1)
+        #expect(fetched[0].attachments.isEmpty)
+        #expect(fetched[0].body["_attachments"]?["big.bin"]?["stub"] == true)
+        let withoutSince = try await LocalEndpoint(collection: a).fetch([FetchRequest(id: "doc", revs: [r2])])
+        #expect(withoutSince[0].attachments[digest] == data)
+
+        let second = try await Replication(source: LocalEndpoint(collection: a), target: LocalEndpoint(collection: b)).run()
+        #expect(second.status.docsWritten == 1)
+        #expect(try b.winner("doc") == r2)
+        #expect(try b.document(id: "doc")?.dictionary(forKey: "_attachments")?["big.bin"]?["digest"] == .string(digest))
+    }
+
+    @Test func purgesAreNotReplicated() async throws {
+        let dir = TempDir()
+        let a = try dir.open("a").defaultCollection(), b = try dir.open("b").defaultCollection()
+        try a.put("keep", "{}")
+        try a.put("gone", "{}")
+        _ = try await Replication(source: LocalEndpoint(collection: a), target: LocalEndpoint(collection: b)).run()
+        try a.purge(id: "gone")
+        try a.put("later", "{}")
+        _ = try await Replication(source: LocalEndpoint(collection: a), target: LocalEndpoint(collection: b)).run()
+        #expect(try b.record(id: "gone") != nil, "a purge removes the document on its own node only")
+        #expect(try b.record(id: "later") != nil)
+        #expect(try a.record(id: "gone") == nil)
     }
 }

@@ -114,7 +114,15 @@ struct BadInputTests {
         try await withServer { c in
             try await c.createDB("db")
             expectError(try await c.post("/db/_find", "{}"), .notFound, "not_found")
-            expectError(try await c.post("/_replicate", "{}"), .notFound, "not_found")
+        }
+    }
+
+    @Test func aReplicationWithoutSourceOrTargetIs400() async throws {
+        try await withServer { c in
+            expectError(try await c.post("/_replicate", "{}"), .badRequest, "bad_request")
+            expectError(try await c.post("/_replicate", #"{"source":"a"}"#), .badRequest, "bad_request")
+            expectError(try await c.post("/_replicate", #"{"source":"a","target":"b","doc_ids":"x"}"#), .badRequest, "bad_request")
+            expectError(try await c.post("/_replicate", #"{"source":"nope","target":"b"}"#), .notFound, "db_not_found")
         }
     }
 

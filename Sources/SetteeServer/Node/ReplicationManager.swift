@@ -33,7 +33,14 @@ final class ReplicationManager: @unchecked Sendable {
         let spec: Spec
         let replication: Replication
         var task: Task<Void, Never>?
+        /// Stops a one-shot `_replicate` that runs inside its request.
+        var onCancel: (@Sendable () -> Void)?
         let startedOn = Date()
+
+        func cancel() {
+            task?.cancel()
+            onCancel?()
+        }
 
         init(id: String, docID: String?, spec: Spec, replication: Replication) {
             self.id = id
@@ -49,6 +56,9 @@ final class ReplicationManager: @unchecked Sendable {
     private var replicatorWatch: Task<Void, Never>?
     private var peerLoop: Task<Void, Never>?
     private var stopped = false
+    /// Each `_replicator` document's content (without `_replication_*` fields) as last acted upon, so the
+    /// node's own state writes, which come back through the feed, are not acted upon again.
+    private var seenDocuments: [String: String] = [:]
     let logger = Logger(label: "settee.replicator")
 
     init(node: Node) {
@@ -144,7 +154,7 @@ final class ReplicationManager: @unchecked Sendable {
             guard let id, let job = removeJob(id) else {
                 throw CouchError(.notFound, "not_found", "Replication \(id ?? "") is not running")
             }
-            job.task?.cancel()
+            job.cancel()
             return (200, ["ok": true, "_local_id": .string(id)])
         }
         let spec = try Self.spec(body)
@@ -157,15 +167,23 @@ final class ReplicationManager: @unchecked Sendable {
             return (202, ["ok": true, "_local_id": .string(id)])
         }
         let job = Job(id: id, docID: nil, spec: spec, replication: replication)
+        let run = Task { try await replication.run() }
+        job.onCancel = { run.cancel() }
         lock.withLock { jobs[id] = job }
         defer { _ = removeJob(id, ifSame: job) }
         do {
             let result = try await withTaskCancellationHandler {
-                try await replication.run()
+                try await run.value
             } onCancel: {
-                job.task?.cancel()
+                run.cancel()
             }
-            return (200, .object(Self.report(result)))
+            var report = Self.report(result)
+            if !result.completed {
+                report["ok"] = false
+                report["error"] = "cancelled"
+                report["reason"] = "The replication was cancelled before it finished."
+            }
+            return (200, .object(report))
         } catch let e as ReplicationError {
             throw Self.couchError(e)
         }
@@ -282,7 +300,7 @@ final class ReplicationManager: @unchecked Sendable {
         }
         watch?.cancel()
         peers?.cancel()
-        for job in all { job.task?.cancel() }
+        for job in all { job.cancel() }
         for job in all { await job.task?.value }
     }
 
@@ -303,7 +321,7 @@ final class ReplicationManager: @unchecked Sendable {
             return (w, j)
         }
         watch?.cancel()
-        for job in docJobs { job.task?.cancel() }
+        for job in docJobs { job.cancel() }
     }
 
     private func watchReplicatorDatabase() {
@@ -343,19 +361,29 @@ final class ReplicationManager: @unchecked Sendable {
         guard !docID.hasPrefix("_design/") else { return }
         let current = lock.withLock { jobs.values.first { $0.docID == docID } }
         guard !row.deleted, let bytes = row.body, case .object(let doc)? = try? JSON.parse(bytes) else {
-            if let current { removeJob(current.id)?.task?.cancel() }
+            lock.withLock { seenDocuments[docID] = nil }
+            if let current { removeJob(current.id)?.cancel() }
             return
         }
+        var userFields = doc
+        for key in doc.keys where key.hasPrefix("_replication_") { userFields.removeValue(forKey: key) }
+        let fingerprint = JSON.object(userFields).jsonString
+        let seen = lock.withLock {
+            let same = seenDocuments[docID] == fingerprint
+            seenDocuments[docID] = fingerprint
+            return same
+        }
+        if seen { return }  // only our own `_replication_*` fields changed
         let spec: Spec
         do {
             spec = try Self.spec(doc)
         } catch {
-            if let current { removeJob(current.id)?.task?.cancel() }
+            if let current { removeJob(current.id)?.cancel() }
             await writeState(docID, collection, state: "failed", reason: "\(CouchError.from(any: error).reason)")
             return
         }
         if let current, current.spec.fingerprint == spec.fingerprint { return }  // our own state write, or no change
-        if let current { removeJob(current.id)?.task?.cancel() }
+        if let current { removeJob(current.id)?.cancel() }
         let state = doc["_replication_state"]?.stringValue
         let source: any Endpoint, target: any Endpoint
         do {
@@ -376,7 +404,7 @@ final class ReplicationManager: @unchecked Sendable {
         start(job) { [weak self] outcome in
             guard let self else { return }
             switch outcome {
-            case .success(let result) where !spec.continuous:
+            case .success(let result) where result.completed:
                 await self.writeState(docID, collection, state: "completed", replicationID: id, stats: result.status)
             case .failure(let e) where e.kind != .cancelled:
                 await self.writeState(docID, collection, state: "failed", reason: e.description, replicationID: id,
@@ -394,6 +422,10 @@ final class ReplicationManager: @unchecked Sendable {
             for _ in 0..<3 {
                 guard let record = try collection.record(id: docID), !record.deleted else { return }
                 var body = try record.json()
+                // Already says so (a restart re-reading a failed document): no new revision.
+                if body["_replication_state"]?.stringValue == state && stats == nil
+                    && body["_replication_state_reason"]?.stringValue == reason
+                    && (replicationID == nil || body["_replication_id"]?.stringValue == replicationID) { return }
                 body["_replication_state"] = .string(state)
                 body["_replication_state_time"] = .string(ISO8601DateFormatter().string(from: Date()))
                 if let replicationID { body["_replication_id"] = .string(replicationID) }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 
 /// Server-level endpoints: `/`, `_up`, `_all_dbs`, `_uuids`, `_session`, `_active_tasks`, `_metrics`.
@@ -104,7 +105,7 @@ enum ServerRoutes {
                 var d: JSONObject = ["database": "_replicator", "doc_id": .string(row.id),
                                      "id": running?["replication_id"] ?? doc["_replication_id"] ?? .null,
                                      "node": "settee@localhost", "state": .string(state),
-                                     "source": doc["source"] ?? .null, "target": doc["target"] ?? .null,
+                                     "source": redact(doc["source"]), "target": redact(doc["target"]),
                                      "error_count": 0, "last_updated": doc["_replication_state_time"] ?? .null]
                 if let running { d["info"] = job(running)["info"] } else { d["info"] = doc["_replication_stats"] ?? .null }
                 if let reason = doc["_replication_state_reason"] { d["info"] = ["error": reason] }
@@ -116,6 +117,15 @@ enum ServerRoutes {
             return Reply.json(.ok, doc)
         }
         return Reply.json(.ok, ["total_rows": .int(Int64(docs.count)), "offset": 0, "docs": .array(docs)])
+    }
+
+    /// A replication endpoint without its password (a URL string, or the `url` of an object; headers dropped).
+    static func redact(_ endpoint: JSON?) -> JSON {
+        switch endpoint {
+        case .string(let s)?: return .string(RemoteEndpoint.redact(s))
+        case .object(let o)?: return .string(RemoteEndpoint.redact(o["url"]?.stringValue ?? ""))
+        default: return .null
+        }
     }
 
     /// `/_session`: cookie login (POST), who am I (GET), logout (DELETE).
