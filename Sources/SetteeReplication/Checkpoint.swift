@@ -33,8 +33,10 @@ struct Checkpointer: Sendable {
 
     /// Reads both checkpoint documents and decides where to start.
     mutating func load(reset: Bool) async throws {
+        let target = self.target, id = replicationID
+        async let fromTarget = target.localDocument(id: id)
         sourceDoc = try await source.localDocument(id: replicationID)
-        targetDoc = try await target.localDocument(id: replicationID)
+        targetDoc = try await fromTarget
         sourceRev = sourceDoc?["_rev"]?.stringValue
         targetRev = targetDoc?["_rev"]?.stringValue
         startSeq = reset ? .int(0) : Checkpointer.startSequence(source: sourceDoc, target: targetDoc)

@@ -159,12 +159,17 @@ public final class Replication: @unchecked Sendable {
 
     private func attempt(onProgress: @escaping () -> Void) async throws {
         box.update { $0.activity = .connecting }
+        // Both peers are asked at once (a short replication is mostly round trips).
+        let target = self.target
+        async let targetCheck: Void = {
+            do {
+                _ = try await target.databaseInfo()
+            } catch let e as ReplicationError where e.kind == .notFound && options.createTarget {
+                try await target.createDatabase()
+            }
+        }()
         let sourceInfo = try await source.databaseInfo()
-        do {
-            _ = try await target.databaseInfo()
-        } catch let e as ReplicationError where e.kind == .notFound && options.createTarget {
-            try await target.createDatabase()
-        }
+        try await targetCheck
         var cp = Checkpointer(replicationID: replicationID, source: source, target: target)
         try await cp.load(reset: options.reset)
         lock.withLock { checkpointer = cp }
@@ -201,6 +206,8 @@ public final class Replication: @unchecked Sendable {
             if fetcher == nil && options.continuous { box.update { $0.activity = .idle } }
             let diffed = try await reader.value
             let batch = diffed.batch
+            // The source says nothing follows this batch: a one-shot replication need not ask again.
+            let finalBatch = batch.results.isEmpty || (!options.continuous && batch.pending == 0)
             let caughtUp = batch.results.isEmpty
             box.update {
                 if !caughtUp { $0.activity = .busy; $0.sourceSeq = batch.lastSeq }
@@ -210,7 +217,7 @@ public final class Replication: @unchecked Sendable {
             since = batch.lastSeq
             // Read ahead; once caught up (or nearly), a continuous replication long-polls the feed.
             let willWait = options.continuous && (caughtUp || batch.results.count < options.batchSize / 2)
-            if !caughtUp || options.continuous {
+            if !finalBatch || options.continuous {
                 reader = inFlight.track(readTask(since: since, wait: willWait))
             }
             let previous = try await fetcher?.value
@@ -225,7 +232,7 @@ public final class Replication: @unchecked Sendable {
                 fetcher = nil
                 onProgress()
             }
-            if caughtUp && !options.continuous {
+            if finalBatch && !options.continuous {
                 if let last = try await fetcher?.value { try await write(last) }
                 fetcher = nil
                 if let cp = lock.withLock({ checkpointer }), cp.lastRecorded != since {

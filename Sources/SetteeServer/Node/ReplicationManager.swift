@@ -367,7 +367,8 @@ final class ReplicationManager: @unchecked Sendable {
         }
         var userFields = doc
         for key in doc.keys where key.hasPrefix("_replication_") { userFields.removeValue(forKey: key) }
-        let fingerprint = JSON.object(userFields).jsonString
+        // A save without `_replication_state` (a user asking to run a finished job again) counts as a change.
+        let fingerprint = JSON.object(userFields).jsonString + (doc["_replication_state"] == nil ? " new" : "")
         let seen = lock.withLock {
             let same = seenDocuments[docID] == fingerprint
             seenDocuments[docID] = fingerprint

@@ -72,7 +72,8 @@ package final class DatabasePool: @unchecked Sendable {
             // A larger page cache for the writer: document writes touch three B-trees per row.
             try writer.execute("PRAGMA cache_size=-\(configuration.writerCacheKiB)")
             try writer.execute("PRAGMA temp_store=MEMORY")
-            try writer.execute("PRAGMA wal_autocheckpoint=\(configuration.walAutocheckpointPages)")
+            // Automatic checkpoints are off on the writer: a WAL hook (below) runs them in the background.
+            try writer.execute("PRAGMA wal_autocheckpoint=0")
             try prepareWriter(writer)
             writer.rollbackIfNeeded()
         } catch {
@@ -80,6 +81,46 @@ package final class DatabasePool: @unchecked Sendable {
             throw error
         }
         self.writer = writer
+        if !configuration.readOnly && configuration.walAutocheckpointPages > 0 {
+            // Checkpoints run beside the writer instead of inside one unlucky commit (SQLite's autocheckpoint).
+            sqlite3_wal_hook(writer.handle, { context, db, _, pages in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<DatabasePool>.fromOpaque(context).takeUnretainedValue().walGrew(pages: Int(pages), writer: db)
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+    }
+
+    // MARK: - WAL checkpoints
+
+    private let checkpointQueue = DispatchQueue(label: "settee.db.checkpoint", qos: .utility)
+    private let checkpointLock = NSLock()
+    private var checkpointRunning = false
+    private var checkpointer: Connection?
+
+    /// Called by SQLite after each commit on the writer with the WAL's size in pages. Past the threshold a
+    /// PASSIVE checkpoint runs on a connection of its own (it blocks neither the writer nor readers); if the WAL
+    /// still grows far beyond it (checkpoints held back by long reads), the writer checkpoints itself.
+    private func walGrew(pages: Int, writer: OpaquePointer?) {
+        let threshold = configuration.walAutocheckpointPages
+        guard pages >= threshold else { return }
+        if pages >= threshold * 8 {
+            sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            return
+        }
+        let start: Bool = checkpointLock.withLock {
+            if checkpointRunning { return false }
+            checkpointRunning = true
+            return true
+        }
+        guard start else { return }
+        checkpointQueue.async { [weak self] in
+            guard let self else { return }
+            defer { self.checkpointLock.withLock { self.checkpointRunning = false } }
+            guard !self.isClosed else { return }
+            if self.checkpointer == nil { self.checkpointer = try? Connection(path: self.path) }
+            _ = try? self.checkpointer?.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        }
     }
 
     deinit {
@@ -224,6 +265,10 @@ package final class DatabasePool: @unchecked Sendable {
         readerCondition.unlock()
         for reader in readers { reader.close() }
 
+        checkpointQueue.sync {
+            checkpointer?.close()
+            checkpointer = nil
+        }
         writerLock.lock()
         let writer = self.writer
         self.writer = nil
