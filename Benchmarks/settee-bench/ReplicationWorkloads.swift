@@ -102,31 +102,38 @@ let couchDBReplicatorRate = 2_200.0
     }
 
     if selected.contains("replicate-incremental"), let b = target {
-        // 1% of the documents change on the source; the next run starts from the checkpoint.
+        // 1% of the documents change on the source; the next run starts from the checkpoint. Each round changes
+        // a different 1% and the best round counts, as for the full run.
         let step = 100
-        let keys = stride(from: 0, to: count, by: step).map { JSON.string(ids[$0]) }
-        let all = try connA.request(method: "POST", path: "/src/_all_docs",
-                                    body: JSON.object(["keys": .array(keys)]).serializedBytes)
-        try check(all, [200], "_all_docs keys")
-        var edits: [JSON] = []
-        for row in try JSON.parse(all.body)["rows"]?.arrayValue ?? [] {
-            guard let id = row["id"]?.stringValue, let rev = row["value"]?["rev"], let i = Int(id.dropFirst(3)) else { continue }
-            var doc = docs[i]
-            doc["_id"] = .string(id)
-            doc["_rev"] = rev
-            doc["edited"] = true
-            edits.append(.object(doc))
-        }
-        try check(try connA.request(method: "POST", path: "/src/_bulk_docs",
-                                    body: JSON.object(["docs": .array(edits)]).serializedBytes), [201], "edit 1%")
         let connB = try HTTPConnection(port: b.port)
-        var response: HTTPResponse?
-        let t = try measure { response = try connB.request(method: "POST", path: "/_replicate", body: spec) }
-        try check(response!, [200], "incremental POST /_replicate")
-        let written = try JSON.parse(response!.body)["history"]?[0]?["docs_written"]?.intValue ?? -1
-        guard written == Int64(edits.count) else {
-            throw HTTPBenchFailure(message: "the incremental replication wrote \(written), expected \(edits.count)")
+        var t = Double.infinity
+        var changed = 0
+        for round in 0..<rounds {
+            let keys = stride(from: round % step, to: count, by: step).map { JSON.string(ids[$0]) }
+            let all = try connA.request(method: "POST", path: "/src/_all_docs",
+                                        body: JSON.object(["keys": .array(keys)]).serializedBytes)
+            try check(all, [200], "_all_docs keys")
+            var edits: [JSON] = []
+            for row in try JSON.parse(all.body)["rows"]?.arrayValue ?? [] {
+                guard let id = row["id"]?.stringValue, let rev = row["value"]?["rev"], let i = Int(id.dropFirst(3)) else { continue }
+                var doc = docs[i]
+                doc["_id"] = .string(id)
+                doc["_rev"] = rev
+                doc["edited"] = .int(Int64(round))
+                edits.append(.object(doc))
+            }
+            try check(try connA.request(method: "POST", path: "/src/_bulk_docs",
+                                        body: JSON.object(["docs": .array(edits)]).serializedBytes), [201], "edit 1%")
+            var response: HTTPResponse?
+            t = min(t, try measure { response = try connB.request(method: "POST", path: "/_replicate", body: spec) })
+            try check(response!, [200], "incremental POST /_replicate")
+            let written = try JSON.parse(response!.body)["history"]?[0]?["docs_written"]?.intValue ?? -1
+            guard written == Int64(edits.count) else {
+                throw HTTPBenchFailure(message: "the incremental replication wrote \(written), expected \(edits.count)")
+            }
+            changed = edits.count
         }
+        info("replicate-incremental: \(changed) documents changed per round")
         report(Figure(workload: "replicate-incremental", metric: "speedup over the full run (1% changed)",
                       value: fullTime / t, baseline: nil, baselineName: nil, goal: 100.0 / 3.0))
         info(String(format: "replicate-incremental: %.3f s vs full %.3f s = %.2f%% (goal ≤ 3%%)", t, fullTime, t / fullTime * 100))
