@@ -72,11 +72,11 @@ public struct RemoteEndpoint: Endpoint {
         self.session = SessionCookie()
     }
 
-    /// The process-wide client: keep-alive pool, gzip decompression, 10 s connect and 30 s read timeouts (a silent
+    /// The process-wide client: keep-alive pool, gzip decompression, 5 s connect and 30 s read timeouts (a silent
     /// peer — a partition — is noticed within 30 s; long polls ask for a 10 s heartbeat to stay alive).
     public static let sharedClient: HTTPClient = {
         var config = HTTPClient.Configuration(
-            timeout: .init(connect: .seconds(10), read: .seconds(30)),
+            timeout: .init(connect: .seconds(5), read: .seconds(30)),
             decompression: .enabled(limit: .none))
         config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
         config.httpVersion = .http1Only
@@ -366,7 +366,8 @@ public struct RemoteEndpoint: Endpoint {
             for (name, meta) in atts {
                 guard case .object(var m) = meta else { continue }
                 if let digest = m["digest"]?.stringValue, let data = revision.attachments[digest] {
-                    m.removeValue(forKey: "stub")
+                    // Inline, as CouchDB takes it: the peer computes digest and length from the data itself.
+                    for key in ["stub", "digest", "length", "encoding", "encoded_length"] { m.removeValue(forKey: key) }
                     m["data"] = .string(Base64.encode(data))
                 }
                 out[name] = .object(m)
@@ -464,7 +465,7 @@ public struct RemoteEndpoint: Endpoint {
             throw ReplicationError(.cancelled, "stopped")
         } catch {
             if Task.isCancelled { throw ReplicationError(.cancelled, "stopped") }
-            throw ReplicationError(.unreachable, "\(request.method) \(Self.redact(request.url)): \(error)")
+            throw ReplicationError(.unreachable, "cannot reach \(Self.redact(request.url)) (\(request.method)): \(error)")
         }
     }
 

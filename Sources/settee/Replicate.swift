@@ -19,7 +19,8 @@ struct Replicate: AsyncParsableCommand {
     @Flag(help: "Send SOURCE's changes to TARGET (the default).") var push = false
     @Flag(help: "Bring TARGET's changes into SOURCE.") var pull = false
     @Flag(help: "Keep replicating as changes happen, until interrupted.") var continuous = false
-    @Flag(help: "Create TARGET if it does not exist.") var createTarget = false
+    @Flag(help: "Create the receiving database if it does not exist (TARGET on a push, SOURCE on a pull).")
+    var createTarget = false
     @Option(name: .customLong("doc-ids"), help: "Only these document ids (comma-separated).") var docIDs: String?
     @Option(help: "Only documents matching this Mango selector (JSON).") var selector: String?
     @Option(help: "Changes per batch.") var batchSize: Int = 500
@@ -32,26 +33,33 @@ struct Replicate: AsyncParsableCommand {
         func endpoint(_ text: String, create: Bool) throws -> any Endpoint {
             if text.contains("://") { return try RemoteEndpoint(url: text) }
             try DocumentID.validateDatabaseName(text)
-            let db = try options.open(text, create: create || Database.exists(name: text, inDirectory: options.data))
+            guard create || Database.exists(name: text, inDirectory: options.data) else {
+                throw ValidationError("database `\(text)` does not exist in \(options.data)"
+                    + " (--create-target creates the receiving database)")
+            }
+            let db = try options.open(text, create: true)
             opened.append(db)
             return try LocalEndpoint(database: db)
         }
         do {
             guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
             let bothWays = push && pull
-            let a = try endpoint(source, create: false)
-            let b = try endpoint(target, create: createTarget || (pull && !push))
+            let pushes = push || !pull
+            // --create-target creates whichever side receives changes (TARGET on a push, SOURCE on a pull).
+            let a = try endpoint(source, create: createTarget && pull)
+            let b = try endpoint(target, create: createTarget && pushes)
             var o = ReplicationOptions()
             o.continuous = continuous
             o.createTarget = createTarget
             o.batchSize = batchSize
             o.reset = reset
             o.documentIDs = docIDs.map { $0.split(separator: ",").map(String.init) }
+            if o.documentIDs?.isEmpty == true { throw ValidationError("--doc-ids needs at least one id") }
             if let selector {
                 do { o.selector = try JSON.parse(selector) } catch { throw ValidationError("--selector is not JSON: \(error)") }
             }
             var directions: [(any Endpoint, any Endpoint)] = []
-            if push || !pull { directions.append((a, b)) }
+            if pushes { directions.append((a, b)) }
             if pull || bothWays { directions.append((b, a)) }
             let progress = ProgressBar(enabled: !quiet)
             let replications = directions.map { src, tgt in

@@ -130,6 +130,11 @@ struct HTTP {
         r = try await HTTP.send(.POST, url(a, "_replicate"),
                                 #"{"source":"http://admin:wrong@127.0.0.1:\#(b.port)/db","target":"db"}"#)
         #expect(r.status == 401)
+        // A source that cannot be read leaves no empty target behind.
+        r = try await HTTP.send(.POST, url(a, "_replicate"),
+                                #"{"source":"http://admin:wrong@127.0.0.1:\#(b.port)/db","target":"fresh","create_target":true}"#)
+        #expect(r.status == 401)
+        #expect(try await HTTP.send(.GET, url(a, "fresh")).status == 404)
     }
 
     @Test func cookieAuthenticationAndTheOpenRevsFallbackWork() async throws {

@@ -123,6 +123,7 @@ struct BadInputTests {
             expectError(try await c.post("/_replicate", #"{"source":"a"}"#), .badRequest, "bad_request")
             expectError(try await c.post("/_replicate", #"{"source":"a","target":"b","doc_ids":"x"}"#), .badRequest, "bad_request")
             expectError(try await c.post("/_replicate", #"{"source":"nope","target":"b"}"#), .notFound, "db_not_found")
+            expectError(try await c.post("/_replicate", #"{"source":"a","target":"b","continuous":"yes"}"#), .badRequest, "bad_request")
         }
     }
 

@@ -59,6 +59,8 @@ final class ReplicationManager: @unchecked Sendable {
     /// Each `_replicator` document's content (without `_replication_*` fields) as last acted upon, so the
     /// node's own state writes, which come back through the feed, are not acted upon again.
     private var seenDocuments: [String: String] = [:]
+    /// The last problem reported per peer (so a misconfigured peer is logged once, not every scan).
+    private var peerProblems: [String: String] = [:]
     let logger = Logger(label: "settee.replicator")
 
     init(node: Node) {
@@ -73,6 +75,11 @@ final class ReplicationManager: @unchecked Sendable {
               let target = body["target"], target.stringValue != nil || target.objectValue != nil
         else { throw CouchError.badRequest("Replication needs `source` and `target` (database names or URLs)") }
         var spec = Spec(source: source, target: target)
+        for flag in ["continuous", "create_target", "cancel"] {
+            if let v = body[flag], !v.isNull, v.boolValue == nil {
+                throw CouchError.badRequest("`\(flag)` must be true or false")
+            }
+        }
         spec.continuous = body["continuous"]?.boolValue ?? false
         spec.createTarget = body["create_target"]?.boolValue ?? false
         if let ids = body["doc_ids"], !ids.isNull {
@@ -159,6 +166,7 @@ final class ReplicationManager: @unchecked Sendable {
         }
         let spec = try Self.spec(body)
         let source = try endpoint(spec.source, create: false)
+        try await checkSourceBeforeCreating(spec, source)
         let target = try endpoint(spec.target, create: spec.createTarget)
         let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
         let id = replication.replicationID + Self.suffix(spec)
@@ -184,6 +192,19 @@ final class ReplicationManager: @unchecked Sendable {
                 report["reason"] = "The replication was cancelled before it finished."
             }
             return (200, .object(report))
+        } catch let e as ReplicationError {
+            throw Self.couchError(e)
+        }
+    }
+
+    /// With `create_target` and a local target that does not exist yet, the source must answer first: a
+    /// replication that cannot read its source leaves no empty database behind.
+    func checkSourceBeforeCreating(_ spec: Spec, _ source: any Endpoint) async throws {
+        guard spec.createTarget, let name = spec.target.stringValue ?? spec.target["url"]?.stringValue,
+              !name.contains("://"), let keyspace = try? Keyspace(name),
+              !Database.exists(name: keyspace.database, inDirectory: node.configuration.dataDirectory) else { return }
+        do {
+            _ = try await source.databaseInfo()
         } catch let e as ReplicationError {
             throw Self.couchError(e)
         }
@@ -389,6 +410,7 @@ final class ReplicationManager: @unchecked Sendable {
         let source: any Endpoint, target: any Endpoint
         do {
             source = try endpoint(spec.source, create: false)
+            try await checkSourceBeforeCreating(spec, source)
             target = try endpoint(spec.target, create: spec.createTarget)
         } catch {
             await writeState(docID, collection, state: "failed", reason: CouchError.from(any: error).reason)
@@ -468,12 +490,18 @@ final class ReplicationManager: @unchecked Sendable {
             return
         }
         // Databases the peer has and we lack are created here, so the pull has somewhere to go.
-        if let remote = try? await probe.allDatabases() {
-            for name in remote where !name.hasPrefix("_") {
+        do {
+            for name in try await probe.allDatabases() where !name.hasPrefix("_") {
                 if !Database.exists(name: name, inDirectory: node.configuration.dataDirectory) {
                     _ = try? node.createDatabase(name)
                 }
             }
+        } catch {
+            // Reported once per distinct problem, not at every scan.
+            let message = "peer \(RemoteEndpoint.redact(peer)): cannot list its databases (\(error)); is it the server's root URL?"
+            let fresh = lock.withLock { peerProblems[peer] != message }
+            if fresh { logger.error("\(message)") }
+            lock.withLock { peerProblems[peer] = message }
         }
         for name in node.databaseNames() where !name.hasPrefix("_") {
             guard let remote = try? probe.sibling(database: name),
@@ -484,11 +512,18 @@ final class ReplicationManager: @unchecked Sendable {
             push.createTarget = true
             var pull = options(spec)
             pull.createTarget = false
+            var createdRemote = false
             for (source, target, opts) in [(local as any Endpoint, remote as any Endpoint, push), (remote, local, pull)] {
                 let replication = Replication(source: source, target: target, options: opts, logger: logger)
                 let id = replication.replicationID + "+peer"
                 let running = lock.withLock { stopped || jobs[id] != nil }
-                if !running { start(Job(id: id, docID: nil, spec: spec, replication: replication)) }
+                if running { continue }
+                if !createdRemote {
+                    // So the pull does not start against a database the push has yet to create.
+                    try? await remote.createDatabase()
+                    createdRemote = true
+                }
+                start(Job(id: id, docID: nil, spec: spec, replication: replication))
             }
         }
     }

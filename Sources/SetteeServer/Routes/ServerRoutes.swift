@@ -81,7 +81,8 @@ enum ServerRoutes {
                       "docs_read": t["docs_read"] ?? 0, "docs_written": t["docs_written"] ?? 0,
                       "doc_write_failures": t["doc_write_failures"] ?? 0, "changes_pending": t["changes_pending"] ?? .null,
                       "checkpointed_source_seq": t["checkpointed_source_seq"] ?? .null],
-             "history": [["type": "started", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))]]]
+             "history": [["type": "started", "timestamp": .string(ISO8601DateFormatter().string(
+                from: Date(timeIntervalSince1970: Double(t["started_on"]?.intValue ?? 0))))]]]
         }
         if s.count == 2 && s[1] == "jobs" {
             return Reply.json(.ok, ["total_rows": .int(Int64(tasks.count)), "offset": 0, "jobs": .array(tasks.map(job))])
