@@ -113,7 +113,7 @@ public final class Replication: @unchecked Sendable {
                 }
                 let delay = backoff(failures)
                 logger.info("replication \(replicationID) offline (\(error)); retrying in \(delay)")
-                box.update { $0.activity = .offline; $0.error = error }
+                box.update { $0.activity = .offline; $0.error = error; $0.errorCount += 1 }
                 do {
                     try await Task.sleep(for: delay)
                 } catch {

@@ -55,6 +55,8 @@ public struct ReplicatorStatus: Sendable, CustomStringConvertible {
     public var checkpointedSourceSeq: JSON = .int(0)
     /// The newest source sequence read from the feed.
     public var sourceSeq: JSON = .int(0)
+    /// Failed attempts (peer unreachable, 5xx…) since the replication started; each was retried.
+    public var errorCount = 0
     /// The most recent per-document failures (newest last, at most 100).
     public var documentErrors: [DocumentFailure] = []
     /// When the replication started.

@@ -169,6 +169,15 @@ struct HTTP {
         #expect(report["docs_written"] == 2)
         #expect(try await HTTP.docCount(url(b, "picked")) == 2)
 
+        // A continuous job that fails for good stays visible in _scheduler/jobs as failed.
+        let r = try await HTTP.send(.POST, url(b, "_replicate"),
+                                    #"{"source":"http://admin:nope@127.0.0.1:\#(a.port)/db","target":"picked","continuous":true}"#)
+        #expect(r.status == 202)
+        #expect(try await waitFor {
+            let jobs = try await HTTP.send(.GET, url(b, "_scheduler/jobs")).json?["jobs"]?.arrayValue ?? []
+            return jobs.contains { $0["state"] == "failed" && ($0["info"]?["error"]?.stringValue ?? "").contains("401") }
+        })
+
         // Wrong credentials stop the replication with a clear 401.
         let wrong = try RemoteEndpoint(url: url(a, "db"), authentication: .session(user: "admin", password: "nope"))
         await #expect(throws: ReplicationError.self) { try await Replication(source: wrong, target: target).run() }

@@ -59,6 +59,8 @@ final class ReplicationManager: @unchecked Sendable {
     /// Each `_replicator` document's content (without `_replication_*` fields) as last acted upon, so the
     /// node's own state writes, which come back through the feed, are not acted upon again.
     private var seenDocuments: [String: String] = [:]
+    /// Jobs that stopped on an error (newest last, at most 50), for `_scheduler/jobs`.
+    private var failedJobs: [(job: Job, error: ReplicationError, at: Date)] = []
     /// The last problem reported per peer (so a misconfigured peer is logged once, not every scan).
     private var peerProblems: [String: String] = [:]
     let logger = Logger(label: "settee.replicator")
@@ -259,6 +261,12 @@ final class ReplicationManager: @unchecked Sendable {
                 outcome = .failure(ReplicationError(.badRequest, "\(error)"))
             }
             _ = self?.removeJob(job.id, ifSame: job)
+            if case .failure(let e) = outcome, e.kind != .cancelled, let self {
+                self.lock.withLock {
+                    self.failedJobs.append((job, e, Date()))
+                    if self.failedJobs.count > 50 { self.failedJobs.removeFirst() }
+                }
+            }
             await onEnd?(outcome)
         }
     }
@@ -297,7 +305,32 @@ final class ReplicationManager: @unchecked Sendable {
                 "updated_on": .int(Int64(s.updatedOn.timeIntervalSince1970)),
             ]
             if let e = s.error { o["last_error"] = .string(e.description) }
+            o["error_count"] = .int(Int64(s.errorCount))
             return .object(o)
+        }
+    }
+
+    /// Jobs that stopped on an error, newest first (`_scheduler/jobs` lists them as `failed`).
+    var failures: [JSON] {
+        lock.withLock { failedJobs }.reversed().map { job, error, at in
+            let s = job.replication.status
+            return .object([
+                "type": "replication", "node": "settee@localhost", "pid": .null, "state": "failed",
+                "replication_id": .string(job.id), "doc_id": job.docID.map(JSON.string) ?? .null,
+                "database": job.docID == nil ? .null : "_replicator",
+                "source": .string(job.replication.source.displayName),
+                "target": .string(job.replication.target.displayName),
+                "continuous": .bool(job.spec.continuous),
+                "last_error": .string(error.description), "error_count": .int(Int64(s.errorCount + 1)),
+                "revisions_checked": .int(Int64(s.revisionsChecked)),
+                "missing_revisions_found": .int(Int64(s.missingRevisionsFound)),
+                "docs_read": .int(Int64(s.docsRead)), "docs_written": .int(Int64(s.docsWritten)),
+                "doc_write_failures": .int(Int64(s.docWriteFailures)),
+                "changes_pending": s.changesPending.map { .int(Int64($0)) } ?? .null,
+                "checkpointed_source_seq": s.checkpointedSourceSeq,
+                "started_on": .int(Int64(job.startedOn.timeIntervalSince1970)),
+                "updated_on": .int(Int64(at.timeIntervalSince1970)),
+            ])
         }
     }
 

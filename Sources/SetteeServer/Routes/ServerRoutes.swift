@@ -85,7 +85,18 @@ enum ServerRoutes {
                 from: Date(timeIntervalSince1970: Double(t["started_on"]?.intValue ?? 0))))]]]
         }
         if s.count == 2 && s[1] == "jobs" {
-            return Reply.json(.ok, ["total_rows": .int(Int64(tasks.count)), "offset": 0, "jobs": .array(tasks.map(job))])
+            // Running jobs, then those that stopped on an error (with `state: failed` and the error in `info`).
+            var jobs = tasks.map(job)
+            for case .object(let f) in call.node.replications.failures {
+                guard case .object(var j) = job(f) else { continue }
+                j["state"] = "failed"
+                j["info"] = ["error": f["last_error"] ?? .null]
+                j["history"] = [["type": "crashed", "reason": f["last_error"] ?? .null,
+                                 "timestamp": .string(ISO8601DateFormatter().string(
+                                    from: Date(timeIntervalSince1970: Double(f["updated_on"]?.intValue ?? 0))))]]
+                jobs.append(.object(j))
+            }
+            return Reply.json(.ok, ["total_rows": .int(Int64(jobs.count)), "offset": 0, "jobs": .array(jobs)])
         }
         guard s.count >= 2, s[1] == "docs", s.count <= 4, s.count == 2 || s[2] == "_replicator" else {
             throw CouchError.notFound("missing")
@@ -107,8 +118,15 @@ enum ServerRoutes {
                                      "id": running?["replication_id"] ?? doc["_replication_id"] ?? .null,
                                      "node": "settee@localhost", "state": .string(state),
                                      "source": redact(doc["source"]), "target": redact(doc["target"]),
-                                     "error_count": 0, "last_updated": doc["_replication_state_time"] ?? .null]
-                if let running { d["info"] = job(running)["info"] } else { d["info"] = doc["_replication_stats"] ?? .null }
+                                     "error_count": running?["error_count"] ?? 0,
+                                     "last_updated": doc["_replication_state_time"] ?? .null]
+                if let running {
+                    var info = job(running)["info"]?.objectValue ?? [:]
+                    if let e = running["last_error"] { info["error"] = e }
+                    d["info"] = .object(info)
+                } else {
+                    d["info"] = doc["_replication_stats"] ?? .null
+                }
                 if let reason = doc["_replication_state_reason"] { d["info"] = ["error": reason] }
                 docs.append(.object(d))
             }
