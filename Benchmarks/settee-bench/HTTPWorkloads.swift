@@ -268,7 +268,7 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
     func getWorkload(port: Int) throws {
         let clients = getClients
         let connections = try (0..<clients).map { _ in try HTTPConnection(port: port) }
-        var rng = SplitMix(seed: 7)
+        var rng = SeededGenerator(seed: 7)
         let order = (0..<(getWarmup + getRequests)).map { _ in Int(rng.next() % UInt64(count)) }
         // Per client: (document index, request bytes); the first getWarmup requests overall are the warm-up.
         func plan(_ range: Range<Int>) -> [[(doc: Int, bytes: [UInt8])]] {

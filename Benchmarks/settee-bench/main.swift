@@ -211,7 +211,7 @@ if selected.contains("update"), let c = collection {
 
 // get
 if selected.contains("get"), let c = collection {
-    var rng = SplitMix(seed: 42)
+    var rng = SeededGenerator(seed: 42)
     let lookups = min(count, 100_000)
     let order = (0..<lookups).map { _ in ids[Int(rng.next() % UInt64(count))] }
     var found = 0
@@ -301,14 +301,3 @@ if jsonOutput {
     print(JSON.object(["documents": .int(Int64(count)), "avg_doc_bytes": .int(Int64(avgSize)), "results": .array(out)]).jsonString)
 }
 
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -27,7 +27,7 @@ public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
 
     public let base: any Endpoint
     private let lock = NSLock()
-    private var rng: SplitMix64
+    private var rng: SeededGenerator
     private var rules: [(operations: Set<Operation>, fault: Fault, probability: Double, remaining: Int?)] = []
     private var _injected: [Operation: Int] = [:]
     /// When set, every call fails as if the peer were unreachable (a partition), until cleared.
@@ -39,7 +39,7 @@ public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
 
     public init(_ base: any Endpoint, seed: UInt64 = 42) {
         self.base = base
-        self.rng = SplitMix64(seed: seed)
+        self.rng = SeededGenerator(seed: seed)
     }
 
     /// Adds a rule: calls of `operations` fail with `fault` with `probability`, at most `count` times (nil: always).
@@ -117,17 +117,4 @@ public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
         try await call(.putLocalDocument) { try await base.putLocalDocument(id: id, body: body) }
     }
     public func ensureFullCommit() async throws { try await call(.ensureFullCommit) { try await base.ensureFullCommit() } }
-}
-
-/// A small, fast, seeded generator (SplitMix64) so injected faults repeat from run to run.
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

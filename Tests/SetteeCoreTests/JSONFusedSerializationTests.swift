@@ -3,18 +3,6 @@ import Testing
 
 /// `serialize(into:canonical:)` must produce exactly `serializedBytes` and `canonicalBytes`.
 @Suite struct JSONFusedSerializationTests {
-    /// SplitMix64: small, seeded, reproducible.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let keyPool: [String] = [
         "a", "b", "c", "z", "A", "Z", "_id", "_rev", "_attachments", "type", "name", "email", "age",
         "", " ", "0", "10", "9", "aa", "ab", "abc",
@@ -27,7 +15,7 @@ import Testing
         "é", "e\u{301}", "ü", "z\u{308}", "日本", "日本語", "😀", "😀a", "\u{FFFF}", "ａ", "Ω", "ω",
     ]
 
-    static func key(_ g: inout Generator) -> String {
+    static func key(_ g: inout SeededGenerator) -> String {
         if Int.random(in: 0..<8, using: &g) == 0 {
             // A random key, sometimes long.
             let length = Int.random(in: 0..<20, using: &g)
@@ -43,7 +31,7 @@ import Testing
         return keyPool.randomElement(using: &g)!
     }
 
-    static func value(_ g: inout Generator, depth: Int) -> JSON {
+    static func value(_ g: inout SeededGenerator, depth: Int) -> JSON {
         let maxKind = depth > 7 ? 6 : 9
         switch Int.random(in: 0..<maxKind, using: &g) {
         case 0: return .null
@@ -59,7 +47,7 @@ import Testing
         }
     }
 
-    static func object(_ g: inout Generator, depth: Int) -> JSONObject {
+    static func object(_ g: inout SeededGenerator, depth: Int) -> JSONObject {
         let count = (depth < 2 ? [0, 1, 2, 3, 5, 9, 17, 30] : [0, 1, 2, 3, 4]).randomElement(using: &g)!
         var pairs = (0..<count).map { _ in (key(&g), value(&g, depth: depth)) }
         switch Int.random(in: 0..<4, using: &g) {
@@ -79,7 +67,7 @@ import Testing
     }
 
     @Test func randomValuesMatchTheSeparatePasses() {
-        var g = Generator(state: 0x5E77EE)
+        var g = SeededGenerator(seed: 0x5E77EE)
         for i in 0..<3000 {
             let value: JSON = i % 10 == 0 ? Self.value(&g, depth: 0) : .object(Self.object(&g, depth: 0))
             Self.check(value)
@@ -87,7 +75,7 @@ import Testing
     }
 
     @Test func deepNestingOfObjectsInArraysInObjects() {
-        var g = Generator(state: 42)
+        var g = SeededGenerator(seed: 42)
         for _ in 0..<50 {
             var value: JSON = .object(Self.object(&g, depth: 5))
             for level in 0..<40 {
@@ -125,7 +113,7 @@ import Testing
     }
 
     @Test func largeDocumentsSpillTheScratchToTheHeap() {
-        var g = Generator(state: 7)
+        var g = SeededGenerator(seed: 7)
         var outer = JSONObject()
         for i in (0..<300).reversed() {
             var inner = JSONObject()
@@ -137,7 +125,7 @@ import Testing
     }
 
     @Test func appendsToNonEmptyBuffers() {
-        var g = Generator(state: 99)
+        var g = SeededGenerator(seed: 99)
         for _ in 0..<200 {
             let value = JSON.object(Self.object(&g, depth: 1))
             let bodyPrefix: [UInt8] = Array("body-prefix:".utf8)
