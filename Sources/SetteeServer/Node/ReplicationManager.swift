@@ -32,12 +32,36 @@ final class ReplicationManager: @unchecked Sendable {
         let docID: String?
         let spec: Spec
         let replication: Replication
-        var task: Task<Void, Never>?
-        /// Stops a one-shot `_replicate` that runs inside its request.
-        var onCancel: (@Sendable () -> Void)?
+        private let lock = NSLock()
+        private var _task: Task<Void, Never>?
+        private var _onCancel: (@Sendable () -> Void)?
+        private var cancelled = false
         let startedOn = Date()
 
+        /// The background run of a continuous or `_replicator` job.
+        var task: Task<Void, Never>? {
+            get { lock.withLock { _task } }
+            set {
+                let cancelNow = lock.withLock { _task = newValue; return cancelled }
+                if cancelNow { newValue?.cancel() }
+            }
+        }
+
+        /// Stops a one-shot `_replicate` that runs inside its request.
+        var onCancel: (@Sendable () -> Void)? {
+            get { lock.withLock { _onCancel } }
+            set {
+                let cancelNow = lock.withLock { _onCancel = newValue; return cancelled }
+                if cancelNow { newValue?() }
+            }
+        }
+
+        /// Stops the job (also if its task is attached only afterwards).
         func cancel() {
+            let (task, onCancel) = lock.withLock {
+                cancelled = true
+                return (_task, _onCancel)
+            }
             task?.cancel()
             onCancel?()
         }
