@@ -71,7 +71,22 @@ struct Checkpointer: Sendable {
     /// then the source. A source that refuses (401/403) is treated as read-only from then on.
     mutating func record(_ seq: JSON, stats: ReplicatorStatus) async throws {
         try await target.ensureFullCommit()
-        let entry: JSONObject = [
+        let entry = historyEntry(seq, stats: stats)
+        targetRev = try await save(entry, seq: seq, previous: targetDoc, rev: targetRev, on: target)
+        if !sourceReadOnly {
+            do {
+                sourceRev = try await save(entry, seq: seq, previous: sourceDoc, rev: sourceRev, on: source)
+            } catch let e as ReplicationError where e.kind == .unauthorized || e.kind == .forbidden
+                || e.kind == .unsupported {
+                sourceReadOnly = true
+            }
+        }
+        lastRecorded = seq
+    }
+
+    /// This session's history entry (CouchDB's fields) with `seq` recorded and the counters so far.
+    func historyEntry(_ seq: JSON, stats: ReplicatorStatus) -> JSONObject {
+        [
             "session_id": .string(sessionID),
             "start_time": .string(startTime),
             "end_time": .string(Checkpointer.httpDate(Date())),
@@ -84,16 +99,6 @@ struct Checkpointer: Sendable {
             "docs_written": .int(Int64(stats.docsWritten)),
             "doc_write_failures": .int(Int64(stats.docWriteFailures)),
         ]
-        targetRev = try await save(entry, seq: seq, previous: targetDoc, rev: targetRev, on: target)
-        if !sourceReadOnly {
-            do {
-                sourceRev = try await save(entry, seq: seq, previous: sourceDoc, rev: sourceRev, on: source)
-            } catch let e as ReplicationError where e.kind == .unauthorized || e.kind == .forbidden
-                || e.kind == .unsupported {
-                sourceReadOnly = true
-            }
-        }
-        lastRecorded = seq
     }
 
     /// Writes the checkpoint document on one side, re-reading its revision once if it changed underneath.

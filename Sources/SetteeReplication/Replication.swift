@@ -40,7 +40,7 @@ public struct ReplicationResult: Sendable {
     public var sessionID: String
     public var sourceLastSeq: JSON
     public var status: ReplicatorStatus
-    /// The checkpoint history as recorded on the target (newest first).
+    /// This run's checkpoint history entry (CouchDB's fields), when it got as far as reading checkpoints.
     public var history: [JSON]
     /// True when the replication caught up and finished; false when it was stopped first (or is continuous).
     public var completed: Bool
@@ -138,12 +138,7 @@ public final class Replication: @unchecked Sendable {
 
     private func result(completed: Bool = false) -> ReplicationResult {
         let cp = lock.withLock { checkpointer }
-        var history: [JSON] = []
-        if let cp {
-            history = [.object(["session_id": .string(cp.sessionID), "start_last_seq": cp.startSeq,
-                                "end_last_seq": cp.lastRecorded, "recorded_seq": cp.lastRecorded,
-                                "start_time": .string(cp.startTime)])]
-        }
+        let history: [JSON] = cp.map { [.object($0.historyEntry($0.lastRecorded, stats: box.current))] } ?? []
         return ReplicationResult(replicationID: replicationID, sessionID: cp?.sessionID ?? "",
                                  sourceLastSeq: cp?.lastRecorded ?? .int(0), status: box.current, history: history,
                                  completed: completed)

@@ -239,19 +239,7 @@ final class ReplicationManager: @unchecked Sendable {
     /// The `_replicate` answer for a finished one-shot replication (CouchDB's shape).
     static func report(_ result: ReplicationResult) -> JSONObject {
         let s = result.status
-        var entry: JSONObject = [
-            "session_id": .string(result.sessionID),
-            "start_time": .string(httpDate(s.startedOn)),
-            "end_time": .string(httpDate(s.updatedOn)),
-            "start_last_seq": result.history.first?["start_last_seq"] ?? .int(0),
-            "end_last_seq": result.sourceLastSeq,
-            "recorded_seq": result.sourceLastSeq,
-            "missing_checked": .int(Int64(s.revisionsChecked)),
-            "missing_found": .int(Int64(s.missingRevisionsFound)),
-            "docs_read": .int(Int64(s.docsRead)),
-            "docs_written": .int(Int64(s.docsWritten)),
-            "doc_write_failures": .int(Int64(s.docWriteFailures)),
-        ]
+        var entry = result.history.first?.objectValue ?? ["session_id": .string(result.sessionID)]
         entry["replication_id"] = .string(result.replicationID)
         var out: JSONObject = ["ok": true, "session_id": .string(result.sessionID),
                                "source_last_seq": result.sourceLastSeq, "replication_id_version": 4,
@@ -584,12 +572,4 @@ final class ReplicationManager: @unchecked Sendable {
             }
         }
     }
-}
-
-func httpDate(_ date: Date) -> String {
-    let f = DateFormatter()
-    f.locale = Locale(identifier: "en_US_POSIX")
-    f.timeZone = TimeZone(identifier: "GMT")
-    f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-    return f.string(from: date)
 }
