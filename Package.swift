@@ -31,6 +31,12 @@ let package = Package(
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
         .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite"]),
+        // Pure: SQL++ lexer/parser → AST, the QueryBuilder expression API, the expression evaluator over JSON.
+        .target(name: "SetteeSQLPP", dependencies: ["SetteeCore"]),
+        // The index manager (indexes follow the change feed) and the index kinds.
+        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP"]),
+        // Planner (access paths over the document and index tables), executor, result sets, live queries.
+        .target(name: "SetteeQuery", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex"]),
         // The CouchDB replication protocol over an Endpoint protocol: local databases and HTTP peers.
         .target(
             name: "SetteeReplication",
@@ -47,7 +53,7 @@ let package = Package(
         .target(
             name: "SetteeServer",
             dependencies: [
-                "SetteeCore", "SetteeStore", "SetteeReplication",
+                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -57,7 +63,8 @@ let package = Package(
             ]
         ),
         // Umbrella library for embedders.
-        .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore", "SetteeReplication"]),
+        .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery",
+                                              "SetteeReplication"]),
         .executableTarget(
             name: "settee",
             dependencies: [
@@ -69,12 +76,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "settee-bench",
-            dependencies: ["SetteeCore", "SetteeStore", "SetteeReplication", "CSQLite"],
+            dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CSQLite"],
             path: "Benchmarks/settee-bench"
         ),
         // Shared by the test targets: temp directories, locating built products, server child processes.
         .target(name: "SetteeTestSupport", path: "Tests/SetteeTestSupport"),
         .testTarget(name: "SetteeCoreTests", dependencies: ["SetteeCore"]),
+        .testTarget(name: "SetteeSQLPPTests", dependencies: ["SetteeSQLPP", "SetteeCore"]),
+        .testTarget(name: "SetteeQueryTests", dependencies: ["Settee", "SetteeQuery", "SetteeIndex", "SetteeSQLPP", "SetteeStore", "SetteeCore", "SetteeTestSupport"]),
         .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "Settee", "settee", "SetteeTestSupport"]),
         .testTarget(
             name: "SetteeServerTests",

@@ -2,3 +2,6 @@
 @_exported import SetteeCore
 @_exported import SetteeStore
 @_exported import SetteeReplication
+@_exported import SetteeSQLPP
+@_exported import SetteeIndex
+@_exported import SetteeQuery

@@ -47,6 +47,9 @@ public struct SetteeError: Error, Sendable, CustomStringConvertible {
         public static let closed = Code("closed")
         /// The storage engine failed (I/O error, full disk, corrupt file). ``SetteeError/underlying`` has the SQLite error.
         public static let storage = Code("storage")
+        /// A query (or an index definition) that does not parse, or names an unknown function, index, collection or
+        /// parameter; ``SetteeError/reason`` names the position and the problem. HTTP 400 `query_parse_error`.
+        public static let queryParseError = Code("query_parse_error")
         /// A bug or an unexpected state: please report it.
         public static let internalError = Code("internal_error")
     }

@@ -21,8 +21,8 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     public let name: String
     /// The collection's scope name.
     public let scope: String
-    let id: Int64
-    let docsTable: String
+    package let id: Int64
+    package let docsTable: String
     let localTable: String
     /// `scope.name`, e.g. `_default._default`.
     public let fullName: String

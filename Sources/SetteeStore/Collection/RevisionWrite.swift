@@ -36,8 +36,8 @@ public struct RevisionWrite: Sendable {
 }
 
 /// Row flags in `docs_<cid>.flags`.
-enum DocFlags {
-    static let deleted: Int64 = 1
-    static let conflicted: Int64 = 2
-    static let hasAttachments: Int64 = 4
+package enum DocFlags {
+    package static let deleted: Int64 = 1
+    package static let conflicted: Int64 = 2
+    package static let hasAttachments: Int64 = 4
 }

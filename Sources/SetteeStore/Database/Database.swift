@@ -40,6 +40,7 @@ public final class Database: @unchecked Sendable {
     private var _committedSeq: UInt64
     private var _revsLimit: Int
     private var collectionCache: [String: CollectionInfo] = [:]
+    private var extensions: [String: AnyObject] = [:]
 
     /// Opens the database `name` in `config.directory`, creating it if it does not exist.
     ///
@@ -296,6 +297,15 @@ public final class Database: @unchecked Sendable {
         return infos.map { Collection(database: self, info: $0) }
     }
 
+    /// Every collection of every scope.
+    public func allCollections() throws -> [Collection] {
+        try checkOpen()
+        lock.lock()
+        let infos = collectionCache.values.sorted { $0.fullName < $1.fullName }
+        lock.unlock()
+        return infos.map { Collection(database: self, info: $0) }
+    }
+
     /// Names of all scopes that have a collection.
     public func scopes() throws -> [String] {
         try checkOpen()
@@ -322,6 +332,26 @@ public final class Database: @unchecked Sendable {
         lock.unlock()
     }
 
+    // MARK: Extensions
+
+    /// A per-database object owned by a higher layer (the index manager), created on first use.
+    /// The store keeps it alive with the database and knows nothing else about it.
+    package func extensionObject<T: AnyObject>(_ key: String, create: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        if let existing = extensions[key] as? T { return existing }
+        let made = create()
+        extensions[key] = made
+        return made
+    }
+
+    /// The extension objects created so far (to stop them on close).
+    package var extensionObjects: [AnyObject] {
+        lock.lock()
+        defer { lock.unlock() }
+        return Array(extensions.values)
+    }
+
     // MARK: Access
 
     func checkOpen() throws(SetteeError) {
@@ -329,7 +359,7 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Runs `work` in the next group commit. Errors other than `SetteeError` become `.storage`.
-    func write<T>(_ work: @escaping (Connection) throws -> T) throws(SetteeError) -> T {
+    package func write<T>(_ work: @escaping (Connection) throws -> T) throws(SetteeError) -> T {
         try checkOpen()
         do {
             return try writer.submit(work)
@@ -341,7 +371,7 @@ public final class Database: @unchecked Sendable {
     }
 
     /// Runs `work` on a reader connection.
-    func read<T>(_ work: (Connection) throws -> T) throws(SetteeError) -> T {
+    package func read<T>(_ work: (Connection) throws -> T) throws(SetteeError) -> T {
         try checkOpen()
         do {
             return try pool.read(work)

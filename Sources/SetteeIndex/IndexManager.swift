@@ -1,0 +1,303 @@
+import Foundation
+import SetteeCore
+import SetteeSQLPP
+import SetteeStore
+
+/// An index as the registry holds it.
+public struct IndexInfo: Sendable, Hashable {
+    /// Registry row id; the index's tables are named after it.
+    public let id: Int64
+    /// The index's name (unique within its collection).
+    public let name: String
+    /// The collection's id and full name (`scope.collection`).
+    public let collectionID: Int64
+    public let collectionName: String
+    public let spec: IndexSpec
+    /// The table holding the entries.
+    public let table: String
+    /// The SQLite index over the keys (what `EXPLAIN QUERY PLAN` names).
+    public let sqliteIndexName: String
+
+    static func tableName(id: Int64) -> String { "vidx_\(id)" }
+    static func sqliteIndexName(collection: String, name: String) -> String { "\(collection).\(name)" }
+}
+
+/// Keeps a database's indexes current by reading its change feed.
+///
+/// Each index has a row in the `indexes` registry with its definition and the last sequence it has absorbed.
+/// Catching up reads the changes after that sequence, removes each changed document's old entries, evaluates the
+/// index's expressions (and partial `WHERE`) on the winning revision, inserts the new entries and advances the
+/// sequence — one transaction per batch. Queries catch up the indexes they use first; a background task also
+/// catches up shortly after each commit. The store never writes index tables from its own write paths.
+public final class IndexManager: @unchecked Sendable {
+    /// Documents per catch-up transaction.
+    public static let batchSize = 5_000
+    /// Delay between a commit and the background catch-up, so bursts of writes are absorbed together.
+    public static let backgroundDelay: DispatchTimeInterval = .milliseconds(25)
+
+    private unowned let database: Database
+    private let lock = NSLock()
+    private var registry: [Int64: [IndexInfo]] = [:]  // collection id → indexes
+    private var upToDate: [Int64: UInt64] = [:]       // index id → database sequence it was current at
+    private var backgroundStarted = false
+    private var backgroundScheduled = false
+    private let queue = DispatchQueue(label: "settee.index-manager")
+
+    /// The manager of `database` (one per open database), created on first use.
+    public static func shared(for database: Database) throws -> IndexManager {
+        let manager = database.extensionObject("settee.index-manager") { IndexManager(database: database) }
+        try manager.loadIfNeeded()
+        return manager
+    }
+
+    private var loaded = false
+
+    private init(database: Database) {
+        self.database = database
+    }
+
+    private func loadIfNeeded() throws {
+        lock.lock()
+        let done = loaded
+        lock.unlock()
+        if done { return }
+        try database.write { db in
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS indexes(
+                    id INTEGER PRIMARY KEY, collection INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+                    spec TEXT NOT NULL, table_name TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0,
+                    state TEXT NOT NULL, UNIQUE(collection, name))
+                """)
+        }
+        let rows = try database.read { db -> [(Int64, Int64, String, String, String)] in
+            let stmt = try db.prepare("SELECT id, collection, name, spec, table_name FROM indexes ORDER BY id")
+            defer { stmt.reset() }
+            var out: [(Int64, Int64, String, String, String)] = []
+            while try stmt.step() {
+                out.append((stmt.int64(0), stmt.int64(1), stmt.string(2) ?? "", stmt.string(3) ?? "", stmt.string(4) ?? ""))
+            }
+            return out
+        }
+        let collections = try database.allCollections()
+        var registry: [Int64: [IndexInfo]] = [:]
+        for (id, cid, name, specText, table) in rows {
+            guard let collection = collections.first(where: { $0.id == cid }) else { continue }
+            let spec = try IndexSpec(json: try JSON.parse(specText))
+            registry[cid, default: []].append(IndexInfo(
+                id: id, name: name, collectionID: cid, collectionName: collection.fullName, spec: spec, table: table,
+                sqliteIndexName: IndexInfo.sqliteIndexName(collection: collection.fullName, name: name)))
+        }
+        lock.lock()
+        if !loaded {
+            self.registry = registry
+            loaded = true
+        }
+        lock.unlock()
+        startBackground()
+    }
+
+    // MARK: Registry
+
+    /// The indexes of `collection`, in creation order.
+    public func indexes(of collection: Collection) -> [IndexInfo] {
+        lock.lock()
+        defer { lock.unlock() }
+        return registry[collection.id] ?? []
+    }
+
+    /// Creates (and builds) the index `name` on `collection`. Creating an index that exists with the same definition
+    /// does nothing; with a different definition it is rebuilt.
+    public func createIndex(_ name: String, spec: IndexSpec, on collection: Collection) throws {
+        guard !name.isEmpty else { throw SetteeError(.badRequest, "An index name must not be empty") }
+        if let existing = indexes(of: collection).first(where: { $0.name == name }) {
+            if existing.spec == spec { return }
+            try deleteIndex(name, on: collection)
+        }
+        let specText = spec.json.jsonString
+        let fullName = collection.fullName
+        let info = try database.write { db -> IndexInfo in
+            try db.prepare("INSERT INTO indexes(collection, name, kind, spec, table_name, last_seq, state) VALUES (?, ?, ?, ?, '', 0, 'building')")
+                .run([.integer(collection.id), .text(name), .text(spec.kind.rawValue), .text(specText)])
+            let id = db.lastInsertRowID
+            let table = IndexInfo.tableName(id: id)
+            try db.prepare("UPDATE indexes SET table_name = ? WHERE id = ?").run([.text(table), .integer(id)])
+            let columns = spec.expressions.indices.map { "k\($0) BLOB" }.joined(separator: ", ")
+            try db.execute("CREATE TABLE \(table)(doc INTEGER PRIMARY KEY, \(columns))")
+            return IndexInfo(id: id, name: name, collectionID: collection.id, collectionName: fullName, spec: spec,
+                             table: table, sqliteIndexName: IndexInfo.sqliteIndexName(collection: fullName, name: name))
+        }
+        lock.lock()
+        registry[collection.id, default: []].append(info)
+        lock.unlock()
+        // Build now, so the index is usable when this returns (the SQLite index over the keys is created after
+        // the bulk fill, which is several times faster than maintaining it row by row).
+        try catchUp(info, collection: collection)
+    }
+
+    /// Drops the index `name` and its tables. Deleting an index that does not exist does nothing.
+    public func deleteIndex(_ name: String, on collection: Collection) throws {
+        guard let info = indexes(of: collection).first(where: { $0.name == name }) else { return }
+        try database.write { db in
+            try db.prepare("DELETE FROM indexes WHERE id = ?").run([.integer(info.id)])
+            try db.execute("DROP TABLE IF EXISTS \(info.table)")
+        }
+        lock.lock()
+        registry[collection.id]?.removeAll { $0.id == info.id }
+        upToDate[info.id] = nil
+        lock.unlock()
+    }
+
+    // MARK: Catching up
+
+    /// Brings every index of `collection` up to date with the change feed.
+    public func catchUp(_ collection: Collection) throws {
+        for info in indexes(of: collection) { try catchUp(info, collection: collection) }
+    }
+
+    /// Brings one index up to date: one transaction per ``batchSize`` changed documents.
+    public func catchUp(_ info: IndexInfo, collection: Collection) throws {
+        while true {
+            let target = database.lastSequence
+            lock.lock()
+            let current = upToDate[info.id].map { $0 >= target } ?? false
+            let known = registry[info.collectionID]?.contains { $0.id == info.id } ?? false
+            lock.unlock()
+            if current || !known { return }
+            let done = try database.write { db in
+                try self.catchUpBatch(info, collection: collection, db: db)
+            }
+            if done {
+                lock.lock()
+                upToDate[info.id] = max(upToDate[info.id] ?? 0, target)
+                lock.unlock()
+                return
+            }
+        }
+    }
+
+    /// Brings every index of every collection up to date (the background task).
+    public func catchUpAll() throws {
+        lock.lock()
+        let all = registry
+        lock.unlock()
+        guard !all.isEmpty else { return }
+        let collections = try database.allCollections()
+        for (cid, infos) in all {
+            guard let collection = collections.first(where: { $0.id == cid }) else { continue }
+            for info in infos { try catchUp(info, collection: collection) }
+        }
+    }
+
+    /// One batch inside a write transaction. Returns true when the index has absorbed every change.
+    private func catchUpBatch(_ info: IndexInfo, collection: Collection, db: Connection) throws -> Bool {
+        let state = try db.prepare("SELECT last_seq, state FROM indexes WHERE id = ?")
+        state.bind(info.id, at: 1)
+        guard try state.step() else { state.reset(); return true }  // dropped meanwhile
+        let lastSeq = state.int64(0)
+        let building = state.string(1) == "building"
+        state.reset()
+
+        // Purged documents leave no change row: drop entries whose document row is gone.
+        let purged = try db.prepare("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1")
+        purged.bind(collection.id, at: 1)
+        purged.bind(lastSeq, at: 2)
+        if try purged.step() {
+            try db.execute("DELETE FROM \(info.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
+        }
+        purged.reset()
+
+        let changes = try db.prepare(
+            "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
+        changes.bind(lastSeq, at: 1)
+        changes.bind(IndexManager.batchSize, at: 2)
+        let remove = try db.prepare("DELETE FROM \(info.table) WHERE doc = ?")
+        let columns = info.spec.expressions.indices.map { "k\($0)" }.joined(separator: ", ")
+        let placeholders = Array(repeating: "?", count: info.spec.expressions.count).joined(separator: ", ")
+        let insert = try db.prepare("INSERT OR REPLACE INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
+        let evaluator = Evaluator()
+        var count = 0
+        var maxSeq = lastSeq
+        defer { changes.reset() }
+        while try changes.step() {
+            count += 1
+            let rowid = changes.int64(0)
+            let seq = changes.int64(2)
+            maxSeq = max(maxSeq, seq)
+            let deleted = changes.int64(4) & DocFlags.deleted != 0
+            if !building {
+                remove.bind(rowid, at: 1)
+                try remove.run()
+            }
+            if deleted { continue }
+            let body: JSON
+            do {
+                body = try changes.withTextBytes(5) { bytes in try JSON.parse(bytes) }
+            } catch {
+                continue  // an unreadable body is not indexed; it never stops indexing
+            }
+            let document = SourceDocument(id: changes.string(1) ?? "", sequence: UInt64(seq),
+                                          revisionID: changes.string(3) ?? "", body: body)
+            guard let keys = IndexManager.keys(for: info.spec, document: document, evaluator: evaluator) else { continue }
+            insert.bind(rowid, at: 1)
+            for (i, key) in keys.enumerated() {
+                if let key { insert.bind(bytes: key, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
+            }
+            try insert.run()
+        }
+        let done = count < IndexManager.batchSize
+        if done && building {
+            let keyColumns = info.spec.expressions.indices.map { "k\($0)" }.joined(separator: ", ")
+            try db.execute("CREATE INDEX IF NOT EXISTS \"\(info.sqliteIndexName.replacingOccurrences(of: "\"", with: "\"\""))\" ON \(info.table)(\(keyColumns))")
+        }
+        try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
+            .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(info.id)])
+        return done
+    }
+
+    /// The encoded keys of a document, or nil when it is not in the index (partial WHERE false, or every key MISSING).
+    public static func keys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[UInt8]?]? {
+        if let condition = spec.whereClause {
+            guard (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true else { return nil }
+        }
+        var keys: [[UInt8]?] = []
+        keys.reserveCapacity(spec.expressions.count)
+        var any = false
+        for e in spec.expressions {
+            let value = (try? evaluator.evaluate(e, document: document)) ?? nil
+            let key = KeyEncoding.encode(value)
+            if key != nil { any = true }
+            keys.append(key)
+        }
+        return any ? keys : nil
+    }
+
+    // MARK: Background
+
+    private func startBackground() {
+        lock.lock()
+        if backgroundStarted { lock.unlock(); return }
+        backgroundStarted = true
+        lock.unlock()
+        let commits = database.commits()
+        Task.detached { [weak self] in
+            for await _ in commits {
+                guard let self else { return }
+                self.scheduleBackgroundCatchUp()
+            }
+        }
+    }
+
+    private func scheduleBackgroundCatchUp() {
+        lock.lock()
+        if backgroundScheduled || registry.values.allSatisfy(\.isEmpty) { lock.unlock(); return }
+        backgroundScheduled = true
+        lock.unlock()
+        queue.asyncAfter(deadline: .now() + IndexManager.backgroundDelay) { [weak self] in
+            guard let self else { return }
+            self.lock.lock()
+            self.backgroundScheduled = false
+            self.lock.unlock()
+            try? self.catchUpAll()  // a closed database ends here; the next query reports errors itself
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import SetteeCore
+import SetteeIndex
+import SetteeSQLPP
+import SetteeStore
+
+/// A statement bound to a database: collections resolved, result columns named, the WHERE split for the planner.
+struct CompiledQuery {
+    struct Column {
+        enum Kind {
+            case all(source: String)
+            case expression(SQLExpression)
+        }
+        let name: String
+        let kind: Kind
+    }
+
+    struct Join {
+        let clause: JoinClause
+        let source: BoundSource
+    }
+
+    let database: Database
+    let statement: SelectStatement
+    let primary: BoundSource?
+    let joins: [Join]
+    let aliases: Set<String>
+    let columns: [Column]
+    /// GROUP BY, or an aggregate anywhere in SELECT / HAVING / ORDER BY.
+    let isAggregate: Bool
+    /// The query asks about `META().deleted`, so tombstones are candidates too.
+    let includeDeleted: Bool
+    /// WHERE conjuncts that read only the primary source (applied before joins), and the rest.
+    let primaryTerms: [SQLExpression]
+    let otherTerms: [SQLExpression]
+    /// ORDER BY items with references to result aliases resolved to column positions.
+    let ordering: [(expression: SQLExpression?, column: Int?, descending: Bool)]
+
+    var collections: [Collection] {
+        (primary.map { [$0.collection] } ?? []) + joins.map(\.source.collection)
+    }
+
+    init(database: Database, statement: SelectStatement) throws {
+        self.database = database
+        self.statement = statement
+        guard !statement.results.isEmpty else { throw SetteeError(.queryParseError, "SELECT needs at least one result") }
+        var names: [String] = []
+        var primary: BoundSource?
+        if let from = statement.from {
+            let source = BoundSource(name: from.name, collection: try CompiledQuery.resolve(from, in: database))
+            primary = source
+            names.append(source.name)
+        }
+        var joins: [Join] = []
+        for clause in statement.joins {
+            let source = BoundSource(name: clause.source.name, collection: try CompiledQuery.resolve(clause.source, in: database))
+            guard !names.contains(source.name) else {
+                throw SetteeError(.queryParseError, "Duplicate data source name '\(source.name)': give each source its own alias")
+            }
+            names.append(source.name)
+            joins.append(Join(clause: clause, source: source))
+        }
+        guard statement.unnests.isEmpty else {
+            throw SetteeError(.queryParseError, "UNNEST is not supported yet")
+        }
+        self.primary = primary
+        self.joins = joins
+        aliases = Set(names)
+
+        // Result columns: alias, else the property's last name / META() field / source name, else $N.
+        var columns: [Column] = []
+        for (position, item) in statement.results.enumerated() {
+            switch item.kind {
+            case .all(let source):
+                if let source {
+                    guard names.contains(source) else {
+                        throw SetteeError(.queryParseError, "Unknown data source '\(source)' in \(source).*")
+                    }
+                    columns.append(Column(name: item.alias ?? source, kind: .all(source: source)))
+                } else {
+                    guard !names.isEmpty else { throw SetteeError(.queryParseError, "SELECT * needs a FROM clause") }
+                    if names.count == 1 {
+                        columns.append(Column(name: item.alias ?? names[0], kind: .all(source: names[0])))
+                    } else {
+                        for n in names { columns.append(Column(name: n, kind: .all(source: n))) }
+                    }
+                }
+            case .expression(let e):
+                let name = item.alias ?? CompiledQuery.columnName(e, aliases: Set(names)) ?? "$\(position + 1)"
+                columns.append(Column(name: name, kind: .expression(e)))
+            }
+        }
+        self.columns = columns
+
+        let usesAggregate = statement.results.contains { item in
+            if case .expression(let e) = item.kind { return Evaluator.containsAggregate(e) }
+            return false
+        } || statement.having.map(Evaluator.containsAggregate) == true
+            || statement.orderBy.contains { Evaluator.containsAggregate($0.expression) }
+        isAggregate = !statement.groupBy.isEmpty || usesAggregate
+        if let w = statement.whereClause, Evaluator.containsAggregate(w) {
+            throw SetteeError(.queryParseError, "Aggregate functions are not allowed in WHERE (use HAVING)")
+        }
+        for j in joins {
+            if let on = j.clause.on, Evaluator.containsAggregate(on) {
+                throw SetteeError(.queryParseError, "Aggregate functions are not allowed in ON")
+            }
+        }
+        if statement.having != nil && statement.groupBy.isEmpty && !usesAggregate {
+            throw SetteeError(.queryParseError, "HAVING needs GROUP BY or an aggregate")
+        }
+        var deleted = false
+        let everything: [SQLExpression] = [statement.whereClause].compactMap { $0 } + statement.results.compactMap {
+            if case .expression(let e) = $0.kind { return e }
+            return nil
+        }
+        for e in everything { e.visit { if case .meta(_, .deleted) = $0 { deleted = true } } }
+        includeDeleted = deleted
+
+        let terms = Planner.conjuncts(statement.whereClause)
+        if let primary {
+            let set = Set(names)
+            primaryTerms = terms.filter { Planner.sources(of: $0, primary: primary.name, aliases: set).isSubset(of: [primary.name]) }
+            otherTerms = terms.filter { !Planner.sources(of: $0, primary: primary.name, aliases: set).isSubset(of: [primary.name]) }
+        } else {
+            primaryTerms = terms
+            otherTerms = []
+        }
+
+        ordering = statement.orderBy.map { item in
+            if case .property(nil, let path) = item.expression, path.count == 1, case .key(let k) = path[0],
+               let i = statement.results.firstIndex(where: { $0.alias == k }) {
+                // ORDER BY a result alias: position among columns (aliases never expand).
+                let column = columns.firstIndex { $0.name == k } ?? i
+                return (nil, column, item.descending)
+            }
+            return (item.expression, nil, item.descending)
+        }
+    }
+
+    /// The collection a FROM/JOIN names: `_`, `_default` and the database's own name mean the default collection.
+    static func resolve(_ ref: SourceRef, in database: Database) throws -> Collection {
+        let scope = ref.scope ?? "_default"
+        var name = ref.collection
+        if ref.scope == nil && (name == "_" || name == database.name) { name = "_default" }
+        if ref.scope != nil && name == "_" { name = "_default" }
+        guard let collection = try database.collection(name: name, scope: scope) else {
+            let full = ref.scope.map { "\($0).\(ref.collection)" } ?? ref.collection
+            throw SetteeError(.queryParseError, "No such collection: \(full)")
+        }
+        return collection
+    }
+
+    /// The default result name of an expression: a property's last name, a META() field's name.
+    static func columnName(_ e: SQLExpression, aliases: Set<String>) -> String? {
+        switch e {
+        case .property(_, let path):
+            for c in path.reversed() { if case .key(let k) = c { return k } }
+            return nil
+        case .meta(_, let field):
+            return field == .deleted ? "deleted" : field.rawValue
+        default:
+            return nil
+        }
+    }
+}

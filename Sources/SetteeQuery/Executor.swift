@@ -1,0 +1,354 @@
+import SetteeCore
+import SetteeIndex
+import SetteeSQLPP
+import SetteeStore
+
+/// Runs a compiled query: SQLite reads the candidate documents through the chosen access path (a value index, the
+/// id column, or a scan), and the SQL++ evaluator decides every predicate, join, group, ordering and projection
+/// exactly — the index only narrows which documents are read.
+struct Executor {
+    let query: CompiledQuery
+    let evaluator: Evaluator
+
+    init(query: CompiledQuery, parameters: [String: JSON]) {
+        self.query = query
+        self.evaluator = Evaluator(parameters: parameters)
+    }
+
+    private var database: Database { query.database }
+
+    // MARK: Planning
+
+    private func indexManager() throws -> IndexManager { try IndexManager.shared(for: database) }
+
+    private func primaryPath() throws -> AccessPath? {
+        guard let primary = query.primary else { return nil }
+        let relativeTerms = query.primaryTerms.compactMap {
+            Planner.relative($0, to: primary.name, primary: primary.name, aliases: query.aliases)
+        }
+        let constraints = Planner.constraints(query.primaryTerms, source: primary.name, primary: primary.name,
+                                              aliases: query.aliases)
+        let indexes = try indexManager().indexes(of: primary.collection)
+        return Planner.accessPath(for: primary, constraints: constraints, queryTerms: relativeTerms,
+                                  indexes: indexes, includeDeleted: query.includeDeleted)
+    }
+
+    /// How a joined source is read for each left row.
+    enum JoinStrategy {
+        case idLookup(SQLExpression)
+        case indexLookup(IndexInfo, SQLExpression)
+        case scan
+    }
+
+    private func joinStrategy(_ join: CompiledQuery.Join) throws -> JoinStrategy {
+        guard let primary = query.primary, let on = join.clause.on, join.clause.kind != .cross else { return .scan }
+        let name = join.source.name
+        let indexes = try indexManager().indexes(of: join.source.collection)
+        for term in Planner.conjuncts(on) {
+            guard case .binary(.equal, let a, let b) = term else { continue }
+            for (mine, other) in [(a, b), (b, a)] {
+                guard let rel = Planner.relative(mine, to: name, primary: primary.name, aliases: query.aliases),
+                      !Planner.sources(of: other, primary: primary.name, aliases: query.aliases).contains(name)
+                else { continue }
+                if rel == .meta(source: nil, field: .id) { return .idLookup(other) }
+                if let index = indexes.first(where: { $0.spec.whereClause == nil && $0.spec.expressions.first == rel }) {
+                    return .indexLookup(index, other)
+                }
+            }
+        }
+        return .scan
+    }
+
+    // MARK: Running
+
+    func run() throws -> ResultSet {
+        let manager = try indexManager()
+        let path = try primaryPath()
+        var strategies: [JoinStrategy] = []
+        for join in query.joins { strategies.append(try joinStrategy(join)) }
+        // Bring the indexes this query reads up to date with the change feed first.
+        if let path, let index = path.index, let primary = query.primary { try manager.catchUp(index, collection: primary.collection) }
+        for (join, strategy) in zip(query.joins, strategies) {
+            if case .indexLookup(let index, _) = strategy { try manager.catchUp(index, collection: join.source.collection) }
+        }
+
+        let limit = try evaluateCount(query.statement.limit, "LIMIT")
+        let offset = try evaluateCount(query.statement.offset, "OFFSET") ?? 0
+        let streaming = !query.isAggregate && query.ordering.isEmpty && !query.statement.distinct
+        let wanted = limit.map { $0 + offset }
+
+        var rows: [Row] = []
+        try database.read { db in
+            var scanCache: [Int: [SourceDocument]] = [:]
+            func accept(_ row: Row) throws -> Bool {
+                for term in query.otherTerms where try !evaluator.isTrue(term, in: row) { return true }
+                rows.append(row)
+                if streaming, let wanted, rows.count >= wanted { return false }
+                return true
+            }
+            func expand(_ row: Row, from joinIndex: Int) throws -> Bool {
+                if joinIndex == query.joins.count { return try accept(row) }
+                let join = query.joins[joinIndex]
+                let candidates: [SourceDocument]
+                switch strategies[joinIndex] {
+                case .idLookup(let e):
+                    if case .string(let id)? = try evaluator.evaluate(e, in: row) {
+                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE d.id = ? AND (d.flags & 1) = 0",
+                                               bind: [.text(id)])
+                    } else {
+                        candidates = []
+                    }
+                case .indexLookup(let index, let e):
+                    if let key = KeyEncoding.encode(try evaluator.evaluate(e, in: row)) {
+                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(join.source.collection.docsTable) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND (d.flags & 1) = 0",
+                                               bind: [.blob(key)])
+                    } else {
+                        candidates = []
+                    }
+                case .scan:
+                    if let cached = scanCache[joinIndex] {
+                        candidates = cached
+                    } else {
+                        let all = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE (d.flags & 1) = 0", bind: [])
+                        scanCache[joinIndex] = all
+                        candidates = all
+                    }
+                }
+                var matched = false
+                for candidate in candidates {
+                    var extended = row
+                    extended.others.append((join.source.name, candidate))
+                    if let on = join.clause.on, try !evaluator.isTrue(on, in: extended) { continue }
+                    matched = true
+                    if try !expand(extended, from: joinIndex + 1) { return false }
+                }
+                if !matched && join.clause.kind == .leftOuter {
+                    var extended = row
+                    extended.others.append((join.source.name, nil))
+                    return try expand(extended, from: joinIndex + 1)
+                }
+                return true
+            }
+
+            guard let primary = query.primary, let path else {
+                // No FROM: one row with no documents.
+                var row = Row(primaryName: "", primary: nil)
+                row.group = nil
+                if try query.primaryTerms.allSatisfy({ try evaluator.isTrue($0, in: row) }) { _ = try accept(row) }
+                return
+            }
+            let stmt = try db.prepare(path.sql)
+            defer { stmt.reset() }
+            try bind(path, to: stmt)
+            while try stmt.step() {
+                guard let document = Executor.document(stmt) else { continue }
+                let row = Row(primaryName: primary.name, primary: document)
+                var keep = true
+                for term in query.primaryTerms where try !evaluator.isTrue(term, in: row) { keep = false; break }
+                if !keep { continue }
+                if try !expand(row, from: 0) { break }
+            }
+        }
+        return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
+    }
+
+    /// Grouping, HAVING, ordering, DISTINCT, OFFSET/LIMIT and projection.
+    private func finish(_ input: [Row], limit: Int?, offset: Int) throws -> [QueryResult] {
+        var rows = input
+        if query.isAggregate {
+            rows = try group(rows)
+            if let having = query.statement.having {
+                rows = try rows.filter { try evaluator.isTrue(having, in: $0) }
+            }
+        }
+        var projected: [(values: [JSON?], keys: [JSON?])] = []
+        projected.reserveCapacity(rows.count)
+        for row in rows {
+            let values = try project(row)
+            var keys: [JSON?] = []
+            for order in query.ordering {
+                if let column = order.column { keys.append(values[column]) }
+                else if let e = order.expression { keys.append(try evaluator.evaluate(e, in: row)) }
+            }
+            projected.append((values, keys))
+        }
+        if !query.ordering.isEmpty {
+            let descending = query.ordering.map(\.descending)
+            projected = projected.enumerated().sorted { a, b in
+                for (i, desc) in descending.enumerated() {
+                    let c = Collation.compare(a.element.keys[i], b.element.keys[i])
+                    if c != 0 { return desc ? c > 0 : c < 0 }
+                }
+                return a.offset < b.offset
+            }.map(\.element)
+        }
+        var results = projected.map(\.values)
+        if query.statement.distinct {
+            var seen = Set<[UInt8]>()
+            results = results.filter { values in
+                var key: [UInt8] = []
+                for v in values { key.append(contentsOf: KeyEncoding.encode(v) ?? [0]); key.append(0xFE) }
+                return seen.insert(key).inserted
+            }
+        }
+        if offset > 0 { results = Array(results.dropFirst(offset)) }
+        if let limit, results.count > limit { results = Array(results.prefix(limit)) }
+        let names = query.columns.map(\.name)
+        return results.map { QueryResult(keys: names, values: $0) }
+    }
+
+    private func group(_ rows: [Row]) throws -> [Row] {
+        let groupBy = query.statement.groupBy
+        if groupBy.isEmpty {
+            // An aggregate over every row: exactly one result row, even for no input.
+            var row = rows.first ?? Row(primaryName: query.primary?.name ?? "", primary: nil)
+            row.group = rows
+            return [row]
+        }
+        var order: [[UInt8]] = []
+        var groups: [[UInt8]: (keys: [JSON?], rows: [Row])] = [:]
+        for row in rows {
+            var keys: [JSON?] = []
+            var encoded: [UInt8] = []
+            for e in groupBy {
+                let v = try evaluator.evaluate(e, in: row)
+                keys.append(v)
+                encoded.append(contentsOf: KeyEncoding.encode(v) ?? [0])
+                encoded.append(0xFE)
+            }
+            if groups[encoded] == nil {
+                order.append(encoded)
+                groups[encoded] = (keys, [row])
+            } else {
+                groups[encoded]!.rows.append(row)
+            }
+        }
+        // Groups come out in group-key order, as SQLite's GROUP BY does.
+        let sorted = order.sorted { a, b in
+            let ka = groups[a]!.keys, kb = groups[b]!.keys
+            for (x, y) in zip(ka, kb) {
+                let c = Collation.compare(x, y)
+                if c != 0 { return c < 0 }
+            }
+            return false
+        }
+        return sorted.map { key in
+            let g = groups[key]!
+            var row = g.rows[0]
+            row.group = g.rows
+            return row
+        }
+    }
+
+    private func project(_ row: Row) throws -> [JSON?] {
+        var out: [JSON?] = []
+        out.reserveCapacity(query.columns.count)
+        for column in query.columns {
+            switch column.kind {
+            case .all(let source):
+                out.append(row.source(named: source).document?.body)
+            case .expression(let e):
+                out.append(try evaluator.evaluate(e, in: row))
+            }
+        }
+        return out
+    }
+
+    private func evaluateCount(_ e: SQLExpression?, _ clause: String) throws -> Int? {
+        guard let e else { return nil }
+        guard let v = try evaluator.evaluate(e, in: Row(primaryName: "", primary: nil)) else { return nil }
+        guard let n = v.doubleValue, n >= 0, n.rounded() == n else {
+            throw SetteeError(.queryParseError, "\(clause) must be a non-negative integer, got \(v)")
+        }
+        return Int(min(n, Double(Int.max / 2)))
+    }
+
+    // MARK: SQLite
+
+    private func bind(_ path: AccessPath, to stmt: Statement) throws {
+        for (i, (e, kind)) in zip(path.bindings, path.bindingKinds).enumerated() {
+            let value = try evaluator.evaluate(e, in: Row(primaryName: "", primary: nil))
+            let index = Int32(i + 1)
+            switch kind {
+            case .key:
+                if let key = KeyEncoding.encode(value) { stmt.bind(bytes: key, at: index) } else { stmt.bindNull(at: index) }
+            case .keyPrefixLower, .keyPrefixUpper:
+                if case .string(let prefix)? = value {
+                    let range = KeyEncoding.prefixRange(prefix)
+                    stmt.bind(bytes: kind == .keyPrefixLower ? range.lower : range.upper, at: index)
+                } else {
+                    stmt.bindNull(at: index)
+                }
+            case .documentID:
+                if case .string(let id)? = value { stmt.bind(id, at: index) } else { stmt.bindNull(at: index) }
+            }
+        }
+    }
+
+    private func fetch(_ db: Connection, sql: String, bind values: [SQLiteValue]) throws -> [SourceDocument] {
+        let stmt = try db.prepare(sql)
+        defer { stmt.reset() }
+        stmt.bind(values)
+        var out: [SourceDocument] = []
+        while try stmt.step() {
+            if let d = Executor.document(stmt) { out.append(d) }
+        }
+        return out
+    }
+
+    /// A document from a `rowid, id, seq, rev, flags, body` row.
+    static func document(_ stmt: Statement) -> SourceDocument? {
+        let body: JSON
+        do {
+            body = try stmt.withTextBytes(5) { bytes in bytes.isEmpty ? JSON.object(JSONObject()) : try JSON.parse(bytes) }
+        } catch {
+            return nil
+        }
+        return SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)), revisionID: stmt.string(3) ?? "",
+                              deleted: stmt.int64(4) & DocFlags.deleted != 0, body: body)
+    }
+
+    // MARK: Explain
+
+    func explain() throws -> String {
+        var lines: [String] = ["Query: \(query.statement)"]
+        func plan(_ sql: String) throws -> [String] {
+            try database.read { db in
+                let stmt = try db.prepareUncached("EXPLAIN QUERY PLAN " + sql)
+                defer { stmt.reset() }
+                var out: [String] = []
+                while try stmt.step() { out.append(stmt.string(3) ?? "") }
+                return out
+            }
+        }
+        if let primary = query.primary, let path = try primaryPath() {
+            lines.append("From \(primary.name) (\(primary.collection.fullName)): \(path.summary)")
+            lines.append("  SQL: \(path.sql)")
+            for detail in try plan(path.sql) { lines.append("  \(detail)") }
+        }
+        for join in query.joins {
+            let strategy = try joinStrategy(join)
+            let table = join.source.collection.docsTable
+            switch strategy {
+            case .idLookup(let e):
+                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE d.id = ? AND (d.flags & 1) = 0"
+                lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): document id lookup by \(e)")
+                lines.append("  SQL: \(sql)")
+                for detail in try plan(sql) { lines.append("  \(detail)") }
+            case .indexLookup(let index, let e):
+                let sql = "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND (d.flags & 1) = 0"
+                lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): value index \(index.name) by \(e)")
+                lines.append("  SQL: \(sql)")
+                for detail in try plan(sql) { lines.append("  \(detail)") }
+            case .scan:
+                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE (d.flags & 1) = 0"
+                lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): scan (read once)")
+                lines.append("  SQL: \(sql)")
+                for detail in try plan(sql) { lines.append("  \(detail)") }
+            }
+        }
+        if query.isAggregate { lines.append("Group: \(query.statement.groupBy.isEmpty ? "all rows" : query.statement.groupBy.map(\.description).joined(separator: ", "))") }
+        if !query.ordering.isEmpty { lines.append("Order: \(query.statement.orderBy.map { $0.expression.description + ($0.descending ? " DESC" : "") }.joined(separator: ", "))") }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,347 @@
+import SetteeCore
+import SetteeIndex
+import SetteeSQLPP
+import SetteeStore
+
+/// A data source of a query bound to its collection.
+struct BoundSource {
+    let name: String
+    let collection: Collection
+}
+
+/// A constraint on one expression of one source that an index (or the id column) can serve.
+struct Constraint {
+    enum Kind {
+        case equal(SQLExpression)
+        case inList([SQLExpression])
+        case lower(SQLExpression, inclusive: Bool)
+        case upper(SQLExpression, inclusive: Bool)
+        case prefix(SQLExpression)  // LIKE 'abc%'
+        case present                // IS NOT MISSING / IS VALUED / IS NOT NULL: some non-null value
+        case isNull
+    }
+    /// The constrained expression, relative to its source (unqualified).
+    let expression: SQLExpression
+    let kind: Kind
+}
+
+/// How the executor reads a source's candidate documents.
+struct AccessPath {
+    /// SQL returning `rowid, id, seq, rev, flags, body` of candidate documents (a superset of the matches).
+    let sql: String
+    /// Values for the SQL's parameters, computed from literals and `$parameters` at execution.
+    let bindings: [SQLExpression]
+    /// How each binding is turned into a SQLite value.
+    let bindingKinds: [BindingKind]
+    /// The value index used, if any.
+    let index: IndexInfo?
+    /// A one-line description for explain.
+    let summary: String
+
+    enum BindingKind {
+        case key          // KeyEncoding of the value
+        case keyPrefixLower, keyPrefixUpper
+        case documentID   // the value as text (META().id lookups)
+    }
+}
+
+/// Turns a statement's WHERE into an access path over the document and index tables.
+enum Planner {
+    static let documentColumns = "d.rowid, d.id, d.seq, d.rev, d.flags, d.body"
+
+    /// The conjuncts of a condition (`a AND b AND c` → [a, b, c]).
+    static func conjuncts(_ e: SQLExpression?) -> [SQLExpression] {
+        guard let e else { return [] }
+        if case .binary(.and, let a, let b) = e { return conjuncts(a) + conjuncts(b) }
+        return [e]
+    }
+
+    /// The disjuncts of a condition (`a OR b` → [a, b]).
+    static func disjuncts(_ e: SQLExpression?) -> [SQLExpression] {
+        guard let e else { return [] }
+        if case .binary(.or, let a, let b) = e { return disjuncts(a) + disjuncts(b) }
+        return [e]
+    }
+
+    /// Whether `e` is a constant for the duration of one execution (literals, parameters and operations on them).
+    static func isConstant(_ e: SQLExpression) -> Bool {
+        var constant = true
+        e.visit { node in
+            switch node {
+            case .property, .meta, .star, .quantified: constant = false
+            case .function(let name, _, _) where FunctionLibrary.aggregates.contains(name): constant = false
+            default: break
+            }
+        }
+        return constant
+    }
+
+    /// The names of the sources an expression reads (the primary for unqualified properties).
+    static func sources(of e: SQLExpression, primary: String, aliases: Set<String>, bound: Set<String> = []) -> Set<String> {
+        var out = Set<String>()
+        collectSources(e, primary: primary, aliases: aliases, bound: bound, into: &out)
+        return out
+    }
+
+    private static func collectSources(_ e: SQLExpression, primary: String, aliases: Set<String>, bound: Set<String>,
+                                       into out: inout Set<String>) {
+        switch e {
+        case .property(let source, let path):
+            if let source { if !bound.contains(source) { out.insert(source) }; return }
+            if case .key(let first)? = path.first {
+                if bound.contains(first) { return }
+                if aliases.contains(first) { out.insert(first); return }
+            }
+            out.insert(primary)
+        case .meta(let source, _):
+            out.insert(source ?? primary)
+        case .quantified(_, let variable, let array, let condition):
+            collectSources(array, primary: primary, aliases: aliases, bound: bound, into: &out)
+            collectSources(condition, primary: primary, aliases: aliases, bound: bound.union([variable]), into: &out)
+        default:
+            forEachChild(e) { collectSources($0, primary: primary, aliases: aliases, bound: bound, into: &out) }
+        }
+    }
+
+    static func forEachChild(_ e: SQLExpression, _ body: (SQLExpression) -> Void) {
+        switch e {
+        case .literal, .missing, .property, .meta, .parameter, .star: break
+        case .array(let items): items.forEach(body)
+        case .object(let members): members.forEach { body($0.value) }
+        case .not(let x), .negate(let x), .check(let x, _, _), .path(let x, _): body(x)
+        case .binary(_, let a, let b), .inArray(let a, let b, _), .like(let a, let b, _): body(a); body(b)
+        case .between(let x, let lo, let hi, _): body(x); body(lo); body(hi)
+        case .in(let x, let list, _): body(x); list.forEach(body)
+        case .function(_, let args, _): args.forEach(body)
+        case .quantified(_, _, let a, let c): body(a); body(c)
+        case .caseWhen(let s, let arms, let o):
+            s.map(body)
+            arms.forEach { body($0.when); body($0.then) }
+            o.map(body)
+        }
+    }
+
+    /// `e` rewritten relative to the source `name` (its qualifiers stripped), or nil when it reads another source.
+    static func relative(_ e: SQLExpression, to name: String, primary: String, aliases: Set<String>) -> SQLExpression? {
+        guard sources(of: e, primary: primary, aliases: aliases) == [name] else { return nil }
+        return strip(e, name: name, primary: primary, aliases: aliases)
+    }
+
+    private static func strip(_ e: SQLExpression, name: String, primary: String, aliases: Set<String>) -> SQLExpression {
+        func s(_ x: SQLExpression) -> SQLExpression { strip(x, name: name, primary: primary, aliases: aliases) }
+        switch e {
+        case .property(let source, let path):
+            if source == name { return .property(source: nil, path: path) }
+            if source == nil, case .key(let first)? = path.first, first == name, aliases.contains(first) || name == primary,
+               path.count > 1 {
+                return .property(source: nil, path: Array(path.dropFirst()))
+            }
+            return e
+        case .meta(let source, let field) where source == name: return .meta(source: nil, field: field)
+        case .array(let items): return .array(items.map(s))
+        case .object(let members): return .object(members.map { ObjectMember(key: $0.key, value: s($0.value)) })
+        case .not(let x): return .not(s(x))
+        case .negate(let x): return .negate(s(x))
+        case .binary(let op, let a, let b): return .binary(op, s(a), s(b))
+        case .check(let x, let k, let n): return .check(s(x), k, negated: n)
+        case .between(let x, let lo, let hi, let n): return .between(s(x), low: s(lo), high: s(hi), negated: n)
+        case .in(let x, let list, let n): return .in(s(x), list.map(s), negated: n)
+        case .inArray(let x, let a, let n): return .inArray(s(x), s(a), negated: n)
+        case .path(let x, let p): return .path(s(x), p)
+        case .like(let x, let p, let n): return .like(s(x), pattern: s(p), negated: n)
+        case .function(let f, let args, let d): return .function(f, args.map(s), distinct: d)
+        case .quantified(let q, let v, let a, let c): return .quantified(q, variable: v, in: s(a), satisfies: s(c))
+        case .caseWhen(let subj, let arms, let o):
+            return .caseWhen(subject: subj.map(s), arms: arms.map { CaseArm(when: s($0.when), then: s($0.then)) },
+                             otherwise: o.map(s))
+        default: return e
+        }
+    }
+
+    /// The index-servable constraints among the conjuncts, for the source `name`.
+    static func constraints(_ terms: [SQLExpression], source name: String, primary: String,
+                            aliases: Set<String>) -> [Constraint] {
+        var out: [Constraint] = []
+        func rel(_ e: SQLExpression) -> SQLExpression? { relative(e, to: name, primary: primary, aliases: aliases) }
+        func flip(_ op: BinaryOperator) -> BinaryOperator {
+            switch op {
+            case .less: return .greater
+            case .lessOrEqual: return .greaterOrEqual
+            case .greater: return .less
+            case .greaterOrEqual: return .lessOrEqual
+            default: return op
+            }
+        }
+        for term in terms {
+            switch term {
+            case .binary(let op, let a, let b) where [.equal, .less, .lessOrEqual, .greater, .greaterOrEqual, .notEqual].contains(op):
+                var subject: SQLExpression?, value: SQLExpression?, o = op
+                if isConstant(b), let r = rel(a) { subject = r; value = b }
+                else if isConstant(a), let r = rel(b) { subject = r; value = a; o = flip(op) }
+                guard let subject, let value else { continue }
+                switch o {
+                case .equal: out.append(Constraint(expression: subject, kind: .equal(value)))
+                case .less: out.append(Constraint(expression: subject, kind: .upper(value, inclusive: false)))
+                case .lessOrEqual: out.append(Constraint(expression: subject, kind: .upper(value, inclusive: true)))
+                case .greater: out.append(Constraint(expression: subject, kind: .lower(value, inclusive: false)))
+                case .greaterOrEqual: out.append(Constraint(expression: subject, kind: .lower(value, inclusive: true)))
+                default: out.append(Constraint(expression: subject, kind: .present))
+                }
+            case .between(let x, let lo, let hi, false) where isConstant(lo) && isConstant(hi):
+                guard let r = rel(x) else { continue }
+                out.append(Constraint(expression: r, kind: .lower(lo, inclusive: true)))
+                out.append(Constraint(expression: r, kind: .upper(hi, inclusive: true)))
+            case .in(let x, let list, false) where list.allSatisfy(isConstant) && !list.isEmpty:
+                guard let r = rel(x) else { continue }
+                out.append(Constraint(expression: r, kind: .inList(list)))
+            case .like(let x, let pattern, false) where isConstant(pattern):
+                guard let r = rel(x) else { continue }
+                if case .literal(.string(let p)) = pattern, let prefix = likePrefix(p), !prefix.isEmpty {
+                    out.append(Constraint(expression: r, kind: .prefix(.literal(.string(prefix)))))
+                } else {
+                    out.append(Constraint(expression: r, kind: .present))
+                }
+            case .check(let x, .missing, true), .check(let x, .valued, false), .check(let x, .null, true):
+                guard let r = rel(x) else { continue }
+                out.append(Constraint(expression: r, kind: .present))
+            case .check(let x, .null, false):
+                guard let r = rel(x) else { continue }
+                out.append(Constraint(expression: r, kind: .isNull))
+            default:
+                continue
+            }
+        }
+        return out
+    }
+
+    /// The literal prefix of a LIKE pattern before its first wildcard (nil if it has none but escapes).
+    static func likePrefix(_ pattern: String) -> String? {
+        var prefix = ""
+        var escaped = false
+        for ch in pattern {
+            if escaped { prefix.append(ch); escaped = false; continue }
+            if ch == "\\" { escaped = true; continue }
+            if ch == "%" || ch == "_" { return prefix }
+            prefix.append(ch)
+        }
+        return prefix
+    }
+
+    /// Whether a partial index with condition `x` may serve a query whose WHERE has the conjuncts `w`
+    /// (the two rules of Couchbase Lite's indexing guide).
+    static func partialIndexUsable(_ x: SQLExpression?, queryTerms w: [SQLExpression]) -> Bool {
+        guard let x else { return true }
+        let xTerms = disjuncts(x)
+        // Rule 1: a term of W appears as a term of X.
+        for term in w where xTerms.contains(term) { return true }
+        // Rule 2: X has "z IS NOT MISSING" and W compares z with an operator other than IS.
+        for xt in xTerms {
+            guard case .check(let z, .missing, true) = xt else { continue }
+            for wt in w where comparesWithoutIS(wt, z) { return true }
+        }
+        return false
+    }
+
+    private static func comparesWithoutIS(_ term: SQLExpression, _ z: SQLExpression) -> Bool {
+        switch term {
+        case .binary(let op, let a, let b):
+            guard [.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual].contains(op) else { return false }
+            return a == z || b == z
+        case .in(let a, _, false), .inArray(let a, _, false), .like(let a, _, false), .between(let a, _, _, false):
+            return a == z
+        default: return false
+        }
+    }
+
+    /// Chooses the access path for a source: the `id` column for `META().id` lookups, else the value index
+    /// serving the most constraints, else a scan of the collection.
+    static func accessPath(for source: BoundSource, constraints: [Constraint], queryTerms: [SQLExpression],
+                           indexes: [IndexInfo], includeDeleted: Bool) -> AccessPath {
+        let table = source.collection.docsTable
+        let liveOnly = includeDeleted ? "" : " AND (d.flags & 1) = 0"
+        // META().id = c / IN (…): the primary key.
+        for c in constraints where c.expression == .meta(source: nil, field: .id) {
+            switch c.kind {
+            case .equal(let v):
+                return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id = ?\(liveOnly)",
+                                  bindings: [v], bindingKinds: [.documentID], index: nil,
+                                  summary: "document id lookup")
+            case .inList(let list):
+                let marks = Array(repeating: "?", count: list.count).joined(separator: ", ")
+                return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id IN (\(marks))\(liveOnly)",
+                                  bindings: list, bindingKinds: Array(repeating: .documentID, count: list.count),
+                                  index: nil, summary: "document id lookup")
+            default: continue
+            }
+        }
+        var best: (score: Int, path: AccessPath)?
+        if !includeDeleted {
+            for index in indexes where partialIndexUsable(index.spec.whereClause, queryTerms: queryTerms) {
+                var clauses: [String] = []
+                var bindings: [SQLExpression] = []
+                var kinds: [AccessPath.BindingKind] = []
+                var score = 0
+                columns: for (i, expression) in index.spec.expressions.enumerated() {
+                    let mine = constraints.filter { $0.expression == expression }
+                    let column = "i.k\(i)"
+                    if let eq = mine.first(where: { if case .equal = $0.kind { return true }; return false }),
+                       case .equal(let v) = eq.kind {
+                        clauses.append("\(column) = ?")
+                        bindings.append(v)
+                        kinds.append(.key)
+                        score += 4
+                        continue columns
+                    }
+                    if let inc = mine.first(where: { if case .inList = $0.kind { return true }; return false }),
+                       case .inList(let list) = inc.kind {
+                        clauses.append("\(column) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", ")))")
+                        bindings.append(contentsOf: list)
+                        kinds.append(contentsOf: Array(repeating: .key, count: list.count))
+                        score += 3
+                        continue columns
+                    }
+                    var ranged = false
+                    for c in mine {
+                        switch c.kind {
+                        case .lower(let v, let inclusive):
+                            clauses.append("\(column) \(inclusive ? ">=" : ">") ?")
+                            bindings.append(v)
+                            kinds.append(.key)
+                            ranged = true
+                        case .upper(let v, let inclusive):
+                            // Above null: `x < 5` is never true for null.
+                            clauses.append("\(column) > x'01' AND \(column) \(inclusive ? "<=" : "<") ?")
+                            bindings.append(v)
+                            kinds.append(.key)
+                            ranged = true
+                        case .prefix(let v):
+                            clauses.append("\(column) >= ? AND \(column) < ?")
+                            bindings.append(contentsOf: [v, v])
+                            kinds.append(contentsOf: [.keyPrefixLower, .keyPrefixUpper])
+                            ranged = true
+                        case .present:
+                            if !ranged { clauses.append("\(column) > x'01'") }
+                            ranged = true
+                        case .isNull:
+                            clauses.append("\(column) = x'01'")
+                            ranged = true
+                        default: break
+                        }
+                    }
+                    if ranged { score += 2 }
+                    break columns
+                }
+                guard score > 0 else { continue }
+                let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc"
+                    + " WHERE " + clauses.joined(separator: " AND ") + liveOnly
+                let path = AccessPath(sql: sql, bindings: bindings, bindingKinds: kinds, index: index,
+                                      summary: "value index \(index.name)")
+                if best == nil || score > best!.score { best = (score, path) }
+            }
+        }
+        if let best { return best.path }
+        let deletedClause = includeDeleted ? "" : " WHERE (d.flags & 1) = 0"
+        return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d\(deletedClause)", bindings: [],
+                          bindingKinds: [], index: nil, summary: "scan of \(source.collection.fullName)")
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import SetteeCore
+import SetteeIndex
+import SetteeSQLPP
+import SetteeStore
+
+/// A query over a database's collections, from SQL++ (``SetteeStore/Database/createQuery(_:)``) or the
+/// QueryBuilder API.
+///
+/// ```swift
+/// let query = try db.createQuery("SELECT META().id, name FROM _ WHERE type = $type ORDER BY name LIMIT 10")
+/// query.parameters = Parameters().setString("hotel", forName: "type")
+/// for result in try query.execute() {
+///     print(result.string(forKey: "id")!, result.string(forKey: "name") ?? "")
+/// }
+/// print(try query.explain())   // shows which index serves the WHERE
+/// ```
+///
+/// Executing never changes documents; it first brings the indexes it uses up to date with the change feed.
+public class Query: @unchecked Sendable {
+    public let database: Database
+    /// The statement this query runs.
+    public let statement: SelectStatement
+    /// Values for `$name` parameters.
+    public var parameters: Parameters? {
+        get { lock.withLock { _parameters } }
+        set { lock.withLock { _parameters = newValue } }
+    }
+    private var _parameters: Parameters?
+    private let lock = NSLock()
+    private var listeners: [LiveQuery] = []
+
+    package init(database: Database, statement: SelectStatement) {
+        self.database = database
+        self.statement = statement
+    }
+
+    /// The column names of the result rows, in SELECT order.
+    public func columnNames() throws -> [String] {
+        try compile().columns.map(\.name)
+    }
+
+    /// Runs the query.
+    /// - Throws: ``SetteeError`` `.queryParseError` for an unknown collection or a misplaced aggregate,
+    ///   `.closed` / `.storage` from the store.
+    public func execute() throws -> ResultSet {
+        let compiled = try compile()
+        return try Executor(query: compiled, parameters: parameters?.values ?? [:]).run()
+    }
+
+    /// How the query runs: the statement, the access path of each data source, and SQLite's
+    /// `EXPLAIN QUERY PLAN` for it — the index named there is the one serving the WHERE.
+    public func explain() throws -> String {
+        let compiled = try compile()
+        return try Executor(query: compiled, parameters: parameters?.values ?? [:]).explain()
+    }
+
+    /// Calls `listener` with fresh results now and whenever a commit changes one of the query's collections
+    /// and the results differ (Couchbase Lite's live query).
+    @discardableResult
+    public func addChangeListener(queue: DispatchQueue? = nil,
+                                  _ listener: @escaping @Sendable (QueryChange) -> Void) -> ListenerToken {
+        let live = LiveQuery(query: self, queue: queue ?? DispatchQueue(label: "settee.live-query"), listener: listener)
+        lock.withLock { listeners.append(live) }
+        live.start()
+        return ListenerToken { [weak self, weak live] in
+            live?.stop()
+            self?.lock.withLock { self?.listeners.removeAll { $0 === live } }
+        }
+    }
+
+    func compile() throws -> CompiledQuery {
+        try CompiledQuery(database: database, statement: statement)
+    }
+}
+
+extension Database {
+    /// Parses a SQL++ query (Couchbase Lite's `createQuery(_:)`).
+    ///
+    /// - Throws: ``SetteeError`` `.queryParseError` naming the position for a syntax error, an unknown function
+    ///   or an unknown collection.
+    public func createQuery(_ sql: String) throws -> Query {
+        let statement = try SQLPPParser.parseSelect(sql)
+        let query = Query(database: self, statement: statement)
+        _ = try query.compile()
+        return query
+    }
+}
+
+/// What changed for a live query listener: the new results, or the error re-running it.
+public struct QueryChange: @unchecked Sendable {
+    public let query: Query
+    public let results: ResultSet?
+    public let error: (any Error)?
+}
+
+/// Re-runs a query after commits touching its collections and reports when the rows changed.
+final class LiveQuery: @unchecked Sendable {
+    private weak var query: Query?
+    private let queue: DispatchQueue
+    private let listener: @Sendable (QueryChange) -> Void
+    private var tokens: [ListenerToken] = []
+    private var last: [JSON]?
+    private var stopped = false
+    private var pending = false
+    private let lock = NSLock()
+
+    init(query: Query, queue: DispatchQueue, listener: @escaping @Sendable (QueryChange) -> Void) {
+        self.query = query
+        self.queue = queue
+        self.listener = listener
+    }
+
+    func start() {
+        guard let query, let compiled = try? query.compile() else {
+            queue.async { [self] in
+                guard let query = self.query else { return }
+                do { _ = try query.compile() } catch { listener(QueryChange(query: query, results: nil, error: error)) }
+            }
+            return
+        }
+        for collection in compiled.collections {
+            tokens.append(collection.addChangeListener(queue: queue) { [weak self] _ in self?.schedule() })
+        }
+        schedule()
+    }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        tokens.forEach { $0.remove() }
+    }
+
+    private func schedule() {
+        let go = lock.withLock { () -> Bool in
+            if stopped || pending { return false }
+            pending = true
+            return true
+        }
+        guard go else { return }
+        queue.async { [weak self] in self?.rerun() }
+    }
+
+    private func rerun() {
+        lock.withLock { pending = false }
+        guard let query, !lock.withLock({ stopped }) else { return }
+        do {
+            let results = try query.execute()
+            let rows = results.rows.map { JSON.object($0.toDictionary()) }
+            if rows != last {
+                last = rows
+                listener(QueryChange(query: query, results: results, error: nil))
+            }
+        } catch {
+            listener(QueryChange(query: query, results: nil, error: error))
+        }
+    }
+}
