@@ -147,6 +147,26 @@ public final class IndexManager: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// The last sequence `info` has absorbed, as stored in the registry.
+    public func lastSequence(of info: IndexInfo) throws -> UInt64 {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT last_seq FROM indexes WHERE id = ?")
+            defer { stmt.reset() }
+            stmt.bind(info.id, at: 1)
+            return try stmt.step() ? UInt64(stmt.int64(0)) : 0
+        }
+    }
+
+    /// The build state of `info`: `building` until its first catch-up finished, then `ready`.
+    public func state(of info: IndexInfo) throws -> String {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT state FROM indexes WHERE id = ?")
+            defer { stmt.reset() }
+            stmt.bind(info.id, at: 1)
+            return try stmt.step() ? (stmt.string(0) ?? "") : ""
+        }
+    }
+
     // MARK: Catching up
 
     /// Brings every index of `collection` up to date with the change feed.

@@ -17,7 +17,8 @@ struct Constraint {
         case lower(SQLExpression, inclusive: Bool)
         case upper(SQLExpression, inclusive: Bool)
         case prefix(SQLExpression)  // LIKE 'abc%'
-        case present                // IS NOT MISSING / IS VALUED / IS NOT NULL: some non-null value
+        case present                // IS VALUED / IS NOT NULL / comparisons: some non-null value
+        case notMissing             // IS NOT MISSING: any value, null included
         case isNull
     }
     /// The constrained expression, relative to its source (unqualified).
@@ -201,7 +202,10 @@ enum Planner {
                 } else {
                     out.append(Constraint(expression: r, kind: .present))
                 }
-            case .check(let x, .missing, true), .check(let x, .valued, false), .check(let x, .null, true):
+            case .check(let x, .missing, true):
+                guard let r = rel(x) else { continue }
+                out.append(Constraint(expression: r, kind: .notMissing))
+            case .check(let x, .valued, false), .check(let x, .null, true):
                 guard let r = rel(x) else { continue }
                 out.append(Constraint(expression: r, kind: .present))
             case .check(let x, .null, false):
@@ -321,6 +325,9 @@ enum Planner {
                             ranged = true
                         case .present:
                             if !ranged { clauses.append("\(column) > x'01'") }
+                            ranged = true
+                        case .notMissing:
+                            if !ranged { clauses.append("\(column) IS NOT NULL") }
                             ranged = true
                         case .isNull:
                             clauses.append("\(column) = x'01'")

@@ -1,0 +1,173 @@
+import Foundation
+import Testing
+import Settee
+
+@Suite struct IndexTests {
+    static let docs = [
+        #"{"_id":"h1","type":"hotel","name":"Ghia","city":"Paris","stars":4}"#,
+        #"{"_id":"h2","type":"hotel","name":"Deluxe","city":"London","stars":5}"#,
+        #"{"_id":"h3","type":"hotel","name":"Motel","city":"Paris","stars":2}"#,
+        #"{"_id":"l1","type":"landmark","name":"Tower","city":"Paris"}"#,
+        #"{"_id":"l2","type":"landmark","name":"Bridge","city":"London"}"#,
+    ]
+
+    func ids(_ db: Database, _ sql: String) throws -> [String] {
+        try db.createQuery(sql).execute().compactMap { $0.string(forKey: "id") }
+    }
+
+    @Test func explainShowsTheIndexForIndexedPredicatesOnly() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, Self.docs)
+        try c.createIndex(withName: "TypeNameIndex", config: ValueIndexConfiguration(["type", "name"]))
+        #expect(try c.indexes() == ["TypeNameIndex"])
+        let indexed = try db.createQuery("SELECT META().id FROM _ WHERE type = 'hotel' AND name > 'E' ORDER BY META().id")
+        let plan = try indexed.explain()
+        #expect(plan.contains("INDEX _default._default.TypeNameIndex"), "\(plan)")
+        #expect(try indexed.execute().compactMap { $0.string(forKey: "id") } == ["h1", "h3"])
+        for sql in ["SELECT META().id FROM _ WHERE LOWER(type) = 'hotel'", "SELECT META().id FROM _ WHERE name = 'Ghia'",
+                    "SELECT META().id FROM _ WHERE type = 'hotel' OR city = 'Paris'"] {
+            let p = try db.createQuery(sql).explain()
+            #expect(!p.contains("TypeNameIndex"), "\(sql): \(p)")
+            #expect(p.contains("SCAN d"), "\(sql): \(p)")
+        }
+        // IN and LIKE prefixes use the index too.
+        #expect(try db.createQuery("SELECT META().id FROM _ WHERE type IN ('hotel', 'inn')").explain().contains("TypeNameIndex"))
+        #expect(try db.createQuery("SELECT META().id FROM _ WHERE type LIKE 'ho%'").explain().contains("TypeNameIndex"))
+        #expect(try ids(db, "SELECT META().id FROM _ WHERE type LIKE 'land%' ORDER BY META().id") == ["l1", "l2"])
+        // META().id lookups use the primary key.
+        #expect(try db.createQuery("SELECT META().id FROM _ WHERE META().id = 'h2'").explain().contains("USING INDEX sqlite_autoindex"))
+    }
+
+    @Test func indexFollowsUpdatesDeletesPurgesAndRedefinition() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, Self.docs)
+        try c.createIndex(withName: "byCity", config: ValueIndexConfiguration(["city"]))
+        let paris = "SELECT META().id FROM _ WHERE city = 'Paris' ORDER BY META().id"
+        #expect(try ids(db, paris) == ["h1", "h3", "l1"])
+        let moved = try #require(try c.document(id: "h1")).toMutable()
+        moved.setString("Rome", forKey: "city")
+        try c.save(document: moved)
+        #expect(try ids(db, paris) == ["h3", "l1"])
+        try c.delete(document: try #require(try c.document(id: "h3")))
+        #expect(try ids(db, paris) == ["l1"])
+        try c.purge(id: "l1")
+        #expect(try ids(db, paris) == [])
+        try load(c, [#"{"_id":"l1","city":"Paris"}"#, #"{"_id":"n1","city":"Paris"}"#])
+        #expect(try ids(db, paris) == ["l1", "n1"])
+        // Same name, new definition: rebuilt.
+        try c.createIndex(withName: "byCity", config: ValueIndexConfiguration(["name"]))
+        #expect(try db.createQuery(paris).explain().contains("byCity") == false)
+        #expect(try db.createQuery("SELECT META().id FROM _ WHERE name = 'Tower'").explain().contains("byCity"))
+        // Definitions and entries survive reopening; writes made while closed are caught up.
+        db.close()
+        let reopened = try dir.open()
+        let c2 = try reopened.defaultCollection()
+        try load(c2, [#"{"_id":"t2","name":"Tower"}"#])
+        #expect(try c2.indexes() == ["byCity"])
+        #expect(try ids(reopened, "SELECT META().id FROM _ WHERE name = 'Tower' ORDER BY META().id") == ["t2"])
+        try c2.deleteIndex(forName: "byCity")
+        #expect(try c2.indexes() == [])
+        #expect(try reopened.createQuery("SELECT META().id FROM _ WHERE name = 'Tower'").explain().contains("byCity") == false)
+    }
+
+    @Test func partialIndexesFollowTheTwoRules() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, Self.docs + [#"{"_id":"x1","b":456,"c":1}"#, #"{"_id":"x2","b":456,"c":0}"#, #"{"_id":"x3","b":456}"#])
+        try c.createIndex(withName: "HotelCityIndex", config: ValueIndexConfiguration(["city"], where: "type = \"hotel\""))
+        // Rule 1: a term of the query's WHERE is a term of the index's WHERE.
+        let rule1 = try db.createQuery("SELECT META().id FROM _ WHERE type = 'hotel' AND city = 'Paris' ORDER BY META().id")
+        #expect(try rule1.explain().contains("HotelCityIndex"))
+        #expect(try rule1.execute().compactMap { $0.string(forKey: "id") } == ["h1", "h3"])
+        let notImplied = try db.createQuery("SELECT META().id FROM _ WHERE city = 'Paris' ORDER BY META().id")
+        #expect(try !notImplied.explain().contains("HotelCityIndex"))
+        #expect(try notImplied.execute().compactMap { $0.string(forKey: "id") } == ["h1", "h3", "l1"])
+        // Rule 2: "z IS NOT MISSING" in the index, a comparison on z (other than IS) in the query.
+        try c.createIndex(withName: "bWhereC", config: ValueIndexConfiguration(["b"], where: "c IS NOT MISSING"))
+        let rule2 = try db.createQuery("SELECT META().id FROM _ WHERE b = 456 AND c <> 0")
+        #expect(try rule2.explain().contains("bWhereC"))
+        #expect(try rule2.execute().compactMap { $0.string(forKey: "id") } == ["x1"])
+        let onlyB = try db.createQuery("SELECT META().id FROM _ WHERE b = 456 ORDER BY META().id")
+        #expect(try !onlyB.explain().contains("bWhereC"))
+        #expect(try onlyB.execute().compactMap { $0.string(forKey: "id") } == ["x1", "x2", "x3"])
+        // IS NOT NULL / IS VALUED in the index need rule 1.
+        try c.createIndex(withName: "bWhereValued", config: ValueIndexConfiguration(["b"], where: "c IS VALUED"))
+        #expect(try !db.createQuery("SELECT META().id FROM _ WHERE b = 456 AND c > 0").explain().contains("bWhereValued"))
+        #expect(try db.createQuery("SELECT META().id FROM _ WHERE b = 456 AND c IS VALUED").explain().contains("bWhereValued"))
+    }
+
+    @Test func indexBuilderAndJoinsUseIndexes() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let airlines = try db.createCollection(name: "airlines")
+        let routes = try db.createCollection(name: "routes")
+        try load(airlines, [#"{"_id":"a1","code":"Q5","name":"40-Mile Air"}"#, #"{"_id":"a2","code":"AA","name":"Alaskan"}"#])
+        try load(routes, [#"{"_id":"r1","airline":"Q5","to":"CDG"}"#, #"{"_id":"r2","airline":"AA","to":"LHR"}"#,
+                          #"{"_id":"r3","airline":"AA","to":"OSL"}"#])
+        try routes.createIndex(IndexBuilder.valueIndex(items: ValueIndexItem.property("airline")), name: "routeAirline")
+        let query = try db.createQuery("""
+            SELECT a.name, r.to FROM airlines AS a JOIN routes AS r ON r.airline = a.code ORDER BY r.to
+            """)
+        #expect(try query.explain().contains("value index routeAirline"))
+        #expect(try query.execute().map { $0.toJSON() } == [
+            #"{"name":"40-Mile Air","to":"CDG"}"#, #"{"name":"Alaskan","to":"LHR"}"#, #"{"name":"Alaskan","to":"OSL"}"#,
+        ])
+    }
+
+    @Test func backgroundCatchUpFollowsWrites() async throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try c.createIndex(withName: "byType", config: ValueIndexConfiguration(["type"]))
+        try load(c, Self.docs)
+        let info = try #require(try c.index(withName: "byType"))
+        // Without any query, the index absorbs the writes shortly after the commit.
+        var absorbed = false
+        for _ in 0..<200 {
+            let lastSeq = try IndexManager.shared(for: db).lastSequence(of: info)
+            if lastSeq >= db.lastSequence { absorbed = true; break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(absorbed)
+    }
+
+    @Test func liveQueryReportsNewResults() async throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, Self.docs)
+        let query = try db.createQuery("SELECT META().id FROM _ WHERE city = 'Paris' ORDER BY META().id")
+        let seen = LockedList()
+        let token = query.addChangeListener { change in
+            seen.append(change.results?.compactMap { $0.string(forKey: "id") } ?? ["error"])
+        }
+        defer { token.remove() }
+        try await waitUntil { seen.last == ["h1", "h3", "l1"] }
+        try load(c, [#"{"_id":"p9","city":"Paris"}"#])
+        try await waitUntil { seen.last == ["h1", "h3", "l1", "p9"] }
+        try load(c, [#"{"_id":"z1","city":"Oslo"}"#])  // not a result change
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(seen.count == 2)
+    }
+}
+
+final class LockedList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [[String]] = []
+    func append(_ item: [String]) { lock.withLock { items.append(item) } }
+    var last: [String]? { lock.withLock { items.last } }
+    var count: Int { lock.withLock { items.count } }
+}
+
+func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+    for _ in 0..<300 {
+        if condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("condition not met in 3 s")
+}
