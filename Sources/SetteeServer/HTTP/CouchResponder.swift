@@ -69,11 +69,17 @@ struct CouchResponder: HTTPResponder {
             if s.count == 3 { call.route = "doc"; return try await DocumentRoutes.handle(&call, target, id: id) }
             call.route = "attachment"
             return try await AttachmentRoutes.handle(&call, target, id: id, name: s[3...].joined(separator: "/"))
+        case "_query" where s.count == 2:
+            call.route = "query"
+            return try await QueryRoutes.query(&call, target)
+        case "_index" where s.count <= 3:
+            call.route = "index"
+            return try await QueryRoutes.index(&call, target, name: s.count == 3 ? s[2] : nil)
         case "_revs_limit", "_compact", "_ensure_full_commit", "_purge", "_security", "_view_cleanup":
             return try await DatabaseRoutes.handleSub(&call, target, second)
         default:
             if second.hasPrefix("_") {
-                if s.count == 2 && ["_index", "_find", "_query", "_explain"].contains(second) {
+                if s.count == 2 && ["_find", "_explain"].contains(second) {
                     throw CouchError(.notFound, "not_found", "\(second) is not available on this node yet")
                 }
                 if s.count == 2 {

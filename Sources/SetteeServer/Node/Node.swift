@@ -1,5 +1,6 @@
 import Foundation
 import SetteeCore
+import SetteeIndex
 import SetteeStore
 
 /// A Settee node: the data directory, its open databases, and the node's identity.
@@ -49,6 +50,8 @@ public final class Node: @unchecked Sendable {
             throw SetteeError(.notFound, "Database does not exist.")
         }
         let db = try Database(name: name, config: databaseConfiguration, create: false)
+        // Keep this database's indexes current in the background from now on.
+        _ = try IndexManager.shared(for: db)
         open[name] = db
         metrics.openDatabases(open.count)
         return db
