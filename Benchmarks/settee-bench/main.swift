@@ -18,7 +18,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
     args.removeSubrange(i...(i + 1))
 }
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
-                    "replicate-incremental"]
+                    "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -41,6 +41,8 @@ struct Figure {
     let baseline: Double?
     let baselineName: String?
     let goal: Double?
+    /// How the value reads: a rate (`/s`) unless told otherwise.
+    var unit = "/s"
     var ratio: Double? { baseline.map { value / $0 } }
     var meetsGoal: Bool? {
         guard let goal else { return nil }
@@ -52,12 +54,12 @@ var figures: [Figure] = []
 @MainActor func report(_ f: Figure) {
     figures.append(f)
     guard !jsonOutput else { return }
-    var line = "\(f.workload.padding(toLength: 8, withPad: " ", startingAt: 0)) \(f.metric): \(Int(f.value)) /s"
+    var line = "\(f.workload.padding(toLength: 8, withPad: " ", startingAt: 0)) \(f.metric): \(Int(f.value)) \(f.unit)"
     if let b = f.baseline, let name = f.baselineName, let r = f.ratio {
         line += "   baseline \(name): \(Int(b)) /s   ratio \(String(format: "%.2f", r))"
     }
     if let goal = f.goal, let ok = f.meetsGoal {
-        line += "   goal ≥ \(goal)\(f.baseline == nil ? " /s" : "×") \(ok ? "✓" : "✗")"
+        line += "   goal ≥ \(goal)\(f.baseline == nil ? " " + f.unit : "×") \(ok ? "✓" : "✗")"
     }
     print(line)
 }
@@ -287,6 +289,10 @@ if selected.contains(where: replicationWorkloads.contains) {
         FileHandle.standardError.write(Data("settee-bench: replication workloads FAILED: \(error)\n".utf8))
         exit(1)
     }
+}
+// query-indexed, index-build, index-catchup, query-parse (QueryWorkloads.swift).
+if selected.contains(where: queryWorkloads.contains) {
+    try runQueryWorkloads(selected: selected, ids: ids, docs: docs, workDir: workDir)
 }
 if jsonOutput {
     var out: [JSON] = []

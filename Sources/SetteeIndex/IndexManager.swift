@@ -40,6 +40,14 @@ public final class IndexManager: @unchecked Sendable {
     private var registry: [Int64: [IndexInfo]] = [:]  // collection id → indexes
     private var upToDate: [Int64: UInt64] = [:]       // index id → database sequence it was current at
     private var backgroundStarted = false
+    private var _backgroundEnabled = true
+
+    /// Whether commits trigger a background catch-up (on by default). Turning it off leaves indexes to catch up
+    /// when queried — benchmarks use that to time a catch-up.
+    public var isBackgroundEnabled: Bool {
+        get { lock.withLock { _backgroundEnabled } }
+        set { lock.withLock { _backgroundEnabled = newValue } }
+    }
     private var backgroundScheduled = false
     private let queue = DispatchQueue(label: "settee.index-manager")
 
@@ -235,6 +243,8 @@ public final class IndexManager: @unchecked Sendable {
         let placeholders = Array(repeating: "?", count: info.spec.expressions.count).joined(separator: ", ")
         let insert = try db.prepare("INSERT OR REPLACE INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
         let evaluator = Evaluator()
+        let wanted = PropertyUsage.topLevelKeys(of: info.spec.expressions + (info.spec.whereClause.map { [$0] } ?? []),
+                                                source: "_", primary: "_", aliases: []).map(JSONMemberSelector.init)
         var count = 0
         var maxSeq = lastSeq
         defer { changes.reset() }
@@ -244,20 +254,30 @@ public final class IndexManager: @unchecked Sendable {
             let seq = changes.int64(2)
             maxSeq = max(maxSeq, seq)
             let deleted = changes.int64(4) & DocFlags.deleted != 0
-            if !building {
+            // A document that stays in the index is replaced in place (INSERT OR REPLACE on its rowid); only one
+            // that leaves the index needs a DELETE.
+            func drop() throws {
+                if building { return }
                 remove.bind(rowid, at: 1)
                 try remove.run()
             }
-            if deleted { continue }
+            if deleted { try drop(); continue }
             let body: JSON
             do {
-                body = try changes.withTextBytes(5) { bytes in try JSON.parse(bytes) }
+                body = try changes.withTextBytes(5) { bytes in
+                    if let wanted { return try wanted.parse(bytes) }
+                    return try JSON.parse(bytes)
+                }
             } catch {
+                try drop()
                 continue  // an unreadable body is not indexed; it never stops indexing
             }
             let document = SourceDocument(id: changes.string(1) ?? "", sequence: UInt64(seq),
                                           revisionID: changes.string(3) ?? "", body: body)
-            guard let keys = IndexManager.keys(for: info.spec, document: document, evaluator: evaluator) else { continue }
+            guard let keys = IndexManager.keys(for: info.spec, document: document, evaluator: evaluator) else {
+                try drop()
+                continue
+            }
             insert.bind(rowid, at: 1)
             for (i, key) in keys.enumerated() {
                 if let key { insert.bind(bytes: key, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
@@ -283,7 +303,9 @@ public final class IndexManager: @unchecked Sendable {
         keys.reserveCapacity(spec.expressions.count)
         var any = false
         for e in spec.expressions {
-            let value = (try? evaluator.evaluate(e, document: document)) ?? nil
+            // (Not `try? … ?? nil`: `nil` there would be JSON's nil literal, i.e. null, and MISSING would be indexed as null.)
+            let value: JSON?
+            do { value = try evaluator.evaluate(e, document: document) } catch { value = nil }
             let key = KeyEncoding.encode(value)
             if key != nil { any = true }
             keys.append(key)
@@ -309,7 +331,7 @@ public final class IndexManager: @unchecked Sendable {
 
     private func scheduleBackgroundCatchUp() {
         lock.lock()
-        if backgroundScheduled || registry.values.allSatisfy(\.isEmpty) { lock.unlock(); return }
+        if backgroundScheduled || !_backgroundEnabled || registry.values.allSatisfy(\.isEmpty) { lock.unlock(); return }
         backgroundScheduled = true
         lock.unlock()
         queue.asyncAfter(deadline: .now() + IndexManager.backgroundDelay) { [weak self] in

@@ -32,6 +32,8 @@ struct CompiledQuery {
     /// WHERE conjuncts that read only the primary source (applied before joins), and the rest.
     let primaryTerms: [SQLExpression]
     let otherTerms: [SQLExpression]
+    /// Per source name: the top-level members the query reads (nil: the whole document).
+    let bodyKeys: [String: JSONMemberSelector?]
     /// ORDER BY items with references to result aliases resolved to column positions.
     let ordering: [(expression: SQLExpression?, column: Int?, descending: Bool)]
 
@@ -125,6 +127,23 @@ struct CompiledQuery {
             primaryTerms = terms
             otherTerms = []
         }
+
+        var all: [SQLExpression] = statement.whereClause.map { [$0] } ?? []
+        all += statement.groupBy + (statement.having.map { [$0] } ?? []) + statement.orderBy.map(\.expression)
+        all += joins.compactMap(\.clause.on)
+        var wholeSources = Set<String>()
+        for c in columns {
+            switch c.kind {
+            case .all(let source): wholeSources.insert(source)
+            case .expression(let e): all.append(e)
+            }
+        }
+        var bodyKeys: [String: JSONMemberSelector?] = [:]
+        for n in names {
+            bodyKeys[n] = wholeSources.contains(n) ? nil
+                : PropertyUsage.topLevelKeys(of: all, source: n, primary: names[0], aliases: Set(names)).map(JSONMemberSelector.init)
+        }
+        self.bodyKeys = bodyKeys
 
         ordering = statement.orderBy.map { item in
             if case .property(nil, let path) = item.expression, path.count == 1, case .key(let k) = path[0],

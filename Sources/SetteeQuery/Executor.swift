@@ -94,14 +94,14 @@ struct Executor {
                 case .idLookup(let e):
                     if case .string(let id)? = try evaluator.evaluate(e, in: row) {
                         candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE d.id = ? AND (d.flags & 1) = 0",
-                                               bind: [.text(id)])
+                                               bind: [.text(id)], keys: query.bodyKeys[join.source.name] ?? nil)
                     } else {
                         candidates = []
                     }
                 case .indexLookup(let index, let e):
                     if let key = KeyEncoding.encode(try evaluator.evaluate(e, in: row)) {
                         candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(join.source.collection.docsTable) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND (d.flags & 1) = 0",
-                                               bind: [.blob(key)])
+                                               bind: [.blob(key)], keys: query.bodyKeys[join.source.name] ?? nil)
                     } else {
                         candidates = []
                     }
@@ -109,7 +109,8 @@ struct Executor {
                     if let cached = scanCache[joinIndex] {
                         candidates = cached
                     } else {
-                        let all = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE (d.flags & 1) = 0", bind: [])
+                        let all = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE (d.flags & 1) = 0", bind: [],
+                                            keys: query.bodyKeys[join.source.name] ?? nil)
                         scanCache[joinIndex] = all
                         candidates = all
                     }
@@ -139,12 +140,15 @@ struct Executor {
             }
             let stmt = try db.prepare(path.sql)
             defer { stmt.reset() }
-            try bind(path, to: stmt)
+            let exact = try bind(path, to: stmt)
+            // Conjuncts the index decided exactly are not evaluated again.
+            let remaining = query.primaryTerms.enumerated().filter { !(exact && path.servedTerms.contains($0.offset)) }.map(\.element)
+            let keys = query.bodyKeys[primary.name] ?? nil
             while try stmt.step() {
-                guard let document = Executor.document(stmt) else { continue }
+                guard let document = Executor.document(stmt, keys: keys) else { continue }
                 let row = Row(primaryName: primary.name, primary: document)
                 var keep = true
-                for term in query.primaryTerms where try !evaluator.isTrue(term, in: row) { keep = false; break }
+                for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
                 if !keep { continue }
                 if try !expand(row, from: 0) { break }
             }
@@ -265,9 +269,14 @@ struct Executor {
 
     // MARK: SQLite
 
-    private func bind(_ path: AccessPath, to stmt: Statement) throws {
+    /// Binds the access path's values; returns whether every one was present and not null (which makes the
+    /// path's served terms exact).
+    @discardableResult
+    private func bind(_ path: AccessPath, to stmt: Statement) throws -> Bool {
+        var allPresent = true
         for (i, (e, kind)) in zip(path.bindings, path.bindingKinds).enumerated() {
             let value = try evaluator.evaluate(e, in: Row(primaryName: "", primary: nil))
+            if value == nil || value == .null { allPresent = false }
             let index = Int32(i + 1)
             switch kind {
             case .key:
@@ -283,24 +292,29 @@ struct Executor {
                 if case .string(let id)? = value { stmt.bind(id, at: index) } else { stmt.bindNull(at: index) }
             }
         }
+        return allPresent
     }
 
-    private func fetch(_ db: Connection, sql: String, bind values: [SQLiteValue]) throws -> [SourceDocument] {
+    private func fetch(_ db: Connection, sql: String, bind values: [SQLiteValue], keys: JSONMemberSelector?) throws -> [SourceDocument] {
         let stmt = try db.prepare(sql)
         defer { stmt.reset() }
         stmt.bind(values)
         var out: [SourceDocument] = []
         while try stmt.step() {
-            if let d = Executor.document(stmt) { out.append(d) }
+            if let d = Executor.document(stmt, keys: keys) { out.append(d) }
         }
         return out
     }
 
-    /// A document from a `rowid, id, seq, rev, flags, body` row.
-    static func document(_ stmt: Statement) -> SourceDocument? {
+    /// A document from a `rowid, id, seq, rev, flags, body` row, reading only `keys` of the body (nil: all of it).
+    static func document(_ stmt: Statement, keys: JSONMemberSelector?) -> SourceDocument? {
         let body: JSON
         do {
-            body = try stmt.withTextBytes(5) { bytes in bytes.isEmpty ? JSON.object(JSONObject()) : try JSON.parse(bytes) }
+            body = try stmt.withTextBytes(5) { bytes in
+                if bytes.isEmpty { return JSON.object(JSONObject()) }
+                if let keys { return try keys.parse(bytes) }
+                return try JSON.parse(bytes)
+            }
         } catch {
             return nil
         }

@@ -24,6 +24,8 @@ struct Constraint {
     /// The constrained expression, relative to its source (unqualified).
     let expression: SQLExpression
     let kind: Kind
+    /// The position of the WHERE conjunct it came from.
+    var term = 0
 }
 
 /// How the executor reads a source's candidate documents.
@@ -38,6 +40,9 @@ struct AccessPath {
     let index: IndexInfo?
     /// A one-line description for explain.
     let summary: String
+    /// WHERE conjuncts (positions) the SQL decides exactly when every bound value is present and not null: the
+    /// executor need not evaluate them again.
+    var servedTerms: Set<Int> = []
 
     enum BindingKind {
         case key          // KeyEncoding of the value
@@ -173,7 +178,9 @@ enum Planner {
             default: return op
             }
         }
-        for term in terms {
+        for (position, term) in terms.enumerated() {
+            let before = out.count
+            defer { for i in before..<out.count { out[i].term = position } }
             switch term {
             case .binary(let op, let a, let b) where [.equal, .less, .lessOrEqual, .greater, .greaterOrEqual, .notEqual].contains(op):
                 var subject: SQLExpression?, value: SQLExpression?, o = op
@@ -257,6 +264,17 @@ enum Planner {
         }
     }
 
+    /// The conjuncts all of whose constraints are among `used` (so the SQL decides them exactly).
+    static func served(_ used: [Constraint], _ all: [Constraint]) -> Set<Int> {
+        var out = Set<Int>()
+        for term in Set(used.map(\.term)) {
+            let total = all.filter { $0.term == term }.count
+            let covered = used.filter { $0.term == term }.count
+            if total == covered { out.insert(term) }
+        }
+        return out
+    }
+
     /// Chooses the access path for a source: the `id` column for `META().id` lookups, else the value index
     /// serving the most constraints, else a scan of the collection.
     static func accessPath(for source: BoundSource, constraints: [Constraint], queryTerms: [SQLExpression],
@@ -269,12 +287,12 @@ enum Planner {
             case .equal(let v):
                 return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id = ?\(liveOnly)",
                                   bindings: [v], bindingKinds: [.documentID], index: nil,
-                                  summary: "document id lookup")
+                                  summary: "document id lookup", servedTerms: served([c], constraints))
             case .inList(let list):
                 let marks = Array(repeating: "?", count: list.count).joined(separator: ", ")
                 return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id IN (\(marks))\(liveOnly)",
                                   bindings: list, bindingKinds: Array(repeating: .documentID, count: list.count),
-                                  index: nil, summary: "document id lookup")
+                                  index: nil, summary: "document id lookup", servedTerms: served([c], constraints))
             default: continue
             }
         }
@@ -285,6 +303,7 @@ enum Planner {
                 var bindings: [SQLExpression] = []
                 var kinds: [AccessPath.BindingKind] = []
                 var score = 0
+                var exact: [Constraint] = []
                 columns: for (i, expression) in index.spec.expressions.enumerated() {
                     let mine = constraints.filter { $0.expression == expression }
                     let column = "i.k\(i)"
@@ -293,6 +312,7 @@ enum Planner {
                         clauses.append("\(column) = ?")
                         bindings.append(v)
                         kinds.append(.key)
+                        exact.append(eq)
                         score += 4
                         continue columns
                     }
@@ -301,6 +321,7 @@ enum Planner {
                         clauses.append("\(column) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", ")))")
                         bindings.append(contentsOf: list)
                         kinds.append(contentsOf: Array(repeating: .key, count: list.count))
+                        exact.append(inc)
                         score += 3
                         continue columns
                     }
@@ -311,12 +332,14 @@ enum Planner {
                             clauses.append("\(column) \(inclusive ? ">=" : ">") ?")
                             bindings.append(v)
                             kinds.append(.key)
+                            exact.append(c)
                             ranged = true
                         case .upper(let v, let inclusive):
                             // Above null: `x < 5` is never true for null.
                             clauses.append("\(column) > x'01' AND \(column) \(inclusive ? "<=" : "<") ?")
                             bindings.append(v)
                             kinds.append(.key)
+                            exact.append(c)
                             ranged = true
                         case .prefix(let v):
                             clauses.append("\(column) >= ? AND \(column) < ?")
@@ -331,6 +354,7 @@ enum Planner {
                             ranged = true
                         case .isNull:
                             clauses.append("\(column) = x'01'")
+                            exact.append(c)
                             ranged = true
                         default: break
                         }
@@ -342,7 +366,7 @@ enum Planner {
                 let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc"
                     + " WHERE " + clauses.joined(separator: " AND ") + liveOnly
                 let path = AccessPath(sql: sql, bindings: bindings, bindingKinds: kinds, index: index,
-                                      summary: "value index \(index.name)")
+                                      summary: "value index \(index.name)", servedTerms: served(exact, constraints))
                 if best == nil || score > best!.score { best = (score, path) }
             }
         }

@@ -128,6 +128,12 @@ import Settee
                 }
                 viaEvaluator.sort()
                 #expect(viaSQLite == viaEvaluator, "\(sql)")
+                if viaSQLite != viaEvaluator {
+                    for id in Set(viaSQLite).symmetricDifference(viaEvaluator).sorted() {
+                        print("DIFF \(id): stored \(try c.document(id: id)?.toJSON() ?? "nil") expected \(docs[id].map { JSON.object($0).jsonString } ?? "nil")")
+                    }
+                    print("PLAN \(try query.explain())")
+                }
                 if viaSQLite != viaEvaluator { return }
                 queries += 1
             }

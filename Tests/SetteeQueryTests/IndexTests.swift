@@ -101,6 +101,20 @@ import Settee
         #expect(try db.createQuery("SELECT META().id FROM _ WHERE b = 456 AND c IS VALUED").explain().contains("bWhereValued"))
     }
 
+    /// A MISSING key is not an index entry; a null key is (so `IS NULL` served by the index finds only nulls).
+    @Test func missingAndNullKeysStayDistinctInTheIndex() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, [#"{"_id":"a","type":"route"}"#, #"{"_id":"b","name":null}"#, #"{"_id":"c","name":"x"}"#])
+        try c.createIndex(withName: "name", config: ValueIndexConfiguration(["name"]))
+        try load(c, [#"{"_id":"d","type":"route"}"#, #"{"_id":"c","type":"x"}"#, #"{"_id":"e","name":null}"#])
+        let query = try db.createQuery("SELECT META().id FROM _ WHERE name IS NULL ORDER BY META().id")
+        #expect(try query.explain().contains("INDEX _default._default.name"))
+        #expect(try query.execute().compactMap { $0.string(forKey: "id") } == ["b", "e"])
+        #expect(try ids(db, "SELECT META().id FROM _ WHERE name IS NOT MISSING ORDER BY META().id") == ["b", "e"])
+    }
+
     @Test func indexBuilderAndJoinsUseIndexes() throws {
         let dir = TempDir()
         let db = try dir.open()

@@ -1,0 +1,194 @@
+/// Reads only some members of a top-level JSON object, skipping the other values without building them.
+///
+/// Queries and index maintenance use it to read the few properties they need from a stored document:
+///
+/// ```swift
+/// let selector = JSONMemberSelector(["name", "age"])
+/// let partial = try selector.parse(bytes)   // {"name": …, "age": …} — only those that exist
+/// ```
+///
+/// Input that is not an object, or that the fast scanner does not follow (escaped keys), is parsed in full and then
+/// filtered, so the answer never depends on the shortcut.
+public struct JSONMemberSelector: Sendable {
+    private let keys: [[UInt8]]
+    private let names: [String]
+
+    public init(_ keys: Set<String>) {
+        names = keys.sorted()
+        self.keys = names.map { Array($0.utf8) }
+    }
+
+    /// The wanted members of the object in `bytes`, in document order (a repeated key keeps its last value).
+    /// - Throws: ``JSONError`` for malformed input.
+    public func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONError) -> JSON {
+        var scanner = MemberScanner(bytes: bytes)
+        if let fast = scanner.members(keys, names) { return .object(fast) }
+        let full = try JSON.parse(bytes)
+        guard case .object(let o) = full else { return full }
+        let wanted = Set(names)
+        return .object(JSONObject(o.filter { wanted.contains($0.key) }.map { ($0.key, $0.value) }))
+    }
+}
+
+extension JSON {
+    /// Parses only the members named in `keys` of a top-level object; see ``JSONMemberSelector``.
+    public static func parseMembers(_ bytes: UnsafeRawBufferPointer, keys: Set<String>) throws(JSONError) -> JSON {
+        try JSONMemberSelector(keys).parse(bytes)
+    }
+}
+
+/// A lenient forward scanner over a top-level object (the bytes were validated when they were stored).
+private struct MemberScanner {
+    let bytes: UnsafeRawBufferPointer
+    let base: UnsafePointer<UInt8>?
+    var i = 0
+
+    init(bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+        base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// nil when the fast path cannot decide (then the caller parses in full).
+    mutating func members(_ keys: [[UInt8]], _ names: [String]) -> JSONObject? {
+        guard let base else { return nil }
+        let n = bytes.count
+        skipSpace()
+        guard i < n, base[i] == UInt8(ascii: "{") else { return nil }
+        i += 1
+        var out: [(String, JSON)] = []
+        skipSpace()
+        if i < n, base[i] == UInt8(ascii: "}") { return JSONObject() }
+        while true {
+            skipSpace()
+            guard i < n, base[i] == UInt8(ascii: "\"") else { return nil }
+            let keyStart = i + 1
+            guard let escaped = skipString(), !escaped else { return nil }
+            let keyLength = i - 1 - keyStart
+            var match = -1
+            for (k, key) in keys.enumerated() where key.count == keyLength {
+                var same = true
+                for (offset, byte) in key.enumerated() where base[keyStart + offset] != byte { same = false; break }
+                if same { match = k; break }
+            }
+            skipSpace()
+            guard i < n, base[i] == UInt8(ascii: ":") else { return nil }
+            i += 1
+            skipSpace()
+            let valueStart = i
+            guard skipValue() else { return nil }
+            if match >= 0 {
+                guard let value = parseValue(valueStart..<i) else { return nil }
+                let name = names[match]
+                if let existing = out.firstIndex(where: { $0.0 == name }) { out[existing].1 = value } else { out.append((name, value)) }
+            }
+            skipSpace()
+            guard i < n else { return nil }
+            if base[i] == UInt8(ascii: ",") { i += 1; continue }
+            if base[i] == UInt8(ascii: "}") { return JSONObject(out) }
+            return nil
+        }
+    }
+
+    /// A value: plain strings and small integers directly, anything else through the full parser.
+    func parseValue(_ range: Range<Int>) -> JSON? {
+        guard let base, !range.isEmpty else { return nil }
+        let first = base[range.lowerBound]
+        if first == UInt8(ascii: "\"") {
+            let body = (range.lowerBound + 1)..<(range.upperBound - 1)
+            if !body.contains(where: { base[$0] == UInt8(ascii: "\\") }) {
+                // Control characters were rejected when the document was stored; UTF-8 was validated then too.
+                return .string(String(decoding: UnsafeBufferPointer(start: base + body.lowerBound, count: body.count), as: UTF8.self))
+            }
+        } else if range.count <= 18, first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39) {
+            var value: Int64 = 0
+            var j = range.lowerBound
+            let negative = first == UInt8(ascii: "-")
+            if negative { j += 1 }
+            var digits = 0
+            var plain = j < range.upperBound
+            while j < range.upperBound {
+                let c = base[j]
+                guard c >= 0x30 && c <= 0x39 else { plain = false; break }
+                value = value * 10 + Int64(c - 0x30)
+                digits += 1
+                j += 1
+            }
+            if plain && digits > 0 && !(digits > 1 && base[range.lowerBound + (negative ? 1 : 0)] == 0x30) {
+                return .int(negative ? -value : value)
+            }
+        } else if range.count == 4 && first == UInt8(ascii: "t") {
+            return .bool(true)
+        } else if range.count == 5 && first == UInt8(ascii: "f") {
+            return .bool(false)
+        } else if range.count == 4 && first == UInt8(ascii: "n") {
+            return .null
+        }
+        return try? JSON.parse(UnsafeRawBufferPointer(rebasing: bytes[range]))
+    }
+
+    mutating func skipSpace() {
+        guard let base else { return }
+        while i < bytes.count {
+            switch base[i] {
+            case 0x20, 0x09, 0x0A, 0x0D: i += 1
+            default: return
+            }
+        }
+    }
+
+    /// At an opening quote: moves past the closing quote. Returns whether the string has escapes (nil: unterminated).
+    mutating func skipString() -> Bool? {
+        guard let base else { return nil }
+        var escaped = false
+        var j = i + 1
+        let end = bytes.count
+        while j < end {
+            let c = base[j]
+            if c == UInt8(ascii: "\"") {
+                i = j + 1
+                return escaped
+            }
+            if c == UInt8(ascii: "\\") {
+                escaped = true
+                j += 2
+                continue
+            }
+            j += 1
+        }
+        return nil
+    }
+
+    mutating func skipValue() -> Bool {
+        guard let base, i < bytes.count else { return false }
+        switch base[i] {
+        case UInt8(ascii: "\""):
+            return skipString() != nil
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            while i < bytes.count {
+                let c = base[i]
+                if c == UInt8(ascii: "\"") {
+                    guard skipString() != nil else { return false }
+                    continue
+                }
+                if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") { depth += 1 }
+                else if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
+                    depth -= 1
+                    if depth == 0 { i += 1; return true }
+                }
+                i += 1
+            }
+            return false
+        default:
+            let start = i
+            while i < bytes.count {
+                switch base[i] {
+                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D:
+                    return i > start
+                default: i += 1
+                }
+            }
+            return false
+        }
+    }
+}
