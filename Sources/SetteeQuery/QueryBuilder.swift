@@ -36,11 +36,13 @@ public struct DataSource: DataSourceAs {
     public let database: Database
 
     /// Reads the documents of `collection`. Rows of `SelectResult.all()` put each document under the
-    /// collection's name unless an alias is given with ``as(_:)``.
+    /// collection's name — the database's name for the default collection, as Couchbase Lite's guide shows
+    /// (`{"travel-sample": {…}}`) — unless an alias is given with ``as(_:)``.
     public static func collection(_ collection: SetteeStore.Collection) -> DataSource {
-        DataSource(sourceRef: SourceRef(scope: collection.scope == "_default" ? nil : collection.scope,
-                                        collection: collection.name),
-                   database: collection.database)
+        let isDefault = collection.scope == "_default" && collection.name == "_default"
+        return DataSource(sourceRef: SourceRef(scope: collection.scope == "_default" ? nil : collection.scope,
+                                               collection: isDefault ? collection.database.name : collection.name),
+                          database: collection.database)
     }
 
     /// The same collection under `alias`.

@@ -30,7 +30,8 @@ import Settee
         let all = try QueryBuilder.select(SelectResult.all()).from(DataSource.collection(c))
             .where(Meta.id.equalTo(Expression.string("hotel456"))).execute().allResults()
         #expect(all.count == 1)
-        #expect(all[0].dictionary(forKey: "_default")?.string(forKey: "name") == "Hotel Deluxe")
+        // The default collection's rows are keyed by the database's name, as in the guide's Example 3.
+        #expect(all[0].dictionary(forKey: "travel-sample")?.string(forKey: "name") == "Hotel Deluxe")
         #expect(all[0].dictionary(at: 0)?.string(forKey: "city") == "London")
         // SQL++ keys the document by the name written in FROM; the database name means the default collection.
         #expect(try rows(db, "SELECT * FROM `travel-sample` WHERE META().id = 'hotel456'")
