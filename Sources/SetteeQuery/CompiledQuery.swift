@@ -32,10 +32,18 @@ struct CompiledQuery {
     /// WHERE conjuncts that read only the primary source (applied before joins), and the rest.
     let primaryTerms: [SQLExpression]
     let otherTerms: [SQLExpression]
+    /// Whether anything reads `META().revisionID` (else it is not read from storage).
+    let readsRevision: Bool
     /// Per source name: the top-level members the query reads (nil: the whole document).
     let bodyKeys: [String: JSONMemberSelector?]
     /// ORDER BY items with references to result aliases resolved to column positions.
     let ordering: [(expression: SQLExpression?, column: Int?, descending: Bool)]
+
+    /// Whether every collection it read is still the one of that name (not deleted, not re-created).
+    func isCurrent() throws -> Bool {
+        for c in collections where try database.collection(name: c.name, scope: c.scope) != c { return false }
+        return true
+    }
 
     var collections: [Collection] {
         (primary.map { [$0.collection] } ?? []) + joins.map(\.source.collection)
@@ -144,6 +152,9 @@ struct CompiledQuery {
                 : PropertyUsage.topLevelKeys(of: all, source: n, primary: names[0], aliases: Set(names)).map(JSONMemberSelector.init)
         }
         self.bodyKeys = bodyKeys
+        var revision = false
+        for e in all { e.visit { if case .meta(_, .revisionID) = $0 { revision = true } } }
+        readsRevision = revision
 
         ordering = statement.orderBy.map { item in
             if case .property(nil, let path) = item.expression, path.count == 1, case .key(let k) = path[0],

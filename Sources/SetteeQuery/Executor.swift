@@ -145,7 +145,7 @@ struct Executor {
             let remaining = query.primaryTerms.enumerated().filter { !(exact && path.servedTerms.contains($0.offset)) }.map(\.element)
             let keys = query.bodyKeys[primary.name] ?? nil
             while try stmt.step() {
-                guard let document = Executor.document(stmt, keys: keys) else { continue }
+                guard let document = Executor.document(stmt, keys: keys, revision: query.readsRevision) else { continue }
                 let row = Row(primaryName: primary.name, primary: document)
                 var keep = true
                 for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
@@ -301,13 +301,13 @@ struct Executor {
         stmt.bind(values)
         var out: [SourceDocument] = []
         while try stmt.step() {
-            if let d = Executor.document(stmt, keys: keys) { out.append(d) }
+            if let d = Executor.document(stmt, keys: keys, revision: query.readsRevision) { out.append(d) }
         }
         return out
     }
 
     /// A document from a `rowid, id, seq, rev, flags, body` row, reading only `keys` of the body (nil: all of it).
-    static func document(_ stmt: Statement, keys: JSONMemberSelector?) -> SourceDocument? {
+    static func document(_ stmt: Statement, keys: JSONMemberSelector?, revision: Bool = true) -> SourceDocument? {
         let body: JSON
         do {
             body = try stmt.withTextBytes(5) { bytes in
@@ -318,7 +318,7 @@ struct Executor {
         } catch {
             return nil
         }
-        return SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)), revisionID: stmt.string(3) ?? "",
+        return SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)), revisionID: revision ? (stmt.string(3) ?? "") : "",
                               deleted: stmt.int64(4) & DocFlags.deleted != 0, body: body)
     }
 

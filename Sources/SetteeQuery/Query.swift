@@ -69,9 +69,24 @@ public class Query: @unchecked Sendable {
         }
     }
 
+    private let cache = CompiledCache()
+
+    /// The statement bound to the database; kept while its collections still exist (a deleted or re-created
+    /// collection compiles again).
     func compile() throws -> CompiledQuery {
-        try CompiledQuery(database: database, statement: statement)
+        if let cached = cache.get(), try cached.isCurrent() { return cached }
+        let fresh = try CompiledQuery(database: database, statement: statement)
+        cache.set(fresh)
+        return fresh
     }
+}
+
+/// The last compilation of a query.
+final class CompiledCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: CompiledQuery?
+    func get() -> CompiledQuery? { lock.withLock { value } }
+    func set(_ v: CompiledQuery) { lock.withLock { value = v } }
 }
 
 extension Database {
