@@ -72,7 +72,7 @@ public final class IndexManager: @unchecked Sendable {
         try database.write { db in
             try db.execute("""
                 CREATE TABLE IF NOT EXISTS indexes(
-                    id INTEGER PRIMARY KEY, collection INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, collection INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
                     spec TEXT NOT NULL, table_name TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0,
                     state TEXT NOT NULL, UNIQUE(collection, name))
                 """)
@@ -195,8 +195,12 @@ public final class IndexManager: @unchecked Sendable {
                 try self.catchUpBatch(info, collection: collection, db: db)
             }
             if done {
+                // Ids are never reused (AUTOINCREMENT), so a catch-up that raced with a delete cannot mark a newer
+                // index of the same name as current.
                 lock.lock()
-                upToDate[info.id] = max(upToDate[info.id] ?? 0, target)
+                if registry[info.collectionID]?.contains(where: { $0.id == info.id }) == true {
+                    upToDate[info.id] = max(upToDate[info.id] ?? 0, target)
+                }
                 lock.unlock()
                 return
             }
