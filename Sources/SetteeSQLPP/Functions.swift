@@ -915,15 +915,7 @@ public enum FunctionLibrary {
 
     /// "missing", "null", "boolean", "number", "string", "array" or "object".
     static func typeName(_ value: JSON?) -> String {
-        guard let value else { return "missing" }
-        switch value {
-        case .null: return "null"
-        case .bool: return "boolean"
-        case .int, .double: return "number"
-        case .string: return "string"
-        case .array: return "array"
-        case .object: return "object"
-        }
+        value?.typeName ?? "missing"
     }
 
     // MARK: - Type conversion

@@ -317,16 +317,7 @@ enum QueryBuilderValue {
         var days = ms / msPerDay
         var msOfDay = ms % msPerDay
         if msOfDay < 0 { msOfDay += msPerDay; days -= 1 }
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = FunctionLibrary.civilFromDays(days)
         let hour = msOfDay / 3_600_000, minute = msOfDay / 60_000 % 60
         let second = msOfDay / 1000 % 60, milli = msOfDay % 1000
         func pad(_ n: Int64, _ width: Int) -> String {

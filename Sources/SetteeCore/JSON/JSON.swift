@@ -81,6 +81,19 @@ extension JSON {
         return nil
     }
 
+    /// The type's name as Mango's `$type` and SQL++'s `TYPE()` spell it: `null`, `boolean`, `number`, `string`,
+    /// `array` or `object`.
+    public var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "boolean"
+        case .int, .double: return "number"
+        case .string: return "string"
+        case .array: return "array"
+        case .object: return "object"
+        }
+    }
+
     /// Whether this is `null`.
     public var isNull: Bool {
         if case .null = self { return true }

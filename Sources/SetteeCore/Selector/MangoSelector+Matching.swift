@@ -156,16 +156,7 @@ enum MangoCollation {
     }
 
     /// The `$type` name of a value.
-    static func typeName(_ value: JSON) -> String {
-        switch value {
-        case .null: return "null"
-        case .bool: return "boolean"
-        case .int, .double: return "number"
-        case .string: return "string"
-        case .array: return "array"
-        case .object: return "object"
-        }
-    }
+    static func typeName(_ value: JSON) -> String { value.typeName }
 
     /// Exact comparison of an integer with a double (no rounding of large integers).
     static func compare(_ x: Int64, _ y: Double) -> Int {
