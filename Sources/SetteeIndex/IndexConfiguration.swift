@@ -1,3 +1,4 @@
+import Foundation
 import SetteeCore
 import SetteeSQLPP
 
@@ -9,15 +10,49 @@ public struct IndexSpec: Sendable, Hashable {
     /// The index kinds.
     public enum Kind: String, Sendable, Hashable {
         case value
+        case fullText = "fulltext"
+        case array
     }
     public var kind: Kind
-    /// The indexed expressions, parsed.
+    /// The indexed expressions, parsed (for an array index: evaluated on each element; empty indexes the element).
     public var expressions: [SQLExpression]
     /// A partial index's condition; nil indexes every document.
     public var whereClause: SQLExpression?
+    /// Full-text: fold accents (`é` matches `e`).
+    public var ignoreAccents = false
+    /// Full-text: the stemming language (`en`), or nil for none.
+    public var language: String?
+    /// Array: the path to the array, `[]` after each array level before the last (`contacts[].phones`).
+    public var arrayPath: String?
 
-    public init(kind: Kind, expressions: [SQLExpression], whereClause: SQLExpression? = nil) throws(SetteeError) {
-        guard !expressions.isEmpty else { throw SetteeError(.badRequest, "An index needs at least one expression") }
+    /// The languages full-text indexes can stem: English through FTS5's Porter stemmer.
+    public static let stemmingLanguages: Set<String> = ["en", "english"]
+
+    /// The array path split into its levels (`contacts[].phones` → `[contacts], [phones]`).
+    public var arrayLevels: [[PathComponent]] {
+        guard let arrayPath else { return [] }
+        return arrayPath.components(separatedBy: "[]").map { level in
+            PathParser.components(level.hasPrefix(".") ? String(level.dropFirst()) : level)
+        }.filter { !$0.isEmpty }
+    }
+
+    public init(kind: Kind, expressions: [SQLExpression], whereClause: SQLExpression? = nil, ignoreAccents: Bool = false,
+                language: String? = nil, arrayPath: String? = nil) throws(SetteeError) {
+        self.ignoreAccents = ignoreAccents
+        self.language = language.flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        self.arrayPath = arrayPath
+        if kind == .fullText, let lang = self.language, !IndexSpec.stemmingLanguages.contains(lang) {
+            throw SetteeError(.badRequest, "Unsupported full-text language '\(lang)': Settee stems English (\"en\") with FTS5's Porter stemmer; use no language for other languages (words are matched without stemming)")
+        }
+        if kind == .array {
+            guard let path = arrayPath, !path.isEmpty, !path.hasPrefix("[]"), !path.contains("[][]"),
+                  !IndexSpec.levels(path).contains(where: \.isEmpty),
+                  IndexSpec.levels(path).allSatisfy({ $0.allSatisfy { if case .key = $0 { return true }; return false } }) else {
+                throw SetteeError(.queryParseError, "Invalid array index path '\(arrayPath ?? "")': expected property names with [] after each nested array level, e.g. contacts[].phones")
+            }
+        } else {
+            guard !expressions.isEmpty else { throw SetteeError(.badRequest, "An index needs at least one expression") }
+        }
         for e in expressions + (whereClause.map { [$0] } ?? []) {
             var problem: String?
             e.visit { node in
@@ -38,11 +73,24 @@ public struct IndexSpec: Sendable, Hashable {
         self.whereClause = whereClause
     }
 
+    private static func levels(_ path: String) -> [[PathComponent]] {
+        var trimmed = path
+        if trimmed.hasSuffix("[]") { trimmed.removeLast(2) }
+        return trimmed.components(separatedBy: "[]").map { level in
+            PathParser.components(level.hasPrefix(".") ? String(level.dropFirst()) : level)
+        }
+    }
+
     /// The JSON form, with expressions as SQL++ text.
     public var json: JSON {
-        var pairs: [(String, JSON)] = [("type", .string(kind.rawValue)),
-                                       ("expressions", .array(expressions.map { .string($0.description) }))]
+        var pairs: [(String, JSON)] = [("type", .string(kind.rawValue))]
+        if let arrayPath { pairs.append(("path", .string(arrayPath))) }
+        pairs.append(("expressions", .array(expressions.map { .string($0.description) })))
         if let whereClause { pairs.append(("where", .string(whereClause.description))) }
+        if kind == .fullText {
+            pairs.append(("ignoreAccents", .bool(ignoreAccents)))
+            pairs.append(("language", language.map(JSON.string) ?? .null))
+        }
         return .object(JSONObject(pairs))
     }
 
@@ -50,11 +98,14 @@ public struct IndexSpec: Sendable, Hashable {
     public init(json: JSON) throws(SetteeError) {
         guard case .object(let o) = json else { throw SetteeError(.badRequest, "An index definition must be a JSON object") }
         let type = o["type"]?.stringValue ?? "value"
-        guard let kind = Kind(rawValue: type) else {
-            throw SetteeError(.badRequest, "Unknown index type '\(type)' (supported: value)")
+        let kinds: [String: Kind] = ["value": .value, "fulltext": .fullText, "full-text": .fullText, "fts": .fullText,
+                                     "array": .array]
+        guard let kind = kinds[type.lowercased()] else {
+            throw SetteeError(.badRequest, "Unknown index type '\(type)' (supported: value, fulltext, array)")
         }
         var expressions: [SQLExpression] = []
         switch o["expressions"] {
+        case nil, .null? where kind == .array: break
         case .string(let text)?: expressions = try SQLPPParser.parseExpressionList(text)
         case .array(let items)?:
             for item in items {
@@ -72,7 +123,12 @@ public struct IndexSpec: Sendable, Hashable {
         case .string?: break
         default: throw SetteeError(.badRequest, "\"where\" must be a SQL++ string")
         }
-        try self.init(kind: kind, expressions: expressions, whereClause: whereClause)
+        if let v = o["ignoreAccents"], v.boolValue == nil, !v.isNull { throw SetteeError(.badRequest, "\"ignoreAccents\" must be a boolean") }
+        if let v = o["language"], v.stringValue == nil, !v.isNull { throw SetteeError(.badRequest, "\"language\" must be a string") }
+        if let v = o["path"], v.stringValue == nil, !v.isNull { throw SetteeError(.badRequest, "\"path\" must be a string") }
+        try self.init(kind: kind, expressions: expressions, whereClause: whereClause,
+                      ignoreAccents: o["ignoreAccents"]?.boolValue ?? false, language: o["language"]?.stringValue,
+                      arrayPath: o["path"]?.stringValue)
     }
 }
 
@@ -121,8 +177,103 @@ public struct ValueIndex: IndexConfiguration {
     }
 }
 
+/// A full-text index over one or more string expressions, optionally partial (Couchbase Lite's
+/// `FullTextIndexConfiguration`), queried with `MATCH(indexName, "terms")` and ranked with `RANK(indexName)`.
+///
+/// ```swift
+/// try collection.createIndex(withName: "HotelDescIndex",
+///     config: FullTextIndexConfiguration(["description"], where: "type = \"hotel\"", ignoreAccents: false, language: "en"))
+/// ```
+/// `language: "en"` stems English words (`running` matches `run`); nil matches words as they are. Other language
+/// codes are rejected. `ignoreAccents: true` folds diacritics.
+public struct FullTextIndexConfiguration: IndexConfiguration {
+    public let expressions: [String]
+    public let `where`: String?
+    public let ignoreAccents: Bool
+    public let language: String?
+
+    public init(_ expressions: [String], where: String? = nil, ignoreAccents: Bool = false, language: String? = nil) {
+        self.expressions = expressions
+        self.where = `where`
+        self.ignoreAccents = ignoreAccents
+        self.language = language
+    }
+
+    public func indexSpec() throws(SetteeError) -> IndexSpec {
+        var parsed: [SQLExpression] = []
+        for e in expressions { parsed.append(try SQLPPParser.parseExpression(e)) }
+        let condition = try `where`.flatMap { text throws(SetteeError) -> SQLExpression? in
+            text.isEmpty ? nil : try SQLPPParser.parseExpression(text)
+        }
+        return try IndexSpec(kind: .fullText, expressions: parsed, whereClause: condition, ignoreAccents: ignoreAccents,
+                             language: language)
+    }
+}
+
+/// An index of the elements of an array (Couchbase Lite's `ArrayIndexConfiguration`): one entry per element, for
+/// `UNNEST` queries.
+///
+/// ```swift
+/// try collection.createIndex(withName: "nestedArray",
+///     config: ArrayIndexConfiguration(path: "contacts[].phones", expressions: ["type"]))
+/// ```
+/// `path` names the array, with `[]` after each array level it goes through; `expressions` (nil for arrays of
+/// scalars) are evaluated on each element.
+public struct ArrayIndexConfiguration: IndexConfiguration {
+    public let path: String
+    public let expressions: [String]?
+
+    public init(path: String, expressions: [String]? = nil) {
+        self.path = path
+        self.expressions = expressions
+    }
+
+    public func indexSpec() throws(SetteeError) -> IndexSpec {
+        var parsed: [SQLExpression] = []
+        for e in expressions ?? [] { parsed.append(try SQLPPParser.parseExpression(e)) }
+        return try IndexSpec(kind: .array, expressions: parsed, arrayPath: path)
+    }
+}
+
+/// A full-text index built from QueryBuilder items (`IndexBuilder.fullTextIndex(items:)`).
+public struct FullTextIndex: IndexConfiguration {
+    public let items: [FullTextIndexItem]
+    public var isIgnoringAccents = false
+    public var languageCode: String?
+
+    /// Folds accents when `true`.
+    public func ignoreAccents(_ ignore: Bool) -> FullTextIndex {
+        var copy = self
+        copy.isIgnoringAccents = ignore
+        return copy
+    }
+
+    /// The stemming language (`"en"`), or nil for none.
+    public func language(_ code: String?) -> FullTextIndex {
+        var copy = self
+        copy.languageCode = code
+        return copy
+    }
+
+    public func indexSpec() throws(SetteeError) -> IndexSpec {
+        try IndexSpec(kind: .fullText, expressions: items.map(\.expression), ignoreAccents: isIgnoringAccents,
+                      language: languageCode)
+    }
+}
+
+/// A full-text index item (Couchbase Lite's `FullTextIndexItem`).
+public struct FullTextIndexItem: Sendable {
+    public let expression: SQLExpression
+    /// The property at `path` (`"description"`, `"info.text"`).
+    public static func property(_ path: String) -> FullTextIndexItem {
+        FullTextIndexItem(expression: .property(path))
+    }
+}
+
 /// Builds indexes from QueryBuilder expressions.
 public enum IndexBuilder {
+    /// A full-text index on the given items.
+    public static func fullTextIndex(items: FullTextIndexItem...) -> FullTextIndex { FullTextIndex(items: items) }
     /// A value index on the given items.
     public static func valueIndex(items: ValueIndexItem...) -> ValueIndex {
         ValueIndex(items: items, whereExpression: nil)

@@ -18,7 +18,19 @@ public struct IndexInfo: Sendable, Hashable {
     /// The SQLite index over the keys (what `EXPLAIN QUERY PLAN` names).
     public let sqliteIndexName: String
 
-    static func tableName(id: Int64) -> String { "vidx_\(id)" }
+    static func tableName(id: Int64, kind: IndexSpec.Kind) -> String {
+        switch kind {
+        case .value: return "vidx_\(id)"
+        case .fullText: return "ftsidx_\(id)"
+        case .array: return "aidx_\(id)"
+        }
+    }
+
+    /// The FTS5 tokenizer for a full-text index: Porter stemming for English, diacritics folded or kept.
+    var tokenizer: String {
+        let base = "unicode61 remove_diacritics \(spec.ignoreAccents ? 2 : 0)"
+        return spec.language == nil ? base : "porter " + base
+    }
     static func sqliteIndexName(collection: String, name: String) -> String { "\(collection).\(name)" }
 }
 
@@ -127,12 +139,22 @@ public final class IndexManager: @unchecked Sendable {
             try db.prepare("INSERT INTO indexes(collection, name, kind, spec, table_name, last_seq, state) VALUES (?, ?, ?, ?, '', 0, 'building')")
                 .run([.integer(collection.id), .text(name), .text(spec.kind.rawValue), .text(specText)])
             let id = db.lastInsertRowID
-            let table = IndexInfo.tableName(id: id)
+            let table = IndexInfo.tableName(id: id, kind: spec.kind)
             try db.prepare("UPDATE indexes SET table_name = ? WHERE id = ?").run([.text(table), .integer(id)])
-            let columns = spec.expressions.indices.map { "k\($0) BLOB" }.joined(separator: ", ")
-            try db.execute("CREATE TABLE \(table)(doc INTEGER PRIMARY KEY, \(columns))")
-            return IndexInfo(id: id, name: name, collectionID: collection.id, collectionName: fullName, spec: spec,
-                             table: table, sqliteIndexName: IndexInfo.sqliteIndexName(collection: fullName, name: name))
+            let info = IndexInfo(id: id, name: name, collectionID: collection.id, collectionName: fullName, spec: spec,
+                                 table: table, sqliteIndexName: IndexInfo.sqliteIndexName(collection: fullName, name: name))
+            switch spec.kind {
+            case .value:
+                let columns = spec.expressions.indices.map { "k\($0) BLOB" }.joined(separator: ", ")
+                try db.execute("CREATE TABLE \(table)(doc INTEGER PRIMARY KEY, \(columns))")
+            case .array:
+                let columns = max(1, spec.expressions.count)
+                try db.execute("CREATE TABLE \(table)(doc INTEGER NOT NULL, \((0..<columns).map { "k\($0) BLOB" }.joined(separator: ", ")))")
+            case .fullText:
+                let columns = spec.expressions.indices.map { "c\($0)" }.joined(separator: ", ")
+                try db.execute("CREATE VIRTUAL TABLE \(table) USING fts5(\(columns), tokenize = '\(info.tokenizer)')")
+            }
+            return info
         }
         lock.lock()
         registry[collection.id, default: []].append(info)
@@ -242,12 +264,28 @@ public final class IndexManager: @unchecked Sendable {
             "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
         changes.bind(lastSeq, at: 1)
         changes.bind(IndexManager.batchSize, at: 2)
-        let remove = try db.prepare("DELETE FROM \(info.table) WHERE doc = ?")
-        let columns = info.spec.expressions.indices.map { "k\($0)" }.joined(separator: ", ")
-        let placeholders = Array(repeating: "?", count: info.spec.expressions.count).joined(separator: ", ")
-        let insert = try db.prepare("INSERT OR REPLACE INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
+        let keyCount = info.spec.kind == .array ? max(1, info.spec.expressions.count) : info.spec.expressions.count
+        let columns = (0..<keyCount).map { info.spec.kind == .fullText ? "c\($0)" : "k\($0)" }.joined(separator: ", ")
+        let placeholders = Array(repeating: "?", count: keyCount).joined(separator: ", ")
+        let remove: Statement
+        let insert: Statement
+        switch info.spec.kind {
+        case .value:
+            remove = try db.prepare("DELETE FROM \(info.table) WHERE doc = ?")
+            insert = try db.prepare("INSERT OR REPLACE INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
+        case .array:
+            remove = try db.prepare("DELETE FROM \(info.table) WHERE doc = ?")
+            insert = try db.prepare("INSERT INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
+        case .fullText:
+            remove = try db.prepare("DELETE FROM \(info.table) WHERE rowid = ?")
+            insert = try db.prepare("INSERT INTO \(info.table)(rowid, \(columns)) VALUES (?, \(placeholders))")
+        }
         let evaluator = Evaluator()
-        let wanted = PropertyUsage.topLevelKeys(of: info.spec.expressions + (info.spec.whereClause.map { [$0] } ?? []),
+        // The members the index reads: its expressions' (for an array index, the array's first level instead).
+        let documentExpressions = info.spec.kind == .array
+            ? [SQLExpression.property(source: nil, path: info.spec.arrayLevels.first ?? [])]
+            : info.spec.expressions
+        let wanted = PropertyUsage.topLevelKeys(of: documentExpressions + (info.spec.whereClause.map { [$0] } ?? []),
                                                 source: "_", primary: "_", aliases: []).map(JSONMemberSelector.init)
         var count = 0
         var maxSeq = lastSeq
@@ -258,14 +296,15 @@ public final class IndexManager: @unchecked Sendable {
             let seq = changes.int64(2)
             maxSeq = max(maxSeq, seq)
             let deleted = changes.int64(4) & DocFlags.deleted != 0
-            // A document that stays in the index is replaced in place (INSERT OR REPLACE on its rowid); only one
-            // that leaves the index needs a DELETE.
+            // A value-index document that stays in the index is replaced in place (INSERT OR REPLACE on its rowid);
+            // only one that leaves it needs a DELETE. Array and full-text entries are always replaced.
             func drop() throws {
                 if building { return }
                 remove.bind(rowid, at: 1)
                 try remove.run()
             }
-            if deleted { try drop(); continue }
+            if deleted || info.spec.kind != .value { try drop() }
+            if deleted { continue }
             let body: JSON
             do {
                 body = try changes.withTextBytes(5) { bytes in
@@ -278,20 +317,47 @@ public final class IndexManager: @unchecked Sendable {
             }
             let document = SourceDocument(id: changes.string(1) ?? "", sequence: UInt64(seq),
                                           revisionID: changes.string(3) ?? "", body: body)
-            guard let keys = IndexManager.keys(for: info.spec, document: document, evaluator: evaluator) else {
-                try drop()
-                continue
+            switch info.spec.kind {
+            case .value:
+                guard let keys = IndexManager.keys(for: info.spec, document: document, evaluator: evaluator) else {
+                    try drop()
+                    continue
+                }
+                insert.bind(rowid, at: 1)
+                for (i, key) in keys.enumerated() {
+                    if let key { insert.bind(bytes: key, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
+                }
+                try insert.run()
+            case .array:
+                for keys in IndexManager.arrayKeys(for: info.spec, document: document, evaluator: evaluator) {
+                    insert.bind(rowid, at: 1)
+                    for (i, key) in keys.enumerated() {
+                        if let key { insert.bind(bytes: key, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
+                    }
+                    try insert.run()
+                }
+            case .fullText:
+                guard let texts = IndexManager.texts(for: info.spec, document: document, evaluator: evaluator) else { continue }
+                insert.bind(rowid, at: 1)
+                for (i, text) in texts.enumerated() {
+                    if let text { insert.bind(text, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
+                }
+                try insert.run()
             }
-            insert.bind(rowid, at: 1)
-            for (i, key) in keys.enumerated() {
-                if let key { insert.bind(bytes: key, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
-            }
-            try insert.run()
         }
         let done = count < IndexManager.batchSize
         if done && building {
-            let keyColumns = info.spec.expressions.indices.map { "k\($0)" }.joined(separator: ", ")
-            try db.execute("CREATE INDEX IF NOT EXISTS \"\(info.sqliteIndexName.replacingOccurrences(of: "\"", with: "\"\""))\" ON \(info.table)(\(keyColumns))")
+            let quoted = "\"" + info.sqliteIndexName.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            let keyColumns = (0..<keyCount).map { "k\($0)" }.joined(separator: ", ")
+            switch info.spec.kind {
+            case .value:
+                try db.execute("CREATE INDEX IF NOT EXISTS \(quoted) ON \(info.table)(\(keyColumns))")
+            case .array:
+                try db.execute("CREATE INDEX IF NOT EXISTS \(quoted) ON \(info.table)(\(keyColumns), doc)")
+                try db.execute("CREATE INDEX IF NOT EXISTS \(info.table)_doc ON \(info.table)(doc)")
+            case .fullText:
+                break  // FTS5 keeps its own inverted index
+            }
         }
         try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
             .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(info.id)])
@@ -315,6 +381,55 @@ public final class IndexManager: @unchecked Sendable {
             keys.append(key)
         }
         return any ? keys : nil
+    }
+
+    /// The entries of a document in an array index: one key tuple per element reached through the path.
+    public static func arrayKeys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[[UInt8]?]] {
+        if let condition = spec.whereClause {
+            guard (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true else { return [] }
+        }
+        var elements: [JSON] = [document.body]
+        for level in spec.arrayLevels {
+            var next: [JSON] = []
+            for e in elements {
+                if case .array(let items)? = Evaluator.walk(e, level[...]) { next.append(contentsOf: items) }
+            }
+            elements = next
+        }
+        var out: [[[UInt8]?]] = []
+        for element in elements {
+            if spec.expressions.isEmpty {
+                out.append([KeyEncoding.encode(element)])
+                continue
+            }
+            let elementDocument = SourceDocument(id: document.id, sequence: document.sequence, body: element)
+            var keys: [[UInt8]?] = []
+            var any = false
+            for e in spec.expressions {
+                let value: JSON?
+                do { value = try evaluator.evaluate(e, document: elementDocument) } catch { value = nil }
+                let key = KeyEncoding.encode(value)
+                if key != nil { any = true }
+                keys.append(key)
+            }
+            if any { out.append(keys) }
+        }
+        return out
+    }
+
+    /// The texts of a document for a full-text index (non-strings are not indexed), or nil when it has none.
+    public static func texts(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [String?]? {
+        if let condition = spec.whereClause {
+            guard (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true else { return nil }
+        }
+        var texts: [String?] = []
+        var any = false
+        for e in spec.expressions {
+            let value: JSON?
+            do { value = try evaluator.evaluate(e, document: document) } catch { value = nil }
+            if case .string(let text)? = value { texts.append(text); any = true } else { texts.append(nil) }
+        }
+        return any ? texts : nil
     }
 
     // MARK: Background

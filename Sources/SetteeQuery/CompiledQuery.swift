@@ -23,6 +23,8 @@ struct CompiledQuery {
     let statement: SelectStatement
     let primary: BoundSource?
     let joins: [Join]
+    /// How many UNNEST clauses follow the joins (statement.unnests).
+    let unnestCount: Int
     let aliases: Set<String>
     let columns: [Column]
     /// GROUP BY, or an aggregate anywhere in SELECT / HAVING / ORDER BY.
@@ -69,9 +71,14 @@ struct CompiledQuery {
             names.append(source.name)
             joins.append(Join(clause: clause, source: source))
         }
-        guard statement.unnests.isEmpty else {
-            throw SetteeError(.queryParseError, "UNNEST is not supported yet")
+        for unnest in statement.unnests {
+            guard primary != nil else { throw SetteeError(.queryParseError, "UNNEST needs a FROM clause") }
+            guard !names.contains(unnest.alias) else {
+                throw SetteeError(.queryParseError, "Duplicate data source name '\(unnest.alias)' in UNNEST")
+            }
+            names.append(unnest.alias)
         }
+        unnestCount = statement.unnests.count
         self.primary = primary
         self.joins = joins
         aliases = Set(names)
@@ -139,6 +146,7 @@ struct CompiledQuery {
         var all: [SQLExpression] = statement.whereClause.map { [$0] } ?? []
         all += statement.groupBy + (statement.having.map { [$0] } ?? []) + statement.orderBy.map(\.expression)
         all += joins.compactMap(\.clause.on)
+        all += statement.unnests.map(\.expression)
         var wholeSources = Set<String>()
         for c in columns {
             switch c.kind {

@@ -8,7 +8,7 @@ import SetteeStore
 /// exactly — the index only narrows which documents are read.
 struct Executor {
     let query: CompiledQuery
-    let evaluator: Evaluator
+    var evaluator: Evaluator
 
     init(query: CompiledQuery, parameters: [String: JSON]) {
         self.query = query
@@ -29,8 +29,57 @@ struct Executor {
         let constraints = Planner.constraints(query.primaryTerms, source: primary.name, primary: primary.name,
                                               aliases: query.aliases)
         let indexes = try indexManager().indexes(of: primary.collection)
-        return Planner.accessPath(for: primary, constraints: constraints, queryTerms: relativeTerms,
-                                  indexes: indexes, includeDeleted: query.includeDeleted)
+        if let fullText = try Planner.fullTextAccessPath(for: primary, terms: query.primaryTerms, indexes: indexes,
+                                                         includeDeleted: query.includeDeleted) {
+            return fullText
+        }
+        let path = Planner.accessPath(for: primary, constraints: constraints, queryTerms: relativeTerms,
+                                      indexes: indexes, includeDeleted: query.includeDeleted)
+        if path.index == nil, !query.statement.unnests.isEmpty, !query.includeDeleted,
+           let array = Planner.arrayAccessPath(for: primary, unnests: query.statement.unnests, terms: query.otherTerms,
+                                               aliases: query.aliases, indexes: indexes) {
+            return array
+        }
+        return path
+    }
+
+    /// Runs every `MATCH(index, query)` of the WHERE clause against its full-text index (caught up first) and gives
+    /// the evaluator the matched documents with their rank (`-bm25`: higher is more relevant).
+    mutating func prepareFullText() throws {
+        let calls = FullTextSearch.matchCalls(in: query.statement.whereClause)
+        guard !calls.isEmpty else { return }
+        guard let primary = query.primary else { throw SetteeError(.queryParseError, "MATCH needs a FROM clause") }
+        let manager = try indexManager()
+        let indexes = manager.indexes(of: primary.collection)
+        for args in calls {
+            let key = try FullTextSearch.key(args, evaluator: evaluator, in: Row(primaryName: "", primary: nil))
+            guard let index = indexes.first(where: { $0.name == key.index }) else {
+                throw SetteeError(.queryParseError, "MATCH(\(key.index), …): \(primary.collection.fullName) has no index named \(key.index)")
+            }
+            guard index.spec.kind == .fullText else {
+                throw SetteeError(.queryParseError, "MATCH(\(key.index), …): \(key.index) is a \(index.spec.kind.rawValue) index, not a full-text index")
+            }
+            if evaluator.fullTextMatches[key] != nil { continue }
+            try manager.catchUp(index, collection: primary.collection)
+            let matches = try database.read { db -> [Int64: Double] in
+                let stmt: Statement
+                do {
+                    stmt = try db.prepare("SELECT rowid, bm25(\(index.table)) FROM \(index.table) WHERE \(index.table) MATCH ?")
+                } catch {
+                    throw SetteeError(.queryParseError, "MATCH(\(key.index), …): \(error)")
+                }
+                defer { stmt.reset() }
+                stmt.bind(try FullTextQuery.translate(key.query), at: 1)
+                var out: [Int64: Double] = [:]
+                do {
+                    while try stmt.step() { out[stmt.int64(0)] = -stmt.double(1) }
+                } catch {
+                    throw SetteeError(.queryParseError, "Invalid full-text query \"\(key.query)\" in MATCH(\(key.index), …): \(error)")
+                }
+                return out
+            }
+            evaluator.fullTextMatches[key] = matches
+        }
     }
 
     /// How a joined source is read for each left row.
@@ -86,8 +135,22 @@ struct Executor {
                 if streaming, let wanted, rows.count >= wanted { return false }
                 return true
             }
+            /// UNNEST: one row per element of the array, the element bound to the alias (no row for a non-array).
+            func unnest(_ row: Row, from k: Int) throws -> Bool {
+                if k == query.unnestCount { return try accept(row) }
+                let clause = query.statement.unnests[k]
+                guard case .array(let elements)? = try evaluator.evaluate(clause.expression, in: row) else { return true }
+                let owner = row.primary
+                for element in elements {
+                    var extended = row
+                    extended.others.append((clause.alias, SourceDocument(id: owner?.id ?? "", sequence: owner?.sequence ?? 0,
+                                                                         revisionID: owner?.revisionID ?? "", body: element)))
+                    if try !unnest(extended, from: k + 1) { return false }
+                }
+                return true
+            }
             func expand(_ row: Row, from joinIndex: Int) throws -> Bool {
-                if joinIndex == query.joins.count { return try accept(row) }
+                if joinIndex == query.joins.count { return try unnest(row, from: 0) }
                 let join = query.joins[joinIndex]
                 let candidates: [SourceDocument]
                 switch strategies[joinIndex] {
@@ -290,6 +353,8 @@ struct Executor {
                 }
             case .documentID:
                 if case .string(let id)? = value { stmt.bind(id, at: index) } else { stmt.bindNull(at: index) }
+            case .text:
+                if case .string(let text)? = value { stmt.bind(try FullTextQuery.translate(text), at: index) } else { stmt.bindNull(at: index) }
             }
         }
         return allPresent
@@ -319,7 +384,7 @@ struct Executor {
             return nil
         }
         return SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)), revisionID: revision ? (stmt.string(3) ?? "") : "",
-                              deleted: stmt.int64(4) & DocFlags.deleted != 0, body: body)
+                              deleted: stmt.int64(4) & DocFlags.deleted != 0, body: body, rowid: stmt.int64(0))
     }
 
     // MARK: Explain

@@ -48,6 +48,7 @@ struct AccessPath {
         case key          // KeyEncoding of the value
         case keyPrefixLower, keyPrefixUpper
         case documentID   // the value as text (META().id lookups)
+        case text         // a string as is (full-text queries)
     }
 }
 
@@ -138,9 +139,10 @@ enum Planner {
         switch e {
         case .property(let source, let path):
             if source == name { return .property(source: nil, path: path) }
-            if source == nil, case .key(let first)? = path.first, first == name, aliases.contains(first) || name == primary,
-               path.count > 1 {
-                return .property(source: nil, path: Array(path.dropFirst()))
+            if source == nil, case .key(let first)? = path.first, first == name, aliases.contains(first) || name == primary {
+                // `alias.x` → `x`; an UNNEST alias on its own is the element itself (the empty path).
+                if path.count > 1 { return .property(source: nil, path: Array(path.dropFirst())) }
+                if name != primary { return .property(source: nil, path: []) }
             }
             return e
         case .meta(let source, let field) where source == name: return .meta(source: nil, field: field)
@@ -264,6 +266,131 @@ enum Planner {
         }
     }
 
+    /// SQL conditions on an index's key columns `i.k0, i.k1, …` serving `constraints`: equality (or IN) on leading
+    /// columns, then one range; nil when the index serves none of them.
+    static func keyClauses(_ expressions: [SQLExpression], _ constraints: [Constraint])
+        -> (clauses: [String], bindings: [SQLExpression], kinds: [AccessPath.BindingKind], exact: [Constraint], score: Int)? {
+        var clauses: [String] = []
+        var bindings: [SQLExpression] = []
+        var kinds: [AccessPath.BindingKind] = []
+        var score = 0
+        var exact: [Constraint] = []
+        columns: for (i, expression) in expressions.enumerated() {
+            let mine = constraints.filter { $0.expression == expression }
+            let column = "i.k\(i)"
+            if let eq = mine.first(where: { if case .equal = $0.kind { return true }; return false }),
+               case .equal(let v) = eq.kind {
+                clauses.append("\(column) = ?")
+                bindings.append(v)
+                kinds.append(.key)
+                exact.append(eq)
+                score += 4
+                continue columns
+            }
+            if let inc = mine.first(where: { if case .inList = $0.kind { return true }; return false }),
+               case .inList(let list) = inc.kind {
+                clauses.append("\(column) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", ")))")
+                bindings.append(contentsOf: list)
+                kinds.append(contentsOf: Array(repeating: .key, count: list.count))
+                exact.append(inc)
+                score += 3
+                continue columns
+            }
+            var ranged = false
+            for c in mine {
+                switch c.kind {
+                case .lower(let v, let inclusive):
+                    clauses.append("\(column) \(inclusive ? ">=" : ">") ?")
+                    bindings.append(v)
+                    kinds.append(.key)
+                    exact.append(c)
+                    ranged = true
+                case .upper(let v, let inclusive):
+                    // Above null: `x < 5` is never true for null.
+                    clauses.append("\(column) > x'01' AND \(column) \(inclusive ? "<=" : "<") ?")
+                    bindings.append(v)
+                    kinds.append(.key)
+                    exact.append(c)
+                    ranged = true
+                case .prefix(let v):
+                    clauses.append("\(column) >= ? AND \(column) < ?")
+                    bindings.append(contentsOf: [v, v])
+                    kinds.append(contentsOf: [.keyPrefixLower, .keyPrefixUpper])
+                    ranged = true
+                case .present:
+                    if !ranged { clauses.append("\(column) > x'01'") }
+                    ranged = true
+                case .notMissing:
+                    if !ranged { clauses.append("\(column) IS NOT NULL") }
+                    ranged = true
+                case .isNull:
+                    clauses.append("\(column) = x'01'")
+                    exact.append(c)
+                    ranged = true
+                default: break
+                }
+            }
+            if ranged { score += 2 }
+            break columns
+        }
+        return score > 0 ? (clauses, bindings, kinds, exact, score) : nil
+    }
+
+    /// An array index serving an UNNEST chain: the index's path must be the chain's path and the constraints are on
+    /// the innermost alias's element (relative to it). Documents, not elements, come out (each once): the executor
+    /// unnests and filters exactly.
+    static func arrayAccessPath(for source: BoundSource, unnests: [UnnestClause], terms: [SQLExpression],
+                                aliases: Set<String>, indexes: [IndexInfo]) -> AccessPath? {
+        guard let last = unnests.last else { return nil }
+        // The chain's path: the first UNNEST reads the document, each next one reads the previous alias.
+        var levels: [[PathComponent]] = []
+        var previous: String?
+        for u in unnests {
+            guard case .property(nil, let path) = u.expression, !path.isEmpty else { return nil }
+            if let previous {
+                guard case .key(previous)? = path.first, path.count > 1 else { return nil }
+                levels.append(Array(path.dropFirst()))
+            } else {
+                if case .key(let first)? = path.first, first == source.name, path.count > 1 {
+                    levels.append(Array(path.dropFirst()))
+                } else {
+                    levels.append(path)
+                }
+            }
+            previous = u.alias
+        }
+        let constraints = Planner.constraints(terms, source: last.alias, primary: source.name, aliases: aliases)
+        var best: (score: Int, path: AccessPath)?
+        for index in indexes where index.spec.kind == .array && index.spec.arrayLevels == levels {
+            let expressions = index.spec.expressions.isEmpty ? [SQLExpression.property(source: nil, path: [])]
+                : index.spec.expressions
+            guard let keys = keyClauses(expressions, constraints) else { continue }
+            let sql = "SELECT \(documentColumns) FROM \(source.collection.docsTable) AS d WHERE d.rowid IN"
+                + " (SELECT i.doc FROM \(index.table) AS i WHERE " + keys.clauses.joined(separator: " AND ")
+                + ") AND (d.flags & 1) = 0"
+            let path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
+                                  summary: "array index \(index.name)")
+            if best == nil || keys.score > best!.score { best = (keys.score, path) }
+        }
+        return best?.path
+    }
+
+    /// A full-text index serving a top-level `MATCH(index, query)` conjunct: the documents it matches.
+    static func fullTextAccessPath(for source: BoundSource, terms: [SQLExpression], indexes: [IndexInfo],
+                                   includeDeleted: Bool) throws -> AccessPath? {
+        for (position, term) in terms.enumerated() {
+            guard case .function("MATCH", let args, _) = term else { continue }
+            let name = try FullTextSearch.indexName(args[0])
+            guard let index = indexes.first(where: { $0.name == name && $0.spec.kind == .fullText }) else { continue }
+            let sql = "SELECT \(documentColumns) FROM \(source.collection.docsTable) AS d WHERE d.rowid IN"
+                + " (SELECT rowid FROM \(index.table) WHERE \(index.table) MATCH ?)"
+                + (includeDeleted ? "" : " AND (d.flags & 1) = 0")
+            return AccessPath(sql: sql, bindings: [args[1]], bindingKinds: [.text], index: index,
+                              summary: "full-text index \(index.name)", servedTerms: [position])
+        }
+        return nil
+    }
+
     /// The conjuncts all of whose constraints are among `used` (so the SQL decides them exactly).
     static func served(_ used: [Constraint], _ all: [Constraint]) -> Set<Int> {
         var out = Set<Int>()
@@ -298,76 +425,14 @@ enum Planner {
         }
         var best: (score: Int, path: AccessPath)?
         if !includeDeleted {
-            for index in indexes where partialIndexUsable(index.spec.whereClause, queryTerms: queryTerms) {
-                var clauses: [String] = []
-                var bindings: [SQLExpression] = []
-                var kinds: [AccessPath.BindingKind] = []
-                var score = 0
-                var exact: [Constraint] = []
-                columns: for (i, expression) in index.spec.expressions.enumerated() {
-                    let mine = constraints.filter { $0.expression == expression }
-                    let column = "i.k\(i)"
-                    if let eq = mine.first(where: { if case .equal = $0.kind { return true }; return false }),
-                       case .equal(let v) = eq.kind {
-                        clauses.append("\(column) = ?")
-                        bindings.append(v)
-                        kinds.append(.key)
-                        exact.append(eq)
-                        score += 4
-                        continue columns
-                    }
-                    if let inc = mine.first(where: { if case .inList = $0.kind { return true }; return false }),
-                       case .inList(let list) = inc.kind {
-                        clauses.append("\(column) IN (\(Array(repeating: "?", count: list.count).joined(separator: ", ")))")
-                        bindings.append(contentsOf: list)
-                        kinds.append(contentsOf: Array(repeating: .key, count: list.count))
-                        exact.append(inc)
-                        score += 3
-                        continue columns
-                    }
-                    var ranged = false
-                    for c in mine {
-                        switch c.kind {
-                        case .lower(let v, let inclusive):
-                            clauses.append("\(column) \(inclusive ? ">=" : ">") ?")
-                            bindings.append(v)
-                            kinds.append(.key)
-                            exact.append(c)
-                            ranged = true
-                        case .upper(let v, let inclusive):
-                            // Above null: `x < 5` is never true for null.
-                            clauses.append("\(column) > x'01' AND \(column) \(inclusive ? "<=" : "<") ?")
-                            bindings.append(v)
-                            kinds.append(.key)
-                            exact.append(c)
-                            ranged = true
-                        case .prefix(let v):
-                            clauses.append("\(column) >= ? AND \(column) < ?")
-                            bindings.append(contentsOf: [v, v])
-                            kinds.append(contentsOf: [.keyPrefixLower, .keyPrefixUpper])
-                            ranged = true
-                        case .present:
-                            if !ranged { clauses.append("\(column) > x'01'") }
-                            ranged = true
-                        case .notMissing:
-                            if !ranged { clauses.append("\(column) IS NOT NULL") }
-                            ranged = true
-                        case .isNull:
-                            clauses.append("\(column) = x'01'")
-                            exact.append(c)
-                            ranged = true
-                        default: break
-                        }
-                    }
-                    if ranged { score += 2 }
-                    break columns
-                }
-                guard score > 0 else { continue }
+            for index in indexes where index.spec.kind == .value
+                && partialIndexUsable(index.spec.whereClause, queryTerms: queryTerms) {
+                guard let keys = keyClauses(index.spec.expressions, constraints) else { continue }
                 let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc"
-                    + " WHERE " + clauses.joined(separator: " AND ") + liveOnly
-                let path = AccessPath(sql: sql, bindings: bindings, bindingKinds: kinds, index: index,
-                                      summary: "value index \(index.name)", servedTerms: served(exact, constraints))
-                if best == nil || score > best!.score { best = (score, path) }
+                    + " WHERE " + keys.clauses.joined(separator: " AND ") + liveOnly
+                let path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
+                                      summary: "value index \(index.name)", servedTerms: served(keys.exact, constraints))
+                if best == nil || keys.score > best!.score { best = (keys.score, path) }
             }
         }
         if let best { return best.path }

@@ -45,7 +45,9 @@ public class Query: @unchecked Sendable {
     ///   `.closed` / `.storage` from the store.
     public func execute() throws -> ResultSet {
         let compiled = try compile()
-        return try Executor(query: compiled, parameters: parameters?.values ?? [:]).run()
+        var executor = Executor(query: compiled, parameters: parameters?.values ?? [:])
+        try executor.prepareFullText()
+        return try executor.run()
     }
 
     /// How the query runs: the statement, the access path of each data source, and SQLite's

@@ -7,8 +7,12 @@ public struct SourceDocument: Sendable {
     public var revisionID: String
     public var deleted: Bool
     public var body: JSON
+    /// The document's row in its collection table (what full-text matches are keyed by); 0 when unknown.
+    public var rowid: Int64 = 0
 
-    public init(id: String, sequence: UInt64 = 0, revisionID: String = "", deleted: Bool = false, body: JSON) {
+    public init(id: String, sequence: UInt64 = 0, revisionID: String = "", deleted: Bool = false, body: JSON,
+                rowid: Int64 = 0) {
+        self.rowid = rowid
         self.id = id
         self.sequence = sequence
         self.revisionID = revisionID
@@ -63,6 +67,9 @@ public struct Row: Sendable {
 public struct Evaluator: Sendable {
     /// Values for `$name` parameters.
     public var parameters: [String: JSON]
+    /// The documents each `MATCH(index, query)` of the statement matched, with their rank (computed by the executor
+    /// from the full-text index before rows are evaluated).
+    public var fullTextMatches: [FullTextSearch.Key: [Int64: Double]] = [:]
 
     public init(parameters: [String: JSON] = [:]) {
         self.parameters = parameters
@@ -160,6 +167,18 @@ public struct Evaluator: Sendable {
             guard let v = try evaluate(x, in: row), let p = try evaluate(pattern, in: row) else { return nil }
             guard case .string(let s) = v, case .string(let pat) = p else { return .null }
             return .bool(Like.matches(s, pattern: pat) != negated)
+        case .function("MATCH", let args, _):
+            let key = try FullTextSearch.key(args, evaluator: self, in: row)
+            guard let matches = fullTextMatches[key] else {
+                throw SetteeError(.queryParseError, "MATCH(\(key.index), …) is only allowed in WHERE")
+            }
+            return .bool(matches[row.primary?.rowid ?? -1] != nil)
+        case .function("RANK", let args, _):
+            let index = try FullTextSearch.indexName(args[0])
+            guard let matches = fullTextMatches.first(where: { $0.key.index == index })?.value else {
+                throw SetteeError(.queryParseError, "RANK(\(index)) needs MATCH(\(index), …) in the WHERE clause")
+            }
+            return matches[row.primary?.rowid ?? -1].map { Collation.number($0) }
         case .function(let name, let args, let distinct):
             if FunctionLibrary.aggregates.contains(name) {
                 return try aggregate(name, args.first ?? .star, distinct: distinct, in: row)

@@ -460,7 +460,7 @@ public struct SQLPPParser {
             }
         }
         try expectSymbol(")")
-        guard let arity = FunctionLibrary.arity(of: name) else {
+        guard let arity = FunctionLibrary.arity(of: name) ?? FullTextSearch.arity[name] else {
             throw SQLPPError.at(offset, in: bytes, "unknown function \(name)()")
         }
         guard arity.contains(args.count) else {

@@ -735,3 +735,51 @@ public struct ValueIndexItem: Sendable, Hashable {
         ValueIndexItem(expression.sqlExpression)
     }
 }
+
+/// A full-text index named in `MATCH` / `RANK` (Couchbase Lite's `IndexExpressionProtocol`).
+public struct FullTextIndexExpression: Sendable {
+    public let name: String
+    /// `alias.index` when the query joins several sources.
+    public let source: String?
+    /// The same index read through the data source `alias`.
+    public func from(_ alias: String) -> FullTextIndexExpression { FullTextIndexExpression(name: name, source: alias) }
+    var argument: SQLExpression { .literal(.string(name)) }
+}
+
+extension Expression {
+    /// Names a full-text index for `FullTextFunction.match` / `rank`.
+    public static func fullTextIndex(_ name: String) -> FullTextIndexExpression {
+        FullTextIndexExpression(name: name, source: nil)
+    }
+}
+
+/// Full-text functions (Couchbase Lite's `FullTextFunction`): `MATCH(index, query)` and `RANK(index)`.
+///
+/// ```swift
+/// .where(FullTextFunction.match(Expression.fullTextIndex("desc"), query: "pool NOT spa"))
+/// .orderBy(Ordering.expression(FullTextFunction.rank(Expression.fullTextIndex("desc"))).descending())
+/// ```
+/// `RANK` is FTS5's bm25 score negated, so higher is more relevant: order by it descending for best first.
+public enum FullTextFunction {
+    /// True for documents the full-text index matches with `query` (FTS5 syntax: terms, "phrases", prefix*,
+    /// AND/OR/NOT, NEAR, parentheses).
+    public static func match(_ index: FullTextIndexExpression, query: String) -> any ExpressionProtocol {
+        BuiltExpression( .function("MATCH", [index.argument, .literal(.string(query))], distinct: false))
+    }
+    /// `match` with the index given by name.
+    public static func match(withIndex indexName: String, query: String) -> any ExpressionProtocol {
+        match(Expression.fullTextIndex(indexName), query: query)
+    }
+    /// `match` with the query given as an expression (a parameter).
+    public static func match(_ index: FullTextIndexExpression, query: any ExpressionProtocol) -> any ExpressionProtocol {
+        BuiltExpression( .function("MATCH", [index.argument, query.sqlExpression], distinct: false))
+    }
+    /// The relevance of the match (higher is better).
+    public static func rank(_ index: FullTextIndexExpression) -> any ExpressionProtocol {
+        BuiltExpression( .function("RANK", [index.argument], distinct: false))
+    }
+    /// `rank` with the index given by name.
+    public static func rank(withIndex indexName: String) -> any ExpressionProtocol {
+        rank(Expression.fullTextIndex(indexName))
+    }
+}

@@ -218,3 +218,26 @@ import Settee
         }
     }
 }
+
+/// The UNNEST examples of the indexing guide.
+@Suite struct UnnestTests {
+    static let sam = #"{"_id":"sam","Name":"Sam","contacts":[{"type":"primary","address":{"street":"1 St","city":"San Pedro","state":"CA"},"phones":[{"type":"home","number":"310-123-4567"},{"type":"mobile","number":"310-123-6789"}]},{"type":"secondary","address":{"street":"5 St","city":"Seattle","state":"WA"},"phones":[{"type":"home","number":"206-123-4567"},{"type":"mobile","number":"206-123-6789"}]}],"likes":["soccer","travel"]}"#
+
+    @Test func singleAndNestedUnnest() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let profiles = try db.createCollection(name: "profiles")
+        try load(profiles, [Self.sam, #"{"_id":"kim","Name":"Kim","likes":["chess"],"contacts":[]}"#])
+        try load(try db.defaultCollection(), [Self.sam])
+        #expect(try rows(db, #"SELECT Name, interest FROM _ UNNEST likes AS interest WHERE interest = "travel""#)
+                == [#"{"Name":"Sam","interest":"travel"}"#])
+        #expect(try rows(db, """
+            SELECT Name, contact.type, phone.number FROM profiles UNNEST contacts AS contact UNNEST contact.phones AS phone
+            WHERE phone.type = "mobile"
+            """) == [#"{"Name":"Sam","type":"primary","number":"310-123-6789"}"#,
+                     #"{"Name":"Sam","type":"secondary","number":"206-123-6789"}"#])
+        #expect(try rows(db, "SELECT COUNT(*) AS n FROM profiles UNNEST likes AS l") == [#"{"n":3}"#])
+        #expect(try rows(db, "SELECT META().id AS id, l FROM profiles AS p UNNEST p.likes AS l ORDER BY l") == [
+            #"{"id":"kim","l":"chess"}"#, #"{"id":"sam","l":"soccer"}"#, #"{"id":"sam","l":"travel"}"#])
+    }
+}

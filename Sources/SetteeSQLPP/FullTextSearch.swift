@@ -1,0 +1,52 @@
+import SetteeCore
+
+/// `MATCH(indexName, query)` and `RANK(indexName)`: the full-text functions.
+///
+/// The evaluator stays pure: the executor runs each MATCH against its FTS5 index once, before rows are evaluated,
+/// and hands the evaluator the matched documents and their ranks. That is what lets MATCH appear anywhere in a
+/// WHERE clause — inside OR and NOT too.
+public enum FullTextSearch {
+    /// One MATCH of a statement: the index and the query text.
+    public struct Key: Hashable, Sendable {
+        public let index: String
+        public let query: String
+        public init(index: String, query: String) {
+            self.index = index
+            self.query = query
+        }
+    }
+
+    static let arity: [String: ClosedRange<Int>] = ["MATCH": 2...2, "RANK": 1...1]
+
+    /// The index a MATCH/RANK names: an identifier (`MATCH(descIndex, …)`) or a string (`MATCH('descIndex', …)`).
+    public static func indexName(_ e: SQLExpression) throws(SetteeError) -> String {
+        switch e {
+        case .property(_, let path) where path.count == 1:
+            if case .key(let name) = path[0] { return name }
+        case .property(let source?, let path) where path.isEmpty:
+            return source
+        case .literal(.string(let name)):
+            return name
+        default: break
+        }
+        throw SetteeError(.queryParseError, "The first argument of MATCH/RANK must name a full-text index, got \(e)")
+    }
+
+    /// The key of a MATCH call: its index and its (evaluated) query text.
+    public static func key(_ args: [SQLExpression], evaluator: Evaluator, in row: Row) throws(SetteeError) -> Key {
+        let index = try indexName(args[0])
+        guard case .string(let query)? = try evaluator.evaluate(args[1], in: row) else {
+            throw SetteeError(.queryParseError, "The query of MATCH(\(index), …) must be a string")
+        }
+        return Key(index: index, query: query)
+    }
+
+    /// Every MATCH call in an expression.
+    public static func matchCalls(in e: SQLExpression?) -> [[SQLExpression]] {
+        var out: [[SQLExpression]] = []
+        e?.visit { node in
+            if case .function("MATCH", let args, _) = node { out.append(args) }
+        }
+        return out
+    }
+}
