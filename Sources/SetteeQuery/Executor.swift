@@ -80,6 +80,66 @@ struct Executor {
             }
             evaluator.fullTextMatches[key] = matches
         }
+        let database = self.database
+        let tables = Dictionary(calls.compactMap { args -> (String, (String, Int))? in
+            guard let name = try? FullTextSearch.indexName(args[0]),
+                  let index = indexes.first(where: { $0.name == name }) else { return nil }
+            return (name, (index.table, index.spec.expressions.count))
+        }, uniquingKeysWith: { a, _ in a })
+        evaluator.fullTextDetails = { key, rowid, detail in
+            guard let (table, columns) = tables[key.index] else { return nil }
+            return try database.read { db in
+                try Executor.fullTextDetail(db, table: table, columns: columns, key: key, rowid: rowid, detail: detail)
+            }
+        }
+    }
+
+    /// A matched row's snippet (FTS5's `snippet()`), or its match ranges: for each term of the query on its own,
+    /// FTS5's `highlight()` with private markers, whose positions give the UTF-8 offsets in the original text.
+    static func fullTextDetail(_ db: Connection, table: String, columns: Int, key: FullTextSearch.Key, rowid: Int64,
+                               detail: FullTextSearch.Detail) throws -> JSON? {
+        switch detail {
+        case .snippet(let start, let end, let tokens):
+            let stmt = try db.prepare("SELECT snippet(\(table), -1, ?, ?, '…', ?) FROM \(table) WHERE \(table) MATCH ? AND rowid = ?")
+            defer { stmt.reset() }
+            stmt.bind(start, at: 1)
+            stmt.bind(end, at: 2)
+            stmt.bind(tokens, at: 3)
+            stmt.bind(try FullTextQuery.translate(key.query), at: 4)
+            stmt.bind(rowid, at: 5)
+            guard try stmt.step() else { return nil }
+            return stmt.string(0).map(JSON.string)
+        case .matches:
+            let open = "\u{1}", close = "\u{2}"
+            var found: [(term: Int, column: Int, offset: Int, length: Int)] = []
+            for (term, phrase) in try FullTextQuery.terms(key.query).enumerated() {
+                for column in 0..<columns {
+                    let stmt = try db.prepare("SELECT highlight(\(table), ?, ?, ?) FROM \(table) WHERE \(table) MATCH ? AND rowid = ?")
+                    defer { stmt.reset() }
+                    stmt.bind(column, at: 1)
+                    stmt.bind(open, at: 2)
+                    stmt.bind(close, at: 3)
+                    stmt.bind(phrase, at: 4)
+                    stmt.bind(rowid, at: 5)
+                    guard try stmt.step(), let marked = stmt.string(0) else { continue }
+                    var offset = 0, start = -1
+                    for byte in marked.utf8 {
+                        if byte == 1 { start = offset; continue }
+                        if byte == 2 {
+                            if start >= 0 { found.append((term, column, start, offset - start)) }
+                            start = -1
+                            continue
+                        }
+                        offset += 1
+                    }
+                }
+            }
+            found.sort { ($0.column, $0.offset, $0.term) < ($1.column, $1.offset, $1.term) }
+            return .array(found.map { m in
+                ["term": .int(Int64(m.term)), "column": .int(Int64(m.column)), "offset": .int(Int64(m.offset)),
+                 "length": .int(Int64(m.length))]
+            })
+        }
     }
 
     /// How a joined source is read for each left row.

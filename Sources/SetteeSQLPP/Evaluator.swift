@@ -70,6 +70,8 @@ public struct Evaluator: Sendable {
     /// The documents each `MATCH(index, query)` of the statement matched, with their rank (computed by the executor
     /// from the full-text index before rows are evaluated).
     public var fullTextMatches: [FullTextSearch.Key: [Int64: Double]] = [:]
+    /// Reads snippets and match ranges for `FTS_SNIPPET` / `FTS_MATCHES`.
+    public var fullTextDetails: FullTextSearch.DetailProvider?
 
     public init(parameters: [String: JSON] = [:]) {
         self.parameters = parameters
@@ -173,6 +175,39 @@ public struct Evaluator: Sendable {
                 throw SetteeError(.queryParseError, "MATCH(\(key.index), …) is only allowed in WHERE")
             }
             return .bool(matches[row.primary?.rowid ?? -1] != nil)
+        case .function(let name, let args, _) where name == "FTS_SNIPPET" || name == "FTS_MATCHES":
+            let index = try FullTextSearch.indexName(args[0])
+            guard let key = fullTextMatches.keys.first(where: { $0.index == index }), let provider = fullTextDetails else {
+                throw SetteeError(.queryParseError, "\(name)(\(index)) needs MATCH(\(index), …) in the WHERE clause")
+            }
+            guard let rowid = row.primary?.rowid, fullTextMatches[key]?[rowid] != nil else { return nil }
+            let detail: FullTextSearch.Detail
+            if name == "FTS_MATCHES" {
+                detail = .matches
+            } else {
+                var strings: [String] = []
+                for a in args.dropFirst().prefix(2) {
+                    guard case .string(let s)? = try evaluate(a, in: row) else {
+                        throw SetteeError(.queryParseError, "FTS_SNIPPET markers must be strings")
+                    }
+                    strings.append(s)
+                }
+                var tokens = 15
+                if args.count == 4 {
+                    guard let n = try evaluate(args[3], in: row)?.intValue, n > 0, n <= 64 else {
+                        throw SetteeError(.queryParseError, "FTS_SNIPPET's token count must be 1…64")
+                    }
+                    tokens = Int(n)
+                }
+                detail = .snippet(start: strings.first ?? "[", end: strings.count > 1 ? strings[1] : "]", tokens: tokens)
+            }
+            do {
+                return try provider(key, rowid, detail)
+            } catch let error as SetteeError {
+                throw error
+            } catch {
+                throw SetteeError(.storage, "\(name): \(error)")
+            }
         case .function("RANK", let args, _):
             let index = try FullTextSearch.indexName(args[0])
             guard let matches = fullTextMatches.first(where: { $0.key.index == index })?.value else {

@@ -37,6 +37,25 @@ public enum FullTextQuery {
         return try emit(node, query)
     }
 
+    /// The query's terms, numbered left to right from 0 as Couchbase Lite numbers them (terms under NOT are left
+    /// out), each in FTS5 syntax so it can be matched on its own.
+    public static func terms(_ query: String) throws(SetteeError) -> [String] {
+        let tokens = try tokenize(query)
+        var parser = Parser(tokens: tokens, query: query)
+        let node = try parser.orExpression()
+        var out: [String] = []
+        func collect(_ n: Node) throws(SetteeError) {
+            switch n {
+            case .phrase: out.append(try emit(n, query))
+            case .and(let a, let b), .or(let a, let b): try collect(a); try collect(b)
+            case .not(let a, _): try collect(a)
+            case .near(let operands, _): for o in operands { try collect(o) }
+            }
+        }
+        try collect(node)
+        return out
+    }
+
     static func error(_ message: String, at offset: Int, _ query: String) -> SetteeError {
         SetteeError(.queryParseError, "Invalid full-text query \"\(query)\": \(message) at offset \(offset)")
     }

@@ -16,7 +16,18 @@ public enum FullTextSearch {
         }
     }
 
-    static let arity: [String: ClosedRange<Int>] = ["MATCH": 2...2, "RANK": 1...1]
+    static let arity: [String: ClosedRange<Int>] = ["MATCH": 2...2, "RANK": 1...1, "FTS_SNIPPET": 1...4, "FTS_MATCHES": 1...1]
+
+    /// What a row's full-text details are asked for.
+    public enum Detail: Sendable {
+        /// `FTS_SNIPPET(index[, start, end, tokens])`: a short excerpt with each matched term between the markers.
+        case snippet(start: String, end: String, tokens: Int)
+        /// `FTS_MATCHES(index)`: each match as `{"term", "column", "offset", "length"}` (UTF-8 bytes of the text).
+        case matches
+    }
+
+    /// Looks up a row's full-text details (set by the executor, which can read the index).
+    public typealias DetailProvider = @Sendable (_ key: Key, _ rowid: Int64, _ detail: Detail) throws -> JSON?
 
     /// The index a MATCH/RANK names: an identifier (`MATCH(descIndex, …)`) or a string (`MATCH('descIndex', …)`).
     public static func indexName(_ e: SQLExpression) throws(SetteeError) -> String {

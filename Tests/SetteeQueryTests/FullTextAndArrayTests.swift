@@ -56,6 +56,33 @@ import Settee
         #expect(Set(qb.compactMap { $0.string(forKey: "id") }) == ["h1", "h2", "h3"])
     }
 
+    /// Snippets with the caller's markers, and match ranges in UTF-8 bytes per term (terms under NOT not counted).
+    @Test func snippetsAndMatchRanges() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, Self.docs)
+        try c.createIndex(withName: "text", config: FullTextIndexConfiguration(["name", "description"], ignoreAccents: true, language: "en"))
+        let rows = try db.createQuery("""
+            SELECT META().id, FTS_SNIPPET(text, '[', ']') AS snippet, FTS_MATCHES(text) AS matches FROM _
+            WHERE MATCH(text, 'cafe pool NOT spa') ORDER BY META().id
+            """).execute().allResults()
+        #expect(rows.map { $0.string(forKey: "id") } == ["h1"])
+        let snippet = try #require(rows.first?.string(forKey: "snippet"))
+        #expect(snippet.contains("[café]") && snippet.contains("[pool]"), "\(snippet)")
+        let text = "A quiet hotel near the running track, with a café and a pool"
+        let matches = try #require(rows.first?.array(forKey: "matches"))
+        let decoded = matches.map { m -> (Int, String) in
+            let bytes = Array(text.utf8)
+            let o = Int(m["offset"]!.intValue!), l = Int(m["length"]!.intValue!)
+            #expect(m["column"] == 1)
+            return (Int(m["term"]!.intValue!), String(decoding: bytes[o..<(o + l)], as: UTF8.self))
+        }
+        #expect(decoded.map(\.0) == [0, 1])
+        #expect(decoded.map(\.1) == ["café", "pool"])
+        #expect(throws: SetteeError.self) { try db.createQuery("SELECT FTS_SNIPPET(text) FROM _").execute() }
+    }
+
     @Test func fullTextIndexFollowsChangesAndPartialWhere() throws {
         let dir = TempDir()
         let db = try dir.open()
