@@ -18,7 +18,8 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
     args.removeSubrange(i...(i + 1))
 }
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
-                    "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse"]
+                    "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
+                    "fts-build", "fts-query", "array-query"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -293,6 +294,10 @@ if selected.contains(where: replicationWorkloads.contains) {
 // query-indexed, index-build, index-catchup, query-parse (QueryWorkloads.swift).
 if selected.contains(where: queryWorkloads.contains) {
     try runQueryWorkloads(selected: selected, ids: ids, docs: docs, workDir: workDir)
+}
+// fts-build, fts-query, array-query (QueryWorkloads.swift).
+if selected.contains(where: textWorkloads.contains) {
+    try runTextWorkloads(selected: selected, workDir: workDir)
 }
 if jsonOutput {
     var out: [JSON] = []

@@ -29,18 +29,14 @@ public struct IndexSpec: Sendable, Hashable {
     public static let stemmingLanguages: Set<String> = ["en", "english"]
 
     /// The array path split into its levels (`contacts[].phones` → `[contacts], [phones]`).
-    public var arrayLevels: [[PathComponent]] {
-        guard let arrayPath else { return [] }
-        return arrayPath.components(separatedBy: "[]").map { level in
-            PathParser.components(level.hasPrefix(".") ? String(level.dropFirst()) : level)
-        }.filter { !$0.isEmpty }
-    }
+    public private(set) var arrayLevels: [[PathComponent]] = []
 
     public init(kind: Kind, expressions: [SQLExpression], whereClause: SQLExpression? = nil, ignoreAccents: Bool = false,
                 language: String? = nil, arrayPath: String? = nil) throws(SetteeError) {
         self.ignoreAccents = ignoreAccents
         self.language = language.flatMap { $0.isEmpty ? nil : $0.lowercased() }
         self.arrayPath = arrayPath
+        self.arrayLevels = arrayPath.map { IndexSpec.levels($0).filter { !$0.isEmpty } } ?? []
         if kind == .fullText, let lang = self.language, !IndexSpec.stemmingLanguages.contains(lang) {
             throw SetteeError(.badRequest, "Unsupported full-text language '\(lang)': Settee stems English (\"en\") with FTS5's Porter stemmer; use no language for other languages (words are matched without stemming)")
         }

@@ -52,6 +52,10 @@ public final class IndexManager: @unchecked Sendable {
     private var registry: [Int64: [IndexInfo]] = [:]  // collection id → indexes
     private var upToDate: [Int64: UInt64] = [:]       // index id → database sequence it was current at
     private var backgroundStarted = false
+    private var _generation = 0
+
+    /// Changes whenever an index is created or dropped: cached query plans compare it.
+    public var generation: Int { lock.withLock { _generation } }
     private var _backgroundEnabled = true
 
     /// Whether commits trigger a background catch-up (on by default). Turning it off leaves indexes to catch up
@@ -158,6 +162,7 @@ public final class IndexManager: @unchecked Sendable {
         }
         lock.lock()
         registry[collection.id, default: []].append(info)
+        _generation += 1
         lock.unlock()
         // Build now, so the index is usable when this returns (the SQLite index over the keys is created after
         // the bulk fill, which is several times faster than maintaining it row by row).
@@ -174,6 +179,7 @@ public final class IndexManager: @unchecked Sendable {
         lock.lock()
         registry[collection.id]?.removeAll { $0.id == info.id }
         upToDate[info.id] = nil
+        _generation += 1
         lock.unlock()
     }
 

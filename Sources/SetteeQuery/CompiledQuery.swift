@@ -1,7 +1,18 @@
+import Foundation
 import SetteeCore
 import SetteeIndex
 import SetteeSQLPP
 import SetteeStore
+
+/// The last access path chosen for a compiled query, with the index-manager generation it was chosen under.
+final class PlanCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entry: (generation: Int, path: AccessPath?)?
+    func get(_ generation: Int) -> AccessPath?? {
+        lock.withLock { entry.flatMap { $0.generation == generation ? .some($0.path) : nil } }
+    }
+    func set(_ generation: Int, _ path: AccessPath?) { lock.withLock { entry = (generation, path) } }
+}
 
 /// A statement bound to a database: collections resolved, result columns named, the WHERE split for the planner.
 struct CompiledQuery {
@@ -21,6 +32,10 @@ struct CompiledQuery {
 
     let database: Database
     let statement: SelectStatement
+    /// The access path of the FROM source, kept until an index is created or dropped.
+    let planCache = PlanCache()
+    /// The database's index manager.
+    let indexes: IndexManager
     let primary: BoundSource?
     let joins: [Join]
     /// How many UNNEST clauses follow the joins (statement.unnests).
@@ -43,8 +58,7 @@ struct CompiledQuery {
 
     /// Whether every collection it read is still the one of that name (not deleted, not re-created).
     func isCurrent() throws -> Bool {
-        for c in collections where try database.collection(name: c.name, scope: c.scope) != c { return false }
-        return true
+        collections.allSatisfy { database.isCurrent($0) }
     }
 
     var collections: [Collection] {
@@ -54,6 +68,7 @@ struct CompiledQuery {
     init(database: Database, statement: SelectStatement) throws {
         self.database = database
         self.statement = statement
+        self.indexes = try IndexManager.shared(for: database)
         guard !statement.results.isEmpty else { throw SetteeError(.queryParseError, "SELECT needs at least one result") }
         var names: [String] = []
         var primary: BoundSource?

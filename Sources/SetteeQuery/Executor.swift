@@ -19,9 +19,17 @@ struct Executor {
 
     // MARK: Planning
 
-    private func indexManager() throws -> IndexManager { try IndexManager.shared(for: database) }
+    private func indexManager() throws -> IndexManager { query.indexes }
 
     private func primaryPath() throws -> AccessPath? {
+        let generation = try indexManager().generation
+        if let cached = query.planCache.get(generation) { return cached }
+        let path = try planPrimaryPath()
+        query.planCache.set(generation, path)
+        return path
+    }
+
+    private func planPrimaryPath() throws -> AccessPath? {
         guard let primary = query.primary else { return nil }
         let relativeTerms = query.primaryTerms.compactMap {
             Planner.relative($0, to: primary.name, primary: primary.name, aliases: query.aliases)
@@ -261,6 +269,23 @@ struct Executor {
                 if try query.primaryTerms.allSatisfy({ try evaluator.isTrue($0, in: row) }) { _ = try accept(row) }
                 return
             }
+            // ORDER BY RANK(index) LIMIT n over a MATCH: read documents in rank order and stop after n rows.
+            if let (ranked, servedTerm) = try rankedCandidates(path), let wanted {
+                let live = query.includeDeleted ? "" : " AND (d.flags & 1) = 0"
+                let fetch = try db.prepare("SELECT \(Planner.documentColumns) FROM \(primary.collection.docsTable) AS d WHERE d.rowid = ?\(live)")
+                let remaining = query.primaryTerms.enumerated().filter { $0.offset != servedTerm }.map(\.element)
+                let keys = query.bodyKeys[primary.name] ?? nil
+                for rowid in ranked where rows.count < wanted {
+                    fetch.bind(rowid, at: 1)
+                    defer { fetch.reset() }
+                    guard try fetch.step(), let document = Executor.document(fetch, keys: keys, revision: query.readsRevision) else { continue }
+                    let row = Row(primaryName: primary.name, primary: document)
+                    var keep = true
+                    for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
+                    if keep { _ = try expand(row, from: 0) }
+                }
+                return
+            }
             let stmt = try db.prepare(path.sql)
             defer { stmt.reset() }
             let exact = try bind(path, to: stmt)
@@ -277,6 +302,23 @@ struct Executor {
             }
         }
         return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
+    }
+
+    /// For `WHERE MATCH(i, q) … ORDER BY RANK(i) [DESC] LIMIT n` without joins, grouping or DISTINCT: the matched
+    /// rowids in rank order (from the MATCH already run) and the position of the MATCH conjunct.
+    private func rankedCandidates(_ path: AccessPath) throws -> ([Int64], Int)? {
+        guard let index = path.index, index.spec.kind == .fullText, let served = path.servedTerms.first,
+              query.ordering.count == 1, let order = query.ordering.first, let e = order.expression,
+              case .function("RANK", let rankArgs, _) = e, (try? FullTextSearch.indexName(rankArgs[0])) == index.name,
+              !query.isAggregate, !query.statement.distinct, query.joins.isEmpty, query.unnestCount == 0,
+              case .function("MATCH", let args, _) = query.primaryTerms[served] else { return nil }
+        let key = try FullTextSearch.key(args, evaluator: evaluator, in: Row(primaryName: "", primary: nil))
+        guard let matches = evaluator.fullTextMatches[key] else { return nil }
+        let sorted = matches.sorted { a, b in
+            if a.value != b.value { return order.descending ? a.value > b.value : a.value < b.value }
+            return a.key < b.key
+        }
+        return (sorted.map(\.key), served)
     }
 
     /// Grouping, HAVING, ordering, DISTINCT, OFFSET/LIMIT and projection.

@@ -261,6 +261,14 @@ public final class Database: @unchecked Sendable {
         return info.map { Collection(database: self, info: $0) }
     }
 
+    /// Whether `collection` still exists as the same collection (not deleted, not re-created): a cheap check for
+    /// cached query plans.
+    package func isCurrent(_ collection: Collection) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return !pool.isClosed && collectionCache[collection.fullName]?.id == collection.id
+    }
+
     /// Creates the collection (and its scope) if needed and returns it.
     /// - Throws: `.badRequest` for an invalid scope or collection name.
     public func createCollection(name: String, scope: String? = nil) throws -> Collection {
