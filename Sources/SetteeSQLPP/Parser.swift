@@ -382,7 +382,10 @@ public struct SQLPPParser {
             default: break
             }
             if peekSymbol("(", at: 1) { return try functionCall(name: upper, at: token.offset) }
-            if SQLPPParser.isKeyword(name) { throw error("unexpected keyword \(upper)") }
+            // A keyword right before ',' or ')' can only be a name (an index called `desc` in MATCH(desc, …)).
+            if SQLPPParser.isKeyword(name) && !(peekSymbol(",", at: 1) || peekSymbol(")", at: 1)) {
+                throw error("unexpected keyword \(upper)")
+            }
             position += 1
             return .property(source: nil, path: [.key(name)])
         case .end: throw error("unexpected end of query")

@@ -61,6 +61,25 @@ import Testing
         #expect(try await Self.send(client, .put, "/hotels/_index/x", #"{"expressions":["(a"]}"#).1["error"] == "query_parse_error")
         #expect(try await Self.send(client, .put, "/hotels/_index/x", #"{"type":"fancy","expressions":["a"]}"#).0 == 400)
         #expect(try await Self.send(client, .get, "/hotels").1["doc_count"] == 51)
+        // (one more document below: ft1)
+
+        // Full-text and array indexes over HTTP.
+        #expect(try await Self.send(client, .put, "/hotels/ft1", #"{"type":"hotel","description":"Quiet rooms, a café and a heated pool","tags":["spa","pool"]}"#).0 == 201)
+        #expect(try await Self.send(client, .put, "/hotels/_index/desc", #"{"type":"fulltext","expressions":["description"],"language":"en","ignoreAccents":true}"#).0 == 201)
+        #expect(try await Self.send(client, .put, "/hotels/_index/tags", #"{"type":"array","path":"tags"}"#).0 == 201)
+        let fts = try await Self.send(client, .post, "/hotels/_query",
+                                      #"{"query":"SELECT META().id AS id, FTS_SNIPPET(desc, '<b>', '</b>') AS s FROM _ WHERE MATCH(desc, $q) ORDER BY RANK(desc) DESC","params":{"q":"cafe heat*"}}"#)
+        #expect(fts.1["rows"]?[0]?["id"] == "ft1")
+        #expect(fts.1["rows"]?[0]?["s"]?.stringValue?.contains("<b>café</b>") == true)
+        let unnest = try await Self.send(client, .post, "/hotels/_query?explain=true",
+                                         #"{"query":"SELECT META().id FROM _ UNNEST tags AS t WHERE t = 'spa'"}"#)
+        #expect(unnest.1["plan"]?.stringValue?.contains("array index tags") == true)
+        #expect(try await Self.send(client, .post, "/hotels/_query", #"{"query":"SELECT META().id AS id FROM _ UNNEST tags AS t WHERE t = 'spa'"}"#).1["rows"] == [["id": "ft1"]])
+        #expect(try await Self.send(client, .put, "/hotels/_index/bad", #"{"type":"fulltext","expressions":["description"],"language":"xx"}"#).0 == 400)
+        let badFTS = try await Self.send(client, .post, "/hotels/_query", "{\"query\":\"SELECT 1 FROM _ WHERE MATCH(desc, '\\\"open')\"}")
+        #expect(badFTS.1["error"] == "query_parse_error", "\(badFTS)")
+        #expect(try await Self.send(client, .delete, "/hotels/_index/desc").0 == 200)
+        #expect(try await Self.send(client, .delete, "/hotels/_index/tags").0 == 200)
 
         // Delete; deleting again is a 404.
         #expect(try await Self.send(client, .delete, "/hotels/_index/TypeCity").0 == 200)
@@ -75,7 +94,7 @@ import Testing
                                "--param", "s=4"])
         #expect(rows.status == 0)
         #expect(rows.lines.prefix(2) == [#"{"id":"h04"}"#, #"{"id":"h09"}"#])
-        #expect(rows.lines.count == 11)
+        #expect(rows.lines.count == 11)  // ft1 has no stars
         let explain = try runCLI(["query", "--data", dir.path, "--explain", "SELECT META().id FROM hotels WHERE stars >= 4"])
         #expect(explain.lines.joined().contains("ByStars"))
         let bad = try runCLI(["query", "--data", dir.path, "SELECT FROM hotels"])
