@@ -44,7 +44,12 @@ public struct IndexSpec: Sendable, Hashable {
             guard let path = arrayPath, !path.isEmpty, !path.hasPrefix("[]"), !path.contains("[][]"),
                   !IndexSpec.levels(path).contains(where: \.isEmpty),
                   IndexSpec.levels(path).allSatisfy({ $0.allSatisfy { if case .key = $0 { return true }; return false } }) else {
-                throw SetteeError(.queryParseError, "Invalid array index path '\(arrayPath ?? "")': expected property names with [] after each nested array level, e.g. contacts[].phones")
+                let path = arrayPath ?? ""
+                var offset = 0
+                if let r = path.range(of: "[][]") { offset = path.utf8.distance(from: path.startIndex, to: r.lowerBound) }
+                else if let r = path.range(of: "..") { offset = path.utf8.distance(from: path.startIndex, to: r.lowerBound) }
+                else if let r = path.range(of: "[].", options: .backwards), r.upperBound == path.endIndex { offset = path.utf8.distance(from: path.startIndex, to: r.lowerBound) }
+                throw SetteeError(.queryParseError, "Invalid array index path '\(path)' at offset \(offset): expected property names with [] after each nested array level, e.g. contacts[].phones")
             }
         } else {
             guard !expressions.isEmpty else { throw SetteeError(.badRequest, "An index needs at least one expression") }

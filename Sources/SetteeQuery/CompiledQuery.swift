@@ -65,7 +65,7 @@ struct CompiledQuery {
         (primary.map { [$0.collection] } ?? []) + joins.map(\.source.collection)
     }
 
-    init(database: Database, statement: SelectStatement) throws {
+    init(database: Database, statement: SelectStatement, text: String? = nil) throws {
         self.database = database
         self.statement = statement
         self.indexes = try IndexManager.shared(for: database)
@@ -179,6 +179,8 @@ struct CompiledQuery {
         for e in all { e.visit { if case .meta(_, .revisionID) = $0 { revision = true } } }
         readsRevision = revision
 
+        try CompiledQuery.checkFullText(statement, primary: primary, indexes: indexes, text: text)
+
         ordering = statement.orderBy.map { item in
             if case .property(nil, let path) = item.expression, path.count == 1, case .key(let k) = path[0],
                let i = statement.results.firstIndex(where: { $0.alias == k }) {
@@ -188,6 +190,75 @@ struct CompiledQuery {
             }
             return (item.expression, nil, item.descending)
         }
+    }
+
+    /// MATCH only in WHERE and on a full-text index of the FROM collection; RANK / FTS_SNIPPET / FTS_MATCHES only
+    /// with a MATCH on the same index. Errors name the call's position in the query text when there is one.
+    static func checkFullText(_ statement: SelectStatement, primary: BoundSource?, indexes: IndexManager, text: String?) throws {
+        func fail(_ function: String, _ index: String, _ message: String) -> SetteeError {
+            var position = ""
+            if let text, let offset = CompiledQuery.offset(of: function, index, in: text) {
+                var line = 1, column = 1
+                for b in text.utf8.prefix(offset) { if b == 0x0A { line += 1; column = 1 } else if b & 0xC0 != 0x80 { column += 1 } }
+                position = " at line \(line), column \(column) (offset \(offset))"
+            }
+            return SetteeError(.queryParseError, "\(function)(\(index), …): \(message)\(position)")
+        }
+        var matched = Set<String>()
+        for args in FullTextSearch.matchCalls(in: statement.whereClause) {
+            let name = try FullTextSearch.indexName(args[0])
+            guard let primary else { throw fail("MATCH", name, "needs a FROM clause") }
+            guard let index = indexes.indexes(of: primary.collection).first(where: { $0.name == name }) else {
+                throw fail("MATCH", name, "\(primary.collection.fullName) has no index named \(name)")
+            }
+            guard index.spec.kind == .fullText else {
+                throw fail("MATCH", name, "\(name) is a \(index.spec.kind.rawValue) index, not a full-text index")
+            }
+            matched.insert(name)
+        }
+        var elsewhere: [SQLExpression] = statement.results.compactMap {
+            if case .expression(let e) = $0.kind { return e }
+            return nil
+        }
+        elsewhere += statement.orderBy.map(\.expression) + statement.groupBy + (statement.having.map { [$0] } ?? [])
+        elsewhere += statement.joins.compactMap(\.on)
+        var problem: SetteeError?
+        for e in elsewhere + (statement.whereClause.map { [$0] } ?? []) {
+            e.visit { node in
+                guard problem == nil, case .function(let f, let args, _) = node,
+                      ["RANK", "FTS_SNIPPET", "FTS_MATCHES"].contains(f), let name = try? FullTextSearch.indexName(args[0]),
+                      !matched.contains(name) else { return }
+                problem = fail(f, name, "\(f)(\(name)) needs MATCH(\(name), …) in the WHERE clause")
+            }
+        }
+        for e in elsewhere {
+            e.visit { node in
+                guard problem == nil, case .function("MATCH", let args, _) = node else { return }
+                problem = fail("MATCH", (try? FullTextSearch.indexName(args[0])) ?? "?", "MATCH is only allowed in WHERE")
+            }
+        }
+        if let problem { throw problem }
+    }
+
+    /// The byte offset of `FUNCTION(index` in the query text (case-insensitive, spaces allowed).
+    static func offset(of function: String, _ index: String, in text: String) -> Int? {
+        let bytes = Array(text.utf8), upper = Array(text.uppercased().utf8)
+        guard upper.count == bytes.count else { return nil }
+        let f = Array(function.utf8), name = Array(index.utf8)
+        var i = 0
+        while i + f.count < upper.count {
+            if Array(upper[i..<(i + f.count)]) == f {
+                var j = i + f.count
+                while j < bytes.count && bytes[j] == 0x20 { j += 1 }
+                if j < bytes.count && bytes[j] == UInt8(ascii: "(") {
+                    j += 1
+                    while j < bytes.count && (bytes[j] == 0x20 || bytes[j] == UInt8(ascii: "'") || bytes[j] == UInt8(ascii: "\"") || bytes[j] == UInt8(ascii: "`")) { j += 1 }
+                    if j + name.count <= bytes.count && Array(bytes[j..<(j + name.count)]) == name { return i }
+                }
+            }
+            i += 1
+        }
+        return nil
     }
 
     /// The collection a FROM/JOIN names: `_`, `_default` and the database's own name mean the default collection.

@@ -30,9 +30,17 @@ public class Query: @unchecked Sendable {
     private let lock = NSLock()
     private var listeners: [LiveQuery] = []
 
-    package init(database: Database, statement: SelectStatement) {
+    /// The SQL++ text, when the query was made from text (errors then name positions in it).
+    let text: String?
+
+    package init(database: Database, statement: SelectStatement, text: String?) {
         self.database = database
         self.statement = statement
+        self.text = text
+    }
+
+    package convenience init(database: Database, statement: SelectStatement) {
+        self.init(database: database, statement: statement, text: nil)
     }
 
     /// The column names of the result rows, in SELECT order.
@@ -77,7 +85,7 @@ public class Query: @unchecked Sendable {
     /// collection compiles again).
     func compile() throws -> CompiledQuery {
         if let cached = cache.get(), try cached.isCurrent() { return cached }
-        let fresh = try CompiledQuery(database: database, statement: statement)
+        let fresh = try CompiledQuery(database: database, statement: statement, text: text)
         cache.set(fresh)
         return fresh
     }
@@ -98,7 +106,7 @@ extension Database {
     ///   or an unknown collection.
     public func createQuery(_ sql: String) throws -> Query {
         let statement = try SQLPPParser.parseSelect(sql)
-        let query = Query(database: self, statement: statement)
+        let query = Query(database: self, statement: statement, text: sql)
         _ = try query.compile()
         return query
     }

@@ -107,7 +107,9 @@ import Settee
         try load(c, Self.docs)
         try c.createIndex(withName: "descIdx", config: FullTextIndexConfiguration(["description"]))
         try c.createIndex(withName: "byName", config: ValueIndexConfiguration(["name"]))
-        for (sql, fragment) in [("SELECT META().id FROM _ WHERE MATCH(nope, 'x')", "no index named nope"),
+        for (sql, fragment) in [("SELECT META().id FROM _ WHERE MATCH(nope, 'x')", "no index named nope at line 1, column 31"),
+                                ("SELECT RANK(descIdx) FROM _", "needs MATCH(descIdx, …) in the WHERE clause at line 1, column 8"),
+                                ("SELECT MATCH(descIdx, 'x') FROM _ WHERE MATCH(descIdx, 'y')", "only allowed in WHERE"),
                                 ("SELECT META().id FROM _ WHERE MATCH(byName, 'x')", "not a full-text index"),
                                 ("SELECT META().id FROM _ ORDER BY RANK(descIdx)", "needs MATCH(descIdx"),
                                 ("SELECT META().id FROM _ WHERE MATCH(descIdx, '\"unbalanced')", "unterminated phrase at offset 0"),
