@@ -40,6 +40,9 @@ public struct IndexSpec: Sendable, Hashable {
         if kind == .fullText, let lang = self.language, !IndexSpec.stemmingLanguages.contains(lang) {
             throw SetteeError(.badRequest, "Unsupported full-text language '\(lang)': Settee stems English (\"en\") with FTS5's Porter stemmer; use no language for other languages (words are matched without stemming)")
         }
+        if kind == .array && whereClause != nil {
+            throw SetteeError(.badRequest, "Array indexes take no \"where\" (Couchbase Lite's ArrayIndexConfiguration has none)")
+        }
         if kind == .array {
             guard let path = arrayPath, !path.isEmpty, !path.hasPrefix("[]"), !path.contains("[][]"),
                   !IndexSpec.levels(path).contains(where: \.isEmpty),

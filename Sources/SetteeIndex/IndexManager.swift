@@ -152,8 +152,11 @@ public final class IndexManager: @unchecked Sendable {
                 let columns = spec.expressions.indices.map { "k\($0) BLOB" }.joined(separator: ", ")
                 try db.execute("CREATE TABLE \(table)(doc INTEGER PRIMARY KEY, \(columns))")
             case .array:
+                // An index of scalar elements also keeps each element's JSON (`v`), so UNNEST queries that read only
+                // the element and META() are answered from the index alone.
                 let columns = max(1, spec.expressions.count)
-                try db.execute("CREATE TABLE \(table)(doc INTEGER NOT NULL, \((0..<columns).map { "k\($0) BLOB" }.joined(separator: ", ")))")
+                let value = spec.expressions.isEmpty ? ", v TEXT" : ""
+                try db.execute("CREATE TABLE \(table)(doc INTEGER NOT NULL, \((0..<columns).map { "k\($0) BLOB" }.joined(separator: ", "))\(value))")
             case .fullText:
                 let columns = spec.expressions.indices.map { "c\($0)" }.joined(separator: ", ")
                 try db.execute("CREATE VIRTUAL TABLE \(table) USING fts5(\(columns), tokenize = '\(info.tokenizer)')")
@@ -281,7 +284,9 @@ public final class IndexManager: @unchecked Sendable {
             insert = try db.prepare("INSERT OR REPLACE INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
         case .array:
             remove = try db.prepare("DELETE FROM \(info.table) WHERE doc = ?")
-            insert = try db.prepare("INSERT INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
+            insert = info.spec.expressions.isEmpty
+                ? try db.prepare("INSERT INTO \(info.table)(doc, \(columns), v) VALUES (?, \(placeholders), ?)")
+                : try db.prepare("INSERT INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
         case .fullText:
             remove = try db.prepare("DELETE FROM \(info.table) WHERE rowid = ?")
             insert = try db.prepare("INSERT INTO \(info.table)(rowid, \(columns)) VALUES (?, \(placeholders))")
@@ -335,11 +340,12 @@ public final class IndexManager: @unchecked Sendable {
                 }
                 try insert.run()
             case .array:
-                for keys in IndexManager.arrayKeys(for: info.spec, document: document, evaluator: evaluator) {
+                for (keys, element) in IndexManager.arrayEntries(for: info.spec, document: document, evaluator: evaluator) {
                     insert.bind(rowid, at: 1)
                     for (i, key) in keys.enumerated() {
                         if let key { insert.bind(bytes: key, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
                     }
+                    if info.spec.expressions.isEmpty { insert.bind(text: element.serializedBytes, at: Int32(keys.count + 2)) }
                     try insert.run()
                 }
             case .fullText:
@@ -391,6 +397,12 @@ public final class IndexManager: @unchecked Sendable {
 
     /// The entries of a document in an array index: one key tuple per element reached through the path.
     public static func arrayKeys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[[UInt8]?]] {
+        arrayEntries(for: spec, document: document, evaluator: evaluator).map(\.keys)
+    }
+
+    /// The entries of a document in an array index with the element each came from.
+    public static func arrayEntries(for spec: IndexSpec, document: SourceDocument,
+                                    evaluator: Evaluator) -> [(keys: [[UInt8]?], element: JSON)] {
         if let condition = spec.whereClause {
             guard (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true else { return [] }
         }
@@ -402,10 +414,10 @@ public final class IndexManager: @unchecked Sendable {
             }
             elements = next
         }
-        var out: [[[UInt8]?]] = []
+        var out: [(keys: [[UInt8]?], element: JSON)] = []
         for element in elements {
             if spec.expressions.isEmpty {
-                out.append([KeyEncoding.encode(element)])
+                out.append(([KeyEncoding.encode(element)], element))
                 continue
             }
             let elementDocument = SourceDocument(id: document.id, sequence: document.sequence, body: element)
@@ -418,7 +430,7 @@ public final class IndexManager: @unchecked Sendable {
                 if key != nil { any = true }
                 keys.append(key)
             }
-            if any { out.append(keys) }
+            if any { out.append((keys, element)) }
         }
         return out
     }

@@ -15,7 +15,7 @@ final class PlanCache: @unchecked Sendable {
 }
 
 /// A statement bound to a database: collections resolved, result columns named, the WHERE split for the planner.
-struct CompiledQuery {
+final class CompiledQuery: @unchecked Sendable {
     struct Column {
         enum Kind {
             case all(source: String)
@@ -49,6 +49,8 @@ struct CompiledQuery {
     /// WHERE conjuncts that read only the primary source (applied before joins), and the rest.
     let primaryTerms: [SQLExpression]
     let otherTerms: [SQLExpression]
+    /// Whether an expression other than the UNNEST ones reads the FROM document's body.
+    let readsPrimaryBodyBesidesUnnest: Bool
     /// Whether anything reads `META().revisionID` (else it is not read from storage).
     let readsRevision: Bool
     /// Per source name: the top-level members the query reads (nil: the whole document).
@@ -158,10 +160,16 @@ struct CompiledQuery {
             otherTerms = []
         }
 
+        // ORDER BY a result alias reads the result, not the document.
+        let resultAliases = Set(statement.results.compactMap(\.alias))
+        let orderExpressions = statement.orderBy.map(\.expression).filter { e in
+            if case .property(nil, let path) = e, path.count == 1, case .key(let k) = path[0], resultAliases.contains(k) { return false }
+            return true
+        }
         var all: [SQLExpression] = statement.whereClause.map { [$0] } ?? []
-        all += statement.groupBy + (statement.having.map { [$0] } ?? []) + statement.orderBy.map(\.expression)
+        all += statement.groupBy + (statement.having.map { [$0] } ?? []) + orderExpressions
         all += joins.compactMap(\.clause.on)
-        all += statement.unnests.map(\.expression)
+        let unnestExpressions = statement.unnests.map(\.expression)
         var wholeSources = Set<String>()
         for c in columns {
             switch c.kind {
@@ -172,9 +180,14 @@ struct CompiledQuery {
         var bodyKeys: [String: JSONMemberSelector?] = [:]
         for n in names {
             bodyKeys[n] = wholeSources.contains(n) ? nil
-                : PropertyUsage.topLevelKeys(of: all, source: n, primary: names[0], aliases: Set(names)).map(JSONMemberSelector.init)
+                : PropertyUsage.topLevelKeys(of: all + unnestExpressions, source: n, primary: names[0],
+                                             aliases: Set(names)).map(JSONMemberSelector.init)
         }
         self.bodyKeys = bodyKeys
+        // Whether anything but the UNNEST expressions reads the FROM document's body.
+        readsPrimaryBodyBesidesUnnest = wholeSources.contains(names.first ?? "")
+            || PropertyUsage.topLevelKeys(of: all, source: names.first ?? "", primary: names.first ?? "",
+                                          aliases: Set(names)).map { !$0.isEmpty } ?? true
         var revision = false
         for e in all { e.visit { if case .meta(_, .revisionID) = $0 { revision = true } } }
         readsRevision = revision

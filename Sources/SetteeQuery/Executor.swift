@@ -43,9 +43,11 @@ struct Executor {
         }
         let path = Planner.accessPath(for: primary, constraints: constraints, queryTerms: relativeTerms,
                                       indexes: indexes, includeDeleted: query.includeDeleted)
-        if path.index == nil, !query.statement.unnests.isEmpty, !query.includeDeleted,
+        if path.index == nil, path.summary.hasPrefix("scan"), !query.statement.unnests.isEmpty, !query.includeDeleted,
            let array = Planner.arrayAccessPath(for: primary, unnests: query.statement.unnests, terms: query.otherTerms,
-                                               aliases: query.aliases, indexes: indexes) {
+                                               aliases: query.aliases, indexes: indexes,
+                                               coverable: query.joins.isEmpty && query.primaryTerms.isEmpty
+                                                   && !query.readsPrimaryBodyBesidesUnnest) {
             return array
         }
         return path
@@ -197,8 +199,8 @@ struct Executor {
         var rows: [Row] = []
         try database.read { db in
             var scanCache: [Int: [SourceDocument]] = [:]
-            func accept(_ row: Row) throws -> Bool {
-                for term in query.otherTerms where try !evaluator.isTrue(term, in: row) { return true }
+            func accept(_ row: Row, decided: Bool = false) throws -> Bool {
+                if !decided { for term in query.otherTerms where try !evaluator.isTrue(term, in: row) { return true } }
                 rows.append(row)
                 if streaming, let wanted, rows.count >= wanted { return false }
                 return true
@@ -208,11 +210,16 @@ struct Executor {
                 if k == query.unnestCount { return try accept(row) }
                 let clause = query.statement.unnests[k]
                 guard case .array(let elements)? = try evaluator.evaluate(clause.expression, in: row) else { return true }
+                guard !elements.isEmpty else { return true }
                 let owner = row.primary
+                // One row value whose last source is rebound to each element in turn (a stored row keeps its copy).
+                var extended = row
+                extended.others.append((clause.alias, nil))
+                let slot = extended.others.count - 1
                 for element in elements {
-                    var extended = row
-                    extended.others.append((clause.alias, SourceDocument(id: owner?.id ?? "", sequence: owner?.sequence ?? 0,
-                                                                         revisionID: owner?.revisionID ?? "", body: element)))
+                    extended.others[slot].document = SourceDocument(id: owner?.id ?? "", sequence: owner?.sequence ?? 0,
+                                                                    revisionID: owner?.revisionID ?? "", body: element,
+                                                                    rowid: owner?.rowid ?? 0)
                     if try !unnest(extended, from: k + 1) { return false }
                 }
                 return true
@@ -291,8 +298,26 @@ struct Executor {
             let exact = try bind(path, to: stmt)
             // Conjuncts the index decided exactly are not evaluated again.
             let remaining = query.primaryTerms.enumerated().filter { !(exact && path.servedTerms.contains($0.offset)) }.map(\.element)
+            if path.coveringUnnest, let alias = query.statement.unnests.first?.alias {
+                // Rows straight from the array index: the element is column 5; the index decided the WHERE exactly
+                // when every bound value was present (else the terms are evaluated as usual).
+                let decided = exact && path.servedTerms.count == query.otherTerms.count
+                while try stmt.step() {
+                    guard let element = try? stmt.withTextBytes(5, { bytes in try JSON.parse(bytes) }) else { continue }
+                    let owner = SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)),
+                                               revisionID: query.readsRevision ? (stmt.string(3) ?? "") : "",
+                                               body: .object(JSONObject()), rowid: stmt.int64(0))
+                    var row = Row(primaryName: primary.name, primary: owner)
+                    row.others.append((alias, SourceDocument(id: owner.id, sequence: owner.sequence, body: element,
+                                                             rowid: owner.rowid)))
+                    if try !accept(row, decided: decided) { break }
+                }
+                return
+            }
             let keys = query.bodyKeys[primary.name] ?? nil
+            var seen = Set<Int64>()
             while try stmt.step() {
+                if path.distinctDocuments && !seen.insert(stmt.int64(0)).inserted { continue }
                 guard let document = Executor.document(stmt, keys: keys, revision: query.readsRevision) else { continue }
                 let row = Row(primaryName: primary.name, primary: document)
                 var keep = true

@@ -43,6 +43,10 @@ struct AccessPath {
     /// WHERE conjuncts (positions) the SQL decides exactly when every bound value is present and not null: the
     /// executor need not evaluate them again.
     var servedTerms: Set<Int> = []
+    /// The SQL can return a document more than once (array indexes): keep the first.
+    var distinctDocuments = false
+    /// Each SQL row is one UNNEST row: its body column is the element, the document's body is not read.
+    var coveringUnnest = false
 
     enum BindingKind {
         case key          // KeyEncoding of the value
@@ -340,7 +344,7 @@ enum Planner {
     /// the innermost alias's element (relative to it). Documents, not elements, come out (each once): the executor
     /// unnests and filters exactly.
     static func arrayAccessPath(for source: BoundSource, unnests: [UnnestClause], terms: [SQLExpression],
-                                aliases: Set<String>, indexes: [IndexInfo]) -> AccessPath? {
+                                aliases: Set<String>, indexes: [IndexInfo], coverable: Bool = false) -> AccessPath? {
         guard let last = unnests.last else { return nil }
         // The chain's path: the first UNNEST reads the document, each next one reads the previous alias.
         var levels: [[PathComponent]] = []
@@ -365,11 +369,21 @@ enum Planner {
             let expressions = index.spec.expressions.isEmpty ? [SQLExpression.property(source: nil, path: [])]
                 : index.spec.expressions
             guard let keys = keyClauses(expressions, constraints) else { continue }
-            let sql = "SELECT \(documentColumns) FROM \(source.collection.docsTable) AS d WHERE d.rowid IN"
-                + " (SELECT i.doc FROM \(index.table) AS i WHERE " + keys.clauses.joined(separator: " AND ")
-                + ") AND (d.flags & 1) = 0"
-            let path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
-                                  summary: "array index \(index.name)")
+            // One row per matching element; the executor skips a document's repeats.
+            let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
+                + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND (d.flags & 1) = 0"
+            var path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
+                                  summary: "array index \(index.name)", servedTerms: served(keys.exact, constraints))
+            path.distinctDocuments = true
+            // Covering: one UNNEST over scalars, every WHERE term decided by the index, nothing else read from the
+            // document: rows come straight from the index (the element from its `v` column), one per element.
+            if coverable, unnests.count == 1, index.spec.expressions.isEmpty, path.servedTerms.count == terms.count {
+                path = AccessPath(sql: "SELECT d.rowid, d.id, d.seq, d.rev, d.flags, i.v FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
+                                    + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND (d.flags & 1) = 0",
+                                  bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
+                                  summary: "array index \(index.name) (covering)", servedTerms: path.servedTerms)
+                path.coveringUnnest = true
+            }
             if best == nil || keys.score > best!.score { best = (keys.score, path) }
         }
         return best?.path

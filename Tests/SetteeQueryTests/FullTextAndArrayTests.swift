@@ -162,6 +162,26 @@ import Settee
         #expect(try mobile.execute().allResults().isEmpty)
     }
 
+    /// A query that reads only the element and META() is answered from the array index alone, element by element
+    /// (repeats included, numbers kept as written).
+    @Test func coveringArrayIndex() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, [#"{"_id":"a","v":[1, 1.5, 1, "x"]}"#, #"{"_id":"b","v":[2]}"#, #"{"_id":"c","v":"not an array"}"#])
+        try c.createIndex(withName: "v", config: ArrayIndexConfiguration(path: "v"))
+        let q = try db.createQuery("SELECT META().id AS id, e FROM _ UNNEST v AS e WHERE e >= 1 AND e < 2 ORDER BY e, id")
+        let plan = try q.explain()
+        #expect(plan.contains("array index v (covering)"))
+        #expect(try q.execute().map { $0.toJSON() } == [#"{"id":"a","e":1}"#, #"{"id":"a","e":1}"#, #"{"id":"a","e":1.5}"#])
+        // Reading anything else from the document falls back to unnesting it.
+        let other = try db.createQuery("SELECT META().id AS id, e, v FROM _ UNNEST v AS e WHERE e = 2")
+        #expect(try !other.explain().contains("covering"))
+        #expect(try other.execute().map { $0.toJSON() } == [#"{"id":"b","e":2,"v":[2]}"#])
+        try load(c, [#"{"_id":"b","v":[3]}"#])
+        #expect(try db.createQuery("SELECT META().id FROM _ UNNEST v AS e WHERE e = 2").execute().allResults().isEmpty)
+    }
+
     /// UNNEST through an array index and without one, against the pure evaluator over random nested documents.
     @Test func unnestAgreesWithThePureEvaluator() throws {
         let dir = TempDir()
