@@ -276,20 +276,22 @@ struct Executor {
                 if try query.primaryTerms.allSatisfy({ try evaluator.isTrue($0, in: row) }) { _ = try accept(row) }
                 return
             }
-            // ORDER BY RANK(index) LIMIT n over a MATCH: read documents in rank order and stop after n rows.
-            if let (ranked, servedTerm) = try rankedCandidates(path), let wanted {
+            // A MATCH conjunct: the full-text index already answered it (prepareFullText); read the matched documents
+            // by row — in rank order when the query orders by RANK, stopping once LIMIT is reached.
+            if let (candidates, servedTerm, ranked) = try fullTextCandidates(path) {
                 let live = query.includeDeleted ? "" : " AND (d.flags & 1) = 0"
                 let fetch = try db.prepare("SELECT \(Planner.documentColumns) FROM \(primary.collection.docsTable) AS d WHERE d.rowid = ?\(live)")
                 let remaining = query.primaryTerms.enumerated().filter { $0.offset != servedTerm }.map(\.element)
                 let keys = query.bodyKeys[primary.name] ?? nil
-                for rowid in ranked where rows.count < wanted {
+                for rowid in candidates {
+                    if ranked, let wanted, rows.count >= wanted { break }
                     fetch.bind(rowid, at: 1)
                     defer { fetch.reset() }
                     guard try fetch.step(), let document = Executor.document(fetch, keys: keys, revision: query.readsRevision) else { continue }
                     let row = Row(primaryName: primary.name, primary: document)
                     var keep = true
                     for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
-                    if keep { _ = try expand(row, from: 0) }
+                    if keep, try !expand(row, from: 0) { break }
                 }
                 return
             }
@@ -329,21 +331,26 @@ struct Executor {
         return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
     }
 
-    /// For `WHERE MATCH(i, q) … ORDER BY RANK(i) [DESC] LIMIT n` without joins, grouping or DISTINCT: the matched
-    /// rowids in rank order (from the MATCH already run) and the position of the MATCH conjunct.
-    private func rankedCandidates(_ path: AccessPath) throws -> ([Int64], Int)? {
+    /// The documents a full-text access path's MATCH conjunct matched (from the MATCH already run), with that
+    /// conjunct's position and whether they are in the query's final order: by rank for `ORDER BY RANK(i) [DESC]`
+    /// without joins, UNNEST, grouping or DISTINCT (then reading can stop at LIMIT), else by row.
+    private func fullTextCandidates(_ path: AccessPath) throws -> ([Int64], Int, Bool)? {
         guard let index = path.index, index.spec.kind == .fullText, let served = path.servedTerms.first,
-              query.ordering.count == 1, let order = query.ordering.first, let e = order.expression,
-              case .function("RANK", let rankArgs, _) = e, (try? FullTextSearch.indexName(rankArgs[0])) == index.name,
-              !query.isAggregate, !query.statement.distinct, query.joins.isEmpty, query.unnestCount == 0,
               case .function("MATCH", let args, _) = query.primaryTerms[served] else { return nil }
         let key = try FullTextSearch.key(args, evaluator: evaluator, in: Row(primaryName: "", primary: nil))
-        guard let matches = evaluator.fullTextMatches[key] else { return nil }
-        let sorted = matches.sorted { a, b in
-            if a.value != b.value { return order.descending ? a.value > b.value : a.value < b.value }
-            return a.key < b.key
+        guard let matches = evaluator.fullTextMatches[key] else {
+            throw SetteeError(.internalError, "MATCH(\(key.index), …) was not run before reading its documents")
         }
-        return (sorted.map(\.key), served)
+        if query.ordering.count == 1, let order = query.ordering.first, let e = order.expression,
+           case .function("RANK", let rankArgs, _) = e, (try? FullTextSearch.indexName(rankArgs[0])) == index.name,
+           !query.isAggregate, !query.statement.distinct, query.joins.isEmpty, query.unnestCount == 0 {
+            let sorted = matches.sorted { a, b in
+                if a.value != b.value { return order.descending ? a.value > b.value : a.value < b.value }
+                return a.key < b.key
+            }
+            return (sorted.map(\.key), served, true)
+        }
+        return (matches.keys.sorted(), served, false)
     }
 
     /// Grouping, HAVING, ordering, DISTINCT, OFFSET/LIMIT and projection.

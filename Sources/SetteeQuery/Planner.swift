@@ -396,11 +396,11 @@ enum Planner {
             guard case .function("MATCH", let args, _) = term else { continue }
             let name = try FullTextSearch.indexName(args[0])
             guard let index = indexes.first(where: { $0.name == name && $0.spec.kind == .fullText }) else { continue }
-            let sql = "SELECT \(documentColumns) FROM \(source.collection.docsTable) AS d WHERE d.rowid IN"
-                + " (SELECT rowid FROM \(index.table) WHERE \(index.table) MATCH ?)"
-                + (includeDeleted ? "" : " AND (d.flags & 1) = 0")
+            // What runs: the MATCH once (ranks kept for RANK), then each matched document by row.
+            let sql = "SELECT rowid, bm25(\(index.table)) FROM \(index.table) WHERE \(index.table) MATCH ?"
             return AccessPath(sql: sql, bindings: [args[1]], bindingKinds: [.text], index: index,
-                              summary: "full-text index \(index.name)", servedTerms: [position])
+                              summary: "full-text index \(index.name), then each matched document by rowid",
+                              servedTerms: [position])
         }
         return nil
     }
