@@ -458,25 +458,30 @@ public final class IndexManager: @unchecked Sendable {
         backgroundStarted = true
         lock.unlock()
         let commits = database.commits()
-        Task.detached { [weak self] in
+        let database = self.database
+        Task.detached { [weak self, weak database] in
             for await _ in commits {
-                guard let self else { return }
-                self.scheduleBackgroundCatchUp()
+                guard let self, let database else { return }
+                self.scheduleBackgroundCatchUp(database)
             }
         }
     }
 
-    private func scheduleBackgroundCatchUp() {
+    /// `database` is passed (and held weakly by the delayed work) so that a catch-up never outlives the database it
+    /// reads: the manager itself only has an unowned reference.
+    private func scheduleBackgroundCatchUp(_ database: Database) {
         lock.lock()
         if backgroundScheduled || !_backgroundEnabled || registry.values.allSatisfy(\.isEmpty) { lock.unlock(); return }
         backgroundScheduled = true
         lock.unlock()
-        queue.asyncAfter(deadline: .now() + IndexManager.backgroundDelay) { [weak self] in
-            guard let self else { return }
+        queue.asyncAfter(deadline: .now() + IndexManager.backgroundDelay) { [weak self, weak database] in
+            guard let self, let database else { return }
             self.lock.lock()
             self.backgroundScheduled = false
             self.lock.unlock()
-            try? self.catchUpAll()  // a closed database ends here; the next query reports errors itself
+            withExtendedLifetime(database) {
+                try? self.catchUpAll()  // a closed database ends here; the next query reports errors itself
+            }
         }
     }
 }
