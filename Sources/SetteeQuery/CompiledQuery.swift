@@ -63,9 +63,10 @@ final class CompiledQuery: @unchecked Sendable {
         collections.allSatisfy { database.isCurrent($0) }
     }
 
-    var collections: [Collection] {
-        (primary.map { [$0.collection] } ?? []) + joins.map(\.source.collection)
-    }
+    /// The collections the query reads (FROM, then each JOIN).
+    let collections: [Collection]
+    /// Whether the WHERE clause has a MATCH (full-text work before reading rows).
+    let usesFullText: Bool
 
     init(database: Database, statement: SelectStatement, text: String? = nil) throws {
         self.database = database
@@ -98,6 +99,8 @@ final class CompiledQuery: @unchecked Sendable {
         unnestCount = statement.unnests.count
         self.primary = primary
         self.joins = joins
+        collections = (primary.map { [$0.collection] } ?? []) + joins.map(\.source.collection)
+        usesFullText = !FullTextSearch.matchCalls(in: statement.whereClause).isEmpty
         aliases = Set(names)
 
         // Result columns: alias, else the property's last name / META() field / source name, else $N.

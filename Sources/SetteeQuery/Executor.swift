@@ -56,6 +56,7 @@ struct Executor {
     /// Runs every `MATCH(index, query)` of the WHERE clause against its full-text index (caught up first) and gives
     /// the evaluator the matched documents with their rank (`-bm25`: higher is more relevant).
     mutating func prepareFullText() throws {
+        guard query.usesFullText else { return }
         let calls = FullTextSearch.matchCalls(in: query.statement.whereClause)
         guard !calls.isEmpty else { return }
         guard let primary = query.primary else { throw SetteeError(.queryParseError, "MATCH needs a FROM clause") }
@@ -299,7 +300,9 @@ struct Executor {
             defer { stmt.reset() }
             let exact = try bind(path, to: stmt)
             // Conjuncts the index decided exactly are not evaluated again.
-            let remaining = query.primaryTerms.enumerated().filter { !(exact && path.servedTerms.contains($0.offset)) }.map(\.element)
+            let remaining = exact && !path.servedTerms.isEmpty
+                ? query.primaryTerms.enumerated().filter { !path.servedTerms.contains($0.offset) }.map(\.element)
+                : query.primaryTerms
             if path.coveringUnnest, let alias = query.statement.unnests.first?.alias {
                 // Rows straight from the array index: the element is column 5; the index decided the WHERE exactly
                 // when every bound value was present (else the terms are evaluated as usual).
@@ -355,6 +358,15 @@ struct Executor {
 
     /// Grouping, HAVING, ordering, DISTINCT, OFFSET/LIMIT and projection.
     private func finish(_ input: [Row], limit: Int?, offset: Int) throws -> [QueryResult] {
+        let names = query.columns.map(\.name)
+        if !query.isAggregate && query.ordering.isEmpty && !query.statement.distinct {
+            // Rows are already in their final order: project only the ones kept.
+            let kept = input.dropFirst(offset).prefix(limit ?? Int.max)
+            var out: [QueryResult] = []
+            out.reserveCapacity(kept.count)
+            for row in kept { out.append(QueryResult(keys: names, values: try project(row))) }
+            return out
+        }
         var rows = input
         if query.isAggregate {
             rows = try group(rows)
@@ -394,7 +406,6 @@ struct Executor {
         }
         if offset > 0 { results = Array(results.dropFirst(offset)) }
         if let limit, results.count > limit { results = Array(results.prefix(limit)) }
-        let names = query.columns.map(\.name)
         return results.map { QueryResult(keys: names, values: $0) }
     }
 
