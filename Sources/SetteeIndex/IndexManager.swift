@@ -378,13 +378,23 @@ public final class IndexManager: @unchecked Sendable {
 
     /// The encoded keys of a document, or nil when it is not in the index (partial WHERE false, or every key MISSING).
     public static func keys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[UInt8]?]? {
-        if let condition = spec.whereClause {
-            guard (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true else { return nil }
-        }
+        guard passes(spec, document, evaluator) else { return nil }
+        return encodedKeys(spec.expressions, document, evaluator)
+    }
+
+    /// Whether a document satisfies the index's partial WHERE (true without one).
+    private static func passes(_ spec: IndexSpec, _ document: SourceDocument, _ evaluator: Evaluator) -> Bool {
+        guard let condition = spec.whereClause else { return true }
+        return (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true
+    }
+
+    /// The encoded values of `expressions` on `document`; nil when every one is MISSING (no entry).
+    private static func encodedKeys(_ expressions: [SQLExpression], _ document: SourceDocument,
+                                    _ evaluator: Evaluator) -> [[UInt8]?]? {
         var keys: [[UInt8]?] = []
-        keys.reserveCapacity(spec.expressions.count)
+        keys.reserveCapacity(expressions.count)
         var any = false
-        for e in spec.expressions {
+        for e in expressions {
             // (Not `try? … ?? nil`: `nil` there would be JSON's nil literal, i.e. null, and MISSING would be indexed as null.)
             let value: JSON?
             do { value = try evaluator.evaluate(e, document: document) } catch { value = nil }
@@ -403,9 +413,7 @@ public final class IndexManager: @unchecked Sendable {
     /// The entries of a document in an array index with the element each came from.
     public static func arrayEntries(for spec: IndexSpec, document: SourceDocument,
                                     evaluator: Evaluator) -> [(keys: [[UInt8]?], element: JSON)] {
-        if let condition = spec.whereClause {
-            guard (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true else { return [] }
-        }
+        guard passes(spec, document, evaluator) else { return [] }
         var elements: [JSON] = [document.body]
         for level in spec.arrayLevels {
             var next: [JSON] = []
@@ -421,25 +429,14 @@ public final class IndexManager: @unchecked Sendable {
                 continue
             }
             let elementDocument = SourceDocument(id: document.id, sequence: document.sequence, body: element)
-            var keys: [[UInt8]?] = []
-            var any = false
-            for e in spec.expressions {
-                let value: JSON?
-                do { value = try evaluator.evaluate(e, document: elementDocument) } catch { value = nil }
-                let key = KeyEncoding.encode(value)
-                if key != nil { any = true }
-                keys.append(key)
-            }
-            if any { out.append((keys, element)) }
+            if let keys = encodedKeys(spec.expressions, elementDocument, evaluator) { out.append((keys, element)) }
         }
         return out
     }
 
     /// The texts of a document for a full-text index (non-strings are not indexed), or nil when it has none.
     public static func texts(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [String?]? {
-        if let condition = spec.whereClause {
-            guard (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) == true else { return nil }
-        }
+        guard passes(spec, document, evaluator) else { return nil }
         var texts: [String?] = []
         var any = false
         for e in spec.expressions {
