@@ -33,10 +33,12 @@ let package = Package(
         .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite"]),
         // Pure: SQL++ lexer/parser → AST, the QueryBuilder expression API, the expression evaluator over JSON.
         .target(name: "SetteeSQLPP", dependencies: ["SetteeCore"]),
+        // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
+        .target(name: "SetteeVector", dependencies: ["SetteeCore"]),
         // The index manager (indexes follow the change feed) and the index kinds.
-        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP"]),
+        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector"]),
         // Planner (access paths over the document and index tables), executor, result sets, live queries.
-        .target(name: "SetteeQuery", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex"]),
+        .target(name: "SetteeQuery", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"]),
         // The CouchDB replication protocol over an Endpoint protocol: local databases and HTTP peers.
         .target(
             name: "SetteeReplication",
@@ -63,7 +65,7 @@ let package = Package(
             ]
         ),
         // Umbrella library for embedders.
-        .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery",
+        .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
                                               "SetteeReplication"]),
         .executableTarget(
             name: "settee",
@@ -76,13 +78,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "settee-bench",
-            dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CSQLite"],
+            dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CSQLite"],
             path: "Benchmarks/settee-bench"
         ),
         // Shared by the test targets: temp directories, locating built products, server child processes.
         .target(name: "SetteeTestSupport", path: "Tests/SetteeTestSupport"),
         .testTarget(name: "SetteeCoreTests", dependencies: ["SetteeCore"]),
         .testTarget(name: "SetteeSQLPPTests", dependencies: ["SetteeSQLPP", "SetteeCore"]),
+        .testTarget(name: "SetteeVectorTests", dependencies: ["SetteeVector"]),
         .testTarget(name: "SetteeQueryTests", dependencies: ["Settee", "SetteeQuery", "SetteeIndex", "SetteeSQLPP", "SetteeStore", "SetteeCore", "SetteeTestSupport"]),
         .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "Settee", "settee", "SetteeTestSupport"]),
         .testTarget(

@@ -19,7 +19,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 }
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
-                    "fts-build", "fts-query", "array-query"]
+                    "fts-build", "fts-query", "array-query", "vector"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -298,6 +298,10 @@ if selected.contains(where: queryWorkloads.contains) {
 // fts-build, fts-query, array-query (QueryWorkloads.swift).
 if selected.contains(where: textWorkloads.contains) {
     try runTextWorkloads(selected: selected, workDir: workDir)
+}
+// vector (VectorWorkloads.swift).
+if selected.contains(where: vectorWorkloads.contains) {
+    try runVectorWorkloads(workDir: workDir, count: count)
 }
 if jsonOutput {
     var out: [JSON] = []

@@ -3,5 +3,6 @@
 @_exported import SetteeStore
 @_exported import SetteeReplication
 @_exported import SetteeSQLPP
+@_exported import SetteeVector
 @_exported import SetteeIndex
 @_exported import SetteeQuery

@@ -29,8 +29,15 @@ extension Collection {
         try IndexManager.shared(for: database).indexes(of: self).map(\.name)
     }
 
-    /// The definition of the index `name`, or nil.
-    public func index(withName name: String) throws -> IndexInfo? {
-        try IndexManager.shared(for: database).indexes(of: self).first { $0.name == name }
+    /// The index `name` (Couchbase Lite's `QueryIndex`), or nil when the collection has none of that name.
+    ///
+    /// ```swift
+    /// let index = try collection.index(withName: "colors_index")
+    /// while let updater = try index?.beginUpdate(limit: 50) { … }
+    /// ```
+    public func index(withName name: String) throws -> QueryIndex? {
+        let manager = try IndexManager.shared(for: database)
+        guard let info = manager.indexes(of: self).first(where: { $0.name == name }) else { return nil }
+        return QueryIndex(info: info, collection: self, manager: manager)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SetteeCore
 import SetteeSQLPP
+import SetteeVector
 
 /// What an index is: its kind and its expressions, as stored in the `indexes` registry and as the HTTP API
 /// (`PUT /{db}/_index/{name}`) takes it.
@@ -12,6 +13,7 @@ public struct IndexSpec: Sendable, Hashable {
         case value
         case fullText = "fulltext"
         case array
+        case vector
     }
     public var kind: Kind
     /// The indexed expressions, parsed (for an array index: evaluated on each element; empty indexes the element).
@@ -24,6 +26,8 @@ public struct IndexSpec: Sendable, Hashable {
     public var language: String?
     /// Array: the path to the array, `[]` after each array level before the last (`contacts[].phones`).
     public var arrayPath: String?
+    /// Vector: dimensions, centroids, metric, encoding, probes, training sizes, laziness.
+    public var vector: VectorIndexOptions?
 
     /// The languages full-text indexes can stem: English through FTS5's Porter stemmer.
     public static let stemmingLanguages: Set<String> = ["en", "english"]
@@ -32,7 +36,8 @@ public struct IndexSpec: Sendable, Hashable {
     public private(set) var arrayLevels: [[PathComponent]] = []
 
     public init(kind: Kind, expressions: [SQLExpression], whereClause: SQLExpression? = nil, ignoreAccents: Bool = false,
-                language: String? = nil, arrayPath: String? = nil) throws(SetteeError) {
+                language: String? = nil, arrayPath: String? = nil,
+                vector: VectorIndexOptions? = nil) throws(SetteeError) {
         self.ignoreAccents = ignoreAccents
         self.language = language.flatMap { $0.isEmpty ? nil : $0.lowercased() }
         self.arrayPath = arrayPath
@@ -56,6 +61,14 @@ public struct IndexSpec: Sendable, Hashable {
             }
         } else {
             guard !expressions.isEmpty else { throw SetteeError(.badRequest, "An index needs at least one expression") }
+        }
+        if kind == .vector {
+            guard let vector else { throw SetteeError(.badRequest, "A vector index needs dimensions and centroids") }
+            guard expressions.count == 1 else {
+                throw SetteeError(.badRequest, "A vector index has exactly one expression (the vector), got \(expressions.count)")
+            }
+            try vector.validate()
+            self.vector = vector
         }
         for e in expressions + (whereClause.map { [$0] } ?? []) {
             var problem: String?
@@ -95,6 +108,7 @@ public struct IndexSpec: Sendable, Hashable {
             pairs.append(("ignoreAccents", .bool(ignoreAccents)))
             pairs.append(("language", language.map(JSON.string) ?? .null))
         }
+        if let vector { pairs += vector.jsonPairs }
         return .object(JSONObject(pairs))
     }
 
@@ -103,12 +117,12 @@ public struct IndexSpec: Sendable, Hashable {
         guard case .object(let o) = json else { throw SetteeError(.badRequest, "An index definition must be a JSON object") }
         let type = o["type"]?.stringValue ?? "value"
         let kinds: [String: Kind] = ["value": .value, "fulltext": .fullText, "full-text": .fullText, "fts": .fullText,
-                                     "array": .array]
+                                     "array": .array, "vector": .vector]
         guard let kind = kinds[type.lowercased()] else {
-            throw SetteeError(.badRequest, "Unknown index type '\(type)' (supported: value, fulltext, array)")
+            throw SetteeError(.badRequest, "Unknown index type '\(type)' (supported: value, fulltext, array, vector)")
         }
         var expressions: [SQLExpression] = []
-        switch o["expressions"] {
+        switch o["expressions"] ?? o["expression"] {
         case nil, .null? where kind == .array: break
         case .string(let text)?: expressions = try SQLPPParser.parseExpressionList(text)
         case .array(let items)?:
@@ -132,7 +146,8 @@ public struct IndexSpec: Sendable, Hashable {
         if let v = o["path"], v.stringValue == nil, !v.isNull { throw SetteeError(.badRequest, "\"path\" must be a string") }
         try self.init(kind: kind, expressions: expressions, whereClause: whereClause,
                       ignoreAccents: o["ignoreAccents"]?.boolValue ?? false, language: o["language"]?.stringValue,
-                      arrayPath: o["path"]?.stringValue)
+                      arrayPath: o["path"]?.stringValue,
+                      vector: kind == .vector ? try VectorIndexOptions(json: o) : nil)
     }
 }
 

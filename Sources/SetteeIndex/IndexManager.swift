@@ -23,6 +23,7 @@ public struct IndexInfo: Sendable, Hashable {
         case .value: return "vidx_\(id)"
         case .fullText: return "ftsidx_\(id)"
         case .array: return "aidx_\(id)"
+        case .vector: return "vecidx_\(id)"
         }
     }
 
@@ -47,8 +48,9 @@ public final class IndexManager: @unchecked Sendable {
     /// Delay between a commit and the background catch-up, so bursts of writes are absorbed together.
     public static let backgroundDelay: DispatchTimeInterval = .milliseconds(25)
 
-    private unowned let database: Database
-    private let lock = NSLock()
+    unowned let database: Database
+    let lock = NSLock()
+    private var vectorStates: [Int64: VectorIndexState] = [:]  // index id → in-memory IVF
     private var registry: [Int64: [IndexInfo]] = [:]  // collection id → indexes
     private var upToDate: [Int64: UInt64] = [:]       // index id → database sequence it was current at
     private var backgroundStarted = false
@@ -75,6 +77,16 @@ public final class IndexManager: @unchecked Sendable {
     }
 
     private var loaded = false
+
+    /// The in-memory state of a vector index (created empty, loaded on first use).
+    func vectorState(_ info: IndexInfo) -> VectorIndexState {
+        lock.withLock {
+            if let state = vectorStates[info.id] { return state }
+            let state = VectorIndexState()
+            vectorStates[info.id] = state
+            return state
+        }
+    }
 
     private init(database: Database) {
         self.database = database
@@ -160,6 +172,8 @@ public final class IndexManager: @unchecked Sendable {
             case .fullText:
                 let columns = spec.expressions.indices.map { "c\($0)" }.joined(separator: ", ")
                 try db.execute("CREATE VIRTUAL TABLE \(table) USING fts5(\(columns), tokenize = '\(info.tokenizer)')")
+            case .vector:
+                try IndexManager.createVectorTables(info, db: db)
             }
             return info
         }
@@ -178,10 +192,12 @@ public final class IndexManager: @unchecked Sendable {
         try database.write { db in
             try db.prepare("DELETE FROM indexes WHERE id = ?").run([.integer(info.id)])
             try db.execute("DROP TABLE IF EXISTS \(info.table)")
+            if info.spec.kind == .vector { try IndexManager.dropVectorTables(info, db: db) }
         }
         lock.lock()
         registry[collection.id]?.removeAll { $0.id == info.id }
         upToDate[info.id] = nil
+        vectorStates[info.id] = nil
         _generation += 1
         lock.unlock()
     }
@@ -222,8 +238,15 @@ public final class IndexManager: @unchecked Sendable {
             let known = registry[info.collectionID]?.contains { $0.id == info.id } ?? false
             lock.unlock()
             if current || !known { return }
-            let done = try database.write { db in
-                try self.catchUpBatch(info, collection: collection, db: db)
+            let done: Bool
+            do {
+                done = try database.write { db in
+                    try self.catchUpBatch(info, collection: collection, db: db)
+                }
+            } catch {
+                // A vector index's memory was changed inside the transaction that failed: reload it next time.
+                if info.spec.kind == .vector { vectorState(info).lock.withLock { vectorState(info).ivf = nil } }
+                throw error
             }
             if done {
                 // Ids are never reused (AUTOINCREMENT), so a catch-up that raced with a delete cannot mark a newer
@@ -264,10 +287,15 @@ public final class IndexManager: @unchecked Sendable {
         let purged = try db.prepare("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1")
         purged.bind(collection.id, at: 1)
         purged.bind(lastSeq, at: 2)
-        if try purged.step() {
+        let anyPurged = try purged.step()
+        purged.reset()
+        if anyPurged {
             try db.execute("DELETE FROM \(info.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
         }
-        purged.reset()
+        if info.spec.kind == .vector {
+            return try catchUpVectorBatch(info, collection: collection, db: db, lastSeq: lastSeq, building: building,
+                                          purged: anyPurged)
+        }
 
         let changes = try db.prepare(
             "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
@@ -287,11 +315,12 @@ public final class IndexManager: @unchecked Sendable {
             insert = info.spec.expressions.isEmpty
                 ? try db.prepare("INSERT INTO \(info.table)(doc, \(columns), v) VALUES (?, \(placeholders), ?)")
                 : try db.prepare("INSERT INTO \(info.table)(doc, \(columns)) VALUES (?, \(placeholders))")
-        case .fullText:
+        case .fullText, .vector:
             remove = try db.prepare("DELETE FROM \(info.table) WHERE rowid = ?")
             insert = try db.prepare("INSERT INTO \(info.table)(rowid, \(columns)) VALUES (?, \(placeholders))")
         }
-        let evaluator = Evaluator()
+        var evaluator = Evaluator()
+        evaluator.predictor = Database.prediction.predictor
         // The members the index reads: its expressions' (for an array index, the array's first level instead).
         let documentExpressions = info.spec.kind == .array
             ? [SQLExpression.property(source: nil, path: info.spec.arrayLevels.first ?? [])]
@@ -348,6 +377,8 @@ public final class IndexManager: @unchecked Sendable {
                     if info.spec.expressions.isEmpty { insert.bind(text: element.serializedBytes, at: Int32(keys.count + 2)) }
                     try insert.run()
                 }
+            case .vector:
+                continue  // catchUpVectorBatch
             case .fullText:
                 guard let texts = IndexManager.texts(for: info.spec, document: document, evaluator: evaluator) else { continue }
                 insert.bind(rowid, at: 1)
@@ -367,7 +398,7 @@ public final class IndexManager: @unchecked Sendable {
             case .array:
                 try db.execute("CREATE INDEX IF NOT EXISTS \(quoted) ON \(info.table)(\(keyColumns), doc)")
                 try db.execute("CREATE INDEX IF NOT EXISTS \(info.table)_doc ON \(info.table)(doc)")
-            case .fullText:
+            case .fullText, .vector:
                 break  // FTS5 keeps its own inverted index
             }
         }

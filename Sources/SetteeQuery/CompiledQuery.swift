@@ -67,6 +67,8 @@ final class CompiledQuery: @unchecked Sendable {
     let collections: [Collection]
     /// Whether the WHERE clause has a MATCH (full-text work before reading rows).
     let usesFullText: Bool
+    /// The APPROX_VECTOR_DISTANCE calls and how they run, when the query has any.
+    let vectorPlan: VectorPlan?
 
     init(database: Database, statement: SelectStatement, text: String? = nil) throws {
         self.database = database
@@ -153,7 +155,12 @@ final class CompiledQuery: @unchecked Sendable {
         for e in everything { e.visit { if case .meta(_, .deleted) = $0 { deleted = true } } }
         includeDeleted = deleted
 
-        let terms = Planner.conjuncts(statement.whereClause)
+        vectorPlan = try VectorPlan.make(statement: statement, primary: primary, aliases: Set(names), indexes: indexes)
+        var terms = Planner.conjuncts(statement.whereClause)
+        if let vectorPlan {
+            // A document the vector index holds no vector for is not a result of a vector search.
+            terms.append(.check(.function(VectorSearch.functionName, vectorPlan.driver, distinct: false), .missing, negated: true))
+        }
         if let primary {
             let set = Set(names)
             primaryTerms = terms.filter { Planner.sources(of: $0, primary: primary.name, aliases: set).isSubset(of: [primary.name]) }
@@ -178,6 +185,13 @@ final class CompiledQuery: @unchecked Sendable {
             switch c.kind {
             case .all(let source): wholeSources.insert(source)
             case .expression(let e): all.append(e)
+            }
+        }
+        // The vector of APPROX_VECTOR_DISTANCE comes from the index, not from the document.
+        all = all.map { e in
+            e.rewritten { node in
+                guard case .function(VectorSearch.functionName, let args, let d) = node else { return nil }
+                return .function(VectorSearch.functionName, [.missing] + args.dropFirst(), distinct: d)
             }
         }
         var bodyKeys: [String: JSONMemberSelector?] = [:]

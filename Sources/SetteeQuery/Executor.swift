@@ -9,10 +9,13 @@ import SetteeStore
 struct Executor {
     let query: CompiledQuery
     var evaluator: Evaluator
+    /// A vector search's candidates, nearest first (set by `prepareVectorSearch`).
+    var vectorCandidates: [Int64]?
 
     init(query: CompiledQuery, parameters: [String: JSON]) {
         self.query = query
         self.evaluator = Evaluator(parameters: parameters)
+        self.evaluator.predictor = Database.prediction.predictor
     }
 
     private var database: Database { query.database }
@@ -37,6 +40,12 @@ struct Executor {
         let constraints = Planner.constraints(query.primaryTerms, source: primary.name, primary: primary.name,
                                               aliases: query.aliases)
         let indexes = try indexManager().indexes(of: primary.collection)
+        if let plan = query.vectorPlan, !plan.hybrid {
+            let index = plan.driverIndex
+            let options = index.spec.vector
+            return AccessPath(sql: "SELECT doc FROM \(index.table)", bindings: [], bindingKinds: [], index: index,
+                              summary: "vector index \(index.name): the LIMIT nearest by IVF (\(options?.effectiveProbes ?? 0) of \(options?.centroids ?? 0) lists; exact before training), then each document by rowid")
+        }
         if let fullText = try Planner.fullTextAccessPath(for: primary, terms: query.primaryTerms, indexes: indexes,
                                                          includeDeleted: query.includeDeleted) {
             return fullText
@@ -187,7 +196,9 @@ struct Executor {
         var strategies: [JoinStrategy] = []
         for join in query.joins { strategies.append(try joinStrategy(join)) }
         // Bring the indexes this query reads up to date with the change feed first.
-        if let path, let index = path.index, let primary = query.primary { try manager.catchUp(index, collection: primary.collection) }
+        if let path, let index = path.index, index.spec.kind != .vector, let primary = query.primary {
+            try manager.catchUp(index, collection: primary.collection)
+        }
         for (join, strategy) in zip(query.joins, strategies) {
             if case .indexLookup(let index, _) = strategy { try manager.catchUp(index, collection: join.source.collection) }
         }
@@ -279,7 +290,7 @@ struct Executor {
             }
             // A MATCH conjunct: the full-text index already answered it (prepareFullText); read the matched documents
             // by row — in rank order when the query orders by RANK, stopping once LIMIT is reached.
-            if let (candidates, servedTerm, ranked) = try fullTextCandidates(path) {
+            if let (candidates, servedTerm, ranked) = try fullTextCandidates(path) ?? vectorSearchCandidates() {
                 let live = query.includeDeleted ? "" : " AND (d.flags & 1) = 0"
                 let fetch = try db.prepare("SELECT \(Planner.documentColumns) FROM \(primary.collection.docsTable) AS d WHERE d.rowid = ?\(live)")
                 let remaining = query.primaryTerms.enumerated().filter { $0.offset != servedTerm }.map(\.element)
@@ -354,6 +365,15 @@ struct Executor {
             return (sorted.map(\.key), served, true)
         }
         return (matches.keys.sorted(), served, false)
+    }
+
+    /// A vector search's nearest documents, in distance order when the query orders by that distance (then reading
+    /// stops at LIMIT). No WHERE conjunct is decided by the search itself.
+    private func vectorSearchCandidates() -> ([Int64], Int, Bool)? {
+        guard let candidates = vectorCandidates, let plan = query.vectorPlan else { return nil }
+        let ranked = plan.orderedByDriver && query.ordering.count == 1 && !query.isAggregate && !query.statement.distinct
+            && query.joins.isEmpty && query.unnestCount == 0
+        return (candidates, -1, ranked)
     }
 
     /// Grouping, HAVING, ordering, DISTINCT, OFFSET/LIMIT and projection.
@@ -466,7 +486,7 @@ struct Executor {
         return out
     }
 
-    private func evaluateCount(_ e: SQLExpression?, _ clause: String) throws -> Int? {
+    func evaluateCount(_ e: SQLExpression?, _ clause: String) throws -> Int? {
         guard let e else { return nil }
         guard let v = try evaluator.evaluate(e, in: Row(primaryName: "", primary: nil)) else { return nil }
         guard let n = v.doubleValue, n >= 0, n.rounded() == n else {
@@ -572,6 +592,11 @@ struct Executor {
             }
         }
         if query.isAggregate { lines.append("Group: \(query.statement.groupBy.isEmpty ? "all rows" : query.statement.groupBy.map(\.description).joined(separator: ", "))") }
+        if let plan = query.vectorPlan, plan.hybrid {
+            for (_, index) in plan.calls {
+                lines.append("Vector: distances from vector index \(index.name) for the documents the WHERE keeps (exact over their stored codes)")
+            }
+        }
         if !query.ordering.isEmpty { lines.append("Order: \(query.statement.orderBy.map { $0.expression.description + ($0.descending ? " DESC" : "") }.joined(separator: ", "))") }
         return lines.joined(separator: "\n")
     }

@@ -55,6 +55,7 @@ public class Query: @unchecked Sendable {
         let compiled = try compile()
         var executor = Executor(query: compiled, parameters: parameters?.values ?? [:])
         try executor.prepareFullText()
+        try executor.prepareVectorSearch()
         return try executor.run()
     }
 

@@ -72,6 +72,10 @@ public struct Evaluator: Sendable {
     public var fullTextMatches: [FullTextSearch.Key: [Int64: Double]] = [:]
     /// Reads snippets and match ranges for `FTS_SNIPPET` / `FTS_MATCHES`.
     public var fullTextDetails: FullTextSearch.DetailProvider?
+    /// The distances of `APPROX_VECTOR_DISTANCE` calls (set by the executor, which can read the vector index).
+    public var vectorDistance: VectorSearch.DistanceProvider?
+    /// Runs `PREDICTION(model, input)` (set by the executor and the index manager from the model registry).
+    public var predictor: PredictionFunction.Predictor?
 
     public init(parameters: [String: JSON] = [:]) {
         self.parameters = parameters
@@ -208,6 +212,35 @@ public struct Evaluator: Sendable {
             } catch {
                 throw SetteeError(.storage, "\(name): \(error)")
             }
+        case .function(VectorSearch.functionName, let args, _):
+            guard let provider = vectorDistance else {
+                throw SetteeError(.queryParseError, "APPROX_VECTOR_DISTANCE needs a vector index on its expression")
+            }
+            guard let rowid = row.primary?.rowid else { return nil }
+            do {
+                return try provider(args, rowid).map { Collation.number($0) }
+            } catch let error as SetteeError {
+                throw error
+            } catch {
+                throw SetteeError(.storage, "APPROX_VECTOR_DISTANCE: \(error)")
+            }
+        case .function(PredictionFunction.functionName, let args, _):
+            let model = try PredictionFunction.modelName(args[0])
+            guard let input = try evaluate(args[1], in: row) else { return nil }
+            guard case .object = input else {
+                throw SetteeError(.queryParseError, "PREDICTION(\(model), input): the input must be an object, got \(input.typeName)")
+            }
+            guard let predictor else {
+                throw SetteeError(.queryParseError, "PREDICTION(\(model), …): no predictive model named \(model) is registered")
+            }
+            let output = try predictor(model, input)
+            if args.count == 3 {
+                guard case .string(let property)? = try evaluate(args[2], in: row) else {
+                    throw SetteeError(.queryParseError, "PREDICTION's third argument must be a property path string")
+                }
+                return Evaluator.walk(output, PathParser.components(property)[...])
+            }
+            return output
         case .function("RANK", let args, _):
             let index = try FullTextSearch.indexName(args[0])
             guard let matches = fullTextMatches.first(where: { $0.key.index == index })?.value else {

@@ -463,7 +463,8 @@ public struct SQLPPParser {
             }
         }
         try expectSymbol(")")
-        guard let arity = FunctionLibrary.arity(of: name) ?? FullTextSearch.arity[name] else {
+        guard let arity = FunctionLibrary.arity(of: name) ?? FullTextSearch.arity[name] ?? VectorSearch.arity[name]
+                ?? PredictionFunction.arity[name] else {
             throw SQLPPError.at(offset, in: bytes, "unknown function \(name)()")
         }
         guard arity.contains(args.count) else {

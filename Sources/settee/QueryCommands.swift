@@ -77,14 +77,25 @@ struct IndexCommand: ParsableCommand {
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create (and build) a value index.",
-            discussion: "Example: settee index create --data DIR hotels TypeName type name --where \"type = 'hotel'\"")
+            abstract: "Create (and build) an index: a value index from expressions, or any kind from --spec.",
+            discussion: """
+                Examples:
+                  settee index create --data DIR hotels TypeName type name --where "type = 'hotel'"
+                  settee index create --data DIR colors colors_index --spec '{"type":"vector","expressions":["vector"],"dimensions":3,"centroids":100}'
+                The --spec JSON is the same as PUT /{db}/_index/{name} takes (value, fulltext, array or vector).
+                """)
         @OptionGroup var options: DataOptions
         @Option(help: "A partial index condition (SQL++).") var `where`: String?
         @Option(help: "scope.collection (default: the default collection).") var collection: String?
+        @Option(help: "The index definition as JSON (instead of expressions).") var spec: String?
         @Argument(help: "Database name.") var db: String
         @Argument(help: "Index name.") var name: String
-        @Argument(help: "SQL++ expressions to index.") var expressions: [String]
+        @Argument(help: "SQL++ expressions to index (value index).") var expressions: [String] = []
+
+        func validate() throws {
+            if spec == nil && expressions.isEmpty { throw ValidationError("Give SQL++ expressions to index, or --spec JSON") }
+            if spec != nil && !expressions.isEmpty { throw ValidationError("Give either expressions or --spec, not both") }
+        }
 
         func run() throws {
             do {
@@ -92,7 +103,11 @@ struct IndexCommand: ParsableCommand {
                 defer { database.close() }
                 let target = try collectionNamed(collection, in: database)
                 let started = Date()
-                try target.createIndex(withName: name, config: ValueIndexConfiguration(expressions, where: `where`))
+                if let spec {
+                    try IndexManager.shared(for: database).createIndex(name, spec: try IndexSpec(json: try JSON.parse(spec)), on: target)
+                } else {
+                    try target.createIndex(withName: name, config: ValueIndexConfiguration(expressions, where: `where`))
+                }
                 emit(["ok": true, "name": .string(name),
                       "seconds": .double((Date().timeIntervalSince(started) * 1000).rounded() / 1000)])
             } catch {

@@ -158,7 +158,7 @@ import Settee
         let c = try db.defaultCollection()
         try c.createIndex(withName: "byType", config: ValueIndexConfiguration(["type"]))
         try load(c, Self.docs)
-        let info = try #require(try c.index(withName: "byType"))
+        let info = try #require(try c.index(withName: "byType")).info
         // Without any query, the index absorbs the writes shortly after the commit.
         var absorbed = false
         for _ in 0..<200 {

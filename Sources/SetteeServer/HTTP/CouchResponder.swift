@@ -72,6 +72,9 @@ struct CouchResponder: HTTPResponder {
         case "_query" where s.count == 2:
             call.route = "query"
             return try await QueryRoutes.query(&call, target)
+        case "_index" where s.count == 4 && (s[3] == "_pending" || s[3] == "_vectors"):
+            call.route = "index"
+            return try await VectorRoutes.handle(&call, target, name: s[2], action: s[3])
         case "_index" where s.count <= 3:
             call.route = "index"
             return try await QueryRoutes.index(&call, target, name: s.count == 3 ? s[2] : nil)

@@ -7,7 +7,7 @@ import SetteeQuery
 import SetteeSQLPP
 import SetteeStore
 
-/// `POST /{db}/_query` (SQL++) and `/{db}/_index[/{name}]` (value indexes).
+/// `POST /{db}/_query` (SQL++) and `/{db}/_index[/{name}]` (value, full-text, array and vector indexes).
 enum QueryRoutes {
     /// Requests above this many bytes of SQL++ are rejected before parsing.
     static let maximumQueryLength = 64 * 1024
@@ -138,6 +138,11 @@ enum QueryRoutes {
         if case .object(let spec) = info.spec.json { for (k, v) in spec { pairs.append((k, v)) } }
         pairs.append(("last_seq", .int(Int64(clamping: try manager.lastSequence(of: info)))))
         pairs.append(("state", .string(try manager.state(of: info))))
+        if info.spec.kind == .vector {
+            let (trained, count) = try manager.withVectorIndex(info) { ($0.isTrained, $0.count) }
+            pairs.append(("trained", .bool(trained)))
+            pairs.append(("vectors", .int(Int64(count))))
+        }
         return .object(JSONObject(pairs))
     }
 }
