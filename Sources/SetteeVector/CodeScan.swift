@@ -78,11 +78,14 @@ enum CodeScan {
     /// The staged squared L2 of one 8-bit code: per stage `qq[s] − 2·(w·code) + terms[s]`, stopping once the sum
     /// passes `limit`. Each stage's value is a squared distance up to float rounding, so the caller's limit carries
     /// a small margin (see ``QueryScanner``).
+    ///
+    /// `from` resumes after the first `from` whole stages whose sum is `total` (see ``sq8FirstStage4``).
     @inline(__always)
     static func sq8L2(_ code: UnsafeRawPointer, _ weights: SQ8Weights.Pointers, stageNorms: UnsafePointer<Float>,
-                      terms: UnsafePointer<Float>, d: Int, limit: Float) -> Float {
-        var total: Float = 0
-        var start = 0, s = 0
+                      terms: UnsafePointer<Float>, d: Int, limit: Float, from: Int = 0,
+                      total initial: Float = 0) -> Float {
+        var total = initial
+        var s = from, start = from &* stage
         // Whole stages: two integer blocks each, unrolled.
         while start &+ stage <= d {
             let dot = Float(dot8(code + start, weights.integers + start &* 2, blocks: 2)) * weights.unscale
@@ -95,6 +98,21 @@ enum CodeScan {
             total += stageNorms[s] - 2 * stageDot8(code, weights, start: start, end: d) + terms[s]
         }
         return total
+    }
+
+    /// The first whole stage of four consecutive 8-bit codes (`stride` bytes apart, terms `stages` floats apart),
+    /// computed side by side — exactly as ``sq8L2(_:_:stageNorms:terms:d:limit:from:total:)`` computes each —
+    /// so one comparison can abandon all four. Requires `d ≥ 32`.
+    @inline(__always)
+    static func sq8FirstStage4(_ codes: UnsafeRawPointer, stride: Int, _ weights: SQ8Weights.Pointers,
+                               stageNorm: Float, terms: UnsafePointer<Float>, stages: Int) -> SIMD4<Float> {
+        let dots = SIMD4<Int32>(dot8(codes, weights.integers, blocks: 2),
+                                dot8(codes + stride, weights.integers, blocks: 2),
+                                dot8(codes + 2 &* stride, weights.integers, blocks: 2),
+                                dot8(codes + 3 &* stride, weights.integers, blocks: 2))
+        let scaled = SIMD4<Float>(dots) * weights.unscale
+        let stageTerms = SIMD4(terms[0], terms[stages], terms[2 &* stages], terms[3 &* stages])
+        return SIMD4(repeating: 0) + ((SIMD4(repeating: stageNorm) - 2 * scaled) + stageTerms)
     }
 
     /// Σ wᵢ·codeᵢ over a whole 8-bit code, summed stage by stage.

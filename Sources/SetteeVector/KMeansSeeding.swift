@@ -22,11 +22,14 @@ enum KMeansSeeding {
         let norms = sample.withUnsafeBufferPointer { KMeans.squaredNorms($0.baseAddress!, count: s, d: d) }
         // ≈ 2 + ln k, from the bit length (ln 2 ≈ 0.693).
         let trials = 2 + (Int.bitWidth - k.leadingZeroBitCount - 1) * 693 / 1000
+        let chunks = ParallelLoop.chunkCount(s, size: chunkSize)
         var centroids = [Float](repeating: 0, count: k * d)
         var nearest = [Float](repeating: .infinity, count: s)
         var cumulative = [Double](repeating: 0, count: s)
-        var chosen = rng.nextIndex(below: s)
-        var candidates = [chosen]
+        // Reused every round: each point's distance to each candidate, and each chunk's totals per candidate.
+        var perPoint = [Float](repeating: 0, count: s * trials)
+        var partial = [Double](repeating: 0, count: chunks * trials)
+        var candidates = [rng.nextIndex(below: s)]
         for c in 0..<k {
             if c > 0 {
                 // Draw candidates by D² sampling.
@@ -42,15 +45,19 @@ enum KMeansSeeding {
                 }
             }
             // Every candidate's distances, and the total each would leave; keep the best.
-            let distances = evaluate(candidates, sample: sample, norms: norms, nearest: nearest, d: d,
-                                     parallel: parallel)
+            let t = candidates.count
+            evaluate(candidates, sample: sample, norms: norms, nearest: nearest, d: d, perPoint: &perPoint,
+                     partial: &partial, parallel: parallel)
+            var potential = [Double](repeating: 0, count: t)
+            for chunk in 0..<chunks {
+                for j in 0..<t { potential[j] += partial[chunk * t + j] }
+            }
             var winner = 0
-            for t in 1..<candidates.count where distances.potential[t] < distances.potential[winner] { winner = t }
-            chosen = candidates[winner]
+            for j in 1..<t where potential[j] < potential[winner] { winner = j }
+            let chosen = candidates[winner]
             centroids.replaceSubrange(c * d..<(c + 1) * d, with: sample[chosen * d..<(chosen + 1) * d])
-            let stride = candidates.count
-            distances.perPoint.withUnsafeBufferPointer { perPoint in
-                for i in 0..<s { nearest[i] = min(nearest[i], perPoint[i * stride + winner]) }
+            perPoint.withUnsafeBufferPointer { distances in
+                for i in 0..<s { nearest[i] = min(nearest[i], distances[i * t + winner]) }
             }
         }
         return centroids
@@ -82,14 +89,12 @@ enum KMeansSeeding {
         return low
     }
 
-    /// For each sample point, its squared distance to each candidate (`perPoint[i·T + t]`), and for each candidate
-    /// the total Σᵢ min(nearest[i], distance) it would leave.
+    /// For each sample point, its squared distance to each candidate (`perPoint[i·T + t]`, T = candidates), and per
+    /// chunk and candidate the total Σᵢ min(nearest[i], distance) over the chunk's points (`partial[chunk·T + t]`).
+    /// Four points × two candidates per kernel call.
     static func evaluate(_ candidates: [Int], sample: [Float], norms: [Float], nearest: [Float], d: Int,
-                         parallel: ParallelFor) -> (perPoint: [Float], potential: [Double]) {
+                         perPoint: inout [Float], partial: inout [Double], parallel: ParallelFor) {
         let s = norms.count, t = candidates.count
-        let chunks = ParallelLoop.chunkCount(s, size: chunkSize)
-        var perPoint = [Float](repeating: 0, count: s * t)
-        var partial = [Double](repeating: 0, count: chunks * t)
         sample.withUnsafeBufferPointer { sb in
             norms.withUnsafeBufferPointer { nb in
                 nearest.withUnsafeBufferPointer { eb in
@@ -99,7 +104,7 @@ enum KMeansSeeding {
                                 let v = Unchecked((x: sb.baseAddress!, norms: nb.baseAddress!,
                                                    nearest: eb.baseAddress!, candidates: cb.baseAddress!,
                                                    out: pb.baseAddress!, sums: sumsBuffer.baseAddress!))
-                                parallel(chunks) { chunk in
+                                parallel(ParallelLoop.chunkCount(s, size: chunkSize)) { chunk in
                                     let start = chunk * chunkSize, end = min(s, start + chunkSize)
                                     evaluateChunk(v.value, start: start, end: end, t: t, d: d,
                                                   sums: v.value.sums + chunk * t)
@@ -110,34 +115,38 @@ enum KMeansSeeding {
                 }
             }
         }
-        var potential = [Double](repeating: 0, count: t)
-        for chunk in 0..<chunks {
-            for c in 0..<t { potential[c] += partial[chunk * t + c] }
-        }
-        return (perPoint, potential)
     }
 
-    /// One chunk of ``evaluate(_:sample:norms:nearest:d:parallel:)``.
+    /// One chunk of ``evaluate(_:sample:norms:nearest:d:perPoint:partial:parallel:)``.
     private static func evaluateChunk(
         _ v: (x: UnsafePointer<Float>, norms: UnsafePointer<Float>, nearest: UnsafePointer<Float>,
               candidates: UnsafePointer<Int>, out: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Double>),
         start: Int, end: Int, t: Int, d: Int, sums: UnsafeMutablePointer<Double>
     ) {
+        var i = start
+        while i < end {
+            // Four points (a short last group repeats its last point) …
+            let rows = SIMD4(i, min(i + 1, end - 1), min(i + 2, end - 1), min(i + 3, end - 1))
+            let pointNorms = SIMD4(v.norms[rows[0]], v.norms[rows[1]], v.norms[rows[2]], v.norms[rows[3]])
+            var c = 0
+            while c < t {
+                // … by two candidates (a lone last candidate is paired with itself).
+                let j0 = v.candidates[c], j1 = v.candidates[min(c + 1, t - 1)]
+                let dots = CentroidScan.dot4x2(v.x + rows[0] * d, v.x + rows[1] * d, v.x + rows[2] * d,
+                                               v.x + rows[3] * d, v.x + j0 * d, v.x + j1 * d, d)
+                let first = pointNorms + SIMD4(repeating: v.norms[j0]) - 2 * SIMD4(dots[0], dots[2], dots[4], dots[6])
+                let second = pointNorms + SIMD4(repeating: v.norms[j1]) - 2 * SIMD4(dots[1], dots[3], dots[5], dots[7])
+                for lane in 0..<min(4, end - i) {
+                    v.out[(i + lane) * t + c] = max(0, first[lane])
+                    if c + 1 < t { v.out[(i + lane) * t + c + 1] = max(0, second[lane]) }
+                }
+                c += 2
+            }
+            i += 4
+        }
         for c in 0..<t { sums[c] = 0 }
         for i in start..<end {
-            let x = v.x + i * d, row = v.out + i * t
-            var c = 0
-            // Four candidates per kernel call; a short last group repeats its last candidate.
-            while c < t {
-                let j0 = v.candidates[c], j1 = v.candidates[min(c + 1, t - 1)]
-                let j2 = v.candidates[min(c + 2, t - 1)], j3 = v.candidates[min(c + 3, t - 1)]
-                let dots = CentroidScan.dot1x4(x, v.x + j0 * d, v.x + j1 * d, v.x + j2 * d, v.x + j3 * d, d)
-                let squared = SIMD4(repeating: v.norms[i]) + SIMD4(v.norms[j0], v.norms[j1], v.norms[j2], v.norms[j3])
-                    - 2 * dots
-                for lane in 0..<min(4, t - c) { row[c + lane] = max(0, squared[lane]) }
-                c += 4
-            }
-            for c in 0..<t { sums[c] += Double(min(v.nearest[i], row[c])) }
+            for c in 0..<t { sums[c] += Double(min(v.nearest[i], v.out[i * t + c])) }
         }
     }
 }

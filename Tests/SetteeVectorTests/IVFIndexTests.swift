@@ -67,6 +67,27 @@ import Testing
         }
     }
 
+    @Test(arguments: [VectorEncoding.none, .scalarQuantizer(bits: 8), .scalarQuantizer(bits: 6)])
+    func searchEqualsScoringEveryEntry(encoding: VectorEncoding) throws {
+        // Scans abandon entries part-way once they cannot make the top k; that must never change the result.
+        // 72 dimensions: two whole 32-dimension stages and a short one.
+        let d = 72
+        let (data, _, _) = TestData.clustered(count: 500, dimensions: d, clusters: 8, spread: 3, seed: 31)
+        let queries = TestData.uniform(count: 8, dimensions: d, seed: 32).map { $0 * 10 }
+        for metric in [DistanceMetric.euclideanSquared, .cosine] {
+            let index = try TestData.trainedIndex(data, dimensions: d, centroids: 6, metric: metric, encoding: encoding)
+            let ids = (0..<Int64(500)).map { $0 }
+            for q in 0..<8 {
+                let query = TestData.row(queries, q, d)
+                let found = try query.withUnsafeBufferPointer { try index.search($0, k: 10, nprobes: 6) }
+                let all = try query.withUnsafeBufferPointer { try index.distances($0, to: ids) }
+                let expected = zip(ids, all).map { VectorMatch(id: $0, distance: $1!) }
+                    .sorted(by: VectorMatch.ranksBefore).prefix(10)
+                #expect(found == Array(expected), "\(encoding) \(metric) query \(q)")
+            }
+        }
+    }
+
     @Test func filterDecidesWhichIdsMayBeReturned() throws {
         let index = try TestData.trainedIndex(Self.smallData, dimensions: Self.d, centroids: 12,
                                               metric: .euclideanSquared, encoding: .none)
@@ -167,9 +188,11 @@ import Testing
         #expect(throws: VectorError.self) { try IVFIndex(dimensions: 4, centroids: 0, metric: .dot, encoding: .none) }
     }
 
-    @Test func batchAddMatchesOneByOneAdd() throws {
+    @Test(arguments: [DistanceMetric.dot, .euclideanSquared])
+    func batchAddMatchesOneByOneAdd(metric: DistanceMetric) throws {
         let data = Array(Self.data[0..<600 * Self.d])
-        let single = try IVFIndex(dimensions: Self.d, centroids: 16, metric: .dot, encoding: .scalarQuantizer(bits: 8))
+        let single = try IVFIndex(dimensions: Self.d, centroids: 16, metric: metric,
+                                  encoding: .scalarQuantizer(bits: 8))
         try data.withUnsafeBufferPointer { try single.train($0) }
         for i in 0..<600 {
             try TestData.row(data, i, Self.d).withUnsafeBufferPointer { try single.add(id: Int64(i), vector: $0) }
