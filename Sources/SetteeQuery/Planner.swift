@@ -139,34 +139,19 @@ enum Planner {
     }
 
     private static func strip(_ e: SQLExpression, name: String, primary: String, aliases: Set<String>) -> SQLExpression {
-        func s(_ x: SQLExpression) -> SQLExpression { strip(x, name: name, primary: primary, aliases: aliases) }
-        switch e {
-        case .property(let source, let path):
-            if source == name { return .property(source: nil, path: path) }
-            if source == nil, case .key(let first)? = path.first, first == name, aliases.contains(first) || name == primary {
-                // `alias.x` → `x`; an UNNEST alias on its own is the element itself (the empty path).
-                if path.count > 1 { return .property(source: nil, path: Array(path.dropFirst())) }
-                if name != primary { return .property(source: nil, path: []) }
+        e.rewritten { node in
+            switch node {
+            case .property(let source, let path):
+                if source == name { return .property(source: nil, path: path) }
+                if source == nil, case .key(let first)? = path.first, first == name, aliases.contains(first) || name == primary {
+                    // `alias.x` → `x`; an UNNEST alias on its own is the element itself (the empty path).
+                    if path.count > 1 { return .property(source: nil, path: Array(path.dropFirst())) }
+                    if name != primary { return .property(source: nil, path: []) }
+                }
+                return node
+            case .meta(let source, let field) where source == name: return .meta(source: nil, field: field)
+            default: return nil
             }
-            return e
-        case .meta(let source, let field) where source == name: return .meta(source: nil, field: field)
-        case .array(let items): return .array(items.map(s))
-        case .object(let members): return .object(members.map { ObjectMember(key: $0.key, value: s($0.value)) })
-        case .not(let x): return .not(s(x))
-        case .negate(let x): return .negate(s(x))
-        case .binary(let op, let a, let b): return .binary(op, s(a), s(b))
-        case .check(let x, let k, let n): return .check(s(x), k, negated: n)
-        case .between(let x, let lo, let hi, let n): return .between(s(x), low: s(lo), high: s(hi), negated: n)
-        case .in(let x, let list, let n): return .in(s(x), list.map(s), negated: n)
-        case .inArray(let x, let a, let n): return .inArray(s(x), s(a), negated: n)
-        case .path(let x, let p): return .path(s(x), p)
-        case .like(let x, let p, let n): return .like(s(x), pattern: s(p), negated: n)
-        case .function(let f, let args, let d): return .function(f, args.map(s), distinct: d)
-        case .quantified(let q, let v, let a, let c): return .quantified(q, variable: v, in: s(a), satisfies: s(c))
-        case .caseWhen(let subj, let arms, let o):
-            return .caseWhen(subject: subj.map(s), arms: arms.map { CaseArm(when: s($0.when), then: s($0.then)) },
-                             otherwise: o.map(s))
-        default: return e
         }
     }
 

@@ -31,16 +31,10 @@ public enum FullTextSearch {
 
     /// The index a MATCH/RANK names: an identifier (`MATCH(descIndex, …)`) or a string (`MATCH('descIndex', …)`).
     public static func indexName(_ e: SQLExpression) throws(SetteeError) -> String {
-        switch e {
-        case .property(_, let path) where path.count == 1:
-            if case .key(let name) = path[0] { return name }
-        case .property(let source?, let path) where path.isEmpty:
-            return source
-        case .literal(.string(let name)):
-            return name
-        default: break
+        guard let name = e.nameArgument else {
+            throw SetteeError(.queryParseError, "The first argument of MATCH/RANK must name a full-text index, got \(e)")
         }
-        throw SetteeError(.queryParseError, "The first argument of MATCH/RANK must name a full-text index, got \(e)")
+        return name
     }
 
     /// The key of a MATCH call: its index and its (evaluated) query text.

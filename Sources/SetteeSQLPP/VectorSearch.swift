@@ -74,15 +74,27 @@ public enum PredictionFunction {
 
     /// The model a PREDICTION call names: an identifier (`PREDICTION(ColorModel, …)`) or a string.
     public static func modelName(_ e: SQLExpression) throws(SetteeError) -> String {
-        switch e {
+        guard let name = e.nameArgument else {
+            throw SetteeError(.queryParseError, "The first argument of PREDICTION must name a model, got \(e)")
+        }
+        return name
+    }
+}
+
+extension SQLExpression {
+    /// The name an argument gives when it names something (an index, a model): a bare identifier
+    /// (`MATCH(descIndex, …)`, `PREDICTION(ColorModel, …)`) or a string; nil for anything else.
+    public var nameArgument: String? {
+        switch self {
         case .property(_, let path) where path.count == 1:
             if case .key(let name) = path[0] { return name }
+            return nil
         case .property(let source?, let path) where path.isEmpty:
             return source
         case .literal(.string(let name)):
             return name
-        default: break
+        default:
+            return nil
         }
-        throw SetteeError(.queryParseError, "The first argument of PREDICTION must name a model, got \(e)")
     }
 }
