@@ -51,7 +51,7 @@ public enum VectorSearch {
         for item in items {
             switch item {
             case .int(let i): out.append(Float(i))
-            case .double(let d) where d.isFinite: out.append(Float(d))
+            case .double(let d) where Float(d).isFinite: out.append(Float(d))  // beyond Float's range: not a vector
             default: return nil
             }
         }
