@@ -27,6 +27,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // ICU's Unicode Collation Algorithm (libicu-dev), for CouchDB's view-key collation. Only SetteeIndex imports it.
+        .target(
+            name: "CICU",
+            linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc"), .linkedLibrary("icudata")]
+        ),
         // Pure: JSON, revision ids and trees, errors. No I/O.
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
@@ -36,7 +41,7 @@ let package = Package(
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
         .target(name: "SetteeVector", dependencies: ["SetteeCore"]),
         // The index manager (indexes follow the change feed) and the index kinds.
-        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector"]),
+        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"]),
         // Planner (access paths over the document and index tables), executor, result sets, live queries.
         .target(name: "SetteeQuery", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"]),
         // The CouchDB replication protocol over an Endpoint protocol: local databases and HTTP peers.

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what Settee needs beyond the Swift toolchain: the system SQLite library and headers,
+# Installs what Settee needs beyond the Swift toolchain: the system SQLite and ICU libraries and headers,
 # iproute2 for the network-partition test (as root), and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
 set -euo pipefail
 need_apt=()
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
+# ICU: view keys collate by the Unicode Collation Algorithm, as CouchDB's do.
+[ -f /usr/include/unicode/ucol.h ] || need_apt+=(libicu-dev)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # iproute2: the partition test puts a node in its own network namespace (when running as root).

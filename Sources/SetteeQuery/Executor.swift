@@ -120,42 +120,10 @@ struct Executor {
                                detail: FullTextSearch.Detail) throws -> JSON? {
         switch detail {
         case .snippet(let start, let end, let tokens):
-            let stmt = try db.prepare("SELECT snippet(\(table), -1, ?, ?, '…', ?) FROM \(table) WHERE \(table) MATCH ? AND rowid = ?")
-            defer { stmt.reset() }
-            stmt.bind(start, at: 1)
-            stmt.bind(end, at: 2)
-            stmt.bind(tokens, at: 3)
-            stmt.bind(try FullTextQuery.translate(key.query), at: 4)
-            stmt.bind(rowid, at: 5)
-            guard try stmt.step() else { return nil }
-            return stmt.string(0).map(JSON.string)
+            return try FullTextDetails.snippet(db, table: table, query: key.query, rowid: rowid, start: start, end: end,
+                                               tokens: tokens).map(JSON.string)
         case .matches:
-            let open = "\u{1}", close = "\u{2}"
-            var found: [(term: Int, column: Int, offset: Int, length: Int)] = []
-            for (term, phrase) in try FullTextQuery.terms(key.query).enumerated() {
-                for column in 0..<columns {
-                    let stmt = try db.prepare("SELECT highlight(\(table), ?, ?, ?) FROM \(table) WHERE \(table) MATCH ? AND rowid = ?")
-                    defer { stmt.reset() }
-                    stmt.bind(column, at: 1)
-                    stmt.bind(open, at: 2)
-                    stmt.bind(close, at: 3)
-                    stmt.bind(phrase, at: 4)
-                    stmt.bind(rowid, at: 5)
-                    guard try stmt.step(), let marked = stmt.string(0) else { continue }
-                    var offset = 0, start = -1
-                    for byte in marked.utf8 {
-                        if byte == 1 { start = offset; continue }
-                        if byte == 2 {
-                            if start >= 0 { found.append((term, column, start, offset - start)) }
-                            start = -1
-                            continue
-                        }
-                        offset += 1
-                    }
-                }
-            }
-            found.sort { ($0.column, $0.offset, $0.term) < ($1.column, $1.offset, $1.term) }
-            return .array(found.map { m in
+            return .array(try FullTextDetails.matches(db, table: table, columns: columns, query: key.query, rowid: rowid).map { m in
                 ["term": .int(Int64(m.term)), "column": .int(Int64(m.column)), "offset": .int(Int64(m.offset)),
                  "length": .int(Int64(m.length))]
             })

@@ -9,7 +9,7 @@ import Testing
         "SetteeVector": ["SetteeCore"],
         "SetteeStore": ["SetteeCore", "CSQLite"],
         "SetteeSQLPP": ["SetteeCore"],
-        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector"],
+        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"],
         "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
         "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient"],
         "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
@@ -18,7 +18,7 @@ import Testing
                    "SetteeReplication"],
     ]
     /// Modules only their owner (and the CLI / benchmarks, which sit on top) may import.
-    static let owned: Set<String> = ["CSQLite", "Hummingbird", "AsyncHTTPClient", "ArgumentParser"]
+    static let owned: Set<String> = ["CSQLite", "CICU", "Hummingbird", "AsyncHTTPClient", "ArgumentParser"]
 
     static var sourcesDirectory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

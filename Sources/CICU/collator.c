@@ -1,0 +1,51 @@
+#include "CICU.h"
+
+#include <stdlib.h>
+#include <unicode/ucol.h>
+#include <unicode/ustring.h>
+
+struct settee_collator {
+    UCollator *ucol;
+    UChar *buffer;       // UTF-16 scratch for sort keys
+    int32_t capacity;    // in UChars
+};
+
+settee_collator *settee_collator_open(void) {
+    UErrorCode status = U_ZERO_ERROR;
+    UCollator *ucol = ucol_open("", &status);
+    if (U_FAILURE(status) || ucol == NULL) return NULL;
+    settee_collator *c = calloc(1, sizeof(settee_collator));
+    if (c == NULL) { ucol_close(ucol); return NULL; }
+    c->ucol = ucol;
+    return c;
+}
+
+void settee_collator_close(settee_collator *c) {
+    if (c == NULL) return;
+    ucol_close(c->ucol);
+    free(c->buffer);
+    free(c);
+}
+
+int32_t settee_collator_sort_key(settee_collator *c, const char *utf8, int32_t length, uint8_t *out, int32_t capacity) {
+    // UTF-8 → UTF-16 needs at most one UChar per byte.
+    if (length + 1 > c->capacity) {
+        int32_t size = length + 1 < 256 ? 256 : length + 1;
+        UChar *grown = realloc(c->buffer, sizeof(UChar) * (size_t)size);
+        if (grown == NULL) return -1;
+        c->buffer = grown;
+        c->capacity = size;
+    }
+    int32_t units = 0;
+    UErrorCode status = U_ZERO_ERROR;
+    u_strFromUTF8(c->buffer, c->capacity, &units, utf8, length, &status);
+    if (U_FAILURE(status)) return -1;
+    return ucol_getSortKey(c->ucol, c->buffer, units, out, capacity);
+}
+
+int32_t settee_collator_compare(settee_collator *c, const char *a, int32_t a_length, const char *b, int32_t b_length) {
+    UErrorCode status = U_ZERO_ERROR;
+    UCollationResult r = ucol_strcollUTF8(c->ucol, a, a_length, b, b_length, &status);
+    if (U_FAILURE(status)) return 0;
+    return r == UCOL_LESS ? -1 : (r == UCOL_GREATER ? 1 : 0);
+}

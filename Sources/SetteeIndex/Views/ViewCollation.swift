@@ -1,0 +1,118 @@
+import CICU
+import SetteeCore
+
+/// CouchDB's view collation as an order-preserving binary key, so SQLite compares view keys with `memcmp`.
+///
+/// Types order null < false < true < numbers < strings < arrays < objects. Numbers compare numerically (`1` and `1.0`
+/// are equal). Strings compare by the Unicode Collation Algorithm as CouchDB does (ICU's root collator, tertiary
+/// strength: case-insensitive first, lowercase before uppercase on a tie, `"a" < "A" < "aa" < "b"`, symbols before
+/// letters). Arrays compare element by element, a prefix first. Objects compare member by member in the order they
+/// were written (key, then value), fewer members first — CouchDB's rule.
+///
+/// The encoding is a type tag, then: nothing (null, booleans); 8 bytes of sign-flipped IEEE double (numbers); ICU's
+/// sort key, which ends with its only 0 byte (strings); the members' encodings and a 0 byte (arrays, objects). Every
+/// encoding is prefix-free, so arrays of them compare element-wise, and `key ‖ docid` orders by key then id.
+///
+/// Sort keys are one-way: the row keeps its key's JSON beside the encoding.
+public final class ViewCollator {
+    private let collator: OpaquePointer
+    private var scratch: [UInt8] = Array(repeating: 0, count: 256)
+
+    static let null: UInt8 = 0x01, falseTag: UInt8 = 0x02, trueTag: UInt8 = 0x03, number: UInt8 = 0x04
+    static let string: UInt8 = 0x05, array: UInt8 = 0x06, object: UInt8 = 0x07
+
+    /// Opens an ICU root collator. One instance is used by one thread at a time.
+    public init() throws(SetteeError) {
+        guard let c = settee_collator_open() else {
+            throw SetteeError(.internalError, "ICU's root collator could not be opened (is libicu installed?)")
+        }
+        collator = c
+    }
+
+    deinit { settee_collator_close(collator) }
+
+    /// The collatable encoding of `key`.
+    public func encode(_ key: JSON) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        append(key, to: &out)
+        return out
+    }
+
+    /// Compares two keys by CouchDB's collation: negative, zero or positive.
+    public func compare(_ a: JSON, _ b: JSON) -> Int {
+        let x = encode(a), y = encode(b)
+        return x.lexicographicallyPrecedes(y) ? -1 : (x == y ? 0 : 1)
+    }
+
+    /// Compares two strings by the Unicode Collation Algorithm (ICU root, tertiary).
+    public func compareStrings(_ a: String, _ b: String) -> Int {
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                Int(settee_collator_compare(collator, pa.baseAddress, Int32(pa.count), pb.baseAddress, Int32(pb.count)))
+            }
+        }
+    }
+
+    /// Appends the encoding of `value`.
+    public func append(_ value: JSON, to out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(Self.null)
+        case .bool(let b): out.append(b ? Self.trueTag : Self.falseTag)
+        case .int(let i): Self.appendNumber(Double(i), to: &out)
+        case .double(let d): Self.appendNumber(d, to: &out)
+        case .string(let s):
+            out.append(Self.string)
+            appendSortKey(s, to: &out)
+        case .array(let items):
+            out.append(Self.array)
+            for item in items { append(item, to: &out) }
+            out.append(0)
+        case .object(let members):
+            out.append(Self.object)
+            for (k, v) in members {
+                out.append(Self.string)
+                appendSortKey(k, to: &out)
+                append(v, to: &out)
+            }
+            out.append(0)
+        }
+    }
+
+    private func appendSortKey(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { utf8 in
+            while true {
+                let capacity = Int32(scratch.count)
+                let n = scratch.withUnsafeMutableBufferPointer { buffer in
+                    settee_collator_sort_key(collator, utf8.baseAddress, Int32(utf8.count), buffer.baseAddress, capacity)
+                }
+                if n < 0 {
+                    // Not valid UTF-8 (Swift strings always are): order by bytes after every valid string.
+                    out.append(0xFF)
+                    out.append(0)
+                    return
+                }
+                if n <= capacity {
+                    out.append(contentsOf: scratch[0..<Int(n)])
+                    return
+                }
+                scratch = Array(repeating: 0, count: Int(n))
+            }
+        }
+    }
+
+    static func appendNumber(_ d: Double, to out: inout [UInt8]) {
+        out.append(number)
+        let value = d == 0 ? 0.0 : d  // -0.0 == 0.0
+        var bits = value.bitPattern
+        bits = (bits & (1 << 63)) != 0 ? ~bits : bits | (1 << 63)
+        withUnsafeBytes(of: bits.bigEndian) { out.append(contentsOf: $0) }
+    }
+
+    /// The smallest encoding (below every key): a range's open lower end.
+    public static let lowest: [UInt8] = []
+    /// An encoding above every key: a range's open upper end.
+    public static let highest: [UInt8] = [0xFF]
+}

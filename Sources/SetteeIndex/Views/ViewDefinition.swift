@@ -1,0 +1,51 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// A view's registered functions (not persistent: apps register them at startup).
+struct ViewDefinition: @unchecked Sendable {
+    let map: MapBlock
+    let reduce: Reducer?
+    let version: String
+
+    /// What the stored partial reductions were computed with: they are recomputed when it changes.
+    var reduceIdentity: String {
+        switch reduce {
+        case nil: return ""
+        case .builtIn(let b)?: return b.rawValue
+        case .custom?: return "custom:" + version
+        }
+    }
+}
+
+/// The process's registered map/reduce functions of one database, by collection and view name.
+final class ViewDefinitions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var definitions: [Int64: [String: ViewDefinition]] = [:]
+
+    static func of(_ database: Database) -> ViewDefinitions {
+        database.extensionObject("settee.view-definitions") { ViewDefinitions() }
+    }
+
+    func set(_ definition: ViewDefinition?, view: String, collection: Int64) {
+        lock.withLock { definitions[collection, default: [:]][view] = definition }
+    }
+
+    func get(view: String, collection: Int64) -> ViewDefinition? {
+        lock.withLock { definitions[collection]?[view] }
+    }
+}
+
+extension ViewManager {
+    static func register(_ definition: ViewDefinition, view: String, collection: Collection) {
+        ViewDefinitions.of(collection.database).set(definition, view: view, collection: collection.id)
+    }
+
+    static func unregister(view: String, collection: Collection) {
+        ViewDefinitions.of(collection.database).set(nil, view: view, collection: collection.id)
+    }
+
+    static func definition(view: String, collection: Collection) -> ViewDefinition? {
+        ViewDefinitions.of(collection.database).get(view: view, collection: collection.id)
+    }
+}

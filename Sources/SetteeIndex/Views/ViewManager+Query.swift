@@ -1,0 +1,371 @@
+import Foundation
+import SetteeCore
+import SetteeSQLPP
+import SetteeStore
+
+/// How reduced rows are grouped.
+enum ViewGrouping: Equatable {
+    case none
+    case exact
+    case level(Int)
+}
+
+extension ViewManager {
+    func query(_ q: ViewQuery) throws -> ViewQueryResult {
+        let collection = q.view.collection
+        let (view, definition) = try prepare(view: q.view.name, collection: collection)
+        if q.indexUpdateMode == .before { try update(view: q.view.name, collection: collection) }
+        defer {
+            if q.indexUpdateMode == .after {
+                let name = q.view.name
+                DispatchQueue.global().async { [weak self] in _ = try? self?.update(view: name, collection: collection) }
+            }
+        }
+        guard q.skip >= 0 else { throw SetteeError(.queryParseError, "skip must be a non-negative integer") }
+        if let limit = q.limit, limit < 0 { throw SetteeError(.queryParseError, "limit must be a non-negative integer") }
+        let collator = try ViewCollator()
+        let reduce = q.mapOnly ? nil : definition.reduce
+        let grouping: ViewGrouping = q.group ? .exact : (q.groupLevel > 0 ? .level(q.groupLevel) : .none)
+        if q.groupLevel < 0 { throw SetteeError(.queryParseError, "group_level must be a non-negative integer") }
+
+        if let text = q.fullTextQuery {
+            if q.key != nil || q.keys != nil || q.startKey != nil || q.endKey != nil || q.startKeyDocID != nil || q.endKeyDocID != nil {
+                throw SetteeError(.queryParseError, "Key ranges and keys don't apply to a full-text query: use the full-text query alone")
+            }
+            if q.group || q.groupLevel > 0 || (definition.reduce != nil && !q.mapOnly) {
+                throw SetteeError(.queryParseError, "Full-text queries don't reduce: query a full-text view with reduce=false (mapOnly) and no grouping")
+            }
+            return try fullTextQuery(q, text: text, view: view)
+        }
+        if reduce == nil && grouping != .none {
+            throw SetteeError(.queryParseError, "Invalid use of grouping on a map view (it has no reduce function, or reduce is off)")
+        }
+        if reduce != nil, q.includeDocs {
+            throw SetteeError(.queryParseError, "include_docs is invalid for reduce queries (set reduce=false / mapOnly)")
+        }
+        if reduce != nil, try isFullText(view) {
+            throw SetteeError(.queryParseError, "A full-text view can't be reduced: query it with reduce=false (mapOnly)")
+        }
+
+        // The ranges, in key order.
+        var ranges: [ViewRange] = []
+        if let keys = q.keys {
+            if reduce != nil && grouping == .none {
+                throw SetteeError(.queryParseError, "Multi-key fetches for reduce views must use group=true")
+            }
+            ranges = keys.map { ViewRange.exactly(collator.encode($0)) }
+        } else if let key = q.key {
+            ranges = [ViewRange.exactly(collator.encode(key))]
+        } else {
+            let start = q.startKey.map { ViewRange.Bound(key: collator.encode($0), docID: q.startKeyDocID, inclusive: true) }
+            let end = q.endKey.map { ViewRange.Bound(key: collator.encode($0), docID: q.endKeyDocID, inclusive: q.inclusiveEnd) }
+            let range = q.descending ? ViewRange(lower: end, upper: start) : ViewRange(lower: start, upper: end)
+            if let s = q.startKey, let e = q.endKey {
+                let c = collator.compare(s, e)
+                if (!q.descending && c > 0) || (q.descending && c < 0) {
+                    throw SetteeError(.queryParseError, "No rows can match your key range, reverse your start_key and end_key or set descending=true")
+                }
+            }
+            ranges = [range]
+        }
+
+        return try database.read { db -> ViewQueryResult in
+            let total = try ViewManager.totalRows(view, db: db)
+            let seq = try ViewManager.lastSequence(view, db: db)
+            if let reduce {
+                var rows: [ViewQueryRow] = []
+                for range in ranges {
+                    let groups = try self.reduce(view, range: range, grouping: grouping, reduce: reduce, collator: collator, db: db)
+                    rows += (q.descending && q.keys == nil ? groups.reversed() : groups).map {
+                        ViewQueryRow(key: $0.key, value: $0.value, sourceDocumentID: nil, documentID: nil, document: nil,
+                                     fullText: nil, matches: [], rank: nil, markedSnippet: nil)
+                    }
+                }
+                let page = rows.dropFirst(q.skip).prefix(q.limit ?? Int.max)
+                return ViewQueryResult(rows: Array(page), totalRows: total, offset: 0, sequenceNumber: seq)
+            }
+            var rows: [ViewQueryRow] = []
+            var toSkip = q.skip
+            var remaining = q.limit ?? Int.max
+            for range in ranges where remaining > 0 {
+                let order = q.descending ? "DESC" : "ASC"
+                var values: [SQLiteValue] = []
+                let condition = range.sql(&values)
+                let stmt = try db.prepare("SELECT docid, k, v FROM \(view.table) WHERE \(condition) ORDER BY key \(order), docid \(order), id \(order) LIMIT ? OFFSET ?")
+                defer { stmt.reset() }
+                values.append(.integer(Int64(min(remaining, Int(Int64.max / 2)))))
+                values.append(.integer(Int64(toSkip)))
+                stmt.bind(values)
+                var seen = 0
+                while try stmt.step() {
+                    seen += 1
+                    let key = try stmt.withTextBytes(1) { try JSON.parse($0) }
+                    let value: JSON? = stmt.isNull(2) ? nil : try stmt.withTextBytes(2) { try JSON.parse($0) }
+                    let source = stmt.string(0) ?? ""
+                    var target = source
+                    if case .object(let o)? = value, case .string(let id)? = o["_id"] { target = id }
+                    rows.append(ViewQueryRow(key: key, value: value, sourceDocumentID: source, documentID: target,
+                                             document: nil, fullText: nil, matches: [], rank: nil, markedSnippet: nil))
+                }
+                remaining -= seen
+                if toSkip > 0 {
+                    // Rows of this range that were skipped count against the skip of the next range.
+                    let count = try self.countRows(view, range: range, db: db)
+                    toSkip = max(0, toSkip - count)
+                }
+            }
+            var offset = q.skip
+            if q.keys == nil, q.key == nil, let range = ranges.first {
+                let outside = q.descending ? ViewRange(lower: nil, upper: range.upper) : ViewRange(lower: range.lower, upper: nil)
+                offset = min(total, total - (try self.countRows(view, range: outside, db: db)) + q.skip)
+            }
+            if q.includeDocs {
+                rows = try rows.map { row in
+                    ViewQueryRow(key: row.key, value: row.value, sourceDocumentID: row.sourceDocumentID,
+                                 documentID: row.documentID, document: try ViewManager.document(row.documentID ?? "", collection),
+                                 fullText: nil, matches: [], rank: nil, markedSnippet: nil)
+                }
+            }
+            return ViewQueryResult(rows: rows, totalRows: total, offset: offset, sequenceNumber: seq)
+        }
+    }
+
+    static func lastSequence(_ view: StoredView, db: Connection) throws -> UInt64 {
+        let stmt = try db.prepare("SELECT last_seq FROM views WHERE id = ?")
+        defer { stmt.reset() }
+        stmt.bind(view.id, at: 1)
+        return try stmt.step() ? UInt64(stmt.int64(0)) : 0
+    }
+
+    func isFullText(_ view: StoredView) throws -> Bool {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT full_text FROM views WHERE id = ?")
+            defer { stmt.reset() }
+            stmt.bind(view.id, at: 1)
+            return try stmt.step() && stmt.int64(0) != 0
+        }
+    }
+
+    /// A document as include_docs shows it: its body with `_id` and `_rev`, or null when missing or deleted.
+    static func document(_ id: String, _ collection: Collection) throws -> JSON {
+        guard let record = try collection.record(id: id), !record.deleted else { return .null }
+        var out = JSONObject()
+        out["_id"] = .string(record.id)
+        out["_rev"] = .string(record.revID.description)
+        if case .object(let body) = try JSON.parse(record.body) {
+            for (k, v) in body where k != "_id" && k != "_rev" { out[k] = v }
+        }
+        return .object(out)
+    }
+
+    // MARK: Chunks
+
+    struct Chunk {
+        let count: Int
+        let reduction: String?
+        let start: ([UInt8], String)
+        let first: ([UInt8], String, String)?  // key, doc, key JSON
+        let last: ([UInt8], String, String)?
+    }
+
+    /// The chunks that may hold rows of `range`, in order.
+    private func chunks(_ view: StoredView, from range: ViewRange, db: Connection, _ body: (Chunk) throws -> Bool) throws {
+        var startKey: [UInt8] = []
+        var startDoc = ""
+        if let lower = range.lower {
+            let find = try db.prepare("SELECT skey, sdoc FROM \(view.chunks) WHERE (skey, sdoc) <= (?, ?) ORDER BY skey DESC, sdoc DESC LIMIT 1")
+            find.bind(bytes: lower.key, at: 1)
+            find.bind(lower.docID ?? "", at: 2)
+            if try find.step() {
+                startKey = find.blob(0) ?? []
+                startDoc = find.string(1) ?? ""
+            }
+            find.reset()
+        }
+        let stmt = try db.prepare("SELECT count, reduction, skey, sdoc, fkey, fdoc, fk, lkey, ldoc, lk FROM \(view.chunks) WHERE (skey, sdoc) >= (?, ?) ORDER BY skey, sdoc")
+        defer { stmt.reset() }
+        stmt.bind(bytes: startKey, at: 1)
+        stmt.bind(startDoc, at: 2)
+        while try stmt.step() {
+            let count = stmt.int(0)
+            let chunk = Chunk(
+                count: count, reduction: stmt.string(1), start: (stmt.blob(2) ?? [], stmt.string(3) ?? ""),
+                first: count == 0 ? nil : (stmt.blob(4) ?? [], stmt.string(5) ?? "", stmt.string(6) ?? "null"),
+                last: count == 0 ? nil : (stmt.blob(7) ?? [], stmt.string(8) ?? "", stmt.string(9) ?? "null"))
+            if let upper = range.upper, let first = chunk.first {
+                let c = ViewRange.compare(first.0, first.1, upper)
+                if c > 0 || (c == 0 && !upper.inclusive) { return }
+            }
+            if try !body(chunk) { return }
+        }
+    }
+
+    /// The number of rows in `range`: whole chunks by their stored counts, the edge chunks by counting rows.
+    func countRows(_ view: StoredView, range: ViewRange, db: Connection) throws -> Int {
+        if range.lower == nil && range.upper == nil { return try ViewManager.totalRows(view, db: db) }
+        var total = 0
+        try chunks(view, from: range, db: db) { chunk in
+            guard let first = chunk.first, let last = chunk.last else { return true }
+            if range.contains(first.0, first.1) && range.contains(last.0, last.1) {
+                total += chunk.count
+            } else {
+                total += try countRowsInChunk(view, chunk: chunk, range: range, db: db)
+            }
+            return true
+        }
+        return total
+    }
+
+    private func countRowsInChunk(_ view: StoredView, chunk: Chunk, range: ViewRange, db: Connection) throws -> Int {
+        guard let first = chunk.first, let last = chunk.last else { return 0 }
+        var values: [SQLiteValue] = []
+        let condition = range.sql(&values)
+        let stmt = try db.prepare("SELECT count(*) FROM \(view.table) WHERE (key, docid) >= (?, ?) AND (key, docid) <= (?, ?) AND \(condition)")
+        defer { stmt.reset() }
+        stmt.bind([.blob(first.0), .text(first.1), .blob(last.0), .text(last.1)] + values)
+        return try stmt.step() ? stmt.int(0) : 0
+    }
+
+    // MARK: Reduce
+
+    /// Reduces the rows of `range`, grouped: stored chunk reductions for chunks wholly inside the range (and inside
+    /// one group), the rows themselves at the edges, partial results combined with `rereduce`.
+    func reduce(_ view: StoredView, range: ViewRange, grouping: ViewGrouping, reduce: Reducer, collator: ViewCollator,
+                db: Connection) throws -> [(key: JSON, value: JSON)] {
+        var out: [(key: JSON, value: JSON)] = []
+        var currentGroup: [UInt8]?
+        var currentKey: JSON = .null
+        var partials: [JSON] = []
+        var rawKeys: [JSON] = []
+        var rawValues: [JSON] = []
+        let isCount: Bool = { if case .builtIn(.count) = reduce { return true }; return false }()
+
+        func flushRaw() throws {
+            guard !rawKeys.isEmpty else { return }
+            partials.append(isCount ? .int(Int64(rawKeys.count)) : try reduce.reduce(keys: rawKeys, values: rawValues, rereduce: false))
+            rawKeys.removeAll(keepingCapacity: true)
+            rawValues.removeAll(keepingCapacity: true)
+        }
+        func finishGroup() throws {
+            try flushRaw()
+            guard !partials.isEmpty else { return }
+            let value = partials.count == 1 ? partials[0] : try reduce.reduce(keys: [], values: partials, rereduce: true)
+            out.append((grouping == .none ? .null : currentKey, value))
+            partials.removeAll(keepingCapacity: true)
+        }
+        func enter(_ group: [UInt8], _ key: @autoclosure () -> JSON) throws {
+            if currentGroup == group { return }
+            if currentGroup != nil { try finishGroup() }
+            currentGroup = group
+            currentKey = key()
+        }
+        func groupKey(_ key: JSON) -> JSON {
+            switch grouping {
+            case .none: return .null
+            case .exact: return key
+            case .level(let n):
+                if case .array(let items) = key { return .array(Array(items.prefix(n))) }
+                return key
+            }
+        }
+        func groupEncoding(_ encodedKey: [UInt8], _ keyJSON: String) throws -> ([UInt8], JSON) {
+            switch grouping {
+            case .none: return ([], .null)
+            case .exact: return (encodedKey, try JSON.parse(Array(keyJSON.utf8)))
+            case .level:
+                let g = groupKey(try JSON.parse(Array(keyJSON.utf8)))
+                return (collator.encode(g), g)
+            }
+        }
+
+        try chunks(view, from: range, db: db) { chunk in
+            guard let first = chunk.first, let last = chunk.last else { return true }
+            if let lower = range.lower {
+                let c = ViewRange.compare(last.0, last.1, lower)
+                if c < 0 || (c == 0 && !lower.inclusive) { return true }
+            }
+            if let stored = chunk.reduction, range.contains(first.0, first.1), range.contains(last.0, last.1) {
+                let (g1, k1) = try groupEncoding(first.0, first.2)
+                let sameGroup: Bool
+                switch grouping {
+                case .none: sameGroup = true
+                case .exact: sameGroup = first.0 == last.0
+                case .level: sameGroup = try groupEncoding(last.0, last.2).0 == g1
+                }
+                if sameGroup {
+                    try enter(g1, k1)
+                    try flushRaw()
+                    partials.append(try JSON.parse(Array(stored.utf8)))
+                    return true
+                }
+            }
+            // Rows of this chunk in the range.
+            var values: [SQLiteValue] = []
+            let condition = range.sql(&values)
+            let stmt = try db.prepare("SELECT key, k, v FROM \(view.table) WHERE (key, docid) >= (?, ?) AND (key, docid) <= (?, ?) AND \(condition) ORDER BY key, docid")
+            defer { stmt.reset() }
+            stmt.bind([.blob(first.0), .text(first.1), .blob(last.0), .text(last.1)] + values)
+            while try stmt.step() {
+                let encoded = stmt.blob(0) ?? []
+                let keyText = stmt.string(1) ?? "null"
+                let (g, k) = try groupEncoding(encoded, keyText)
+                try enter(g, k)
+                if isCount {
+                    rawKeys.append(.null)
+                } else {
+                    rawKeys.append(try JSON.parse(Array(keyText.utf8)))
+                    rawValues.append(stmt.isNull(2) ? .null : try stmt.withTextBytes(2) { try JSON.parse($0) })
+                }
+                if rawKeys.count >= 2 * ViewManager.chunkSize { try flushRaw() }
+            }
+            return true
+        }
+        try finishGroup()
+        return out
+    }
+
+    // MARK: Full text
+
+    private func fullTextQuery(_ q: ViewQuery, text: String, view: StoredView) throws -> ViewQueryResult {
+        let fts5 = try FullTextQuery.translate(text)
+        let collection = q.view.collection
+        var rows = try database.read { db -> [ViewQueryRow] in
+            let order = q.fullTextRanking ? "ORDER BY rank" : ""
+            let stmt = try db.prepare("SELECT f.rowid, bm25(\(view.fts)) AS rank, r.docid, r.k, r.v FROM \(view.fts) f JOIN \(view.table) r ON r.id = f.rowid WHERE \(view.fts) MATCH ? \(order) LIMIT ? OFFSET ?")
+            defer { stmt.reset() }
+            stmt.bind([.text(fts5), .integer(Int64(min(q.limit ?? Int(Int32.max), Int(Int32.max)))), .integer(Int64(q.skip))])
+            var found: [(Int64, Double, String, JSON, JSON?)] = []
+            do {
+                while try stmt.step() {
+                    let key = try stmt.withTextBytes(3) { try JSON.parse($0) }
+                    let value: JSON? = stmt.isNull(4) ? nil : try stmt.withTextBytes(4) { try JSON.parse($0) }
+                    found.append((stmt.int64(0), stmt.double(1), stmt.string(2) ?? "", key, value))
+                }
+            } catch let error as SetteeError where error.code == .storage {
+                throw SetteeError(.queryParseError, "Invalid full-text query \"\(text)\": \(error.reason)")
+            }
+            var rows: [ViewQueryRow] = []
+            for (rowid, rank, source, key, value) in found {
+                let matches = try FullTextDetails.matches(db, table: view.fts, columns: 1, query: text, rowid: rowid)
+                let snippet = q.fullTextSnippets
+                    ? try FullTextDetails.snippet(db, table: view.fts, query: text, rowid: rowid, start: "\u{1}", end: "\u{2}", tokens: 16)
+                    : nil
+                var target = source
+                if case .object(let o)? = value, case .string(let id)? = o["_id"] { target = id }
+                rows.append(ViewQueryRow(key: key, value: value, sourceDocumentID: source, documentID: target, document: nil,
+                                         fullText: key.stringValue, matches: matches, rank: q.fullTextRanking ? rank : nil,
+                                         markedSnippet: snippet))
+            }
+            return rows
+        }
+        if q.includeDocs {
+            rows = try rows.map { row in
+                ViewQueryRow(key: row.key, value: row.value, sourceDocumentID: row.sourceDocumentID, documentID: row.documentID,
+                             document: try ViewManager.document(row.documentID ?? "", collection), fullText: row.fullText,
+                             matches: row.matches, rank: row.rank, markedSnippet: row.markedSnippet)
+            }
+        }
+        let (total, seq) = try database.read { db in (try ViewManager.totalRows(view, db: db), try ViewManager.lastSequence(view, db: db)) }
+        return ViewQueryResult(rows: rows, totalRows: total, offset: q.skip, sequenceNumber: seq)
+    }
+}

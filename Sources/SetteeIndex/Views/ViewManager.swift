@@ -1,0 +1,438 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// A view index as the registry holds it.
+struct StoredView: Sendable, Hashable {
+    let id: Int64
+    let collectionID: Int64
+    let name: String
+    let version: String
+    let reduce: String
+    var table: String { "view_\(id)" }
+    var chunks: String { "view_\(id)_chunks" }
+    var fts: String { "view_\(id)_fts" }
+}
+
+/// Keeps a database's map/reduce views current by reading its change feed (the index manager's view kind).
+///
+/// Each view has a row in the `views` registry (name, version, the reduce its stored reductions were made with, the
+/// last sequence absorbed) and three tables: `view_N(id, doc, key, docid, k, v)` — one row per emitted pair, `key` the
+/// collatable encoding (``ViewCollator``), `k`/`v` the key's and value's JSON — with an index on `(key, docid)`;
+/// `view_N_fts`, an FTS5 table of the rows emitted with a ``TextKey``; and `view_N_chunks`, which cuts the rows, in
+/// key order, into chunks of about ``chunkSize`` rows and keeps each chunk's row count and reduction. A reduce over a
+/// range reads the stored reductions of the chunks inside it and reduces only the rows of the (at most two) chunks at
+/// its ends — CouchDB's B-tree inner-node reductions, in a table.
+///
+/// Catching up reads the changes after the view's sequence, deletes each changed document's rows, runs the map
+/// function on the winning revision, inserts the rows and recomputes the chunks they touched — one transaction per
+/// batch. A view is brought up to date when queried (unless the query says not to).
+final class ViewManager: @unchecked Sendable {
+    /// Rows per chunk after a build or a split; a chunk splits above twice that.
+    static let chunkSize = 256
+    /// Documents per catch-up transaction.
+    static let batchSize = 5_000
+
+    unowned let database: Database
+    private let lock = NSLock()
+    private var registry: [Int64: [String: StoredView]] = [:]
+    private var upToDate: [Int64: UInt64] = [:]
+    private var loaded = false
+
+    static func shared(for database: Database) throws -> ViewManager {
+        let manager = database.extensionObject("settee.view-manager") { ViewManager(database: database) }
+        try manager.loadIfNeeded()
+        return manager
+    }
+
+    private init(database: Database) {
+        self.database = database
+    }
+
+    private func loadIfNeeded() throws {
+        if lock.withLock({ loaded }) { return }
+        try database.write { db in
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS views(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, collection INTEGER NOT NULL, name TEXT NOT NULL,
+                    version TEXT NOT NULL, reduce TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0,
+                    state TEXT NOT NULL, full_text INTEGER NOT NULL DEFAULT 0, map_errors INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE(collection, name))
+                """)
+        }
+        let rows = try database.read { db -> [StoredView] in
+            let stmt = try db.prepare("SELECT id, collection, name, version, reduce FROM views ORDER BY id")
+            defer { stmt.reset() }
+            var out: [StoredView] = []
+            while try stmt.step() {
+                out.append(StoredView(id: stmt.int64(0), collectionID: stmt.int64(1), name: stmt.string(2) ?? "",
+                                      version: stmt.string(3) ?? "", reduce: stmt.string(4) ?? ""))
+            }
+            return out
+        }
+        lock.withLock {
+            if loaded { return }
+            for view in rows { registry[view.collectionID, default: [:]][view.name] = view }
+            loaded = true
+        }
+    }
+
+    func storedViews(of collection: Collection) -> [String] {
+        lock.withLock { (registry[collection.id] ?? [:]).keys.sorted() }
+    }
+
+    func stored(view: String, collection: Collection) -> StoredView? {
+        lock.withLock { registry[collection.id]?[view] }
+    }
+
+    // MARK: Creating and dropping
+
+    /// The stored index of a registered view, created (or rebuilt, when the version changed) as needed.
+    func prepare(view name: String, collection: Collection) throws -> (StoredView, ViewDefinition) {
+        guard let definition = ViewManager.definition(view: name, collection: collection) else {
+            throw SetteeError(.notFound, "View '\(name)' has no map function registered (call setMapBlock first)")
+        }
+        if let existing = stored(view: name, collection: collection), existing.version == definition.version {
+            if existing.reduce != definition.reduceIdentity {
+                // Same map, another reduce: recompute the stored reductions, keep the rows.
+                let updated = StoredView(id: existing.id, collectionID: existing.collectionID, name: name,
+                                         version: existing.version, reduce: definition.reduceIdentity)
+                try database.write { db in
+                    try db.prepare("UPDATE views SET reduce = ? WHERE id = ?")
+                        .run([.text(updated.reduce), .integer(updated.id)])
+                    try self.rebuildChunks(updated, definition: definition, db: db)
+                }
+                lock.withLock { registry[collection.id]?[name] = updated }
+                return (updated, definition)
+            }
+            return (existing, definition)
+        }
+        try deleteIndex(view: name, collection: collection)
+        let created = try database.write { db -> StoredView in
+            try db.prepare("INSERT INTO views(collection, name, version, reduce, state) VALUES (?, ?, ?, ?, 'building')")
+                .run([.integer(collection.id), .text(name), .text(definition.version), .text(definition.reduceIdentity)])
+            let view = StoredView(id: db.lastInsertRowID, collectionID: collection.id, name: name,
+                                  version: definition.version, reduce: definition.reduceIdentity)
+            try db.execute("CREATE TABLE \(view.table)(id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, key BLOB NOT NULL, docid TEXT NOT NULL, k TEXT NOT NULL, v TEXT)")
+            try db.execute("CREATE TABLE \(view.chunks)(id INTEGER PRIMARY KEY, skey BLOB NOT NULL, sdoc TEXT NOT NULL, count INTEGER NOT NULL, reduction TEXT, fkey BLOB, fdoc TEXT, fk TEXT, lkey BLOB, ldoc TEXT, lk TEXT)")
+            try db.execute("CREATE INDEX \(view.table)_doc ON \(view.table)(doc)")
+            try db.execute("CREATE UNIQUE INDEX \(view.chunks)_start ON \(view.chunks)(skey, sdoc)")
+            try db.execute("CREATE VIRTUAL TABLE \(view.fts) USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2')")
+            return view
+        }
+        lock.withLock { registry[collection.id, default: [:]][name] = created }
+        return (created, definition)
+    }
+
+    /// Drops a view's index and tables (nothing happens when it has none).
+    func deleteIndex(view name: String, collection: Collection) throws {
+        guard let view = stored(view: name, collection: collection) else { return }
+        try database.write { db in
+            try db.prepare("DELETE FROM views WHERE id = ?").run([.integer(view.id)])
+            try db.execute("DROP TABLE IF EXISTS \(view.table)")
+            try db.execute("DROP TABLE IF EXISTS \(view.chunks)")
+            try db.execute("DROP TABLE IF EXISTS \(view.fts)")
+        }
+        lock.withLock {
+            if registry[collection.id]?[name]?.id == view.id { registry[collection.id]?[name] = nil }
+            upToDate[view.id] = nil
+        }
+    }
+
+    func info(view name: String, collection: Collection) throws -> ViewInfo {
+        let (view, _) = try prepare(view: name, collection: collection)
+        return try database.read { db in
+            let stmt = try db.prepare("SELECT last_seq, full_text, map_errors FROM views WHERE id = ?")
+            defer { stmt.reset() }
+            stmt.bind(view.id, at: 1)
+            guard try stmt.step() else { throw SetteeError(.notFound, "View '\(name)' was deleted") }
+            let rows = try ViewManager.totalRows(view, db: db)
+            return ViewInfo(name: name, version: view.version, rowCount: rows, lastSequence: UInt64(stmt.int64(0)),
+                            isFullText: stmt.int64(1) != 0, mapErrors: stmt.int(2))
+        }
+    }
+
+    // MARK: Catching up
+
+    /// Brings a registered view up to date with the change feed; returns its stored index.
+    @discardableResult
+    func update(view name: String, collection: Collection) throws -> StoredView {
+        let (view, definition) = try prepare(view: name, collection: collection)
+        while true {
+            let target = database.lastSequence
+            if lock.withLock({ (upToDate[view.id] ?? 0) >= target && upToDate[view.id] != nil }) { return view }
+            let done = try database.write { db in
+                try self.catchUpBatch(view, definition: definition, collection: collection, db: db)
+            }
+            if done {
+                lock.withLock {
+                    if registry[collection.id]?[name]?.id == view.id { upToDate[view.id] = max(upToDate[view.id] ?? 0, target) }
+                }
+                return view
+            }
+        }
+    }
+
+    /// One batch inside a write transaction. Returns true when the view has absorbed every change.
+    private func catchUpBatch(_ view: StoredView, definition: ViewDefinition, collection: Collection,
+                              db: Connection) throws -> Bool {
+        let state = try db.prepare("SELECT last_seq, state, full_text FROM views WHERE id = ?")
+        state.bind(view.id, at: 1)
+        guard try state.step() else { state.reset(); return true }
+        let lastSeq = state.int64(0)
+        let building = state.string(1) == "building"
+        var fullText = state.int64(2) != 0
+        state.reset()
+        var dirty = ChunkMarks(view: view)
+
+        let purged = try db.prepare("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1")
+        purged.bind(collection.id, at: 1)
+        purged.bind(lastSeq, at: 2)
+        let anyPurged = try purged.step()
+        purged.reset()
+        if anyPurged {
+            try db.execute("DELETE FROM \(view.fts) WHERE rowid IN (SELECT id FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable)))")
+            try db.execute("DELETE FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
+            dirty.all = true
+        }
+
+        let changes = try db.prepare(
+            "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
+        changes.bind(lastSeq, at: 1)
+        changes.bind(ViewManager.batchSize, at: 2)
+        defer { changes.reset() }
+        let oldRows = try db.prepare("SELECT id, key, docid FROM \(view.table) WHERE doc = ?")
+        let remove = try db.prepare("DELETE FROM \(view.table) WHERE doc = ?")
+        let removeText = try db.prepare("DELETE FROM \(view.fts) WHERE rowid = ?")
+        let insert = try db.prepare("INSERT INTO \(view.table)(doc, key, docid, k, v) VALUES (?, ?, ?, ?, ?)")
+        let insertText = try db.prepare("INSERT INTO \(view.fts)(rowid, text) VALUES (?, ?)")
+        let collator = try ViewCollator()
+        let emitter = Emitter()
+        var count = 0, maxSeq = lastSeq, mapErrors = 0
+        while try changes.step() {
+            count += 1
+            let rowid = changes.int64(0)
+            let seq = changes.int64(2)
+            maxSeq = max(maxSeq, seq)
+            let docID = changes.string(1) ?? ""
+            // (Also while building: a document changed between two batches of the build comes round again.)
+            do {
+                oldRows.bind(rowid, at: 1)
+                var had = false
+                while try oldRows.step() {
+                    had = true
+                    if !building { try dirty.mark(key: oldRows.blob(1) ?? [], doc: oldRows.string(2) ?? "", db: db) }
+                    if fullText {
+                        removeText.bind(oldRows.int64(0), at: 1)
+                        try removeText.run()
+                    }
+                }
+                oldRows.reset()
+                if had {
+                    remove.bind(rowid, at: 1)
+                    try remove.run()
+                }
+            }
+            if changes.int64(4) & DocFlags.deleted != 0 { continue }
+            var document = JSONObject()
+            document["_id"] = .string(docID)
+            document["_rev"] = .string(changes.string(3) ?? "")
+            do {
+                let body = try changes.withTextBytes(5) { try JSON.parse($0) }
+                if case .object(let members) = body {
+                    for (k, v) in members where k != "_id" && k != "_rev" { document[k] = v }
+                }
+            } catch {
+                continue  // an unreadable body is not indexed; it never stops indexing
+            }
+            emitter.rows.removeAll(keepingCapacity: true)
+            do {
+                try definition.map(document, emitter)
+            } catch {
+                mapErrors += 1
+                ViewManager.log("view \(view.name): map function threw for document \(docID): \(error) — skipped")
+                continue
+            }
+            for row in emitter.rows {
+                let key = collator.encode(row.key)
+                insert.bind(rowid, at: 1)
+                insert.bind(bytes: key, at: 2)
+                insert.bind(docID, at: 3)
+                insert.bind(text: row.key.serializedBytes, at: 4)
+                if let value = row.value { insert.bind(text: value.serializedBytes, at: 5) } else { insert.bindNull(at: 5) }
+                try insert.run()
+                if let text = row.text {
+                    if !fullText {
+                        fullText = true
+                        try db.prepare("UPDATE views SET full_text = 1 WHERE id = ?").run([.integer(view.id)])
+                    }
+                    insertText.bind(db.lastInsertRowID, at: 1)
+                    insertText.bind(text, at: 2)
+                    try insertText.run()
+                }
+                if !building { try dirty.mark(key: key, doc: docID, db: db) }
+            }
+        }
+        let done = count < ViewManager.batchSize
+        if building {
+            if done {
+                try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_key ON \(view.table)(key, docid)")
+                try rebuildChunks(view, definition: definition, db: db)
+            }
+        } else if dirty.all {
+            try rebuildChunks(view, definition: definition, db: db)
+        } else {
+            for chunk in dirty.chunks.sorted() { try refreshChunk(chunk, view: view, definition: definition, db: db) }
+        }
+        try db.prepare("UPDATE views SET last_seq = ?, state = ?, map_errors = map_errors + ? WHERE id = ?")
+            .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(Int64(mapErrors)),
+                  .integer(view.id)])
+        return done
+    }
+
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data(("[settee] " + message + "\n").utf8))
+    }
+
+    // MARK: Chunks
+
+    /// The chunks a batch touched.
+    struct ChunkMarks {
+        let view: StoredView
+        var chunks = Set<Int64>()
+        var all = false
+
+        mutating func mark(key: [UInt8], doc: String, db: Connection) throws {
+            if all { return }
+            let stmt = try db.prepare("SELECT id FROM \(view.chunks) WHERE (skey, sdoc) <= (?, ?) ORDER BY skey DESC, sdoc DESC LIMIT 1")
+            defer { stmt.reset() }
+            stmt.bind(bytes: key, at: 1)
+            stmt.bind(doc, at: 2)
+            if try stmt.step() { chunks.insert(stmt.int64(0)) } else { all = true }
+        }
+    }
+
+    /// One row as chunk maintenance and reduce read it.
+    struct RowRef {
+        let key: [UInt8]
+        let doc: String
+        let k: String
+        let v: String?
+    }
+
+    /// Recuts every chunk from the rows in key order (after a build, a purge or a reduce change).
+    func rebuildChunks(_ view: StoredView, definition: ViewDefinition, db: Connection) throws {
+        try db.execute("DELETE FROM \(view.chunks)")
+        let rows = try db.prepare("SELECT key, docid, k, v FROM \(view.table) ORDER BY key, docid")
+        defer { rows.reset() }
+        var pending: [RowRef] = []
+        var first = true
+        while try rows.step() {
+            let row = RowRef(key: rows.blob(0) ?? [], doc: rows.string(1) ?? "", k: rows.string(2) ?? "null",
+                             v: rows.string(3))
+            if pending.count >= ViewManager.chunkSize, let last = pending.last, last.key != row.key || last.doc != row.doc {
+                try writeChunk(view, start: first ? ([], "") : (pending[0].key, pending[0].doc), rows: pending,
+                               definition: definition, db: db)
+                first = false
+                pending.removeAll(keepingCapacity: true)
+            }
+            pending.append(row)
+        }
+        try writeChunk(view, start: first ? ([], "") : (pending[0].key, pending[0].doc), rows: pending,
+                       definition: definition, db: db)
+    }
+
+    /// Recomputes one chunk from its rows; splits it when it grew past twice ``chunkSize``, drops it when empty.
+    private func refreshChunk(_ id: Int64, view: StoredView, definition: ViewDefinition, db: Connection) throws {
+        let bounds = try db.prepare("SELECT skey, sdoc FROM \(view.chunks) WHERE id = ?")
+        bounds.bind(id, at: 1)
+        guard try bounds.step() else { bounds.reset(); return }
+        let start = (bounds.blob(0) ?? [], bounds.string(1) ?? "")
+        bounds.reset()
+        let next = try db.prepare("SELECT skey, sdoc FROM \(view.chunks) WHERE (skey, sdoc) > (?, ?) ORDER BY skey, sdoc LIMIT 1")
+        next.bind(bytes: start.0, at: 1)
+        next.bind(start.1, at: 2)
+        var end: ([UInt8], String)?
+        if try next.step() { end = (next.blob(0) ?? [], next.string(1) ?? "") }
+        next.reset()
+        let rows = try ViewManager.rows(view, from: start, to: end, db: db)
+        try db.prepare("DELETE FROM \(view.chunks) WHERE id = ?").run([.integer(id)])
+        if rows.isEmpty && !start.0.isEmpty {
+            return  // an empty chunk merges into the one before it
+        }
+        if rows.count <= 2 * ViewManager.chunkSize {
+            try writeChunk(view, start: start, rows: rows, definition: definition, db: db)
+            return
+        }
+        var piece: [RowRef] = []
+        var pieceStart = start
+        for row in rows {
+            if piece.count >= ViewManager.chunkSize, let last = piece.last, last.key != row.key || last.doc != row.doc {
+                try writeChunk(view, start: pieceStart, rows: piece, definition: definition, db: db)
+                piece.removeAll(keepingCapacity: true)
+                pieceStart = (row.key, row.doc)
+            }
+            piece.append(row)
+        }
+        try writeChunk(view, start: pieceStart, rows: piece, definition: definition, db: db)
+    }
+
+    /// The rows in `[from, to)` in `(key, docid)` order.
+    static func rows(_ view: StoredView, from: ([UInt8], String), to: ([UInt8], String)?, db: Connection) throws -> [RowRef] {
+        let sql = "SELECT key, docid, k, v FROM \(view.table) WHERE (key, docid) >= (?, ?)"
+            + (to == nil ? "" : " AND (key, docid) < (?, ?)") + " ORDER BY key, docid"
+        let stmt = try db.prepare(sql)
+        defer { stmt.reset() }
+        stmt.bind(bytes: from.0, at: 1)
+        stmt.bind(from.1, at: 2)
+        if let to {
+            stmt.bind(bytes: to.0, at: 3)
+            stmt.bind(to.1, at: 4)
+        }
+        var out: [RowRef] = []
+        while try stmt.step() {
+            out.append(RowRef(key: stmt.blob(0) ?? [], doc: stmt.string(1) ?? "", k: stmt.string(2) ?? "null", v: stmt.string(3)))
+        }
+        return out
+    }
+
+    private func writeChunk(_ view: StoredView, start: ([UInt8], String), rows: [RowRef], definition: ViewDefinition,
+                            db: Connection) throws {
+        var reduction: SQLiteValue = .null
+        if let reduce = definition.reduce, !rows.isEmpty {
+            do {
+                reduction = .text(try ViewManager.reduceRows(rows, reduce).jsonString)
+            } catch {
+                ViewManager.log("view \(view.name): reduce function threw: \(error) — reduced at query time instead")
+            }
+        }
+        let insert = try db.prepare("INSERT INTO \(view.chunks)(skey, sdoc, count, reduction, fkey, fdoc, fk, lkey, ldoc, lk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        let first = rows.first, last = rows.last
+        insert.bind([.blob(start.0), .text(start.1), .integer(Int64(rows.count)), reduction,
+                     first.map { .blob($0.key) } ?? .null, first.map { .text($0.doc) } ?? .null,
+                     first.map { .text($0.k) } ?? .null,
+                     last.map { .blob($0.key) } ?? .null, last.map { .text($0.doc) } ?? .null,
+                     last.map { .text($0.k) } ?? .null])
+        try insert.run()
+    }
+
+    /// Reduces rows (not rereduce); `_count` reads no values.
+    static func reduceRows(_ rows: [RowRef], _ reduce: Reducer) throws -> JSON {
+        if case .builtIn(.count) = reduce { return .int(Int64(rows.count)) }
+        var keys: [JSON] = []
+        var values: [JSON] = []
+        keys.reserveCapacity(rows.count)
+        values.reserveCapacity(rows.count)
+        for row in rows {
+            keys.append((try? JSON.parse(Array(row.k.utf8))) ?? .null)
+            values.append(row.v.flatMap { try? JSON.parse(Array($0.utf8)) } ?? .null)
+        }
+        return try reduce.reduce(keys: keys, values: values, rereduce: false)
+    }
+
+    static func totalRows(_ view: StoredView, db: Connection) throws -> Int {
+        let stmt = try db.prepare("SELECT coalesce(sum(count), 0) FROM \(view.chunks)")
+        defer { stmt.reset() }
+        return try stmt.step() ? stmt.int(0) : 0
+    }
+}

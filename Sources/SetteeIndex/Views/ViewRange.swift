@@ -1,0 +1,73 @@
+import SetteeCore
+import SetteeStore
+
+/// A range of view rows in `(key, docid)` order: the encoded keys compare as bytes, document ids as UTF-8 bytes
+/// (SQLite's BINARY collation, CouchDB's tie rule).
+struct ViewRange {
+    struct Bound {
+        var key: [UInt8]
+        /// With a document id the bound is on `(key, docid)`; without, on the key alone (every id of that key).
+        var docID: String?
+        var inclusive: Bool
+    }
+    var lower: Bound?
+    var upper: Bound?
+
+    static let all = ViewRange(lower: nil, upper: nil)
+
+    /// The rows whose key equals `key`.
+    static func exactly(_ key: [UInt8]) -> ViewRange {
+        ViewRange(lower: Bound(key: key, docID: nil, inclusive: true), upper: Bound(key: key, docID: nil, inclusive: true))
+    }
+
+    /// Compares `(key, doc)` with a bound: the sign of row − bound (a bound without an id is compared on keys only).
+    static func compare(_ key: [UInt8], _ doc: String, _ bound: Bound) -> Int {
+        if key != bound.key { return key.lexicographicallyPrecedes(bound.key) ? -1 : 1 }
+        guard let id = bound.docID else { return 0 }
+        if doc == id { return 0 }
+        return doc.utf8.lexicographicallyPrecedes(id.utf8) ? -1 : 1
+    }
+
+    func contains(_ key: [UInt8], _ doc: String) -> Bool {
+        if let lower {
+            let c = ViewRange.compare(key, doc, lower)
+            if c < 0 || (c == 0 && !lower.inclusive) { return false }
+        }
+        if let upper {
+            let c = ViewRange.compare(key, doc, upper)
+            if c > 0 || (c == 0 && !upper.inclusive) { return false }
+        }
+        return true
+    }
+
+    /// Whether the range is empty by construction (lower above upper).
+    var isEmpty: Bool {
+        guard let lower, let upper else { return false }
+        if lower.key != upper.key { return !lower.key.lexicographicallyPrecedes(upper.key) }
+        switch (lower.docID, upper.docID) {
+        case (let l?, let u?):
+            if l == u { return !(lower.inclusive && upper.inclusive) }
+            return !l.utf8.lexicographicallyPrecedes(u.utf8)
+        default:
+            return !(lower.inclusive && upper.inclusive) && (lower.docID == nil && upper.docID == nil)
+        }
+    }
+
+    /// SQL conditions over columns `key`, `docid`, with their bindings appended to `values`.
+    func sql(_ values: inout [SQLiteValue]) -> String {
+        var terms: [String] = []
+        for (bound, isLower) in [(lower, true), (upper, false)] {
+            guard let bound else { continue }
+            let op = isLower ? (bound.inclusive ? ">=" : ">") : (bound.inclusive ? "<=" : "<")
+            if let id = bound.docID {
+                terms.append("(key, docid) \(op) (?, ?)")
+                values.append(.blob(bound.key))
+                values.append(.text(id))
+            } else {
+                terms.append("key \(op) ?")
+                values.append(.blob(bound.key))
+            }
+        }
+        return terms.isEmpty ? "1" : terms.joined(separator: " AND ")
+    }
+}
