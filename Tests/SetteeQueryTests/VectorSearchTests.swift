@@ -117,7 +117,7 @@ struct ColorModel: PredictiveModel {
         let built = try QueryBuilder.select(SelectResult.expression(prediction.property("vector")).as("v"))
             .from(DataSource.collection(c)).where(Meta.id.equalTo(Expression.string("c2"))).execute().allResults()
         #expect(built.first?.toJSON() == #"{"v":[0.0,1.0,0.0]}"#)
-        let byBuilder = try QueryBuilder.select(SelectResult.expression(Meta.id))
+        let byBuilder = QueryBuilder.select(SelectResult.expression(Meta.id))
             .from(DataSource.collection(c))
             .orderBy(Ordering.expression(VectorFunction.approxVectorDistance(prediction.property("vector"), Expression.parameter("vector"))))
             .limit(Expression.int(3))

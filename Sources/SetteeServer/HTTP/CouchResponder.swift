@@ -67,6 +67,17 @@ struct CouchResponder: HTTPResponder {
             guard s.count >= 3 else { throw CouchError.notFound() }
             let id = "_design/" + s[2]
             if s.count == 3 { call.route = "doc"; return try await DocumentRoutes.handle(&call, target, id: id) }
+            if s.count == 5 && s[3] == "_view" {
+                call.route = "view"
+                return try await ViewRoutes.query(&call, target, designID: id, view: s[4])
+            }
+            if s.count == 4 && s[3] == "_info" {
+                call.route = "design_info"
+                return try await ViewRoutes.info(&call, target, designID: id)
+            }
+            if s.count >= 4 && ["_view", "_show", "_list", "_update", "_rewrite", "_search"].contains(s[3]) {
+                throw CouchError(.notFound, "not_found", "\(s[3]) is not supported on this node (views: /{db}/_design/{ddoc}/_view/{view})")
+            }
             call.route = "attachment"
             return try await AttachmentRoutes.handle(&call, target, id: id, name: s[3...].joined(separator: "/"))
         case "_query" where s.count == 2:

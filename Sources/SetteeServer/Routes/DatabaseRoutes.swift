@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import SetteeCore
+import SetteeIndex
 import SetteeStore
 
 /// `/{db}` and its database-level sub-resources.
@@ -107,6 +108,11 @@ enum DatabaseRoutes {
                 Task.detached {
                     defer { done() }
                     try? await blocking { try db.compact() }
+                }
+            }
+            if name == "_view_cleanup" {
+                try await blocking {
+                    for collection in try db.allCollections() { _ = try DesignView.cleanUp(collection: collection) }
                 }
             }
             return Reply.json(.accepted, ["ok": true])

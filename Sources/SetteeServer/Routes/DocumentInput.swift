@@ -1,5 +1,6 @@
 import Foundation
 import SetteeCore
+import SetteeIndex
 import SetteeStore
 
 /// Turning a CouchDB document (request JSON) into a store write: special fields, revision history,
@@ -78,6 +79,13 @@ enum DocumentInput {
     ///   - collection: used to resolve attachment stubs against the parent revision.
     static func write(_ doc: Parsed, newEdits: Bool, follows: [String: [UInt8]] = [:],
                       collection: SetteeStore.Collection) throws -> RevisionWrite {
+        if newEdits, !doc.deleted, doc.id.hasPrefix("_design/") {
+            // Views are declared with SQL++ expressions; JavaScript functions are refused here, not at query time.
+            // (Replicated design documents — new_edits=false — are stored as they are.)
+            do { _ = try DesignView.all(in: doc.body, id: doc.id) } catch let e as SetteeError {
+                throw CouchError(.badRequest, "invalid_design_doc", e.reason)
+            }
+        }
         let mode: RevisionWrite.Mode
         var generation: Int
         if newEdits {

@@ -1,0 +1,217 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SetteeCore
+import SetteeIndex
+import SetteeStore
+
+/// `GET|POST /{db}/_design/{ddoc}/_view/{view}`: views declared with SQL++ expressions in design documents
+/// (``DesignView``), queried with CouchDB's parameters and answered in CouchDB's shape.
+enum ViewRoutes {
+    static func query(_ call: inout Call, _ target: Keyspace, designID: String, view name: String) async throws -> Response {
+        guard call.method == .get || call.method == .post || call.method == .head else {
+            throw CouchError.methodNotAllowed("GET,POST,HEAD")
+        }
+        let (db, collection) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        var keys: [JSON]?
+        if call.method == .post {
+            let body = try await call.bodyObject()
+            switch body["keys"] {
+            case .array(let k)?: keys = k
+            case nil: break
+            default: throw CouchError(.badRequest, "query_parse_error", "`keys` must be an array of keys")
+            }
+            if case .array? = body["queries"] {
+                throw CouchError(.badRequest, "query_parse_error", "Multiple `queries` are not supported; send one query per request")
+            }
+        }
+        let o = call.query
+        if keys == nil, let k = try o.json("keys") {
+            guard case .array(let list) = k else { throw CouchError(.badRequest, "query_parse_error", "`keys` must be a JSON array") }
+            keys = list
+        }
+        let options = try Options(o, keys: keys)
+        return try await blocking {
+            guard let record = try collection.record(id: designID), !record.deleted else {
+                throw CouchError.notFound("missing")
+            }
+            guard case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
+            let design: DesignView
+            do {
+                design = try DesignView.named(name, in: body, id: designID)
+            } catch let e as SetteeError where e.code == .badRequest {
+                throw CouchError(.badRequest, "invalid_design_doc", e.reason)
+            }
+            var q = design.register(on: collection).createQuery()
+            q.key = options.key
+            q.keys = options.keys
+            q.startKey = options.startKey
+            q.endKey = options.endKey
+            q.startKeyDocID = options.startKeyDocID
+            q.endKeyDocID = options.endKeyDocID
+            q.inclusiveEnd = options.inclusiveEnd
+            q.descending = options.descending
+            q.limit = options.limit
+            q.skip = options.skip
+            q.includeDocs = options.includeDocs
+            q.mapOnly = !options.reduce
+            q.group = options.group
+            q.groupLevel = options.groupLevel
+            q.indexUpdateMode = options.update
+            q.fullTextQuery = options.fullText
+            q.fullTextSnippets = options.snippets
+            if options.reduce && design.reduce == nil && options.reduceExplicit {
+                throw CouchError(.badRequest, "query_parse_error", "Reduce is invalid for map-only views.")
+            }
+            let result = try q.run()
+            return Reply.raw(.ok, render(result, options: options, reduced: design.reduce != nil && options.reduce && options.fullText == nil))
+        }
+    }
+
+    static func render(_ result: ViewQueryResult, options: Options, reduced: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + result.count * 64)
+        func append(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
+        if reduced {
+            append("{\"rows\":[")
+        } else {
+            append("{\"total_rows\":\(result.totalRows),\"offset\":\(result.offset),")
+            if options.updateSeq { append("\"update_seq\":\(result.sequenceNumber),") }
+            append("\"rows\":[")
+        }
+        for (i, row) in result.enumerated() {
+            if i > 0 { append(",\n") }
+            var o = JSONObject()
+            if reduced {
+                o["key"] = row.key
+                o["value"] = row.value ?? .null
+            } else if row.fullText != nil {
+                o["id"] = .string(row.sourceDocumentID ?? "")
+                o["matches"] = .array(row.matches.map { m in
+                    ["range": [.int(Int64(m.offset)), .int(Int64(m.length))], "term": .int(Int64(m.term))]
+                })
+                o["value"] = row.value ?? .null
+                if let snippet = row.snippet(wordStart: "<b>", wordEnd: "</b>"), options.snippets {
+                    o["snippet"] = .string(snippet)
+                }
+                if options.includeDocs { o["doc"] = row.document ?? .null }
+            } else {
+                o["id"] = .string(row.sourceDocumentID ?? "")
+                o["key"] = row.key
+                o["value"] = row.value ?? .null
+                if options.includeDocs { o["doc"] = row.document ?? .null }
+            }
+            JSON.object(o).serialize(into: &out)
+        }
+        append("]}")
+        return out
+    }
+
+    /// CouchDB's view query parameters.
+    struct Options: Sendable {
+        var key: JSON?
+        var keys: [JSON]?
+        var startKey: JSON?
+        var endKey: JSON?
+        var startKeyDocID: String?
+        var endKeyDocID: String?
+        var inclusiveEnd = true
+        var descending = false
+        var limit: Int?
+        var skip = 0
+        var includeDocs = false
+        var reduce = true
+        var reduceExplicit = false
+        var group = false
+        var groupLevel = 0
+        var update: ViewIndexUpdateMode = .before
+        var updateSeq = false
+        var fullText: String?
+        var snippets = false
+
+        init(_ o: QueryOptions, keys: [JSON]?) throws {
+            func json(_ names: String...) throws -> JSON? {
+                for n in names { if let v = try parse(o, n) { return v } }
+                return nil
+            }
+            key = try json("key")
+            self.keys = keys
+            startKey = try json("startkey", "start_key")
+            endKey = try json("endkey", "end_key")
+            startKeyDocID = try o.jsonString("startkey_docid") ?? o.jsonString("start_key_doc_id")
+            endKeyDocID = try o.jsonString("endkey_docid") ?? o.jsonString("end_key_doc_id")
+            inclusiveEnd = try o.bool("inclusive_end", default: true)
+            descending = try o.bool("descending")
+            limit = try int(o, "limit")
+            skip = try int(o, "skip") ?? 0
+            includeDocs = try o.bool("include_docs")
+            reduceExplicit = o.has("reduce")
+            reduce = try o.bool("reduce", default: true)
+            group = try o.bool("group")
+            if let level = try int(o, "group_level") { groupLevel = level }
+            if key != nil && keys != nil {
+                throw CouchError(.badRequest, "query_parse_error", "`key` is incompatible with `keys`")
+            }
+            if keys != nil && (startKey != nil || endKey != nil) {
+                throw CouchError(.badRequest, "query_parse_error", "`keys` is incompatible with `startkey` and `endkey`")
+            }
+            switch o["stale"] {
+            case nil: break
+            case "ok"?: update = .never
+            case "update_after"?: update = .after
+            case let v?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for `stale`: \(v) (ok, update_after)")
+            }
+            switch o["update"] {
+            case nil, "true"?: break
+            case "false"?: update = .never
+            case "lazy"?: update = .after
+            case let v?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for `update`: \(v) (true, false, lazy)")
+            }
+            updateSeq = try o.bool("update_seq")
+            fullText = o["full_text"]
+            snippets = try o.bool("snippets")
+        }
+
+        private func parse(_ o: QueryOptions, _ name: String) throws -> JSON? {
+            guard let text = o[name] else { return nil }
+            do { return try JSON.parse(text) } catch {
+                throw CouchError(.badRequest, "query_parse_error", "Invalid JSON for `\(name)`: \(text)")
+            }
+        }
+
+        private func int(_ o: QueryOptions, _ name: String) throws -> Int? {
+            guard let v = o[name] else { return nil }
+            guard let n = Int(v), n >= 0 else {
+                throw CouchError(.badRequest, "query_parse_error", "Invalid value for integer: \"\(v)\" (`\(name)` must be a non-negative integer)")
+            }
+            return n
+        }
+    }
+
+    /// `GET /{db}/_design/{ddoc}/_info`: the design document's views and their index state.
+    static func info(_ call: inout Call, _ target: Keyspace, designID: String) async throws -> Response {
+        guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
+        let (db, collection) = try target.open(call.node)
+        try Auth.checkMember(call, db)
+        return try await blocking {
+            guard let record = try collection.record(id: designID), !record.deleted,
+                  case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
+            let views: [DesignView]
+            do { views = try DesignView.all(in: body, id: designID) } catch let e as SetteeError {
+                throw CouchError(.badRequest, "invalid_design_doc", e.reason)
+            }
+            var rows = 0
+            var seq: UInt64 = 0
+            for design in views {
+                let info = try design.register(on: collection).info()
+                rows += info.rowCount
+                seq = max(seq, info.lastSequence)
+            }
+            return Reply.json(.ok, ["name": .string(String(designID.dropFirst("_design/".count))),
+                                    "view_index": ["language": "sqlpp", "views": .int(Int64(views.count)),
+                                                   "rows": .int(Int64(rows)), "update_seq": .int(Int64(seq)),
+                                                   "updater_running": false]])
+        }
+    }
+}
