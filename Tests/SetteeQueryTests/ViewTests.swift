@@ -288,7 +288,19 @@ import Settee
             // Rows between the two (key, docid) positions, inclusive, as the map-only query sees them.
             var m = q
             m.mapOnly = true
-            let slice = try m.run().rows[...]
+            let mapped = try m.run()
+            let slice = mapped.rows[...]
+            // offset: rows before the first one, counted through the chunk directory.
+            #expect(mapped.offset == lo)
+            var back = view.createQuery()
+            back.mapOnly = true
+            back.descending = true
+            back.startKey = all[hi].key
+            back.startKeyDocID = all[hi].sourceDocumentID
+            back.limit = 3
+            let backwards = try back.run()
+            #expect(backwards.offset == all.count - 1 - hi)
+            #expect(backwards.first?.sourceDocumentID == all[hi].sourceDocumentID)
             for level in [nil, 1, 2] as [Int?] {
                 q.groupLevel = level ?? 0
                 let got = try q.run().map { ($0.key, $0.value!.doubleValue!) }
@@ -372,6 +384,14 @@ import Settee
         q = view.createQuery()
         q.fullTextQuery = "search"
         #expect(try q.run().map(\.sourceDocumentID) == ["b3"])
+        // Maintenance: an edited or deleted document's text leaves the index.
+        try load(c, [#"{"_id":"b3","type":"blog","title":"Edited","body":"nothing to find here"}"#])
+        _ = try c.write([RevisionWrite(id: "b1", body: [:], deleted: true, mode: .overwrite)])
+        var again = view.createQuery()
+        again.fullTextQuery = "Couchbase"
+        #expect(try again.run().map(\.sourceDocumentID) == ["b2"])
+        again.fullTextQuery = "find"
+        #expect(try again.run().map(\.value) == ["Edited"])
         // Restrictions: no key ranges, no reduce.
         q.startKey = "a"
         #expect(throws: SetteeError.self) { try q.run() }

@@ -20,6 +20,7 @@ extension JSON {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw JSONError(.unexpectedEnd, at: 0)
         }
+        if bytes.count <= 64, let scalar = scalarFastPath(bytes) { return scalar }
         return try withUnsafeTemporaryAllocation(of: JSON.self, capacity: 16) { (values) throws(JSONError) -> JSON in
             try withUnsafeTemporaryAllocation(of: JSONParser.PendingMember.self, capacity: 32) { (members) throws(JSONError) -> JSON in
                 var parser = JSONParser(
@@ -28,6 +29,48 @@ extension JSON {
                 )
                 return try parser.parseDocument()
             }
+        }
+    }
+
+    /// Short scalars that need no parser state (index keys and values are often one): a plain ASCII string without
+    /// escapes, a small integer, `null`, `true`, `false`. Anything else — or anything unusual — returns nil and takes
+    /// the full parser, which owns every error.
+    @inline(__always)
+    static func scalarFastPath(_ bytes: UnsafeRawBufferPointer) -> JSON? {
+        let n = bytes.count
+        let first = bytes[0]
+        if first == UInt8(ascii: "\"") {
+            guard n >= 2, bytes[n - 1] == UInt8(ascii: "\"") else { return nil }
+            for i in 1..<(n - 1) {
+                let b = bytes[i]
+                if b < 0x20 || b >= 0x7F || b == UInt8(ascii: "\\") || b == UInt8(ascii: "\"") { return nil }
+            }
+            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[1..<(n - 1)]), as: UTF8.self))
+        }
+        if first == UInt8(ascii: "-") || (first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")) {
+            let negative = first == UInt8(ascii: "-")
+            let start = negative ? 1 : 0
+            let digits = n - start
+            guard digits >= 1, digits <= 18 else { return nil }
+            if bytes[start] == UInt8(ascii: "0") && digits > 1 { return nil }  // a leading zero: the parser's error
+            var value: Int64 = 0
+            for i in start..<n {
+                let d = bytes[i] &- UInt8(ascii: "0")
+                guard d <= 9 else { return nil }
+                value = value &* 10 &+ Int64(d)
+            }
+            if negative && value == 0 { return nil }  // -0: the parser decides
+            return .int(negative ? -value : value)
+        }
+        switch n {
+        case 4 where first == UInt8(ascii: "n") && bytes[1] == UInt8(ascii: "u") && bytes[2] == UInt8(ascii: "l") && bytes[3] == UInt8(ascii: "l"):
+            return .null
+        case 4 where first == UInt8(ascii: "t") && bytes[1] == UInt8(ascii: "r") && bytes[2] == UInt8(ascii: "u") && bytes[3] == UInt8(ascii: "e"):
+            return .bool(true)
+        case 5 where first == UInt8(ascii: "f") && bytes[1] == UInt8(ascii: "a") && bytes[2] == UInt8(ascii: "l") && bytes[3] == UInt8(ascii: "s") && bytes[4] == UInt8(ascii: "e"):
+            return .bool(false)
+        default:
+            return nil
         }
     }
 

@@ -111,6 +111,44 @@ public final class ViewCollator {
         withUnsafeBytes(of: bits.bigEndian) { out.append(contentsOf: $0) }
     }
 
+    /// The encoding of the first `n` elements of an encoded array key (the key itself when it isn't an array):
+    /// `group_level` grouping, computed on the encoding without decoding it.
+    public static func prefix(of encoded: [UInt8], elements n: Int) -> [UInt8] {
+        guard encoded.first == array else { return encoded }
+        var i = 1
+        for _ in 0..<n {
+            guard i < encoded.count, encoded[i] != 0 else { return encoded }
+            i = skip(encoded, at: i)
+        }
+        guard i < encoded.count, encoded[i] != 0 else { return encoded }
+        return Array(encoded[0..<i]) + [0]
+    }
+
+    /// The position after the encoded value starting at `i`.
+    static func skip(_ e: [UInt8], at start: Int) -> Int {
+        var i = start
+        guard i < e.count else { return i }
+        switch e[i] {
+        case number: return i + 9
+        case string:
+            i += 1
+            while i < e.count && e[i] != 0 { i += 1 }
+            return i + 1
+        case array:
+            i += 1
+            while i < e.count && e[i] != 0 { i = skip(e, at: i) }
+            return i + 1
+        case object:
+            i += 1
+            while i < e.count && e[i] != 0 {
+                i = skip(e, at: i)  // the member's key
+                i = skip(e, at: i)  // its value
+            }
+            return i + 1
+        default: return i + 1  // null, false, true
+        }
+    }
+
     /// The smallest encoding (below every key): a range's open lower end.
     public static let lowest: [UInt8] = []
     /// An encoding above every key: a range's open upper end.

@@ -12,9 +12,28 @@ enum ViewGrouping: Equatable {
 
 extension ViewManager {
     func query(_ q: ViewQuery) throws -> ViewQueryResult {
+        try withCollator { collator in try query(q, collator: collator) }
+    }
+
+    /// The view's registry row as a query reads it, in its read transaction.
+    struct Snapshot {
+        let lastSequence: UInt64
+        let chunkVersion: Int64
+        let fullText: Bool
+    }
+
+    static func snapshot(_ view: StoredView, db: Connection) throws -> Snapshot {
+        let stmt = try db.prepare("SELECT last_seq, chunk_version, full_text FROM views WHERE id = ?")
+        defer { stmt.reset() }
+        stmt.bind(view.id, at: 1)
+        guard try stmt.step() else { throw SetteeError(.notFound, "View '\(view.name)' was deleted") }
+        return Snapshot(lastSequence: UInt64(stmt.int64(0)), chunkVersion: stmt.int64(1), fullText: stmt.int64(2) != 0)
+    }
+
+    private func query(_ q: ViewQuery, collator: ViewCollator) throws -> ViewQueryResult {
         let collection = q.view.collection
         let (view, definition) = try prepare(view: q.view.name, collection: collection)
-        if q.indexUpdateMode == .before { try update(view: q.view.name, collection: collection) }
+        if q.indexUpdateMode == .before { try update(view, definition: definition, collection: collection) }
         defer {
             if q.indexUpdateMode == .after {
                 let name = q.view.name
@@ -23,7 +42,6 @@ extension ViewManager {
         }
         guard q.skip >= 0 else { throw SetteeError(.queryParseError, "skip must be a non-negative integer") }
         if let limit = q.limit, limit < 0 { throw SetteeError(.queryParseError, "limit must be a non-negative integer") }
-        let collator = try ViewCollator()
         let reduce = q.mapOnly ? nil : definition.reduce
         let grouping: ViewGrouping = q.group ? .exact : (q.groupLevel > 0 ? .level(q.groupLevel) : .none)
         if q.groupLevel < 0 { throw SetteeError(.queryParseError, "group_level must be a non-negative integer") }
@@ -70,8 +88,10 @@ extension ViewManager {
         }
 
         return try database.read { db -> ViewQueryResult in
-            let total = try ViewManager.totalRows(view, db: db)
-            let seq = try ViewManager.lastSequence(view, db: db)
+            let snapshot = try ViewManager.snapshot(view, db: db)
+            let directory = try self.directory(view, version: snapshot.chunkVersion, db: db)
+            let total = directory.total
+            let seq = snapshot.lastSequence
             if let reduce {
                 var rows: [ViewQueryRow] = []
                 for range in ranges {
@@ -85,6 +105,7 @@ extension ViewManager {
                 return ViewQueryResult(rows: Array(page), totalRows: total, offset: 0, sequenceNumber: seq)
             }
             var rows: [ViewQueryRow] = []
+            rows.reserveCapacity(min(q.limit ?? 64, 1024))
             var toSkip = q.skip
             var remaining = q.limit ?? Int.max
             for range in ranges where remaining > 0 {
@@ -114,10 +135,17 @@ extension ViewManager {
                     toSkip = max(0, toSkip - count)
                 }
             }
+            // offset: the rows before the first one in the query's direction (CouchDB counts skipped rows too).
             var offset = q.skip
             if q.keys == nil, q.key == nil, let range = ranges.first {
-                let outside = q.descending ? ViewRange(lower: nil, upper: range.upper) : ViewRange(lower: range.lower, upper: nil)
-                offset = min(total, total - (try self.countRows(view, range: outside, db: db)) + q.skip)
+                if !q.descending, let lower = range.lower {
+                    let (inPrefix, condition, values) = lower.beforeLower()
+                    offset += try directory.countPrefix(view, db: db, inPrefix: inPrefix, condition: condition, values: values)
+                } else if q.descending, let upper = range.upper {
+                    let (inPrefix, condition, values) = upper.throughUpper()
+                    offset += total - (try directory.countPrefix(view, db: db, inPrefix: inPrefix, condition: condition, values: values))
+                }
+                offset = min(offset, total)
             }
             if q.includeDocs {
                 rows = try rows.map { row in
@@ -128,13 +156,6 @@ extension ViewManager {
             }
             return ViewQueryResult(rows: rows, totalRows: total, offset: offset, sequenceNumber: seq)
         }
-    }
-
-    static func lastSequence(_ view: StoredView, db: Connection) throws -> UInt64 {
-        let stmt = try db.prepare("SELECT last_seq FROM views WHERE id = ?")
-        defer { stmt.reset() }
-        stmt.bind(view.id, at: 1)
-        return try stmt.step() ? UInt64(stmt.int64(0)) : 0
     }
 
     func isFullText(_ view: StoredView) throws -> Bool {
@@ -253,11 +274,11 @@ extension ViewManager {
             out.append((grouping == .none ? .null : currentKey, value))
             partials.removeAll(keepingCapacity: true)
         }
-        func enter(_ group: [UInt8], _ key: @autoclosure () -> JSON) throws {
+        func enter(_ group: [UInt8], _ keyJSON: String) throws {
             if currentGroup == group { return }
             if currentGroup != nil { try finishGroup() }
             currentGroup = group
-            currentKey = key()
+            currentKey = grouping == .none ? .null : groupKey(try JSON.parse(Array(keyJSON.utf8)))
         }
         func groupKey(_ key: JSON) -> JSON {
             switch grouping {
@@ -268,13 +289,12 @@ extension ViewManager {
                 return key
             }
         }
-        func groupEncoding(_ encodedKey: [UInt8], _ keyJSON: String) throws -> ([UInt8], JSON) {
+        /// The encoded group of an encoded key, without decoding it: the first `n` elements of an array key.
+        func groupBytes(_ encodedKey: [UInt8]) -> [UInt8] {
             switch grouping {
-            case .none: return ([], .null)
-            case .exact: return (encodedKey, try JSON.parse(Array(keyJSON.utf8)))
-            case .level:
-                let g = groupKey(try JSON.parse(Array(keyJSON.utf8)))
-                return (collator.encode(g), g)
+            case .none: return []
+            case .exact: return encodedKey
+            case .level(let n): return ViewCollator.prefix(of: encodedKey, elements: n)
             }
         }
 
@@ -285,15 +305,9 @@ extension ViewManager {
                 if c < 0 || (c == 0 && !lower.inclusive) { return true }
             }
             if let stored = chunk.reduction, range.contains(first.0, first.1), range.contains(last.0, last.1) {
-                let (g1, k1) = try groupEncoding(first.0, first.2)
-                let sameGroup: Bool
-                switch grouping {
-                case .none: sameGroup = true
-                case .exact: sameGroup = first.0 == last.0
-                case .level: sameGroup = try groupEncoding(last.0, last.2).0 == g1
-                }
-                if sameGroup {
-                    try enter(g1, k1)
+                let g1 = groupBytes(first.0)
+                if g1 == groupBytes(last.0) {
+                    try enter(g1, first.2)
                     try flushRaw()
                     partials.append(try JSON.parse(Array(stored.utf8)))
                     return true
@@ -306,14 +320,12 @@ extension ViewManager {
             defer { stmt.reset() }
             stmt.bind([.blob(first.0), .text(first.1), .blob(last.0), .text(last.1)] + values)
             while try stmt.step() {
-                let encoded = stmt.blob(0) ?? []
-                let keyText = stmt.string(1) ?? "null"
-                let (g, k) = try groupEncoding(encoded, keyText)
-                try enter(g, k)
+                let g = groupBytes(stmt.blob(0) ?? [])
+                if g != currentGroup { try enter(g, stmt.string(1) ?? "null") }
                 if isCount {
                     rawKeys.append(.null)
                 } else {
-                    rawKeys.append(try JSON.parse(Array(keyText.utf8)))
+                    rawKeys.append(try stmt.withTextBytes(1) { try JSON.parse($0) })
                     rawValues.append(stmt.isNull(2) ? .null : try stmt.withTextBytes(2) { try JSON.parse($0) })
                 }
                 if rawKeys.count >= 2 * ViewManager.chunkSize { try flushRaw() }
@@ -331,7 +343,7 @@ extension ViewManager {
         let collection = q.view.collection
         var rows = try database.read { db -> [ViewQueryRow] in
             let order = q.fullTextRanking ? "ORDER BY rank" : ""
-            let stmt = try db.prepare("SELECT f.rowid, bm25(\(view.fts)) AS rank, r.docid, r.k, r.v FROM \(view.fts) f JOIN \(view.table) r ON r.id = f.rowid WHERE \(view.fts) MATCH ? \(order) LIMIT ? OFFSET ?")
+            let stmt = try db.prepare("SELECT rowid, bm25(\(view.fts)) AS rank, docid, k, v FROM \(view.fts) WHERE \(view.fts) MATCH ? \(order) LIMIT ? OFFSET ?")
             defer { stmt.reset() }
             stmt.bind([.text(fts5), .integer(Int64(min(q.limit ?? Int(Int32.max), Int(Int32.max)))), .integer(Int64(q.skip))])
             var found: [(Int64, Double, String, JSON, JSON?)] = []
@@ -365,7 +377,10 @@ extension ViewManager {
                              matches: row.matches, rank: row.rank, markedSnippet: row.markedSnippet)
             }
         }
-        let (total, seq) = try database.read { db in (try ViewManager.totalRows(view, db: db), try ViewManager.lastSequence(view, db: db)) }
+        let (total, seq) = try database.read { db in
+            let snapshot = try ViewManager.snapshot(view, db: db)
+            return (try self.directory(view, version: snapshot.chunkVersion, db: db).total, snapshot.lastSequence)
+        }
         return ViewQueryResult(rows: rows, totalRows: total, offset: q.skip, sequenceNumber: seq)
     }
 }

@@ -29,7 +29,7 @@ struct StoredView: Sendable, Hashable {
 /// batch. A view is brought up to date when queried (unless the query says not to).
 final class ViewManager: @unchecked Sendable {
     /// Rows per chunk after a build or a split; a chunk splits above twice that.
-    static let chunkSize = 256
+    static let chunkSize = 64
     /// Documents per catch-up transaction.
     static let batchSize = 5_000
 
@@ -38,6 +38,23 @@ final class ViewManager: @unchecked Sendable {
     private var registry: [Int64: [String: StoredView]] = [:]
     private var upToDate: [Int64: UInt64] = [:]
     private var loaded = false
+    private var directories: [Int64: ChunkDirectory] = [:]
+    private var collators: [ViewCollator] = []
+
+    /// Runs `body` with a collator from a small pool (opening an ICU collator costs more than a short query).
+    func withCollator<T>(_ body: (ViewCollator) throws -> T) throws -> T {
+        let collator = try lock.withLock({ collators.popLast() }) ?? ViewCollator()
+        defer { lock.withLock { if collators.count < 8 { collators.append(collator) } } }
+        return try body(collator)
+    }
+
+    /// The view's chunk directory as of `version` (read in the caller's transaction).
+    func directory(_ view: StoredView, version: Int64, db: Connection) throws -> ChunkDirectory {
+        if let cached = lock.withLock({ directories[view.id] }), cached.version == version { return cached }
+        let loaded = try ChunkDirectory.load(view, version: version, db: db)
+        lock.withLock { directories[view.id] = loaded }
+        return loaded
+    }
 
     static func shared(for database: Database) throws -> ViewManager {
         let manager = database.extensionObject("settee.view-manager") { ViewManager(database: database) }
@@ -57,6 +74,8 @@ final class ViewManager: @unchecked Sendable {
                     id INTEGER PRIMARY KEY AUTOINCREMENT, collection INTEGER NOT NULL, name TEXT NOT NULL,
                     version TEXT NOT NULL, reduce TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0,
                     state TEXT NOT NULL, full_text INTEGER NOT NULL DEFAULT 0, map_errors INTEGER NOT NULL DEFAULT 0,
+                    build_seq INTEGER NOT NULL DEFAULT 0, chunk_version INTEGER NOT NULL DEFAULT 0,
+                    next_id INTEGER NOT NULL DEFAULT 0,
                     UNIQUE(collection, name))
                 """)
         }
@@ -98,7 +117,7 @@ final class ViewManager: @unchecked Sendable {
                 let updated = StoredView(id: existing.id, collectionID: existing.collectionID, name: name,
                                          version: existing.version, reduce: definition.reduceIdentity)
                 try database.write { db in
-                    try db.prepare("UPDATE views SET reduce = ? WHERE id = ?")
+                    try db.prepare("UPDATE views SET reduce = ?, chunk_version = chunk_version + 1 WHERE id = ?")
                         .run([.text(updated.reduce), .integer(updated.id)])
                     try self.rebuildChunks(updated, definition: definition, db: db)
                 }
@@ -109,15 +128,21 @@ final class ViewManager: @unchecked Sendable {
         }
         try deleteIndex(view: name, collection: collection)
         let created = try database.write { db -> StoredView in
-            try db.prepare("INSERT INTO views(collection, name, version, reduce, state) VALUES (?, ?, ?, ?, 'building')")
-                .run([.integer(collection.id), .text(name), .text(definition.version), .text(definition.reduceIdentity)])
+            // build_seq: the database's sequence when the build starts (see catchUpBatch).
+            let seq = try db.prepare("SELECT coalesce(max(seq), 0) FROM \(collection.docsTable)")
+            let buildSeq = try seq.step() ? seq.int64(0) : 0
+            seq.reset()
+            try db.prepare("INSERT INTO views(collection, name, version, reduce, state, build_seq) VALUES (?, ?, ?, ?, 'building', ?)")
+                .run([.integer(collection.id), .text(name), .text(definition.version), .text(definition.reduceIdentity),
+                      .integer(buildSeq)])
             let view = StoredView(id: db.lastInsertRowID, collectionID: collection.id, name: name,
                                   version: definition.version, reduce: definition.reduceIdentity)
-            try db.execute("CREATE TABLE \(view.table)(id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, key BLOB NOT NULL, docid TEXT NOT NULL, k TEXT NOT NULL, v TEXT)")
+            // Rows are clustered on (key, docid, id): a key range is a sequential read, as in CouchDB's B-tree.
+            try db.execute("CREATE TABLE \(view.table)(key BLOB NOT NULL, docid TEXT NOT NULL, id INTEGER NOT NULL, doc INTEGER NOT NULL, k TEXT NOT NULL, v TEXT, PRIMARY KEY(key, docid, id)) WITHOUT ROWID")
             try db.execute("CREATE TABLE \(view.chunks)(id INTEGER PRIMARY KEY, skey BLOB NOT NULL, sdoc TEXT NOT NULL, count INTEGER NOT NULL, reduction TEXT, fkey BLOB, fdoc TEXT, fk TEXT, lkey BLOB, ldoc TEXT, lk TEXT)")
             try db.execute("CREATE INDEX \(view.table)_doc ON \(view.table)(doc)")
             try db.execute("CREATE UNIQUE INDEX \(view.chunks)_start ON \(view.chunks)(skey, sdoc)")
-            try db.execute("CREATE VIRTUAL TABLE \(view.fts) USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2')")
+            try db.execute("CREATE VIRTUAL TABLE \(view.fts) USING fts5(text, docid UNINDEXED, k UNINDEXED, v UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
             return view
         }
         lock.withLock { registry[collection.id, default: [:]][name] = created }
@@ -136,6 +161,7 @@ final class ViewManager: @unchecked Sendable {
         lock.withLock {
             if registry[collection.id]?[name]?.id == view.id { registry[collection.id]?[name] = nil }
             upToDate[view.id] = nil
+            directories[view.id] = nil
         }
     }
 
@@ -146,7 +172,7 @@ final class ViewManager: @unchecked Sendable {
             defer { stmt.reset() }
             stmt.bind(view.id, at: 1)
             guard try stmt.step() else { throw SetteeError(.notFound, "View '\(name)' was deleted") }
-            let rows = try ViewManager.totalRows(view, db: db)
+            let rows = try ViewManager.totalRows(view, db: db)  // (info is rare: no directory needed)
             return ViewInfo(name: name, version: view.version, rowCount: rows, lastSequence: UInt64(stmt.int64(0)),
                             isFullText: stmt.int64(1) != 0, mapErrors: stmt.int(2))
         }
@@ -158,9 +184,16 @@ final class ViewManager: @unchecked Sendable {
     @discardableResult
     func update(view name: String, collection: Collection) throws -> StoredView {
         let (view, definition) = try prepare(view: name, collection: collection)
+        try update(view, definition: definition, collection: collection)
+        return view
+    }
+
+    /// Brings a prepared view up to date.
+    func update(_ view: StoredView, definition: ViewDefinition, collection: Collection) throws {
+        let name = view.name
         while true {
             let target = database.lastSequence
-            if lock.withLock({ (upToDate[view.id] ?? 0) >= target && upToDate[view.id] != nil }) { return view }
+            if lock.withLock({ (upToDate[view.id] ?? 0) >= target && upToDate[view.id] != nil }) { return }
             let done = try database.write { db in
                 try self.catchUpBatch(view, definition: definition, collection: collection, db: db)
             }
@@ -168,7 +201,7 @@ final class ViewManager: @unchecked Sendable {
                 lock.withLock {
                     if registry[collection.id]?[name]?.id == view.id { upToDate[view.id] = max(upToDate[view.id] ?? 0, target) }
                 }
-                return view
+                return
             }
         }
     }
@@ -176,12 +209,14 @@ final class ViewManager: @unchecked Sendable {
     /// One batch inside a write transaction. Returns true when the view has absorbed every change.
     private func catchUpBatch(_ view: StoredView, definition: ViewDefinition, collection: Collection,
                               db: Connection) throws -> Bool {
-        let state = try db.prepare("SELECT last_seq, state, full_text FROM views WHERE id = ?")
+        let state = try db.prepare("SELECT last_seq, state, full_text, build_seq, next_id FROM views WHERE id = ?")
         state.bind(view.id, at: 1)
         guard try state.step() else { state.reset(); return true }
         let lastSeq = state.int64(0)
         let building = state.string(1) == "building"
         var fullText = state.int64(2) != 0
+        let buildSeq = state.int64(3)
+        var nextID = state.int64(4)
         state.reset()
         var dirty = ChunkMarks(view: view)
 
@@ -204,19 +239,46 @@ final class ViewManager: @unchecked Sendable {
         let oldRows = try db.prepare("SELECT id, key, docid FROM \(view.table) WHERE doc = ?")
         let remove = try db.prepare("DELETE FROM \(view.table) WHERE doc = ?")
         let removeText = try db.prepare("DELETE FROM \(view.fts) WHERE rowid = ?")
-        let insert = try db.prepare("INSERT INTO \(view.table)(doc, key, docid, k, v) VALUES (?, ?, ?, ?, ?)")
-        let insertText = try db.prepare("INSERT INTO \(view.fts)(rowid, text) VALUES (?, ?)")
-        let collator = try ViewCollator()
-        let emitter = Emitter()
-        var count = 0, maxSeq = lastSeq, mapErrors = 0
+        let insert = try db.prepare("INSERT INTO \(view.table)(doc, key, docid, k, v, id) VALUES (?, ?, ?, ?, ?, ?)")
+        let insertText = try db.prepare("INSERT INTO \(view.fts)(rowid, text, docid, k, v) VALUES (?, ?, ?, ?, ?)")
+        // 1. Read the batch's changes.
+        var changed: [Change] = []
+        var maxSeq = lastSeq
         while try changes.step() {
-            count += 1
-            let rowid = changes.int64(0)
             let seq = changes.int64(2)
             maxSeq = max(maxSeq, seq)
-            let docID = changes.string(1) ?? ""
-            // (Also while building: a document changed between two batches of the build comes round again.)
-            do {
+            let deleted = changes.int64(4) & DocFlags.deleted != 0
+            changed.append(Change(rowid: changes.int64(0), docID: changes.string(1) ?? "", seq: seq,
+                                  rev: changes.string(3) ?? "", deleted: deleted,
+                                  body: deleted ? [] : changes.withTextBytes(5) { Array($0) }))
+        }
+        let count = changed.count
+
+        // 2. Run the map function over the batch, in parallel (map functions must be thread-safe; parsing the
+        //    documents is most of the work), encoding each row's key and serializing its key and value. Pieces of
+        //    the batch are mapped ahead, on other threads, while this one writes the piece before.
+        let pieces = stride(from: 0, to: count, by: ViewManager.mapPiece).map { $0..<min(count, $0 + ViewManager.mapPiece) }
+        let mapped = pieces.map { _ in MapFuture() }
+        let input = changed
+        func start(_ k: Int) {
+            guard k < pieces.count else { return }
+            let piece = Array(input[pieces[k]]), future = mapped[k]
+            DispatchQueue.global().async { future.set(Result { try ViewManager.map(piece, definition: definition) }) }
+        }
+        start(0)
+        var mapErrors = 0
+        for k in pieces.indices {
+            start(k + 1)
+            try write(Array(changed[pieces[k]]), try mapped[k].get())
+        }
+
+        // 3. Write: remove each changed document's old rows, insert its new ones.
+        func write(_ changed: [Change], _ outputs: [MapOutput]) throws {
+        for (change, output) in zip(changed, outputs) {
+            let rowid = change.rowid
+            // While building, a document comes round again only if it changed after the build started (its old
+            // rows are from an earlier batch); one unchanged since is seen for the first time and has no rows.
+            if !building || change.seq > buildSeq {
                 oldRows.bind(rowid, at: 1)
                 var had = false
                 while try oldRows.step() {
@@ -233,61 +295,151 @@ final class ViewManager: @unchecked Sendable {
                     try remove.run()
                 }
             }
-            if changes.int64(4) & DocFlags.deleted != 0 { continue }
-            var document = JSONObject()
-            document["_id"] = .string(docID)
-            document["_rev"] = .string(changes.string(3) ?? "")
-            do {
-                let body = try changes.withTextBytes(5) { try JSON.parse($0) }
-                if case .object(let members) = body {
-                    for (k, v) in members where k != "_id" && k != "_rev" { document[k] = v }
-                }
-            } catch {
-                continue  // an unreadable body is not indexed; it never stops indexing
-            }
-            emitter.rows.removeAll(keepingCapacity: true)
-            do {
-                try definition.map(document, emitter)
-            } catch {
+            let rows: [MappedRow]
+            switch output {
+            case .rows(let r): rows = r
+            case .skipped: continue
+            case .failed(let error):
                 mapErrors += 1
-                ViewManager.log("view \(view.name): map function threw for document \(docID): \(error) — skipped")
+                ViewManager.log("view \(view.name): map function threw for document \(change.docID): \(error) — skipped")
                 continue
             }
-            for row in emitter.rows {
-                let key = collator.encode(row.key)
+            for row in rows {
+                nextID += 1
                 insert.bind(rowid, at: 1)
-                insert.bind(bytes: key, at: 2)
-                insert.bind(docID, at: 3)
-                insert.bind(text: row.key.serializedBytes, at: 4)
-                if let value = row.value { insert.bind(text: value.serializedBytes, at: 5) } else { insert.bindNull(at: 5) }
+                insert.bind(bytes: row.key, at: 2)
+                insert.bind(change.docID, at: 3)
+                insert.bind(text: row.keyJSON, at: 4)
+                if let valueJSON = row.valueJSON { insert.bind(text: valueJSON, at: 5) } else { insert.bindNull(at: 5) }
+                insert.bind(nextID, at: 6)
                 try insert.run()
                 if let text = row.text {
                     if !fullText {
                         fullText = true
                         try db.prepare("UPDATE views SET full_text = 1 WHERE id = ?").run([.integer(view.id)])
                     }
-                    insertText.bind(db.lastInsertRowID, at: 1)
+                    insertText.bind(nextID, at: 1)
                     insertText.bind(text, at: 2)
+                    insertText.bind(change.docID, at: 3)
+                    insertText.bind(text: row.keyJSON, at: 4)
+                    if let valueJSON = row.valueJSON { insertText.bind(text: valueJSON, at: 5) } else { insertText.bindNull(at: 5) }
                     try insertText.run()
                 }
-                if !building { try dirty.mark(key: key, doc: docID, db: db) }
+                if !building { try dirty.mark(key: row.key, doc: change.docID, db: db) }
             }
+        }
         }
         let done = count < ViewManager.batchSize
         if building {
-            if done {
-                try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_key ON \(view.table)(key, docid)")
-                try rebuildChunks(view, definition: definition, db: db)
-            }
+            if done { try rebuildChunks(view, definition: definition, db: db) }
         } else if dirty.all {
             try rebuildChunks(view, definition: definition, db: db)
         } else {
             for chunk in dirty.chunks.sorted() { try refreshChunk(chunk, view: view, definition: definition, db: db) }
         }
-        try db.prepare("UPDATE views SET last_seq = ?, state = ?, map_errors = map_errors + ? WHERE id = ?")
+        try db.prepare("UPDATE views SET last_seq = ?, state = ?, map_errors = map_errors + ?, chunk_version = chunk_version + ?, next_id = ? WHERE id = ?")
             .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(Int64(mapErrors)),
-                  .integer(view.id)])
+                  .integer(count > 0 || anyPurged || (building && done) ? 1 : 0), .integer(nextID), .integer(view.id)])
         return done
+    }
+
+    /// Documents mapped per piece of a batch (pieces are mapped ahead of the writes).
+    static let mapPiece = 1_000
+
+    /// The result of mapping one piece, handed from the mapping thread to the writer.
+    final class MapFuture: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var result: Result<[MapOutput], any Error>?
+        func set(_ r: Result<[MapOutput], any Error>) {
+            condition.lock()
+            result = r
+            condition.broadcast()
+            condition.unlock()
+        }
+        func get() throws -> [MapOutput] {
+            condition.lock()
+            defer { condition.unlock() }
+            while result == nil { condition.wait() }
+            return try result!.get()
+        }
+    }
+
+    /// A changed document as a batch reads it.
+    struct Change: Sendable {
+        let rowid: Int64
+        let docID: String
+        let seq: Int64
+        let rev: String
+        let deleted: Bool
+        let body: [UInt8]
+    }
+
+    /// An emitted row ready to insert.
+    struct MappedRow: Sendable {
+        let key: [UInt8]
+        let keyJSON: [UInt8]
+        let valueJSON: [UInt8]?
+        let text: String?
+    }
+
+    enum MapOutput: @unchecked Sendable {
+        case rows([MappedRow])
+        case skipped            // deleted, or a body that isn't a JSON object
+        case failed(any Error)  // the map function threw
+    }
+
+    /// Maps a batch: documents split across the cores (one collator per worker), results in batch order.
+    static func map(_ changes: [Change], definition: ViewDefinition) throws -> [MapOutput] {
+        let workers = changes.count >= 256 ? max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)) : 1
+        let slices = (0..<workers).map { w in (changes.count * w / workers)..<(changes.count * (w + 1) / workers) }
+        let results = SliceResults(count: workers)
+        let work: @Sendable (Int) -> Void = { w in
+            do {
+                let collator = try ViewCollator()
+                let emitter = Emitter()
+                var out: [MapOutput] = []
+                out.reserveCapacity(slices[w].count)
+                for i in slices[w] { out.append(mapOne(changes[i], definition, collator, emitter)) }
+                results.set(w, .success(out))
+            } catch {
+                results.set(w, .failure(error))
+            }
+        }
+        if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
+        var all: [MapOutput] = []
+        all.reserveCapacity(changes.count)
+        for w in 0..<workers { all += try results.get(w) }
+        return all
+    }
+
+    private static func mapOne(_ change: Change, _ definition: ViewDefinition, _ collator: ViewCollator,
+                               _ emitter: Emitter) -> MapOutput {
+        if change.deleted { return .skipped }
+        // The map function sees the body with `_id` and `_rev` (stored bodies carry neither).
+        guard case .object(var document)? = try? JSON.parse(change.body) else {
+            return .skipped  // an unreadable body is not indexed; it never stops indexing
+        }
+        document["_id"] = .string(change.docID)
+        document["_rev"] = .string(change.rev)
+        emitter.rows.removeAll(keepingCapacity: true)
+        do {
+            try definition.map(document, emitter)
+        } catch {
+            return .failed(error)
+        }
+        return .rows(emitter.rows.map { row in
+            MappedRow(key: collator.encode(row.key), keyJSON: row.key.serializedBytes,
+                      valueJSON: row.value?.serializedBytes, text: row.text)
+        })
+    }
+
+    /// Per-worker results of a parallel map.
+    final class SliceResults: @unchecked Sendable {
+        private let lock = NSLock()
+        private var results: [Result<[MapOutput], any Error>?]
+        init(count: Int) { results = Array(repeating: nil, count: count) }
+        func set(_ i: Int, _ r: Result<[MapOutput], any Error>) { lock.withLock { results[i] = r } }
+        func get(_ i: Int) throws -> [MapOutput] { try lock.withLock { results[i] }!.get() }
     }
 
     static func log(_ message: String) {

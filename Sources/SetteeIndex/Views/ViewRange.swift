@@ -1,3 +1,4 @@
+import Foundation
 import SetteeCore
 import SetteeStore
 
@@ -22,10 +23,26 @@ struct ViewRange {
 
     /// Compares `(key, doc)` with a bound: the sign of row − bound (a bound without an id is compared on keys only).
     static func compare(_ key: [UInt8], _ doc: String, _ bound: Bound) -> Int {
-        if key != bound.key { return key.lexicographicallyPrecedes(bound.key) ? -1 : 1 }
+        let c = compareBytes(key, bound.key)
+        if c != 0 { return c }
         guard let id = bound.docID else { return 0 }
-        if doc == id { return 0 }
-        return doc.utf8.lexicographicallyPrecedes(id.utf8) ? -1 : 1
+        var a = doc, b = id
+        return a.withUTF8 { x in b.withUTF8 { y in compareBytes(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y)) } }
+    }
+
+    /// memcmp order, shorter first on a common prefix.
+    @inline(__always)
+    static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.withUnsafeBytes { x in b.withUnsafeBytes { y in compareBytes(x, y) } }
+    }
+
+    static func compareBytes(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Int {
+        let n = min(x.count, y.count)
+        if n > 0, let px = x.baseAddress, let py = y.baseAddress {
+            let c = memcmp(px, py, n)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
     }
 
     func contains(_ key: [UInt8], _ doc: String) -> Bool {
