@@ -284,11 +284,7 @@ public final class IndexManager: @unchecked Sendable {
         state.reset()
 
         // Purged documents leave no change row: drop entries whose document row is gone.
-        let purged = try db.prepare("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1")
-        purged.bind(collection.id, at: 1)
-        purged.bind(lastSeq, at: 2)
-        let anyPurged = try purged.step()
-        purged.reset()
+        let anyPurged = try IndexManager.anyPurged(collection, since: lastSeq, db: db)
         if anyPurged {
             try db.execute("DELETE FROM \(info.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
         }
@@ -405,6 +401,16 @@ public final class IndexManager: @unchecked Sendable {
         try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
             .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(info.id)])
         return done
+    }
+
+    /// Whether documents of `collection` were purged after `sequence` (purges leave no change row, so an index
+    /// finds its orphaned entries by this).
+    static func anyPurged(_ collection: Collection, since sequence: Int64, db: Connection) throws -> Bool {
+        let purged = try db.prepare("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1")
+        defer { purged.reset() }
+        purged.bind(collection.id, at: 1)
+        purged.bind(sequence, at: 2)
+        return try purged.step()
     }
 
     /// The encoded keys of a document, or nil when it is not in the index (partial WHERE false, or every key MISSING).

@@ -65,7 +65,8 @@ public enum KeyEncoding {
         }
     }
 
-    static func appendNumber(_ d: Double, to out: inout [UInt8]) {
+    /// Appends a number's encoding (tag and 8 bytes): shared with the view-key collation.
+    public static func appendNumber(_ d: Double, to out: inout [UInt8]) {
         out.append(number)
         let value = d == 0 ? 0.0 : d  // -0.0 == 0.0
         var bits = value.bitPattern

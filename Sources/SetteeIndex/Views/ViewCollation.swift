@@ -1,5 +1,6 @@
 import CICU
 import SetteeCore
+import SetteeSQLPP
 
 /// CouchDB's view collation as an order-preserving binary key, so SQLite compares view keys with `memcmp`.
 ///
@@ -103,12 +104,9 @@ public final class ViewCollator {
         }
     }
 
+    /// Numbers encode as the value indexes use (sign-flipped IEEE doubles; `1` and `1.0` the same).
     static func appendNumber(_ d: Double, to out: inout [UInt8]) {
-        out.append(number)
-        let value = d == 0 ? 0.0 : d  // -0.0 == 0.0
-        var bits = value.bitPattern
-        bits = (bits & (1 << 63)) != 0 ? ~bits : bits | (1 << 63)
-        withUnsafeBytes(of: bits.bigEndian) { out.append(contentsOf: $0) }
+        KeyEncoding.appendNumber(d, to: &out)
     }
 
     /// The encoding of the first `n` elements of an encoded array key (the key itself when it isn't an array):

@@ -220,11 +220,7 @@ final class ViewManager: @unchecked Sendable {
         state.reset()
         var dirty = ChunkMarks(view: view)
 
-        let purged = try db.prepare("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1")
-        purged.bind(collection.id, at: 1)
-        purged.bind(lastSeq, at: 2)
-        let anyPurged = try purged.step()
-        purged.reset()
+        let anyPurged = try IndexManager.anyPurged(collection, since: lastSeq, db: db)
         if anyPurged {
             try db.execute("DELETE FROM \(view.fts) WHERE rowid IN (SELECT id FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable)))")
             try db.execute("DELETE FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
