@@ -140,7 +140,8 @@ final class ViewManager: @unchecked Sendable {
             // Rows are clustered on (key, docid, id): a key range is a sequential read, as in CouchDB's B-tree.
             try db.execute("CREATE TABLE \(view.table)(key BLOB NOT NULL, docid TEXT NOT NULL, id INTEGER NOT NULL, doc INTEGER NOT NULL, k TEXT NOT NULL, v TEXT, PRIMARY KEY(key, docid, id)) WITHOUT ROWID")
             try db.execute("CREATE TABLE \(view.chunks)(id INTEGER PRIMARY KEY, skey BLOB NOT NULL, sdoc TEXT NOT NULL, count INTEGER NOT NULL, reduction TEXT, fkey BLOB, fdoc TEXT, fk TEXT, lkey BLOB, ldoc TEXT, lk TEXT)")
-            try db.execute("CREATE INDEX \(view.table)_doc ON \(view.table)(doc)")
+            // (The index on `doc` is created when the build ends — a sort is faster than growing it row by row —
+            // or earlier, by a batch that must find the old rows of a document changed during the build.)
             try db.execute("CREATE UNIQUE INDEX \(view.chunks)_start ON \(view.chunks)(skey, sdoc)")
             try db.execute("CREATE VIRTUAL TABLE \(view.fts) USING fts5(text, docid UNINDEXED, k UNINDEXED, v UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
             return view
@@ -262,6 +263,9 @@ final class ViewManager: @unchecked Sendable {
             DispatchQueue.global().async { future.set(Result { try ViewManager.map(piece, definition: definition) }) }
         }
         start(0)
+        if !building || changed.contains(where: { $0.seq > buildSeq }) {
+            try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_doc ON \(view.table)(doc)")
+        }
         var mapErrors = 0
         for k in pieces.indices {
             start(k + 1)
@@ -327,7 +331,10 @@ final class ViewManager: @unchecked Sendable {
         }
         let done = count < ViewManager.batchSize
         if building {
-            if done { try rebuildChunks(view, definition: definition, db: db) }
+            if done {
+                try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_doc ON \(view.table)(doc)")
+                try rebuildChunks(view, definition: definition, db: db)
+            }
         } else if dirty.all {
             try rebuildChunks(view, definition: definition, db: db)
         } else {
