@@ -64,6 +64,9 @@ import Settee
         #expect(rows.map(\.value) == ["Ann", "Ann", "bob"])
         #expect(rows.map(\.sourceDocumentID) == ["p1", "p1", "p2"])
         #expect(rows.totalRows == 3)
+        // Design documents are not mapped.
+        try load(c, [#"{"_id":"_design/x","phones":["000"]}"#])
+        #expect(try view.createQuery().run().count == 3)
 
         var q = view.createQuery()
         q.startKey = "555-2"
@@ -176,6 +179,22 @@ import Settee
         }, version: "1")
         #expect(try view.createQuery().run().map(\.key) == ["Ann", "Carl"])
         #expect(try view.info().mapErrors == 1)
+    }
+
+    /// Several first queries of a new view at once: one builds it, all see the same rows, none fails.
+    @Test func concurrentFirstQueries() throws {
+        let dir = try TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, (0..<2000).map { #"{"_id":"d\#($0)","n":\#($0 % 10)}"# })
+        let view = c.view(named: "n")
+        view.setMapReduce({ doc, emit in emit(doc["n"] ?? .null, nil) }, .count, version: "1")
+        let counts = Mutex<[JSON?]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let value = try? view.createQuery().run().first?.value
+            counts.withLock { $0.append(value) }
+        }
+        #expect(counts.withLock { $0 } == Array(repeating: JSON.int(2000), count: 8))
     }
 
     // MARK: Maintenance

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import NIOCore
 import SetteeCore
 import SetteeTestSupport
+import Synchronization
 import Testing
 
 /// Live tests: a real `settee serve` process, real sockets, real kills.
@@ -33,6 +34,7 @@ import Testing
             let server = try ServerProcess(dataDirectory: dir.path)
             let client = Self.client(server)
             if round == 0 { _ = try await Self.send(client, .put, "/crash") }
+            let progress = Mutex<Int>(0)
             let writer = Task { () -> [String: String] in
                 var acks: [String: String] = [:]
                 var batch = 0
@@ -46,10 +48,16 @@ import Testing
                         if let id = row["id"]?.stringValue, let rev = row["rev"]?.stringValue { acks[id] = rev }
                     }
                     batch += 1
+                    progress.withLock { $0 = batch }
                 }
                 return acks
             }
-            try await Task.sleep(for: .milliseconds(Int.random(in: 300...900)))
+            // Kill mid-stream: after the first acknowledged batch (however slow the machine), at a random moment.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while progress.withLock({ $0 }) == 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 100...600)))
             server.kill9()
             let acks = await writer.value
             try? await client.shutdown()

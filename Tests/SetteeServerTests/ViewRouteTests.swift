@@ -95,6 +95,19 @@ import Testing
         #expect(text.1["rows"]?[0]?["matches"] == [["range": [10, 4], "term": 0], ["range": [23, 6], "term": 1]])
         #expect(text.1["rows"]?[0]?["snippet"]?.stringValue?.contains("<b>Lite</b>") == true)
 
+        // Query parameters in a POST body; design documents are not mapped (unless options.include_design).
+        let posted = try await Self.send(client, .post, "/people/_design/app/_view/names",
+                                         #"{"startkey":"b","limit":1,"include_docs":true}"#)
+        #expect(posted.1["rows"]?.arrayValue?.map { $0["key"] } == ["bob"])
+        #expect(posted.1["rows"]?[0]?["doc"]?["_id"] == "p2")
+        #expect(try await Self.send(client, .put, "/people/_design/ids", #"{"views":{"all":{"map":{"key":"META().id"}}}}"#).0 == 201)
+        let ids = try await Self.send(client, .get, "/people/_design/ids/_view/all")
+        #expect(ids.1["rows"]?.arrayValue?.contains { $0["id"]?.stringValue?.hasPrefix("_design/") == true } == false)
+        #expect(ids.1["total_rows"] == 5)  // p2, p3, p4, b1, b2
+        let seqd = try await Self.send(client, .get, "/people/_design/app/_view/by_city_name?update_seq=true")
+        #expect(seqd.1["update_seq"]?.intValue != nil)
+        #expect(try await Self.send(client, .get, "/people/_design/app/_view/names?full_text=ann").1["error"] == "query_parse_error")
+
         // Bad queries: CouchDB's errors.
         let reversed = try await Self.send(client, .get, "/people/_design/app/_view/names?startkey=\(Self.enc(#""z""#))&endkey=\(Self.enc(#""a""#))")
         #expect(reversed.0 == 400)

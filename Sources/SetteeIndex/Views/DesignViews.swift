@@ -13,7 +13,8 @@ import SetteeStore
 /// ```
 ///
 /// Each document passing `where` emits one row: `key` (a missing key emits nothing) and `value` (missing: null);
-/// `text` instead of `key` makes a full-text view. `reduce` is `_count`, `_sum` or `_stats`. JavaScript map and
+/// `text` instead of `key` makes a full-text view. `reduce` is `_count`, `_sum` or `_stats`. Design documents are not
+/// mapped unless the design document says `"options": {"include_design": true}`, as in CouchDB. JavaScript map and
 /// reduce functions (strings) are refused. The view's version is its definition's JSON, so editing the design
 /// document rebuilds it.
 public struct DesignView: Sendable {
@@ -25,6 +26,8 @@ public struct DesignView: Sendable {
     public let value: SQLExpression?
     public let whereClause: SQLExpression?
     public let reduce: BuiltInReduce?
+    /// Whether design documents are mapped too (the design document's `"options": {"include_design": true}`).
+    public let includeDesign: Bool
     /// The definition's canonical JSON: the registered version.
     public let version: String
 
@@ -39,7 +42,8 @@ public struct DesignView: Sendable {
         guard case .object(let members) = views else {
             throw SetteeError(.badRequest, "`views` must be an object of view definitions")
         }
-        return try members.map { try DesignView(id: id, name: $0.key, definition: $0.value) }
+        let include = try includeDesign(body)
+        return try members.map { try DesignView(id: id, name: $0.key, definition: $0.value, includeDesign: include) }
     }
 
     /// The view `name` of a design document.
@@ -48,10 +52,25 @@ public struct DesignView: Sendable {
         guard case .object(let views)? = body["views"], let definition = views[name] else {
             throw SetteeError(.notFound, "missing_named_view")
         }
-        return try DesignView(id: id, name: name, definition: definition)
+        return try DesignView(id: id, name: name, definition: definition, includeDesign: try includeDesign(body))
     }
 
-    init(id: String, name: String, definition: JSON) throws {
+    /// The design document's `options.include_design` (CouchDB's switch for mapping design documents too).
+    static func includeDesign(_ body: JSONObject) throws -> Bool {
+        switch body["options"] {
+        case nil, .null?: return false
+        case .object(let options)?:
+            switch options["include_design"] {
+            case nil, .null?: return false
+            case .bool(let b)?: return b
+            default: throw SetteeError(.badRequest, "`options.include_design` must be true or false")
+            }
+        default: throw SetteeError(.badRequest, "`options` must be an object")
+        }
+    }
+
+    init(id: String, name: String, definition: JSON, includeDesign: Bool) throws {
+        self.includeDesign = includeDesign
         func invalid(_ why: String) -> SetteeError {
             SetteeError(.badRequest, "view '\(name)' of \(id): \(why)")
         }
@@ -93,7 +112,7 @@ public struct DesignView: Sendable {
             reduce = builtIn
         default: throw invalid("reduce must be one of _count, _sum, _stats")
         }
-        version = String(decoding: definition.canonicalBytes, as: UTF8.self)
+        version = String(decoding: definition.canonicalBytes, as: UTF8.self) + (includeDesign ? "+design" : "")
     }
 
     /// The map function the expressions describe.
@@ -116,7 +135,8 @@ public struct DesignView: Sendable {
     /// Registers this view's functions on `collection` and returns it, ready to query.
     public func register(on collection: Collection) -> View {
         let view = collection.view(named: viewName)
-        let definition = ViewDefinition(map: map, reduce: reduce.map(Reducer.builtIn), version: version)
+        let definition = ViewDefinition(map: map, reduce: reduce.map(Reducer.builtIn), version: version,
+                                        includeDesign: includeDesign)
         ViewManager.register(definition, view: viewName, collection: collection)
         return view
     }

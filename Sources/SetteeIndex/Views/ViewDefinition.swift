@@ -7,6 +7,9 @@ struct ViewDefinition: @unchecked Sendable {
     let map: MapBlock
     let reduce: Reducer?
     let version: String
+    /// Whether design documents (`_design/…`) are mapped too. They are not by default, as in CouchDB and
+    /// Couchbase Lite; a design view opts in with `"options": {"include_design": true}`.
+    var includeDesign = false
 
     /// What the stored partial reductions were computed with: they are recomputed when it changes.
     var reduceIdentity: String {

@@ -81,7 +81,7 @@ extension ViewManager {
             if let s = q.startKey, let e = q.endKey {
                 let c = collator.compare(s, e)
                 if (!q.descending && c > 0) || (q.descending && c < 0) {
-                    throw SetteeError(.queryParseError, "No rows can match your key range, reverse your start_key and end_key or set descending=true")
+                    throw SetteeError(.queryParseError, "No rows can match your key range, reverse your start_key and end_key or set descending=\(q.descending ? "false" : "true")")
                 }
             }
             ranges = [range]
@@ -341,6 +341,13 @@ extension ViewManager {
     private func fullTextQuery(_ q: ViewQuery, text: String, view: StoredView) throws -> ViewQueryResult {
         let fts5 = try FullTextQuery.translate(text)
         let collection = q.view.collection
+        let (isFullText, hasRows) = try database.read { db in
+            let snapshot = try ViewManager.snapshot(view, db: db)
+            return (snapshot.fullText, try self.directory(view, version: snapshot.chunkVersion, db: db).total > 0)
+        }
+        if !isFullText && hasRows {
+            throw SetteeError(.queryParseError, "View '\(view.name)' is not a full-text view (its map function emits no TextKey)")
+        }
         var rows = try database.read { db -> [ViewQueryRow] in
             let order = q.fullTextRanking ? "ORDER BY rank" : ""
             let stmt = try db.prepare("SELECT rowid, bm25(\(view.fts)) AS rank, docid, k, v FROM \(view.fts) WHERE \(view.fts) MATCH ? \(order) LIMIT ? OFFSET ?")

@@ -39,6 +39,7 @@ final class ViewManager: @unchecked Sendable {
     private var upToDate: [Int64: UInt64] = [:]
     private var loaded = false
     private var directories: [Int64: ChunkDirectory] = [:]
+    private let preparing = NSLock()
     private var collators: [ViewCollator] = []
 
     /// Runs `body` with a collator from a small pool (opening an ICU collator costs more than a short query).
@@ -111,6 +112,16 @@ final class ViewManager: @unchecked Sendable {
         guard let definition = ViewManager.definition(view: name, collection: collection) else {
             throw SetteeError(.notFound, "View '\(name)' has no map function registered (call setMapBlock first)")
         }
+        if let existing = stored(view: name, collection: collection), existing.version == definition.version,
+           existing.reduce == definition.reduceIdentity {
+            return (existing, definition)
+        }
+        // Creating, rebuilding or re-reducing: one caller at a time (two first queries of a new view race here).
+        return try preparing.withLock { try prepareSlow(name, definition, collection) }
+    }
+
+    private func prepareSlow(_ name: String, _ definition: ViewDefinition,
+                             _ collection: Collection) throws -> (StoredView, ViewDefinition) {
         if let existing = stored(view: name, collection: collection), existing.version == definition.version {
             if existing.reduce != definition.reduceIdentity {
                 // Same map, another reduce: recompute the stored reductions, keep the rows.
@@ -418,6 +429,7 @@ final class ViewManager: @unchecked Sendable {
     private static func mapOne(_ change: Change, _ definition: ViewDefinition, _ collator: ViewCollator,
                                _ emitter: Emitter) -> MapOutput {
         if change.deleted { return .skipped }
+        if !definition.includeDesign && change.docID.hasPrefix("_design/") { return .skipped }
         // The map function sees the body with `_id` and `_rev` (stored bodies carry neither).
         guard case .object(var document)? = try? JSON.parse(change.body) else {
             return .skipped  // an unreadable body is not indexed; it never stops indexing

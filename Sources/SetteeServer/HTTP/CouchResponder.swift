@@ -75,6 +75,7 @@ struct CouchResponder: HTTPResponder {
                 call.route = "design_info"
                 return try await ViewRoutes.info(&call, target, designID: id)
             }
+            if s.count == 4 && s[3] == "_view" { throw CouchError.notFound("missing_named_view") }
             if s.count >= 4 && ["_view", "_show", "_list", "_update", "_rewrite", "_search"].contains(s[3]) {
                 throw CouchError(.notFound, "not_found", "\(s[3]) is not supported on this node (views: /{db}/_design/{ddoc}/_view/{view})")
             }

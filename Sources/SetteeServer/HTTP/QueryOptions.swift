@@ -22,6 +22,13 @@ struct QueryOptions: Sendable {
 
     subscript(_ name: String) -> String? { values[name] }
 
+    /// These options with `extra` added (an option in both takes `extra`'s value).
+    func merging(_ extra: [String: String]) -> QueryOptions {
+        var copy = self
+        copy.values.merge(extra) { $1 }
+        return copy
+    }
+
     func has(_ name: String) -> Bool { values[name] != nil }
 
     /// `true`/`false`; absent → default; anything else → 400.

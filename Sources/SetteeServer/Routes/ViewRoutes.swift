@@ -15,8 +15,20 @@ enum ViewRoutes {
         let (db, collection) = try target.open(call.node)
         try Auth.checkMember(call, db)
         var keys: [JSON]?
+        var bodyOptions: [String: String] = [:]
         if call.method == .post {
+            guard call.header(.contentType)?.lowercased().hasPrefix("application/json") == true else {
+                throw CouchError.badContentType
+            }
             let body = try await call.bodyObject()
+            // CouchDB takes the query parameters in a POST body too (JSON values, as in the query string).
+            for (name, value) in body where name != "keys" && name != "queries" {
+                if case .string(let text) = value, ["stale", "update", "full_text"].contains(name) {
+                    bodyOptions[name] = text
+                } else {
+                    bodyOptions[name] = value.jsonString
+                }
+            }
             switch body["keys"] {
             case .array(let k)?: keys = k
             case nil: break
@@ -26,16 +38,15 @@ enum ViewRoutes {
                 throw CouchError(.badRequest, "query_parse_error", "Multiple `queries` are not supported; send one query per request")
             }
         }
-        let o = call.query
+        let o = call.query.merging(bodyOptions)
         if keys == nil, let k = try o.json("keys") {
             guard case .array(let list) = k else { throw CouchError(.badRequest, "query_parse_error", "`keys` must be a JSON array") }
             keys = list
         }
         let options = try Options(o, keys: keys)
         return try await blocking {
-            guard let record = try collection.record(id: designID), !record.deleted else {
-                throw CouchError.notFound("missing")
-            }
+            guard let record = try collection.record(id: designID) else { throw CouchError.notFound("missing") }
+            if record.deleted { throw CouchError.notFound("deleted") }
             guard case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
             let design: DesignView
             do {
@@ -64,7 +75,12 @@ enum ViewRoutes {
             if options.reduce && design.reduce == nil && options.reduceExplicit {
                 throw CouchError(.badRequest, "query_parse_error", "Reduce is invalid for map-only views.")
             }
-            let result = try q.run()
+            let result: ViewQueryResult
+            do {
+                result = try q.run()
+            } catch let e as SetteeError where e.code == .badRequest && e.reason.hasPrefix("builtin_reduce_error: ") {
+                throw CouchError(.badRequest, "builtin_reduce_error", String(e.reason.dropFirst("builtin_reduce_error: ".count)))
+            }
             return Reply.raw(.ok, render(result, options: options, reduced: design.reduce != nil && options.reduce && options.fullText == nil))
         }
     }
@@ -74,7 +90,9 @@ enum ViewRoutes {
         out.reserveCapacity(64 + result.count * 64)
         func append(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
         if reduced {
-            append("{\"rows\":[")
+            append("{")
+            if options.updateSeq { append("\"update_seq\":\(result.sequenceNumber),") }
+            append("\"rows\":[")
         } else {
             append("{\"total_rows\":\(result.totalRows),\"offset\":\(result.offset),")
             if options.updateSeq { append("\"update_seq\":\(result.sequenceNumber),") }
@@ -141,15 +159,24 @@ enum ViewRoutes {
             endKey = try json("endkey", "end_key")
             startKeyDocID = try o.jsonString("startkey_docid") ?? o.jsonString("start_key_doc_id")
             endKeyDocID = try o.jsonString("endkey_docid") ?? o.jsonString("end_key_doc_id")
-            inclusiveEnd = try o.bool("inclusive_end", default: true)
-            descending = try o.bool("descending")
+            func bool(_ name: String, default def: Bool = false) throws -> Bool {
+                do { return try o.bool(name, default: def) } catch {
+                    throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \(name)=\(o[name] ?? "")")
+                }
+            }
+            inclusiveEnd = try bool("inclusive_end", default: true)
+            descending = try bool("descending")
             limit = try int(o, "limit")
             skip = try int(o, "skip") ?? 0
-            includeDocs = try o.bool("include_docs")
+            includeDocs = try bool("include_docs")
             reduceExplicit = o.has("reduce")
-            reduce = try o.bool("reduce", default: true)
-            group = try o.bool("group")
-            if let level = try int(o, "group_level") { groupLevel = level }
+            reduce = try bool("reduce", default: true)
+            group = try bool("group")
+            // group_level is the more specific of the two: with both, it wins.
+            if let level = try int(o, "group_level") {
+                groupLevel = level
+                group = false
+            }
             if key != nil && keys != nil {
                 throw CouchError(.badRequest, "query_parse_error", "`key` is incompatible with `keys`")
             }
@@ -168,9 +195,9 @@ enum ViewRoutes {
             case "lazy"?: update = .after
             case let v?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for `update`: \(v) (true, false, lazy)")
             }
-            updateSeq = try o.bool("update_seq")
+            updateSeq = try bool("update_seq")
             fullText = o["full_text"]
-            snippets = try o.bool("snippets")
+            snippets = try bool("snippets")
         }
 
         private func parse(_ o: QueryOptions, _ name: String) throws -> JSON? {
