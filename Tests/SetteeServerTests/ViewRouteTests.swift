@@ -108,6 +108,9 @@ import Testing
         #expect(seqd.1["update_seq"]?.intValue != nil)
         #expect(try await Self.send(client, .get, "/people/_design/app/_view/names?full_text=ann").1["error"] == "query_parse_error")
 
+        let designDocs = try await Self.send(client, .get, "/people/_design_docs")
+        #expect(designDocs.1["rows"]?.arrayValue?.map { $0["id"] } == ["_design/app", "_design/ids"])
+
         // Bad queries: CouchDB's errors.
         let reversed = try await Self.send(client, .get, "/people/_design/app/_view/names?startkey=\(Self.enc(#""z""#))&endkey=\(Self.enc(#""a""#))")
         #expect(reversed.0 == 400)

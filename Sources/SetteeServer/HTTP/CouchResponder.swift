@@ -55,6 +55,9 @@ struct CouchResponder: HTTPResponder {
         let second = s[1]
         switch second {
         case "_all_docs": call.route = "all_docs"; return try await BulkRoutes.allDocs(&call, target)
+        case "_design_docs" where s.count == 2:
+            call.route = "all_docs"
+            return try await BulkRoutes.allDocs(&call, target, designOnly: true)
         case "_bulk_docs": call.route = "bulk_docs"; return try await BulkRoutes.bulkDocs(&call, target)
         case "_bulk_get": call.route = "bulk_get"; return try await BulkRoutes.bulkGet(&call, target)
         case "_revs_diff": call.route = "revs_diff"; return try await BulkRoutes.revsDiff(&call, target)

@@ -192,7 +192,8 @@ enum BulkRoutes {
 
     // MARK: _all_docs
 
-    static func allDocs(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+    /// `GET|POST /{db}/_all_docs`, and `/{db}/_design_docs` (`designOnly`: the rows of design documents only).
+    static func allDocs(_ call: inout Call, _ target: Keyspace, designOnly: Bool = false) async throws -> Response {
         let (db, c) = try target.open(call.node)
         try Auth.checkMember(call, db)
         let q = call.query
@@ -236,6 +237,18 @@ enum BulkRoutes {
         options.limit = try intOption("limit")
         options.skip = try intOption("skip") ?? 0
         options.includeDocs = try boolOption("include_docs", false)
+        if designOnly {
+            // Design document ids sort between "_design/" and "_design0" ("0" follows "/").
+            let (low, high) = ("_design/", "_design0")
+            if options.descending {
+                options.startKey = min(options.startKey ?? high, high)
+                options.endKey = max(options.endKey ?? low, low)
+            } else {
+                options.startKey = max(options.startKey ?? low, low)
+                if options.endKey == nil || options.endKey! >= high { options.endKey = high; options.inclusiveEnd = false }
+            }
+            keys = keys?.filter { $0.hasPrefix("_design/") }
+        }
         let conflicts = try boolOption("conflicts", false)
         let updateSeq = try boolOption("update_seq", false)
         let opts = options
