@@ -278,12 +278,28 @@ final class ViewManager: @unchecked Sendable {
             try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_doc ON \(view.table)(doc)")
         }
         var mapErrors = 0
-        for k in pieces.indices {
-            start(k + 1)
-            try write(Array(changed[pieces[k]]), try mapped[k].get())
-        }
 
-        // 3. Write: remove each changed document's old rows, insert its new ones.
+        // 3. Write: remove each changed document's old rows, insert its new ones — by groups of rows per statement.
+        let insertMany = try db.prepare("INSERT INTO \(view.table)(doc, key, docid, k, v, id) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?)", count: ViewManager.insertGroup).joined(separator: ", "))
+        var pending: [PendingRow] = []
+        pending.reserveCapacity(ViewManager.insertGroup)
+        func flushRows() throws {
+            let full = pending.count == ViewManager.insertGroup
+            for (i, p) in pending.enumerated() {
+                let statement = full ? insertMany : insert
+                let base = full ? Int32(i * 6) : 0
+                statement.bind(p.doc, at: base + 1)
+                statement.bind(bytes: p.row.key, at: base + 2)
+                statement.bind(p.docID, at: base + 3)
+                statement.bind(text: p.row.keyJSON, at: base + 4)
+                if let v = p.row.valueJSON { statement.bind(text: v, at: base + 5) } else { statement.bindNull(at: base + 5) }
+                statement.bind(p.id, at: base + 6)
+                if !full { try insert.run() }
+            }
+            if full { try insertMany.run() }
+            pending.removeAll(keepingCapacity: true)
+        }
         func write(_ changed: [Change], _ outputs: [MapOutput]) throws {
         for (change, output) in zip(changed, outputs) {
             let rowid = change.rowid
@@ -317,13 +333,8 @@ final class ViewManager: @unchecked Sendable {
             }
             for row in rows {
                 nextID += 1
-                insert.bind(rowid, at: 1)
-                insert.bind(bytes: row.key, at: 2)
-                insert.bind(change.docID, at: 3)
-                insert.bind(text: row.keyJSON, at: 4)
-                if let valueJSON = row.valueJSON { insert.bind(text: valueJSON, at: 5) } else { insert.bindNull(at: 5) }
-                insert.bind(nextID, at: 6)
-                try insert.run()
+                pending.append(PendingRow(doc: rowid, docID: change.docID, row: row, id: nextID))
+                if pending.count == ViewManager.insertGroup { try flushRows() }
                 if let text = row.text {
                     if !fullText {
                         fullText = true
@@ -339,6 +350,11 @@ final class ViewManager: @unchecked Sendable {
                 if !building { try dirty.mark(key: row.key, doc: change.docID, db: db) }
             }
         }
+        try flushRows()
+        }
+        for k in pieces.indices {
+            start(k + 1)
+            try write(Array(changed[pieces[k]]), try mapped[k].get())
         }
         let done = count < ViewManager.batchSize
         if building {
@@ -376,6 +392,17 @@ final class ViewManager: @unchecked Sendable {
             while result == nil { condition.wait() }
             return try result!.get()
         }
+    }
+
+    /// View rows inserted per INSERT statement (SQLite allows 32,766 parameters; 6 per row).
+    static let insertGroup = 32
+
+    /// A row waiting for its group's INSERT.
+    struct PendingRow {
+        let doc: Int64
+        let docID: String
+        let row: MappedRow
+        let id: Int64
     }
 
     /// A changed document as a batch reads it.
@@ -490,13 +517,20 @@ final class ViewManager: @unchecked Sendable {
     /// Recuts every chunk from the rows in key order (after a build, a purge or a reduce change).
     func rebuildChunks(_ view: StoredView, definition: ViewDefinition, db: Connection) throws {
         try db.execute("DELETE FROM \(view.chunks)")
-        let rows = try db.prepare("SELECT key, docid, k, v FROM \(view.table) ORDER BY key, docid")
+        // Values are read only for a reduce that uses them (`_count` and no reduce don't).
+        let needsValues: Bool
+        switch definition.reduce {
+        case nil, .builtIn(.count)?: needsValues = false
+        default: needsValues = true
+        }
+        let rows = try db.prepare("SELECT key, docid, k\(needsValues ? ", v" : "") FROM \(view.table) ORDER BY key, docid")
         defer { rows.reset() }
         var pending: [RowRef] = []
+        pending.reserveCapacity(ViewManager.chunkSize + 1)
         var first = true
         while try rows.step() {
             let row = RowRef(key: rows.blob(0) ?? [], doc: rows.string(1) ?? "", k: rows.string(2) ?? "null",
-                             v: rows.string(3))
+                             v: needsValues ? rows.string(3) : nil)
             if pending.count >= ViewManager.chunkSize, let last = pending.last, last.key != row.key || last.doc != row.doc {
                 try writeChunk(view, start: first ? ([], "") : (pending[0].key, pending[0].doc), rows: pending,
                                definition: definition, db: db)
