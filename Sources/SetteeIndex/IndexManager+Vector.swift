@@ -123,10 +123,7 @@ extension IndexManager {
                                      ivf: IVFIndex, collection: Collection, db: Connection, lastSeq: Int64,
                                      building: Bool, state: VectorIndexState) throws -> Bool {
         let t = IndexManager.vectorTables(info.table)
-        let changes = try db.prepare(
-            "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
-        changes.bind(lastSeq, at: 1)
-        changes.bind(IndexManager.batchSize, at: 2)
+        let changes = try IndexManager.changes(of: collection, after: lastSeq, limit: IndexManager.batchSize, db: db)
         defer { changes.reset() }
         let remove = try db.prepare("DELETE FROM \(info.table) WHERE doc = ?")
         let upsert = try db.prepare("INSERT OR REPLACE INTO \(info.table)(doc, list, code, vector) VALUES (?, ?, ?, ?)")

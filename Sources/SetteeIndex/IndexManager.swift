@@ -293,10 +293,7 @@ public final class IndexManager: @unchecked Sendable {
                                           purged: anyPurged)
         }
 
-        let changes = try db.prepare(
-            "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
-        changes.bind(lastSeq, at: 1)
-        changes.bind(IndexManager.batchSize, at: 2)
+        let changes = try IndexManager.changes(of: collection, after: lastSeq, limit: IndexManager.batchSize, db: db)
         let keyCount = info.spec.kind == .array ? max(1, info.spec.expressions.count) : info.spec.expressions.count
         let columns = (0..<keyCount).map { info.spec.kind == .fullText ? "c\($0)" : "k\($0)" }.joined(separator: ", ")
         let placeholders = Array(repeating: "?", count: keyCount).joined(separator: ", ")
@@ -401,6 +398,16 @@ public final class IndexManager: @unchecked Sendable {
         try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
             .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(info.id)])
         return done
+    }
+
+    /// The change feed as indexes read it: `rowid, id, seq, rev, flags, body` of the documents changed after
+    /// `sequence`, in sequence order, at most `limit` (the caller steps and resets the statement).
+    static func changes(of collection: Collection, after sequence: Int64, limit: Int, db: Connection) throws -> Statement {
+        let stmt = try db.prepare(
+            "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
+        stmt.bind(sequence, at: 1)
+        stmt.bind(limit, at: 2)
+        return stmt
     }
 
     /// Whether documents of `collection` were purged after `sequence` (purges leave no change row, so an index

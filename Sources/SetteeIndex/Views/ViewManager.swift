@@ -239,10 +239,7 @@ final class ViewManager: @unchecked Sendable {
             dirty.all = true
         }
 
-        let changes = try db.prepare(
-            "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
-        changes.bind(lastSeq, at: 1)
-        changes.bind(ViewManager.batchSize, at: 2)
+        let changes = try IndexManager.changes(of: collection, after: lastSeq, limit: ViewManager.batchSize, db: db)
         defer { changes.reset() }
         let oldRows = try db.prepare("SELECT id, key, docid FROM \(view.table) WHERE doc = ?")
         let remove = try db.prepare("DELETE FROM \(view.table) WHERE doc = ?")
