@@ -146,9 +146,4 @@ public final class ViewCollator {
         default: return i + 1  // null, false, true
         }
     }
-
-    /// The smallest encoding (below every key): a range's open lower end.
-    public static let lowest: [UInt8] = []
-    /// An encoding above every key: a range's open upper end.
-    public static let highest: [UInt8] = [0xFF]
 }

@@ -95,7 +95,7 @@ extension ViewManager {
             if let reduce {
                 var rows: [ViewQueryRow] = []
                 for range in ranges {
-                    let groups = try self.reduce(view, range: range, grouping: grouping, reduce: reduce, collator: collator, db: db)
+                    let groups = try self.reduce(view, range: range, grouping: grouping, reduce: reduce, db: db)
                     rows += (q.descending && q.keys == nil ? groups.reversed() : groups).map {
                         ViewQueryRow(key: $0.key, value: $0.value, sourceDocumentID: nil, documentID: nil, document: nil,
                                      fullText: nil, matches: [], rank: nil, markedSnippet: nil)
@@ -251,7 +251,7 @@ extension ViewManager {
 
     /// Reduces the rows of `range`, grouped: stored chunk reductions for chunks wholly inside the range (and inside
     /// one group), the rows themselves at the edges, partial results combined with `rereduce`.
-    func reduce(_ view: StoredView, range: ViewRange, grouping: ViewGrouping, reduce: Reducer, collator: ViewCollator,
+    func reduce(_ view: StoredView, range: ViewRange, grouping: ViewGrouping, reduce: Reducer,
                 db: Connection) throws -> [(key: JSON, value: JSON)] {
         var out: [(key: JSON, value: JSON)] = []
         var currentGroup: [UInt8]?

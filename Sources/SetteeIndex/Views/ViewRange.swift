@@ -57,19 +57,6 @@ struct ViewRange {
         return true
     }
 
-    /// Whether the range is empty by construction (lower above upper).
-    var isEmpty: Bool {
-        guard let lower, let upper else { return false }
-        if lower.key != upper.key { return !lower.key.lexicographicallyPrecedes(upper.key) }
-        switch (lower.docID, upper.docID) {
-        case (let l?, let u?):
-            if l == u { return !(lower.inclusive && upper.inclusive) }
-            return !l.utf8.lexicographicallyPrecedes(u.utf8)
-        default:
-            return !(lower.inclusive && upper.inclusive) && (lower.docID == nil && upper.docID == nil)
-        }
-    }
-
     /// SQL conditions over columns `key`, `docid`, with their bindings appended to `values`.
     func sql(_ values: inout [SQLiteValue]) -> String {
         var terms: [String] = []
