@@ -25,6 +25,58 @@ struct Serve: AsyncParsableCommand {
             help: "A peer server's URL (repeatable; also $SETTEE_PEERS, comma-separated): every database is kept in continuous push and pull with the same-named database there.")
     var peers: [String] = []
     @Option(help: "Seconds between looks for new databases to replicate with the peers.") var peerScanInterval: Double = 10
+    @Option(help: "PBKDF2-SHA256 iterations for passwords stored in _users.") var pbkdf2Iterations: Int = 600_000
+    @Option(help: "Seconds a _session cookie stays valid.") var sessionTimeout: Double = 600
+    @Option(help: "Failed logins per (user, client address) after which that pair is locked out; 0 disables.")
+    var lockoutThreshold: Int = 5
+    @Option(help: "Seconds a locked-out (user, address) pair stays locked.") var lockoutDuration: Double = 300
+    @Option(help: "JWT: an HMAC secret, base64 (repeatable; also $SETTEE_JWT_HMAC_KEY). Enables HS256/384/512 bearer tokens.")
+    var jwtHmacKey: [String] = []
+    @Option(help: "JWT: a PEM file with an RSA public key (repeatable; also $SETTEE_JWT_RSA_KEY). Enables RS256/384/512 bearer tokens.")
+    var jwtRsaKey: [String] = []
+    @Option(help: "JWT: the audience a token's aud must include.") var jwtAudience: String?
+    @Option(help: "JWT: the issuer a token's iss must equal.") var jwtIssuer: String?
+    @Option(help: "JWT: the claim with the user's roles (a member name, else a dotted path).") var jwtRolesClaim: String = "_couchdb.roles"
+    @Option(help: "JWT: comma-separated claims a token must carry besides sub.") var jwtRequiredClaims: String = "exp"
+
+    /// Password, session, lockout and JWT settings from the flags and environment.
+    func securityConfiguration() throws -> SecurityConfiguration {
+        let env = ProcessInfo.processInfo.environment
+        var security = SecurityConfiguration()
+        guard (1...10_000_000).contains(pbkdf2Iterations) else { throw ValidationError("--pbkdf2-iterations must be 1…10000000") }
+        guard sessionTimeout > 0, lockoutDuration > 0, lockoutThreshold >= 0 else {
+            throw ValidationError("--session-timeout and --lockout-duration must be positive, --lockout-threshold ≥ 0")
+        }
+        security.pbkdf2Iterations = pbkdf2Iterations
+        security.sessionTimeout = sessionTimeout
+        security.lockoutThreshold = lockoutThreshold
+        security.lockoutDuration = lockoutDuration
+        var secrets = jwtHmacKey
+        if secrets.isEmpty, let e = env["SETTEE_JWT_HMAC_KEY"], !e.isEmpty { secrets = [e] }
+        var rsaPaths = jwtRsaKey
+        if rsaPaths.isEmpty, let e = env["SETTEE_JWT_RSA_KEY"], !e.isEmpty { rsaPaths = [e] }
+        if !secrets.isEmpty || !rsaPaths.isEmpty {
+            var jwt = JWTConfiguration()
+            jwt.hmacSecrets = try secrets.map { text in
+                guard let bytes = Data(base64Encoded: text), bytes.count >= 32 else {
+                    throw ValidationError("--jwt-hmac-key must be base64 of at least 32 bytes")
+                }
+                return Array(bytes)
+            }
+            jwt.rsaPublicKeysPEM = try rsaPaths.map { path in
+                do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+                    throw ValidationError("--jwt-rsa-key: cannot read \(path): \(error.localizedDescription)")
+                }
+            }
+            jwt.audience = jwtAudience
+            jwt.issuer = jwtIssuer
+            jwt.rolesClaim = jwtRolesClaim
+            jwt.requiredClaims = jwtRequiredClaims.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+            security.jwt = jwt
+        }
+        return security
+    }
 
     func run() async throws {
         let adminText = admin ?? ProcessInfo.processInfo.environment["SETTEE_ADMIN"]
@@ -46,6 +98,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--peer must be an http(s) URL: \(peer)")
         }
         config.peers = peerList
+        config.security = try securityConfiguration()
         guard peerScanInterval > 0 else { throw ValidationError("--peer-scan-interval must be positive") }
         config.peerScanInterval = .milliseconds(Int(peerScanInterval * 1000))
         guard let level = Logger.Level(rawValue: logLevel) else {

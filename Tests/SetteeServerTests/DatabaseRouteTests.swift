@@ -274,12 +274,13 @@ struct DatabaseMaintenanceTests {
         }
     }
 
-    @Test func securityDefaultsToEmptyAndRoundTrips() async throws {
+    @Test func securityDefaultsToAdminOnlyAndRoundTrips() async throws {
         try await withServer { c in
             try await c.createDB("db")
             let initial = try await c.get("/db/_security")
             #expect(initial.status == .ok)
-            #expect(initial.json == [:])
+            // CouchDB 3's default_security = admin_only.
+            #expect(initial.json == ["members": ["roles": ["_admin"]], "admins": ["roles": ["_admin"]]])
             let sec = #"{"admins":{"names":["root"],"roles":[]},"members":{"names":["bob"],"roles":["staff"]}}"#
             let put = try await c.put("/db/_security", sec)
             #expect(put.status == .ok)
@@ -296,7 +297,7 @@ struct DatabaseMaintenanceTests {
             expectError(try await c.put("/db/_security", #"{"members":[]}"#), .badRequest, "bad_request")
             expectError(try await c.put("/db/_security", #"{"members":{"names":"bob"}}"#), .badRequest, "bad_request")
             expectError(try await c.put("/db/_security", #"{"admins":{"roles":[1]}}"#), .badRequest, "bad_request")
-            #expect(try await c.get("/db/_security").json == [:])
+            #expect(try await c.get("/db/_security").json == ["members": ["roles": ["_admin"]], "admins": ["roles": ["_admin"]]])
         }
     }
 }

@@ -12,9 +12,18 @@ struct Call: Sendable {
     let query: QueryOptions
     /// Percent-decoded path segments.
     let segments: [String]
-    /// The authenticated user (nil when anonymous); in admin-party mode every caller is admin.
-    var user: String?
-    var isAdmin: Bool
+    /// The caller (anonymous until authenticated); in admin-party mode every caller is admin.
+    var userCtx: UserContext = .anonymous
+    /// The client's address (without port), for lockout and logs.
+    let remoteAddress: String
+    /// What the caller may do in the database of this request (set by ``Auth/authorize(_:_:)``).
+    var access: Access = .none
+    /// A re-issued session cookie to send with the response.
+    var setCookie: String?
+    /// The authenticated user's name (nil when anonymous).
+    var user: String? { userCtx.name }
+    /// Whether the caller is a server admin.
+    var isAdmin: Bool { userCtx.isServerAdmin }
     /// The route name used for metrics.
     var route = "other"
 

@@ -2,22 +2,23 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import SetteeCore
 import SetteeStore
 
 /// The HTTP front door: authenticates, dispatches CouchDB's URL space to the route handlers, renders errors,
 /// records metrics and the access log.
 struct CouchResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = SetteeRequestContext
     let node: Node
 
-    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+    func respond(to request: Request, context: SetteeRequestContext) async throws -> Response {
         let started = DispatchTime.now().uptimeNanoseconds
         var call = Call(request: request, node: node, query: QueryOptions(request.uri.query),
-                        segments: CouchResponder.segments(of: request.uri.path), user: nil, isAdmin: false)
-        let response: Response
+                        segments: CouchResponder.segments(of: request.uri.path), remoteAddress: context.clientAddress)
+        var response: Response
         do {
-            try Auth.authenticate(&call)
+            try await Auth.authenticate(&call)
             response = try await dispatch(&call)
         } catch {
             let couch = CouchError.from(any: error)
@@ -26,6 +27,7 @@ struct CouchResponder: HTTPResponder {
             }
             response = Reply.error(couch)
         }
+        if let cookie = call.setCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         node.metrics.request(route: call.route, method: request.method.rawValue, status: response.status.code,
                              seconds: seconds)
@@ -51,6 +53,7 @@ struct CouchResponder: HTTPResponder {
             return try await ServerRoutes.handle(&call)
         }
         let target = try Keyspace(first)
+        try Auth.authorize(&call, target)
         if s.count == 1 { return try await DatabaseRoutes.handle(&call, target) }
         let second = s[1]
         switch second {
@@ -142,5 +145,17 @@ struct Keyspace: Sendable {
             throw CouchError(.notFound, "not_found", "Collection \(scope).\(collection) does not exist.")
         }
         return (db, c)
+    }
+}
+
+/// Hummingbird's request context plus the client's address (for lockout and the access log).
+struct SetteeRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The peer's IP address without port ("unknown" when the transport has none, as in in-process tests).
+    let clientAddress: String
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 }

@@ -14,7 +14,16 @@ public final class Node: @unchecked Sendable {
     public let uuid: String
     /// When the node started.
     public let startTime = Date()
-    let sessions = SessionStore()
+    /// `_users`: credentials and user-document rules.
+    let users = UserDirectory()
+    /// Signs and checks `_session` cookies with the node's secret.
+    let cookies: SessionCookies
+    /// Session cookies ended by logout.
+    let revokedCookies = RevokedCookies()
+    /// Failed-login lockout per (user, address).
+    let lockout: Lockout
+    /// JWT bearer authentication, when configured.
+    let jwt: JWTAuthenticator?
     let tasks = ActiveTasks()
     let metrics: ServerMetrics
     /// Transient, persistent (`_replicator`) and peer replications.
@@ -22,6 +31,7 @@ public final class Node: @unchecked Sendable {
 
     private let lock = NSLock()
     private var open: [String: Database] = [:]
+    private var securityObjects: [String: SecurityObject] = [:]
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
@@ -34,6 +44,11 @@ public final class Node: @unchecked Sendable {
             try uuid.write(toFile: idFile, atomically: true, encoding: .utf8)
         }
         metrics = ServerMetrics()
+        let security = configuration.security
+        cookies = SessionCookies(secret: try SessionCookies.loadSecret(directory: configuration.dataDirectory),
+                                 timeout: security.sessionTimeout)
+        lockout = Lockout(threshold: security.lockoutThreshold, duration: security.lockoutDuration)
+        jwt = try security.jwt.map { try JWTAuthenticator($0) }
         replications = ReplicationManager(node: self)
     }
 
@@ -79,8 +94,32 @@ public final class Node: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if let db = open.removeValue(forKey: name) { db.close() }
+        securityObjects[name] = nil
         try Database.delete(name: name, inDirectory: configuration.dataDirectory)
         metrics.openDatabases(open.count)
+    }
+
+    /// A database's `_security` object (cached; CouchDB 3's admin-only default when none was set).
+    func securityObject(_ db: Database) throws -> SecurityObject {
+        lock.lock()
+        if let cached = securityObjects[db.name] {
+            lock.unlock()
+            return cached
+        }
+        lock.unlock()
+        let object = try db.metadata("security").map(SecurityObject.init) ?? .adminOnly
+        lock.lock()
+        securityObjects[db.name] = object
+        lock.unlock()
+        return object
+    }
+
+    /// Stores a database's `_security` object.
+    func setSecurityObject(_ db: Database, _ body: JSONObject) throws {
+        try db.setMetadata("security", .object(body))
+        lock.lock()
+        securityObjects[db.name] = SecurityObject(.object(body))
+        lock.unlock()
     }
 
     /// Names of every database, sorted.

@@ -24,6 +24,8 @@ public struct ServerConfiguration: Sendable {
     public var peers: [String] = []
     /// How often the node looks for new databases to replicate with its peers.
     public var peerScanInterval: Duration = .seconds(10)
+    /// Authentication, password hashing, lockout and JWT settings.
+    public var security = SecurityConfiguration()
 
     public init(dataDirectory: String, host: String = "127.0.0.1", port: Int = 5984,
                 admin: (username: String, password: String)? = nil,
@@ -50,5 +52,48 @@ public struct ServerConfiguration: Sendable {
     /// Whether `host` is a loopback address.
     public var bindsLoopbackOnly: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// How a node authenticates callers (see docs/security.md).
+public struct SecurityConfiguration: Sendable {
+    /// PBKDF2-SHA256 iterations for newly stored passwords (CouchDB 3.5's default is 600,000). Stored user
+    /// documents keep their own count, so changing this only affects passwords set afterwards.
+    public var pbkdf2Iterations = 600_000
+    /// Lifetime of a `_session` cookie since its issue; a cookie used after 10% of it is re-issued (CouchDB: 600 s).
+    public var sessionTimeout: TimeInterval = 600
+    /// Failed logins for one user from one address beyond which that pair is locked out (0 disables lockout).
+    public var lockoutThreshold = 5
+    /// How long a locked-out (user, address) pair stays locked.
+    public var lockoutDuration: TimeInterval = 300
+    /// JWT bearer authentication; nil disables it.
+    public var jwt: JWTConfiguration?
+    /// Marks cookies `Secure` (set when serving TLS).
+    public var secureCookies = false
+
+    public init() {}
+}
+
+/// JWT bearer tokens (`Authorization: Bearer …`) issued by an identity provider: `sub` names the user and a
+/// roles claim lists their roles.
+public struct JWTConfiguration: Sendable {
+    /// HS256/HS384/HS512 secrets (raw bytes).
+    public var hmacSecrets: [[UInt8]] = []
+    /// RS256/RS384/RS512 public keys, PEM (`-----BEGIN PUBLIC KEY-----`).
+    public var rsaPublicKeysPEM: [String] = []
+    /// When set, a token's `aud` must include this value.
+    public var audience: String?
+    /// When set, a token's `iss` must equal this value.
+    public var issuer: String?
+    /// The claim holding the roles: a top-level member of that exact name, else a dotted path into the payload
+    /// (CouchDB's default is `_couchdb.roles`).
+    public var rolesClaim = "_couchdb.roles"
+    /// Claims a token must carry (besides `sub`), e.g. `exp`.
+    public var requiredClaims: [String] = ["exp"]
+
+    public init(hmacSecrets: [[UInt8]] = [], rsaPublicKeysPEM: [String] = [], audience: String? = nil) {
+        self.hmacSecrets = hmacSecrets
+        self.rsaPublicKeysPEM = rsaPublicKeysPEM
+        self.audience = audience
     }
 }

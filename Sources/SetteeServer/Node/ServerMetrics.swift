@@ -14,6 +14,9 @@ final class ServerMetrics: @unchecked Sendable {
     private let docsWritten: CoreMetrics.Counter
     private let docsRead: CoreMetrics.Counter
     private let openDatabasesMeter: CoreMetrics.Meter
+    private let authFailures: CoreMetrics.Counter
+    private let authLockouts: CoreMetrics.Counter
+    private let lockedOutRequests: CoreMetrics.Counter
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -26,6 +29,9 @@ final class ServerMetrics: @unchecked Sendable {
         docsWritten = CoreMetrics.Counter(label: "settee_documents_written_total", factory: factory)
         docsRead = CoreMetrics.Counter(label: "settee_documents_read_total", factory: factory)
         openDatabasesMeter = CoreMetrics.Meter(label: "settee_open_databases", factory: factory)
+        authFailures = CoreMetrics.Counter(label: "settee_auth_failures_total", factory: factory)
+        authLockouts = CoreMetrics.Counter(label: "settee_auth_lockouts_total", factory: factory)
+        lockedOutRequests = CoreMetrics.Counter(label: "settee_auth_locked_out_requests_total", factory: factory)
     }
 
     private struct Key: Hashable {
@@ -62,6 +68,12 @@ final class ServerMetrics: @unchecked Sendable {
     func documentsWritten(_ n: Int) { if n > 0 { docsWritten.increment(by: n) } }
     func documentsRead(_ n: Int) { if n > 0 { docsRead.increment(by: n) } }
     func openDatabases(_ n: Int) { openDatabasesMeter.set(n) }
+    /// A failed login (wrong password, unknown user, bad token).
+    func authFailed() { authFailures.increment() }
+    /// A (user, address) pair newly locked out.
+    func lockedOut() { authLockouts.increment() }
+    /// A login refused because its pair is locked out.
+    func lockedOutRequest() { lockedOutRequests.increment() }
 
     /// The Prometheus text exposition.
     func render() -> [UInt8] {

@@ -32,7 +32,6 @@ enum ChangesRoutes {
 
     static func handle(_ call: inout Call, _ target: Keyspace) async throws -> Response {
         let (db, c) = try target.open(call.node)
-        try Auth.checkMember(call, db)
         var body = JSONObject()
         switch call.method {
         case .get, .head: break

@@ -29,7 +29,6 @@ enum DatabaseRoutes {
             return Reply.json(.created, ["ok": true])
         case .get, .head:
             let (db, c) = try target.open(node)
-            try Auth.checkMember(call, db)
             let compacting = node.tasks.isRunning(type: "database_compaction", database: db.name)
             let info: JSON = try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting) }
             if call.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
@@ -87,19 +86,18 @@ enum DatabaseRoutes {
         call.route = String(name.dropFirst())
         guard call.segments.count == 2 else { throw CouchError.notFound() }
         let (db, c) = try target.open(call.node)
-        try Auth.checkMember(call, db)
         switch (name, call.method) {
         case ("_revs_limit", .get):
             return Reply.raw(.ok, Array("\(db.revsLimit)\n".utf8))
         case ("_revs_limit", .put):
-            try Auth.checkAdmin(call)
+            try Auth.checkDatabaseAdmin(call)
             guard case .int(let n) = try await call.bodyJSON(), n > 0 else {
                 throw CouchError.badRequest("Rev limit has to be an integer")
             }
             try await blocking { try db.setRevsLimit(Int(n)) }
             return Reply.ok()
         case ("_compact", .post), ("_view_cleanup", .post):
-            try Auth.checkAdmin(call)
+            try Auth.checkDatabaseAdmin(call)
             guard call.header(.contentType)?.lowercased().hasPrefix("application/json") == true else {
                 throw CouchError.badContentType
             }
@@ -119,7 +117,7 @@ enum DatabaseRoutes {
         case ("_ensure_full_commit", .post):
             return Reply.json(.created, ["ok": true, "instance_start_time": "0"])
         case ("_purge", .post):
-            try Auth.checkAdmin(call)
+            try Auth.checkDatabaseAdmin(call)
             let body = try await call.bodyObject()
             var request: [(String, [RevID])] = []
             for (id, revs) in body {
@@ -137,22 +135,13 @@ enum DatabaseRoutes {
             for (id, revs) in purged { out[id] = .array(revs.map { .string($0.description) }) }
             return Reply.json(.created, ["purge_seq": .null, "purged": .object(out)])
         case ("_security", .get):
-            let sec = try await blocking { try db.metadata("security") }
-            return Reply.json(.ok, sec ?? [:])
+            let sec = try await blocking { try db.metadata("security") ?? SecurityObject.adminOnlyJSON }
+            return Reply.json(.ok, sec)
         case ("_security", .put):
-            try Auth.checkAdmin(call)
             let body = try await call.bodyObject()
-            for key in ["admins", "members"] {
-                if let section = body[key] {
-                    guard case .object(let o) = section else { throw CouchError.badRequest("\(key) must be an object") }
-                    for list in ["names", "roles"] where o[list] != nil {
-                        guard let items = o[list]?.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
-                            throw CouchError.badRequest("\(key).\(list) must be an array of strings")
-                        }
-                    }
-                }
-            }
-            try await blocking { try db.setMetadata("security", .object(body)) }
+            try SecurityObject.validate(body)
+            let node = call.node
+            try await blocking { try node.setSecurityObject(db, body) }
             return Reply.ok()
         default:
             throw CouchError.methodNotAllowed(name == "_revs_limit" || name == "_security" ? "GET,PUT" : "POST")

@@ -8,7 +8,11 @@ import SetteeStore
 enum DocumentRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace, id: String) async throws -> Response {
         let (db, c) = try target.open(call.node)
-        try Auth.checkMember(call, db)
+        if db.name == UserDirectory.database, !call.isAdmin, call.access < .admin,
+           call.method == .get || call.method == .head, UserDirectory.userName(ofDocument: id) != call.user {
+            // Nobody reads another user's document (nor learns whether it exists).
+            throw CouchError.notFound("missing")
+        }
         switch call.method {
         case .get, .head: return try await get(call, db, c, id: id)
         case .put: return try await put(&call, db, c, id: id)
@@ -122,7 +126,6 @@ enum DocumentRoutes {
     /// `POST /{db}`: create a document, generating an id when the body has none.
     static func post(_ call: inout Call, _ target: Keyspace) async throws -> Response {
         let (db, c) = try target.open(call.node)
-        try Auth.checkMember(call, db)
         let bytes = try await call.bodyBytes()
         if bytes.count > call.node.configuration.maxDocumentSize { throw CouchError.tooLarge }
         guard case .object(let doc) = try call.parseJSON(bytes) else {
@@ -138,10 +141,14 @@ enum DocumentRoutes {
     static func save(_ call: Call, _ c: SetteeStore.Collection, doc: JSONObject, id: String, newEdits: Bool,
                      follows: [String: [UInt8]]) async throws -> Response {
         if id.hasPrefix("_local/") { throw CouchError.badRequest("Use /{db}/_local/{id} for local documents") }
-        let parsed = try DocumentInput.parse(doc, id: id)
+        try Auth.checkDocumentWrite(call, id: id)
+        let input = try DocumentInput.parse(doc, id: id)
         let batch = call.query["batch"] == "ok"
         let metrics = call.node.metrics
+        let users = UsersWrite(call, c)
         let rev: RevID = try await blocking {
+            var parsed = input
+            if let users { parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted) }
             let write = try DocumentInput.write(parsed, newEdits: newEdits, follows: follows, collection: c)
             let rev = try c.write([write])[0].get()
             metrics.documentsWritten(1)
@@ -158,8 +165,11 @@ enum DocumentRoutes {
             throw exists ? CouchError.conflict : CouchError.notFound("missing")
         }
         guard let parent = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
+        try Auth.checkDocumentWrite(call, id: id)
+        let users = UsersWrite(call, c)
         let rev: RevID = try await blocking {
             guard try c.record(id: id) != nil else { throw CouchError.notFound("missing") }
+            if let users { _ = try users.prepare(id: id, body: [:], deleted: true) }
             return try c.write([RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))])[0].get()
         }
         return Reply.json(.ok, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
@@ -205,5 +215,33 @@ enum DocumentRoutes {
             follows[name] = part.body
         }
         return (doc, follows)
+    }
+}
+
+/// A write to the `_users` database's default collection by a given caller: applies the user-document rules and
+/// hashes passwords (``UserDirectory/prepare(id:body:deleted:existing:caller:isAdmin:iterations:)``).
+struct UsersWrite: Sendable {
+    let collection: SetteeStore.Collection
+    let caller: UserContext
+    let isAdmin: Bool
+    let iterations: Int
+
+    /// nil unless `c` is `_users`' default collection.
+    init?(_ call: Call, _ c: SetteeStore.Collection) {
+        guard c.database.name == UserDirectory.database, c.scope == "_default", c.name == "_default" else { return nil }
+        collection = c
+        caller = call.userCtx
+        isAdmin = call.isAdmin || call.access >= .admin
+        iterations = call.node.configuration.security.pbkdf2Iterations
+    }
+
+    /// Validates the write and returns the body to store. Runs PBKDF2 when a password is set: call off the event loop.
+    func prepare(id: String, body: JSONObject, deleted: Bool) throws -> JSONObject {
+        var existing: JSONObject?
+        if let record = try collection.record(id: id), !record.deleted, case .object(let o) = try JSON.parse(record.body) {
+            existing = o
+        }
+        return try UserDirectory.prepare(id: id, body: body, deleted: deleted, existing: existing, caller: caller,
+                                         isAdmin: isAdmin, iterations: iterations)
     }
 }

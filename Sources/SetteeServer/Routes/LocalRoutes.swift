@@ -8,7 +8,6 @@ import SetteeStore
 enum LocalRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace, id: String) async throws -> Response {
         let (db, c) = try target.open(call.node)
-        try Auth.checkMember(call, db)
         switch call.method {
         case .get, .head:
             let doc = try await blocking { try c.localDocument(id: id) }

@@ -16,7 +16,6 @@ enum QueryRoutes {
     static func query(_ call: inout Call, _ target: Keyspace) async throws -> Response {
         guard call.method == .post || call.method == .get else { throw CouchError.methodNotAllowed("GET,POST") }
         let (db, _) = try target.open(call.node)
-        try Auth.checkMember(call, db)
         var text: String?
         var params: [String: JSON] = [:]
         if call.method == .post {
@@ -66,7 +65,6 @@ enum QueryRoutes {
     /// `GET /{db}/_index`, `GET|PUT|DELETE /{db}/_index/{name}`.
     static func index(_ call: inout Call, _ target: Keyspace, name: String?) async throws -> Response {
         let (db, defaultCollection) = try target.open(call.node)
-        try Auth.checkMember(call, db)
         guard let name else {
             guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
             return try await blocking {
@@ -91,7 +89,7 @@ enum QueryRoutes {
                 throw CouchError(.notFound, "not_found", "Index \(name) does not exist.")
             }
         case .put, .post:
-            try Auth.checkAdmin(call)
+            try Auth.checkDatabaseAdmin(call)
             let body = try await call.bodyJSON()
             let collection = try collectionNamed(body["collection"]?.stringValue, db: db, default: defaultCollection)
             return try await blocking {
@@ -106,7 +104,7 @@ enum QueryRoutes {
                                              "result": .string(existed == nil ? "created" : "rebuilt")])
             }
         case .delete:
-            try Auth.checkAdmin(call)
+            try Auth.checkDatabaseAdmin(call)
             let collectionName = call.query["collection"]
             return try await blocking {
                 let collection = try collectionNamed(collectionName, db: db, default: defaultCollection)

@@ -149,49 +149,48 @@ enum ServerRoutes {
 
     /// `/_session`: cookie login (POST), who am I (GET), logout (DELETE).
     static func session(_ call: inout Call) async throws -> Response {
-        let roles: JSON = call.isAdmin ? ["_admin"] : []
+        let node = call.node
         switch call.method {
-        case .get:
-            let name: JSON = call.user.map(JSON.string) ?? .null
-            let authenticated: JSON = call.user == nil ? .null : (Auth.sessionToken(call) != nil ? "cookie" : "default")
-            var info: JSONObject = ["authentication_handlers": ["cookie", "default"]]
-            if authenticated != .null { info["authenticated"] = authenticated }
-            return Reply.json(.ok, ["ok": true, "userCtx": ["name": name, "roles": roles], "info": .object(info)])
+        case .get, .head:
+            var info: JSONObject = ["authentication_handlers": .array((node.jwt == nil ? ["cookie", "default"] : ["cookie", "default", "jwt"]).map(JSON.string)),
+                                    "authentication_db": .string(UserDirectory.database)]
+            if let method = call.userCtx.method { info["authenticated"] = .string(method) }
+            return Reply.json(.ok, ["ok": true, "userCtx": call.userCtx.json, "info": .object(info)])
         case .post:
             let bytes = try await call.bodyBytes()
             var name: String?, password: String?
             if call.header(.contentType)?.contains("application/x-www-form-urlencoded") == true {
                 let form = QueryOptions(String(decoding: bytes, as: UTF8.self))
-                name = form["name"]
+                name = form["name"] ?? form["username"]
                 password = form["password"]
             } else {
+                guard call.header(.contentType)?.lowercased().contains("json") ?? true else { throw CouchError.badContentType }
                 let body = try call.parseJSON(bytes)
-                name = body["name"]?.stringValue
+                name = body["name"]?.stringValue ?? body["username"]?.stringValue
                 password = body["password"]?.stringValue
             }
-            guard let name, let password else { throw CouchError.badCredentials }
-            guard let admin = call.node.configuration.admin else {
-                // Admin party: any name logs in as admin.
-                let token = call.node.sessions.create(user: name)
-                return Reply.json(.ok, ["ok": true, "name": .string(name), "roles": ["_admin"]],
-                                  headers: [.setCookie: cookie(token)])
+            guard let name, let password, !name.isEmpty else { throw CouchError.badCredentials }
+            let context: UserContext, salt: String
+            if node.configuration.admin == nil {
+                // Admin party: any name logs in, as admin.
+                (context, salt) = (UserContext(name: name, roles: ["_admin"], method: "cookie"), "")
+            } else {
+                guard let found = try await Auth.login(call, name: name, password: password) else {
+                    throw CouchError.badCredentials
+                }
+                (context, salt) = found
             }
-            guard Auth.constantTimeEquals(name, admin.username), Auth.constantTimeEquals(password, admin.password) else {
-                throw CouchError.badCredentials
-            }
-            let token = call.node.sessions.create(user: name)
-            return Reply.json(.ok, ["ok": true, "name": .string(name), "roles": ["_admin"]],
-                              headers: [.setCookie: cookie(token)])
+            let cookie = node.cookies.header(node.cookies.make(user: name, salt: salt),
+                                             secure: node.configuration.security.secureCookies)
+            return Reply.json(.ok, ["ok": true, "name": .string(name), "roles": .array(context.roles.map(JSON.string))],
+                              headers: [.setCookie: cookie])
         case .delete:
-            if let token = Auth.sessionToken(call) { call.node.sessions.remove(token) }
-            return Reply.json(.ok, ["ok": true],
-                              headers: [.setCookie: "\(Auth.cookieName)=; Version=1; Path=/; HttpOnly; Max-Age=0"])
+            if let cookie = Auth.sessionToken(call), let (_, time, _) = node.cookies.parse(cookie) {
+                node.revokedCookies.revoke(cookie, until: Date(timeIntervalSince1970: Double(time) + node.cookies.timeout))
+            }
+            return Reply.json(.ok, ["ok": true], headers: [.setCookie: SessionCookies.clearHeader])
         default:
             throw CouchError.methodNotAllowed("GET,HEAD,POST,DELETE")
         }
-    }
-
-    static func cookie(_ token: String) -> String {
-        "\(Auth.cookieName)=\(token); Version=1; Path=/; HttpOnly; SameSite=Lax"
     }
 }

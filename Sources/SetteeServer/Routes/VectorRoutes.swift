@@ -20,7 +20,6 @@ enum VectorRoutes {
 
     static func handle(_ call: inout Call, _ target: Keyspace, name: String, action: String) async throws -> Response {
         let (db, defaultCollection) = try target.open(call.node)
-        try Auth.checkMember(call, db)
         let collectionName = call.query["collection"]
         switch (action, call.method) {
         case ("_pending", .get), ("_pending", .head):
@@ -38,7 +37,7 @@ enum VectorRoutes {
                 return Reply.json(.ok, ["index": .string(name), "entries": .array(list)])
             }
         case ("_vectors", .post), ("_vectors", .put):
-            try Auth.checkAdmin(call)
+            try Auth.checkDatabaseAdmin(call)
             let body = try await call.bodyObject()
             guard case .array(let items)? = body["vectors"] else {
                 throw CouchError.badRequest("Expected {\"vectors\": [{\"id\", \"seq\", \"vector\"}]}")

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Temporary lockout after repeated failed logins, per (user name, client address) — as CouchDB 3.5 does
+/// (`[chttpd_auth_lockout]`): once a pair has failed more than `threshold` times, every login for that pair
+/// (even with the right password) is refused with 403 until `duration` has passed since the last failure.
+/// Other addresses, and other users from the same address, are unaffected. In memory, bounded in size.
+final class Lockout: @unchecked Sendable {
+    private struct Entry {
+        var failures: Int
+        var last: Date
+    }
+
+    let threshold: Int
+    let duration: TimeInterval
+    private let maxEntries: Int
+    private let lock = NSLock()
+    private var entries: [String: Entry] = [:]
+
+    init(threshold: Int, duration: TimeInterval, maxEntries: Int = 10_000) {
+        self.threshold = threshold
+        self.duration = duration
+        self.maxEntries = maxEntries
+    }
+
+    private func key(_ user: String, _ address: String) -> String { user + "\u{0}" + address }
+
+    /// Whether the pair is locked now.
+    func isLocked(user: String, address: String, now: Date = Date()) -> Bool {
+        guard threshold > 0 else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        guard let e = entries[key(user, address)] else { return false }
+        if now.timeIntervalSince(e.last) >= duration {
+            entries[key(user, address)] = nil
+            return false
+        }
+        return e.failures > threshold
+    }
+
+    /// Counts a failed login; returns true when this failure locks the pair.
+    @discardableResult
+    func recordFailure(user: String, address: String, now: Date = Date()) -> Bool {
+        guard threshold > 0 else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        let k = key(user, address)
+        var e = entries[k] ?? Entry(failures: 0, last: now)
+        if now.timeIntervalSince(e.last) >= duration { e.failures = 0 }
+        e.failures += 1
+        e.last = now
+        entries[k] = e
+        if entries.count > maxEntries {
+            entries = entries.filter { now.timeIntervalSince($0.value.last) < duration }
+            if entries.count > maxEntries {
+                // Still too many (a flood of distinct pairs): forget the oldest half.
+                let keep = entries.sorted { $0.value.last > $1.value.last }.prefix(maxEntries / 2)
+                entries = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+            }
+        }
+        return e.failures == threshold + 1
+    }
+
+    /// A successful login clears the pair's failures.
+    func recordSuccess(user: String, address: String) {
+        guard threshold > 0 else { return }
+        lock.lock()
+        entries[key(user, address)] = nil
+        lock.unlock()
+    }
+}

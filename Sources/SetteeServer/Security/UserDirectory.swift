@@ -1,0 +1,131 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// The `_users` database as CouchDB keeps it: one `org.couchdb.user:NAME` document per user with `name`, `type:
+/// "user"`, `roles` and the PBKDF2-derived password. Checks credentials (with an in-memory cache of recently
+/// verified passwords, so basic auth does not pay a full PBKDF2 per request) and enforces the user-document rules.
+final class UserDirectory: @unchecked Sendable {
+    static let database = "_users"
+    static let prefix = "org.couchdb.user:"
+
+    private struct Verified {
+        var salt: String
+        var derivedKey: String
+        var fingerprint: [UInt8]
+    }
+
+    private let lock = NSLock()
+    private var verified: [String: Verified] = [:]
+    /// Keys the cache's fingerprints; random per process, never stored.
+    private let pepper: [UInt8] = {
+        var g = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }
+    }()
+
+    /// The user's document (winning, live revision), or nil when there is no `_users` database or no such user.
+    func document(named name: String, node: Node) throws -> JSONObject? {
+        guard let db = try? node.database(Self.database) else { return nil }
+        let c = try db.defaultCollection()
+        guard let record = try c.record(id: Self.prefix + name), !record.deleted,
+              case .object(let doc) = try JSON.parse(record.body) else { return nil }
+        return doc
+    }
+
+    /// Checks a name and password against `_users`. Returns the user's context and password salt, or nil.
+    /// May run PBKDF2: call it off the event loop.
+    func authenticate(name: String, password: String, node: Node) throws -> (UserContext, salt: String)? {
+        guard let doc = try document(named: name, node: node), let salt = doc["salt"]?.stringValue else { return nil }
+        let roles = doc["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let context = UserContext(name: name, roles: roles, method: "default")
+        let key = doc["derived_key"]?.stringValue ?? doc["password_sha"]?.stringValue ?? ""
+        let print = Passwords.fingerprint(password, salt: salt, pepper: pepper)
+        lock.lock()
+        let cached = verified[name]
+        lock.unlock()
+        if let cached, cached.salt == salt, cached.derivedKey == key,
+           Passwords.constantTimeEquals(cached.fingerprint, print) {
+            return (context, salt)
+        }
+        guard Passwords.verify(password, against: doc) else { return nil }
+        lock.lock()
+        if verified.count > 10_000 { verified.removeAll() }
+        verified[name] = Verified(salt: salt, derivedKey: key, fingerprint: print)
+        lock.unlock()
+        return (context, salt)
+    }
+
+    // MARK: User-document rules
+
+    /// The user name a `_users` document id names, or nil if it is not a user document id.
+    static func userName(ofDocument id: String) -> String? {
+        id.hasPrefix(prefix) ? String(id.dropFirst(prefix.count)) : nil
+    }
+
+    /// Validates and prepares a user document write, as CouchDB's `_users` rules do: `type: "user"`, `name` equal
+    /// to the id's suffix and not starting with `_`, `roles` a list of strings; a plaintext `password` is replaced
+    /// by PBKDF2 fields. A caller who is not an admin may create a user without roles (sign-up) and update or
+    /// delete only their own document, without changing its roles.
+    ///
+    /// - Parameters:
+    ///   - body: the document body (without `_id`/`_rev`/`_deleted`).
+    ///   - existing: the current live body, if any.
+    static func prepare(id: String, body: JSONObject, deleted: Bool, existing: JSONObject?, caller: UserContext,
+                        isAdmin: Bool, iterations: Int) throws -> JSONObject {
+        if id.hasPrefix("_design/") || id.hasPrefix("_local/") {
+            guard isAdmin else { throw CouchError(.forbidden, "forbidden", "Only admins may write design documents to _users.") }
+            return body
+        }
+        guard let name = userName(ofDocument: id) else {
+            throw CouchError(.forbidden, "forbidden", "doc.type must be user and _id must start with org.couchdb.user:")
+        }
+        if !isAdmin {
+            if existing != nil || deleted {
+                guard caller.name == name else {
+                    throw CouchError(.forbidden, "forbidden", "You may only update your own user document.")
+                }
+            }
+        }
+        if deleted { return body }
+        guard body["type"]?.stringValue == "user" else { throw CouchError(.forbidden, "forbidden", "doc.type must be user") }
+        guard let docName = body["name"]?.stringValue else { throw CouchError(.forbidden, "forbidden", "doc.name is required") }
+        guard docName == name else {
+            throw CouchError(.forbidden, "forbidden", "Doc ID must be of the form org.couchdb.user:name")
+        }
+        guard !name.isEmpty, !name.hasPrefix("_") else {
+            throw CouchError(.forbidden, "forbidden", "Username may not start with underscore.")
+        }
+        guard let roles = body["roles"]?.arrayValue, roles.allSatisfy({ $0.stringValue != nil }) else {
+            throw CouchError(.forbidden, "forbidden", "doc.roles must be an array of strings")
+        }
+        if !isAdmin {
+            let old = existing?["roles"]?.arrayValue ?? []
+            guard roles == old else {
+                throw CouchError(.forbidden, "forbidden", existing == nil ? "Only _admin may set roles" : "Only _admin may edit roles")
+            }
+        }
+        var out = body
+        if let password = body["password"] {
+            guard let text = password.stringValue, !text.isEmpty else {
+                throw CouchError(.badRequest, "bad_request", "password must be a non-empty string")
+            }
+            let hashed = try Passwords.hash(text, iterations: iterations)
+            out.removeValue(forKey: "password")
+            out.removeValue(forKey: "password_sha")
+            for (k, v) in hashed.fields { out[k] = v }
+        } else if let existing, out["derived_key"] == nil && out["password_sha"] == nil {
+            // An update without a password keeps the stored credentials (a client that strips them can't
+            // accidentally remove the password).
+            for k in ["password_scheme", "pbkdf2_prf", "iterations", "salt", "derived_key", "password_sha"] {
+                if let v = existing[k] { out[k] = v }
+            }
+        } else if !isAdmin, let existing {
+            // Non-admins may not write credentials other than through `password`.
+            for k in ["password_scheme", "pbkdf2_prf", "iterations", "salt", "derived_key", "password_sha"]
+            where out[k] != existing[k] {
+                throw CouchError(.forbidden, "forbidden", "Set a new password with the password field")
+            }
+        }
+        return out
+    }
+}
