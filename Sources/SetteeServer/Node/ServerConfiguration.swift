@@ -24,6 +24,16 @@ public struct ServerConfiguration: Sendable {
     public var peers: [String] = []
     /// How often the node looks for new databases to replicate with its peers.
     public var peerScanInterval: Duration = .seconds(10)
+    /// PEM certificate chain to serve HTTPS with (`--tls-cert`); with ``tlsKeyPath``. Nil serves plain HTTP.
+    public var tlsCertificatePath: String?
+    /// PEM private key of ``tlsCertificatePath`` (`--tls-key`).
+    public var tlsKeyPath: String?
+    /// PEM CA bundle the replicator verifies HTTPS peers' certificates against (`--ca-file`), instead of the
+    /// system's trust store.
+    public var caFile: String?
+    /// Let replications and peers send credentials over plain HTTP to non-loopback hosts
+    /// (`--allow-insecure-credentials`); otherwise only a replication's own `allow_insecure_credentials` does.
+    public var allowInsecureCredentials = false
 
     public init(dataDirectory: String, host: String = "127.0.0.1", port: Int = 5984,
                 admin: (username: String, password: String)? = nil,
@@ -51,4 +61,7 @@ public struct ServerConfiguration: Sendable {
     public var bindsLoopbackOnly: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
+
+    /// Whether the node serves HTTPS.
+    public var usesTLS: Bool { tlsCertificatePath != nil || tlsKeyPath != nil }
 }
