@@ -48,6 +48,13 @@ public enum SetteeServer {
 }
 
 extension SetteeServer {
+    /// Checks the configured TLS certificate and key (readable PEM files that belong together) without starting
+    /// anything; ``application(node:logger:onServerRunning:)`` checks them too.
+    /// - Throws: ``SetteeError`` `.badRequest` with a message naming the file and the problem.
+    public static func validateTLS(_ configuration: ServerConfiguration) throws {
+        if configuration.usesTLS { _ = try tlsConfiguration(configuration) }
+    }
+
     /// The server TLS configuration for `--tls-cert` and `--tls-key`, checked now so that a bad file fails the
     /// start with a clear message.
     static func tlsConfiguration(_ config: ServerConfiguration) throws -> TLSConfiguration {

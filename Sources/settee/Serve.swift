@@ -80,6 +80,7 @@ struct Serve: AsyncParsableCommand {
         guard maxDocumentSize > 0, maxRequestSize > 0 else {
             throw ValidationError("--max-document-size and --max-request-size must be positive")
         }
+        do { try SetteeServer.validateTLS(config) } catch let error as SetteeError { throw ValidationError(error.reason) }
         var logger = Logger(label: "settee")
         logger.logLevel = level
         let node = try Node(configuration: config)

@@ -185,6 +185,12 @@ struct TLSReplicationTests {
         r = try runSettee(base + ["--ca-file", dir.path + "/nope.pem"])
         #expect(r.status != 0)
         #expect(r.stderr.contains("--ca-file"), "\(r.stderr)")
+        // Refused before the data directory is touched.
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/fresh"))
+        r = try runSettee(["serve", "--data", dir.path + "/fresh", "--port", "0",
+                           "--tls-cert", pki.serverCertificate, "--tls-key", pki.selfSignedKey])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/fresh"))
     }
 
     @Test func replicatorVerifiesThePeerCertificate() async throws {
@@ -254,6 +260,24 @@ struct TLSReplicationTests {
         #expect(r.status == 502, "\(String(describing: r.json))")
         #expect(r.json?["error"] == "tls_error")
         #expect(r.json?["reason"]?.stringValue?.contains("TLS") == true, "\(String(describing: r.json))")
+
+        // A continuous job fails (not retried forever) and `_scheduler/jobs` says why; so does a `_replicator` document.
+        r = try await HTTP.send(.POST, "http://127.0.0.1:\(b.port)/_replicate",
+                                #"{"source":"db","target":"\#(target)","create_target":true,"continuous":true}"#)
+        #expect(r.status == 202)
+        try await HTTP.send(.PUT, "http://127.0.0.1:\(b.port)/_replicator")
+        try await HTTP.send(.PUT, "http://127.0.0.1:\(b.port)/_replicator/totls",
+                            #"{"source":"db","target":"\#(target)","create_target":true}"#)
+        #expect(try await waitFor(seconds: 40) {
+            let jobs = try await HTTP.send(.GET, "http://127.0.0.1:\(b.port)/_scheduler/jobs").json?["jobs"]?.arrayValue ?? []
+            return jobs.contains { $0["state"] == "failed" && $0["doc_id"] == .null
+                && $0["info"]?["error"]?.stringValue?.contains("TLS handshake with 127.0.0.1 failed") == true }
+        }, "a continuous replication to an untrusted certificate is listed as failed")
+        #expect(try await waitFor(seconds: 40) {
+            let doc = try await HTTP.send(.GET, "http://127.0.0.1:\(b.port)/_replicator/totls").json
+            return doc?["_replication_state"] == "failed"
+                && doc?["_replication_state_reason"]?.stringValue?.contains("TLS") == true
+        }, "the _replicator document is marked failed with the TLS reason")
 
         // Credentials over plain HTTP to a non-loopback host: refused before any connection, unless allowed.
         r = try await HTTP.send(.POST, "http://127.0.0.1:\(b.port)/_replicate",
