@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdHTTP2
 import HummingbirdTLS
 import Logging
 import NIOCore
@@ -20,7 +21,7 @@ public enum SetteeServer {
     /// The Hummingbird application for a node.
     ///
     /// With ``ServerConfiguration/tlsCertificatePath`` and ``ServerConfiguration/tlsKeyPath`` it serves HTTP/1.1
-    /// over TLS.
+    /// over TLS, and with ``ServerConfiguration/http2`` also HTTP/2 (ALPN).
     ///
     /// - Throws: ``SetteeError`` `.badRequest` when no admin is configured and the host is not loopback, or when
     ///   the TLS certificate or key is missing, unreadable, not PEM, or the two do not match.
@@ -35,10 +36,13 @@ public enum SetteeServer {
         var log = logger ?? Logger(label: "settee")
         if logger == nil { log.logLevel = .warning }
         let responder = CouchResponder(node: node)
+        if config.http2 && !config.usesTLS { try validateTLS(config) }
         let tls = config.usesTLS ? try tlsConfiguration(config) : nil
         return Application(
             responder: responder,
-            server: try tls.map { try .tls(.http1(), tlsConfiguration: $0) } ?? .http1(),
+            server: try tls.map {
+                config.http2 ? try .http2Upgrade(tlsConfiguration: $0) : try .tls(.http1(), tlsConfiguration: $0)
+            } ?? .http1(),
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port),
                                                     serverName: "Settee/0.1.0"),
             services: [NodeService(node: node)],
@@ -52,6 +56,9 @@ extension SetteeServer {
     /// anything; ``application(node:logger:onServerRunning:)`` checks them too.
     /// - Throws: ``SetteeError`` `.badRequest` with a message naming the file and the problem.
     public static func validateTLS(_ configuration: ServerConfiguration) throws {
+        if configuration.http2 && !configuration.usesTLS {
+            throw SetteeError(.badRequest, "HTTP/2 (--http2) is served over TLS only: give --tls-cert and --tls-key")
+        }
         if configuration.usesTLS { _ = try tlsConfiguration(configuration) }
     }
 

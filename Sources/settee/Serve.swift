@@ -35,6 +35,7 @@ struct Serve: AsyncParsableCommand {
     var caFile: String?
     @Flag(help: "Let replications and peers send credentials over plain HTTP to non-loopback hosts.")
     var allowInsecureCredentials = false
+    @Flag(help: "With --tls-cert: also offer HTTP/2 (negotiated by ALPN).") var http2 = false
 
     func run() async throws {
         let adminText = admin ?? ProcessInfo.processInfo.environment["SETTEE_ADMIN"]
@@ -71,6 +72,7 @@ struct Serve: AsyncParsableCommand {
             }
         }
         config.allowInsecureCredentials = allowInsecureCredentials
+        config.http2 = http2
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: trace, debug, info, notice, warning, error, critical")
         }

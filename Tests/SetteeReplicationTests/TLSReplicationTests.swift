@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import SetteeCore
 import SetteeStore
 @testable import SetteeReplication
@@ -163,6 +164,47 @@ struct TLSReplicationTests {
         }
     }
 
+    @Test func servesHTTP2WhenAsked() async throws {
+        let pki = try TestPKI()
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path, extraArguments: [
+            "--tls-cert", pki.serverCertificate, "--tls-key", pki.serverKey, "--http2",
+        ])
+        defer { server.stop() }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(pki.caCertificate)
+        var config = HTTPClient.Configuration(tlsConfiguration: tls)
+        config.httpVersion = .automatic
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+        do {
+            try await http2Checks(client, server, pki)
+        } catch {
+            Issue.record(error)
+        }
+        try await client.shutdown()
+    }
+
+    func http2Checks(_ client: HTTPClient, _ server: ServerProcess, _ pki: TestPKI) async throws {
+        var request = HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/")
+        request.method = .GET
+        let response = try await client.execute(request, timeout: .seconds(30))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        #expect(response.status == .ok)
+        #expect(response.version == .http2)
+        // HTTP/1.1 clients (the replicator's) are still served.
+        let trusting = try RemoteEndpoint.client(trustingRootCertificatesAt: pki.caCertificate)
+        #expect(try await Self.send(trusting, .PUT, "https://127.0.0.1:\(server.port)/db").status == 201)
+        let body = (0..<300).map { #"{"_id":"d\#($0)"}"# }.joined(separator: ",")
+        #expect(try await Self.send(trusting, .POST, "https://127.0.0.1:\(server.port)/db/_bulk_docs",
+                                    #"{"docs":[\#(body)]}"#).status == 201)
+        var changes = HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/db/_changes")
+        changes.headers.add(name: "Authorization", value: Self.auth)
+        let h2 = try await client.execute(changes, timeout: .seconds(30))
+        let bytes = try await h2.body.collect(upTo: 1 << 24)
+        #expect(h2.version == .http2)
+        #expect(try JSON.parse(Array(bytes.readableBytesView))["results"]?.arrayValue?.count == 300)
+    }
+
     @Test func serveRefusesUnusableCertificatesAtStart() throws {
         let pki = try TestPKI()
         let dir = TempDir()
@@ -191,6 +233,9 @@ struct TLSReplicationTests {
                            "--tls-cert", pki.serverCertificate, "--tls-key", pki.selfSignedKey])
         #expect(r.status == 64, "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/fresh"))
+        r = try runSettee(base + ["--http2"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("over TLS only"), "\(r.stderr)")
     }
 
     @Test func replicatorVerifiesThePeerCertificate() async throws {

@@ -28,6 +28,8 @@ public struct ServerConfiguration: Sendable {
     public var tlsCertificatePath: String?
     /// PEM private key of ``tlsCertificatePath`` (`--tls-key`).
     public var tlsKeyPath: String?
+    /// With TLS, also offer HTTP/2 (negotiated by ALPN; HTTP/1.1 clients are served as before) (`--http2`).
+    public var http2 = false
     /// PEM CA bundle the replicator verifies HTTPS peers' certificates against (`--ca-file`), instead of the
     /// system's trust store.
     public var caFile: String?
