@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Settee needs beyond the Swift toolchain: the system SQLite and ICU libraries and headers,
-# iproute2 for the network-partition test (as root), and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
+# iproute2 for the network-partition test (as root), openssl for the TLS tests, and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
 set -euo pipefail
 need_apt=()
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
@@ -8,6 +8,8 @@ need_apt=()
 [ -f /usr/include/unicode/ucol.h ] || need_apt+=(libicu-dev)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# openssl: the TLS tests make a throwaway CA and server certificates with it.
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # iproute2: the partition test puts a node in its own network namespace (when running as root).
 [ "$(id -u)" -eq 0 ] && ! command -v ip >/dev/null 2>&1 && need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -203,6 +203,9 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         case unsupported
         /// The replication was stopped.
         case cancelled
+        /// The TLS handshake failed: the peer's certificate did not verify (unknown CA, self-signed, expired,
+        /// wrong host name) or the peer does not speak TLS. Stops the replication.
+        case tls
     }
 
     public var kind: Kind

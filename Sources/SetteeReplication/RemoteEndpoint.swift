@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import SetteeCore
 import SetteeStore
 
@@ -11,6 +12,12 @@ import SetteeStore
 ///
 /// Credentials may sit in the URL (`http://user:pass@host:5984/db`); they are sent as a basic `Authorization`
 /// header and never appear in ``identity`` or ``displayName``.
+///
+/// HTTPS peers' certificates are verified against the system's trust store, or against a CA bundle
+/// (`trustedRootCertificatesPath`) for peers with certificates from a private CA; a certificate that does not
+/// verify fails the replication with a ``ReplicationError/Kind/tls`` error. Credentials (user info in the URL,
+/// `authentication`, or an `Authorization`/`Cookie` header) are never sent over plain `http://` to a host that
+/// is not loopback unless `allowInsecureCredentials` is set: the initializer throws instead.
 public struct RemoteEndpoint: Endpoint {
     /// How to authenticate with the server.
     public enum Authentication: Sendable {
@@ -32,16 +39,26 @@ public struct RemoteEndpoint: Endpoint {
     public let authentication: Authentication
     /// Extra headers sent with every request.
     public let headers: [(String, String)]
-    private let client: HTTPClient
+    /// The CA bundle (PEM) HTTPS peers' certificates are verified against; nil means the system's trust store.
+    public let trustedRootCertificatesPath: String?
+    /// Whether credentials may go over plain HTTP to a host that is not loopback.
+    public let allowInsecureCredentials: Bool
+    let client: HTTPClient
     /// The session cookie and whether the peer lacks `_bulk_get` (tests set that to exercise the fallback).
     let session: SessionCookie
 
     /// - Parameters:
     ///   - url: the database's URL; user info in it becomes basic authentication unless `authentication` is given.
-    ///   - client: the HTTP client to use; by default one shared, process-wide pool.
-    /// - Throws: ``ReplicationError`` `.badRequest` for a URL that is not `http(s)://host[:port]/db`.
+    ///   - client: the HTTP client to use; by default one shared, process-wide pool (one per CA bundle).
+    ///   - trustedRootCertificatesPath: a PEM file of CA certificates to verify HTTPS peers against, instead of
+    ///     the system's trust store (ignored when `client` is given).
+    ///   - allowInsecureCredentials: allow sending credentials over plain `http://` to a host that is not
+    ///     loopback (where anyone on the path can read them).
+    /// - Throws: ``ReplicationError`` `.badRequest` for a URL that is not `http(s)://host[:port]/db`, for
+    ///   credentials that would go over plain HTTP to a non-loopback host, or for an unreadable CA bundle.
     public init(url: String, authentication: Authentication? = nil, headers: [(String, String)] = [],
-                client: HTTPClient? = nil) throws {
+                client: HTTPClient? = nil, trustedRootCertificatesPath: String? = nil,
+                allowInsecureCredentials: Bool = false) throws {
         guard var components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
               scheme == "http" || scheme == "https", components.host?.isEmpty == false
         else { throw ReplicationError(.badRequest, "Not an http(s) database URL: \(RemoteEndpoint.redact(url))") }
@@ -49,6 +66,13 @@ public struct RemoteEndpoint: Endpoint {
         if authentication == nil, let user = components.percentEncodedUser {
             auth = .basic(user: user.removingPercentEncoding ?? user,
                           password: (components.percentEncodedPassword ?? "").removingPercentEncoding ?? "")
+        }
+        if scheme == "http" && !allowInsecureCredentials, let host = components.host, !RemoteEndpoint.isLoopback(host) {
+            let credentialHeader = headers.contains { ["authorization", "cookie"].contains($0.0.lowercased()) }
+            if credentialHeader || { if case .none = auth { return false } else { return true } }() {
+                throw ReplicationError(.badRequest, "refusing to send credentials over plain HTTP to \(host); "
+                    + "use https or allow_insecure_credentials")
+            }
         }
         components.user = nil
         components.password = nil
@@ -68,20 +92,66 @@ public struct RemoteEndpoint: Endpoint {
         self.url = root + "/" + RemoteEndpoint.escapeSegment(self.databaseName)
         self.authentication = auth
         self.headers = headers
-        self.client = client ?? RemoteEndpoint.sharedClient
+        self.trustedRootCertificatesPath = trustedRootCertificatesPath
+        self.allowInsecureCredentials = allowInsecureCredentials
+        if let client {
+            self.client = client
+        } else if let trustedRootCertificatesPath {
+            self.client = try RemoteEndpoint.client(trustingRootCertificatesAt: trustedRootCertificatesPath)
+        } else {
+            self.client = RemoteEndpoint.sharedClient
+        }
         self.session = SessionCookie()
+    }
+
+    /// Whether `host` (as in a URL, IPv6 with or without brackets) is a loopback address or `localhost`.
+    public static func isLoopback(_ host: String) -> Bool {
+        var h = host.lowercased()
+        if h.hasPrefix("[") && h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
+        if h == "localhost" || h.hasSuffix(".localhost") || h == "::1" || h == "0:0:0:0:0:0:0:1" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// The process-wide client: keep-alive pool, gzip decompression, 5 s connect and 30 s read timeouts (a silent
     /// peer — a partition — is noticed within 30 s; long polls ask for a 10 s heartbeat to stay alive).
-    public static let sharedClient: HTTPClient = {
+    /// HTTPS peers' certificates are verified against the system's trust store.
+    public static let sharedClient: HTTPClient = makeClient(tls: nil)
+
+    private static func makeClient(tls: TLSConfiguration?) -> HTTPClient {
         var config = HTTPClient.Configuration(
+            tlsConfiguration: tls,
             timeout: .init(connect: .seconds(5), read: .seconds(30)),
             decompression: .enabled(limit: .none))
         config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
         config.httpVersion = .http1Only
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
-    }()
+    }
+
+    private static let caClients = CAClients()
+
+    /// The process-wide client (configured as ``sharedClient``) whose HTTPS peers' certificates are verified
+    /// against the CA certificates in the PEM file at `path` instead of the system's trust store (full
+    /// verification: chain and host name). One client per distinct path, kept for the life of the process.
+    /// - Throws: ``ReplicationError`` `.badRequest` when the file cannot be read or holds no PEM certificate.
+    public static func client(trustingRootCertificatesAt path: String) throws -> HTTPClient {
+        let key = URL(fileURLWithPath: path).standardizedFileURL.path
+        return try caClients.client(for: key) {
+            let certificates: [NIOSSLCertificate]
+            do {
+                certificates = try NIOSSLCertificate.fromPEMFile(key)
+            } catch {
+                throw ReplicationError(.badRequest, "cannot read the CA bundle \(path): \(error)")
+            }
+            guard !certificates.isEmpty else {
+                throw ReplicationError(.badRequest, "the CA bundle \(path) holds no PEM certificate")
+            }
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .certificates(certificates)
+            tls.certificateVerification = .fullVerification
+            return makeClient(tls: tls)
+        }
+    }
 
     public var identity: String { url }
     public var displayName: String { url }
@@ -292,7 +362,8 @@ public struct RemoteEndpoint: Endpoint {
     /// The endpoint for another database on the same server, with the same credentials.
     public func sibling(database name: String) throws -> RemoteEndpoint {
         try RemoteEndpoint(url: serverURL + "/" + Self.escapeSegment(name), authentication: authentication,
-                           headers: headers, client: client)
+                           headers: headers, client: client, trustedRootCertificatesPath: trustedRootCertificatesPath,
+                           allowInsecureCredentials: allowInsecureCredentials)
     }
 
     // MARK: Documents ↔ revisions
@@ -465,6 +536,7 @@ public struct RemoteEndpoint: Endpoint {
             throw ReplicationError(.cancelled, "stopped")
         } catch {
             if Task.isCancelled { throw ReplicationError(.cancelled, "stopped") }
+            if let tls = tlsError(error) { throw tls }
             throw ReplicationError(.unreachable, "cannot reach \(Self.redact(request.url)) (\(request.method)): \(error)")
         }
     }
@@ -488,7 +560,27 @@ public struct RemoteEndpoint: Endpoint {
         } catch let error as ReplicationError {
             throw error
         } catch {
+            if let tls = tlsError(error) { throw tls }
             throw ReplicationError(.unreachable, "POST \(serverURL)/_session: \(error)")
+        }
+    }
+
+    /// A failed TLS handshake (an untrusted, expired or wrong-host certificate, or a peer that does not speak
+    /// TLS) as a ``ReplicationError/Kind/tls`` error, which stops the replication instead of being retried.
+    func tlsError(_ error: any Error) -> ReplicationError? {
+        let host = URLComponents(string: serverURL)?.host ?? serverURL
+        let hint = trustedRootCertificatesPath == nil
+            ? "verified against the system's trust store; for a private CA pass its certificate (--ca-file)"
+            : "verified against \(trustedRootCertificatesPath!)"
+        switch error {
+        case let e as NIOSSLError:
+            return ReplicationError(.tls, "TLS handshake with \(host) failed (\(hint)): \(e)")
+        case let e as NIOSSLExtraError:
+            return ReplicationError(.tls, "TLS certificate of \(host) rejected (\(hint)): \(e)")
+        case let e as BoringSSLError:
+            return ReplicationError(.tls, "TLS handshake with \(host) failed (\(hint)): \(e)")
+        default:
+            return nil
         }
     }
 
@@ -543,5 +635,20 @@ extension Duration {
     var milliseconds: Int64 {
         let (s, atto) = components
         return s * 1000 + atto / 1_000_000_000_000_000
+    }
+}
+
+/// The process-wide HTTP clients that trust a CA bundle, one per path.
+final class CAClients: @unchecked Sendable {
+    private let lock = NSLock()
+    private var clients: [String: HTTPClient] = [:]
+
+    func client(for path: String, make: () throws -> HTTPClient) throws -> HTTPClient {
+        try lock.withLock {
+            if let existing = clients[path] { return existing }
+            let client = try make()
+            clients[path] = client
+            return client
+        }
     }
 }

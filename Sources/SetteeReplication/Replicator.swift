@@ -58,11 +58,23 @@ public struct ReplicatorConfiguration: Sendable {
             guard let auth = authenticator, let remote = target as? RemoteEndpoint,
                   let endpoint = try? RemoteEndpoint(url: remote.url, authentication: .basic(user: auth.username,
                                                                                              password: auth.password),
-                                                     headers: remote.headers)
-            else { return }
+                                                     headers: remote.headers, client: remote.client,
+                                                     trustedRootCertificatesPath: remote.trustedRootCertificatesPath,
+                                                     allowInsecureCredentials: remote.allowInsecureCredentials)
+            else { return }  // refused (credentials over plain HTTP): `start()` reports it
             target = endpoint
         }
     }
+    /// A PEM file of CA certificates that a ``URLEndpoint`` target's HTTPS certificate is verified against, instead
+    /// of the system's trust store — for a peer whose certificate comes from a private CA (or is self-signed:
+    /// pin it by listing that certificate). Verification stays full (chain, validity, host name); a certificate
+    /// that does not verify stops the replicator with a ``ReplicationError/Kind/tls`` error.
+    /// Nil keeps the target's own setting.
+    public var trustedRootCertificatesPath: String?
+    /// Allow sending the credentials (``authenticator``, user info in the URL, or an `Authorization`/`Cookie`
+    /// header) to a ``URLEndpoint`` target over plain `http://` when its host is not loopback. Off by default:
+    /// the replicator then stops at once with a `.badRequest` error instead of sending them.
+    public var allowInsecureCredentials = false
 
     public init(collection: SetteeStore.Collection, target: any Endpoint) {
         self.collection = collection
@@ -72,6 +84,19 @@ public struct ReplicatorConfiguration: Sendable {
     /// The default collection of `database`.
     public init(database: Database, target: any Endpoint) throws {
         self.init(collection: try database.defaultCollection(), target: target)
+    }
+
+    /// The target with ``authenticator``, ``trustedRootCertificatesPath`` and ``allowInsecureCredentials`` applied.
+    func resolvedTarget() throws -> any Endpoint {
+        guard let remote = target as? RemoteEndpoint,
+              authenticator != nil || trustedRootCertificatesPath != nil || allowInsecureCredentials else { return target }
+        var authentication = remote.authentication
+        if let auth = authenticator { authentication = .basic(user: auth.username, password: auth.password) }
+        let caPath = trustedRootCertificatesPath ?? remote.trustedRootCertificatesPath
+        return try RemoteEndpoint(url: remote.url, authentication: authentication, headers: remote.headers,
+                                  client: trustedRootCertificatesPath == nil ? remote.client : nil,
+                                  trustedRootCertificatesPath: caPath,
+                                  allowInsecureCredentials: allowInsecureCredentials || remote.allowInsecureCredentials)
     }
 
     func options(resolver: Bool, reset: Bool) -> ReplicationOptions {
@@ -153,18 +178,31 @@ public final class Replicator: @unchecked Sendable {
         lock.unlock()
         let local = LocalEndpoint(collection: config.collection)
         let config = self.config
+        let target: any Endpoint
+        do {
+            target = try config.resolvedTarget()
+        } catch {
+            var failed = ReplicatorStatus()
+            failed.error = error as? ReplicationError ?? ReplicationError(.badRequest, "\(error)")
+            lock.withLock {
+                if push != nil { push = failed }
+                if pull != nil { pull = failed }
+            }
+            finished()
+            return
+        }
         let t = Task { [self] in
             await withTaskGroup(of: Void.self) { group in
                 if config.replicatorType != .pull {
                     var options = config.options(resolver: false, reset: reset)
                     options.createTarget = config.createTarget
-                    let replication = Replication(source: local, target: config.target, options: options) { s in
+                    let replication = Replication(source: local, target: target, options: options) { s in
                         self.update(push: s)
                     }
                     group.addTask { _ = try? await replication.run() }
                 }
                 if config.replicatorType != .push {
-                    let replication = Replication(source: config.target, target: local,
+                    let replication = Replication(source: target, target: local,
                                                   options: config.options(resolver: true, reset: reset)) { s in
                         self.update(pull: s)
                     }

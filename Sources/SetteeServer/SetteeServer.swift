@@ -1,8 +1,11 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdHTTP2
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 import ServiceLifecycle
 import SetteeCore
 import SetteeStore
@@ -17,7 +20,11 @@ import SetteeStore
 public enum SetteeServer {
     /// The Hummingbird application for a node.
     ///
-    /// - Throws: ``SetteeError`` `.badRequest` when no admin is configured and the host is not loopback.
+    /// With ``ServerConfiguration/tlsCertificatePath`` and ``ServerConfiguration/tlsKeyPath`` it serves HTTP/1.1
+    /// over TLS, and with ``ServerConfiguration/http2`` also HTTP/2 (ALPN).
+    ///
+    /// - Throws: ``SetteeError`` `.badRequest` when no admin is configured and the host is not loopback, or when
+    ///   the TLS certificate or key is missing, unreadable, not PEM, or the two do not match.
     public static func application(node: Node, logger: Logger? = nil,
                                    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         throws -> some ApplicationProtocol {
@@ -29,8 +36,13 @@ public enum SetteeServer {
         var log = logger ?? Logger(label: "settee")
         if logger == nil { log.logLevel = .warning }
         let responder = CouchResponder(node: node)
+        if config.http2 && !config.usesTLS { try validateTLS(config) }
+        let tls = config.usesTLS ? try tlsConfiguration(config) : nil
         return Application(
             responder: responder,
+            server: try tls.map {
+                config.http2 ? try .http2Upgrade(tlsConfiguration: $0) : try .tls(.http1(), tlsConfiguration: $0)
+            } ?? .http1(),
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port),
                                                     serverName: "Settee/0.1.0"),
             services: [NodeService(node: node)],
@@ -40,6 +52,50 @@ public enum SetteeServer {
 }
 
 extension SetteeServer {
+    /// Checks the configured TLS certificate and key (readable PEM files that belong together) without starting
+    /// anything; ``application(node:logger:onServerRunning:)`` checks them too.
+    /// - Throws: ``SetteeError`` `.badRequest` with a message naming the file and the problem.
+    public static func validateTLS(_ configuration: ServerConfiguration) throws {
+        if configuration.http2 && !configuration.usesTLS {
+            throw SetteeError(.badRequest, "HTTP/2 (--http2) is served over TLS only: give --tls-cert and --tls-key")
+        }
+        if configuration.usesTLS { _ = try tlsConfiguration(configuration) }
+    }
+
+    /// The server TLS configuration for `--tls-cert` and `--tls-key`, checked now so that a bad file fails the
+    /// start with a clear message.
+    static func tlsConfiguration(_ config: ServerConfiguration) throws -> TLSConfiguration {
+        guard let certPath = config.tlsCertificatePath, let keyPath = config.tlsKeyPath,
+              !certPath.isEmpty, !keyPath.isEmpty else {
+            throw SetteeError(.badRequest, "TLS needs both a certificate (--tls-cert) and its private key (--tls-key)")
+        }
+        for (what, path) in [("certificate", certPath), ("private key", keyPath)]
+        where !FileManager.default.isReadableFile(atPath: path) {
+            throw SetteeError(.badRequest, "TLS \(what) file \(path) does not exist or is not readable")
+        }
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certPath)
+        } catch {
+            throw SetteeError(.badRequest, "TLS certificate \(certPath) is not a PEM certificate: \(error)")
+        }
+        guard !chain.isEmpty else { throw SetteeError(.badRequest, "TLS certificate \(certPath) holds no PEM certificate") }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+        } catch {
+            throw SetteeError(.badRequest, "TLS private key \(keyPath) is not a PEM private key: \(error)")
+        }
+        let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
+                                                           privateKey: .privateKey(key))
+        do {
+            _ = try NIOSSLContext(configuration: tls)
+        } catch {
+            throw SetteeError(.badRequest, "TLS certificate \(certPath) and key \(keyPath) cannot be used together: \(error)")
+        }
+        return tls
+    }
+
     /// Runs a node's server until SIGTERM or SIGINT, then shuts down gracefully: the listener stops,
     /// in-flight requests finish and the databases close.
     public static func run(node: Node, logger: Logger? = nil,

@@ -26,12 +26,21 @@ struct Replicate: AsyncParsableCommand {
     @Option(help: "Changes per batch.") var batchSize: Int = 500
     @Flag(help: "Ignore checkpoints: replicate everything again.") var reset = false
     @Flag(help: "No progress bar; print only the final JSON report.") var quiet = false
+    @Option(name: .customLong("ca-file"),
+            help: "PEM CA bundle to verify HTTPS peers against instead of the system's trust store (default: $SETTEE_CA_FILE).")
+    var caFile: String?
+    @Flag(help: "Allow sending credentials over plain HTTP to a host that is not loopback.")
+    var allowInsecureCredentials = false
 
     func run() async throws {
         var opened: [Database] = []
         defer { for db in opened { db.close() } }
         func endpoint(_ text: String, create: Bool) throws -> any Endpoint {
-            if text.contains("://") { return try RemoteEndpoint(url: text) }
+            if text.contains("://") {
+                let ca = (caFile ?? ProcessInfo.processInfo.environment["SETTEE_CA_FILE"]).flatMap { $0.isEmpty ? nil : $0 }
+                return try RemoteEndpoint(url: text, trustedRootCertificatesPath: ca,
+                                          allowInsecureCredentials: allowInsecureCredentials)
+            }
             try DocumentID.validateDatabaseName(text)
             guard create || Database.exists(name: text, inDirectory: options.data) else {
                 throw ValidationError("database `\(text)` does not exist in \(options.data)"

@@ -77,6 +77,17 @@ struct Serve: AsyncParsableCommand {
         }
         return security
     }
+    @Option(name: .customLong("tls-cert"),
+            help: "Serve HTTPS with this PEM certificate chain (default: $SETTEE_TLS_CERT); needs --tls-key.")
+    var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert (default: $SETTEE_TLS_KEY).")
+    var tlsKey: String?
+    @Option(name: .customLong("ca-file"),
+            help: "PEM CA bundle the replicator verifies HTTPS peers against instead of the system's trust store (default: $SETTEE_CA_FILE).")
+    var caFile: String?
+    @Flag(help: "Let replications and peers send credentials over plain HTTP to non-loopback hosts.")
+    var allowInsecureCredentials = false
+    @Flag(help: "With --tls-cert: also offer HTTP/2 (negotiated by ALPN).") var http2 = false
 
     func run() async throws {
         let adminText = admin ?? ProcessInfo.processInfo.environment["SETTEE_ADMIN"]
@@ -101,6 +112,21 @@ struct Serve: AsyncParsableCommand {
         config.security = try securityConfiguration()
         guard peerScanInterval > 0 else { throw ValidationError("--peer-scan-interval must be positive") }
         config.peerScanInterval = .milliseconds(Int(peerScanInterval * 1000))
+        let env = ProcessInfo.processInfo.environment
+        config.tlsCertificatePath = (tlsCert ?? env["SETTEE_TLS_CERT"]).flatMap { $0.isEmpty ? nil : $0 }
+        config.tlsKeyPath = (tlsKey ?? env["SETTEE_TLS_KEY"]).flatMap { $0.isEmpty ? nil : $0 }
+        if (config.tlsCertificatePath == nil) != (config.tlsKeyPath == nil) {
+            throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
+        }
+        config.caFile = (caFile ?? env["SETTEE_CA_FILE"]).flatMap { $0.isEmpty ? nil : $0 }
+        if let ca = config.caFile {
+            do { _ = try RemoteEndpoint.client(trustingRootCertificatesAt: ca) } catch let e as ReplicationError {
+                throw ValidationError("--ca-file: \(e.message)")
+            }
+        }
+        config.allowInsecureCredentials = allowInsecureCredentials
+        config.http2 = http2
+        config.security.secureCookies = config.usesTLS
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: trace, debug, info, notice, warning, error, critical")
         }
@@ -110,6 +136,7 @@ struct Serve: AsyncParsableCommand {
         guard maxDocumentSize > 0, maxRequestSize > 0 else {
             throw ValidationError("--max-document-size and --max-request-size must be positive")
         }
+        do { try SetteeServer.validateTLS(config) } catch let error as SetteeError { throw ValidationError(error.reason) }
         var logger = Logger(label: "settee")
         logger.logLevel = level
         let node = try Node(configuration: config)
@@ -117,8 +144,9 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n".utf8))
         }
         do {
-            try await SetteeServer.run(node: node, logger: logger) { [host, dataDirectory = config.dataDirectory] port in
-                let line = "settee \(SetteeServerVersion.version) listening on http://\(host):\(port) (data: \(dataDirectory))\n"
+            try await SetteeServer.run(node: node, logger: logger) { [host, dataDirectory = config.dataDirectory,
+                                                                     scheme = config.usesTLS ? "https" : "http"] port in
+                let line = "settee \(SetteeServerVersion.version) listening on \(scheme)://\(host):\(port) (data: \(dataDirectory))\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
         } catch let error as SetteeError where error.code == .badRequest {

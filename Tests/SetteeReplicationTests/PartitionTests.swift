@@ -18,7 +18,7 @@ struct PartitionTests {
         let bAuthURL = "http://admin:secret@\(ns.innerAddress):\(b.port)/db"
         try await HTTP.send(.PUT, "http://127.0.0.1:\(a.port)/db")
         let r = try await HTTP.send(.POST, "http://127.0.0.1:\(a.port)/_replicate",
-                                    #"{"source":"db","target":"\#(bAuthURL)","continuous":true,"create_target":true}"#)
+                                    #"{"source":"db","target":"\#(bAuthURL)","continuous":true,"create_target":true,"allow_insecure_credentials":true}"#)
         #expect(r.status == 202)
         try await HTTP.load("http://127.0.0.1:\(a.port)/db", prefix: "before", count: 20)
         #expect(try await waitFor { try await HTTP.docCount(bURL) == 20 })

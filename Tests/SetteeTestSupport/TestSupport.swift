@@ -55,7 +55,7 @@ public final class ServerProcess: @unchecked Sendable {
             let data = handle.availableData
             if data.isEmpty { break }
             buffer += String(decoding: data, as: UTF8.self)
-            if let range = buffer.range(of: #"listening on http://[0-9.]+:([0-9]+)"#, options: .regularExpression) {
+            if let range = buffer.range(of: #"listening on https?://[0-9.]+:([0-9]+)"#, options: .regularExpression) {
                 let match = String(buffer[range])
                 port = Int(match.split(separator: ":").last ?? "") ?? 0
             }

@@ -16,6 +16,8 @@ final class ReplicationManager: @unchecked Sendable {
         var createTarget = false
         var documentIDs: [String]?
         var selector: JSON?
+        /// `allow_insecure_credentials`: credentials may go over plain HTTP to a non-loopback host.
+        var allowInsecureCredentials = false
 
         /// Compared to notice that a `_replicator` document's replication changed.
         var fingerprint: String {
@@ -23,6 +25,7 @@ final class ReplicationManager: @unchecked Sendable {
                                  "create_target": .bool(createTarget)]
             if let documentIDs { o["doc_ids"] = .array(documentIDs.map(JSON.string)) }
             if let selector { o["selector"] = selector }
+            if allowInsecureCredentials { o["allow_insecure_credentials"] = true }
             return JSON.object(o).jsonString
         }
     }
@@ -101,13 +104,14 @@ final class ReplicationManager: @unchecked Sendable {
               let target = body["target"], target.stringValue != nil || target.objectValue != nil
         else { throw CouchError.badRequest("Replication needs `source` and `target` (database names or URLs)") }
         var spec = Spec(source: source, target: target)
-        for flag in ["continuous", "create_target", "cancel"] {
+        for flag in ["continuous", "create_target", "cancel", "allow_insecure_credentials"] {
             if let v = body[flag], !v.isNull, v.boolValue == nil {
                 throw CouchError.badRequest("`\(flag)` must be true or false")
             }
         }
         spec.continuous = body["continuous"]?.boolValue ?? false
         spec.createTarget = body["create_target"]?.boolValue ?? false
+        spec.allowInsecureCredentials = body["allow_insecure_credentials"]?.boolValue ?? false
         if let ids = body["doc_ids"], !ids.isNull {
             guard let list = ids.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
                 throw CouchError.badRequest("`doc_ids` must be an array of strings")
@@ -127,7 +131,10 @@ final class ReplicationManager: @unchecked Sendable {
 
     /// A database name (this node) or a URL (any CouchDB-compatible server), as CouchDB accepts them: a string,
     /// or `{"url": …, "headers": {…}, "auth": {"basic": {"username", "password"}}}`.
-    func endpoint(_ value: JSON, create: Bool) throws -> any Endpoint {
+    /// Remote endpoints verify HTTPS peers against the node's `--ca-file` (if any) and refuse to send credentials
+    /// over plain HTTP to a non-loopback host unless the node (`--allow-insecure-credentials`) or the replication
+    /// (`allow_insecure_credentials`) allows it.
+    func endpoint(_ value: JSON, create: Bool, allowInsecureCredentials: Bool = false) throws -> any Endpoint {
         var url = value.stringValue
         var headers: [(String, String)] = []
         var auth: RemoteEndpoint.Authentication?
@@ -141,7 +148,10 @@ final class ReplicationManager: @unchecked Sendable {
         guard let url, !url.isEmpty else { throw CouchError.badRequest("Endpoint needs a `url`") }
         if url.contains("://") {
             do {
-                return try RemoteEndpoint(url: url, authentication: auth, headers: headers)
+                return try RemoteEndpoint(url: url, authentication: auth, headers: headers,
+                                          trustedRootCertificatesPath: node.configuration.caFile,
+                                          allowInsecureCredentials: allowInsecureCredentials
+                                              || node.configuration.allowInsecureCredentials)
             } catch let e as ReplicationError {
                 throw CouchError.badRequest(e.message)
             }
@@ -180,8 +190,9 @@ final class ReplicationManager: @unchecked Sendable {
             var id = body["replication_id"]?.stringValue ?? body["id"]?.stringValue
             if id == nil {
                 let spec = try Self.spec(body)
-                let source = try endpoint(spec.source, create: false)
-                let target = try endpoint(spec.target, create: spec.createTarget)
+                let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
+                let target = try endpoint(spec.target, create: spec.createTarget,
+                                          allowInsecureCredentials: spec.allowInsecureCredentials)
                 id = Replication(source: source, target: target, options: options(spec)).replicationID + Self.suffix(spec)
             }
             guard let id, let job = removeJob(id) else {
@@ -191,9 +202,10 @@ final class ReplicationManager: @unchecked Sendable {
             return (200, ["ok": true, "_local_id": .string(id)])
         }
         let spec = try Self.spec(body)
-        let source = try endpoint(spec.source, create: false)
+        let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
         try await checkSourceBeforeCreating(spec, source)
-        let target = try endpoint(spec.target, create: spec.createTarget)
+        let target = try endpoint(spec.target, create: spec.createTarget,
+                                  allowInsecureCredentials: spec.allowInsecureCredentials)
         let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
         let id = replication.replicationID + Self.suffix(spec)
         if spec.continuous {
@@ -255,6 +267,7 @@ final class ReplicationManager: @unchecked Sendable {
         case .notFound, .unreachable: return CouchError(.notFound, "db_not_found", "could not open: \(e.message)")
         case .badRequest, .unsupported: return CouchError(.badRequest, "bad_request", e.message)
         case .transient, .cancelled: return CouchError(.badGateway, "replication_failed", e.message)
+        case .tls: return CouchError(.badGateway, "tls_error", e.message)
         }
     }
 
@@ -454,9 +467,10 @@ final class ReplicationManager: @unchecked Sendable {
         let state = doc["_replication_state"]?.stringValue
         let source: any Endpoint, target: any Endpoint
         do {
-            source = try endpoint(spec.source, create: false)
+            source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
             try await checkSourceBeforeCreating(spec, source)
-            target = try endpoint(spec.target, create: spec.createTarget)
+            target = try endpoint(spec.target, create: spec.createTarget,
+                                  allowInsecureCredentials: spec.allowInsecureCredentials)
         } catch {
             await writeState(docID, collection, state: "failed", reason: CouchError.from(any: error).reason)
             return
@@ -530,8 +544,15 @@ final class ReplicationManager: @unchecked Sendable {
 
     private func syncPeer(_ peer: String) async {
         let root = peer.hasSuffix("/") ? String(peer.dropLast()) : peer
-        guard let probe = try? RemoteEndpoint(url: root + "/_probe") else {
-            logger.error("peer \(RemoteEndpoint.redact(peer)) is not an http(s) URL")
+        let probe: RemoteEndpoint
+        do {
+            probe = try RemoteEndpoint(url: root + "/_probe", trustedRootCertificatesPath: node.configuration.caFile,
+                                       allowInsecureCredentials: node.configuration.allowInsecureCredentials)
+        } catch {
+            let message = "peer \(RemoteEndpoint.redact(peer)): \((error as? ReplicationError)?.message ?? "\(error)")"
+            let fresh = lock.withLock { peerProblems[peer] != message }
+            if fresh { logger.error("\(message)") }
+            lock.withLock { peerProblems[peer] = message }
             return
         }
         // Databases the peer has and we lack are created here, so the pull has somewhere to go.

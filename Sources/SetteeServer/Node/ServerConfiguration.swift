@@ -26,6 +26,18 @@ public struct ServerConfiguration: Sendable {
     public var peerScanInterval: Duration = .seconds(10)
     /// Authentication, password hashing, lockout and JWT settings.
     public var security = SecurityConfiguration()
+    /// PEM certificate chain to serve HTTPS with (`--tls-cert`); with ``tlsKeyPath``. Nil serves plain HTTP.
+    public var tlsCertificatePath: String?
+    /// PEM private key of ``tlsCertificatePath`` (`--tls-key`).
+    public var tlsKeyPath: String?
+    /// With TLS, also offer HTTP/2 (negotiated by ALPN; HTTP/1.1 clients are served as before) (`--http2`).
+    public var http2 = false
+    /// PEM CA bundle the replicator verifies HTTPS peers' certificates against (`--ca-file`), instead of the
+    /// system's trust store.
+    public var caFile: String?
+    /// Let replications and peers send credentials over plain HTTP to non-loopback hosts
+    /// (`--allow-insecure-credentials`); otherwise only a replication's own `allow_insecure_credentials` does.
+    public var allowInsecureCredentials = false
 
     public init(dataDirectory: String, host: String = "127.0.0.1", port: Int = 5984,
                 admin: (username: String, password: String)? = nil,
@@ -53,6 +65,9 @@ public struct ServerConfiguration: Sendable {
     public var bindsLoopbackOnly: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
+
+    /// Whether the node serves HTTPS.
+    public var usesTLS: Bool { tlsCertificatePath != nil || tlsKeyPath != nil }
 }
 
 /// How a node authenticates callers (see docs/security.md).
