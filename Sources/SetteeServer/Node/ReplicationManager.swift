@@ -285,6 +285,9 @@ final class ReplicationManager: @unchecked Sendable {
             } catch {
                 outcome = .failure(ReplicationError(.badRequest, "\(error)"))
             }
+            // The outcome is recorded (a `_replicator` document's final state written) while the job is still
+            // registered, so a change-feed pass in between can't mistake a finished job for one to resume.
+            await onEnd?(outcome)
             _ = self?.removeJob(job.id, ifSame: job)
             if case .failure(let e) = outcome, e.kind != .cancelled, let self {
                 self.lock.withLock {
@@ -292,7 +295,6 @@ final class ReplicationManager: @unchecked Sendable {
                     if self.failedJobs.count > 50 { self.failedJobs.removeFirst() }
                 }
             }
-            await onEnd?(outcome)
         }
     }
 
