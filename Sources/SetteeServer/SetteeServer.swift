@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdHTTP2
 import HummingbirdTLS
 import Logging
@@ -38,13 +39,16 @@ public enum SetteeServer {
         let responder = CouchResponder(node: node)
         if config.http2 && !config.usesTLS { try validateTLS(config) }
         let tls = config.usesTLS ? try tlsConfiguration(config) : nil
+        // Slow or idle clients are disconnected after the idle timeout; headers are bounded by NIO's decoder (80 KiB).
+        let http1 = HTTP1Channel.Configuration(idleTimeout: TimeAmount.milliseconds(Int64(config.idleTimeout * 1000)))
         return Application(
             responder: responder,
             server: try tls.map {
-                config.http2 ? try .http2Upgrade(tlsConfiguration: $0) : try .tls(.http1(), tlsConfiguration: $0)
-            } ?? .http1(),
+                config.http2 ? try .http2Upgrade(tlsConfiguration: $0) : try .tls(.http1(configuration: http1), tlsConfiguration: $0)
+            } ?? .http1(configuration: http1),
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port),
-                                                    serverName: "Settee/0.1.0"),
+                                                    serverName: "Settee/0.1.0",
+                                                    availableConnectionsDelegate: MaximumAvailableConnections(config.maxConnections)),
             services: [NodeService(node: node)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? config.port) },
             logger: log)

@@ -19,6 +19,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Server admin as USER:PASS (default: $SETTEE_ADMIN).") var admin: String?
     @Option(help: "Largest accepted document, bytes.") var maxDocumentSize: Int = 8 << 20
     @Option(help: "Largest accepted request body, bytes.") var maxRequestSize: Int = 64 << 20
+    @Option(help: "Largest accepted attachment, bytes.") var maxAttachmentSize: Int = 64 << 20
+    @Option(help: "Most documents in one _bulk_docs or _bulk_get request.") var maxBulkDocs: Int = 10_000
+    @Option(help: "Most concurrent client connections.") var maxConnections: Int = 2048
+    @Option(help: "Seconds before an idle or slow client's connection is closed.") var idleTimeout: Double = 60
     @Flag(help: "Sync every commit to stable storage (survives power loss, slower).") var fullSync = false
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
     @Option(name: .customLong("peer"),
@@ -110,6 +114,13 @@ struct Serve: AsyncParsableCommand {
         }
         config.peers = peerList
         config.security = try securityConfiguration()
+        guard maxAttachmentSize > 0, maxBulkDocs > 0, maxConnections > 0, idleTimeout > 0 else {
+            throw ValidationError("--max-attachment-size, --max-bulk-docs, --max-connections and --idle-timeout must be positive")
+        }
+        config.maxAttachmentSize = maxAttachmentSize
+        config.maxBulkDocs = maxBulkDocs
+        config.maxConnections = maxConnections
+        config.idleTimeout = idleTimeout
         guard peerScanInterval > 0 else { throw ValidationError("--peer-scan-interval must be positive") }
         config.peerScanInterval = .milliseconds(Int(peerScanInterval * 1000))
         let env = ProcessInfo.processInfo.environment

@@ -339,4 +339,40 @@ struct SecurityTests {
         }
         node.closeAll()
     }
+
+    @Test func requestLimits() async throws {
+        let dir = TempDataDir()
+        var config = ServerConfiguration(dataDirectory: dir.path, port: 0)
+        config.maxBulkDocs = 3
+        config.maxAttachmentSize = 10
+        let node = try Node(configuration: config)
+        try await withServer(node: node) { c in
+            try await c.createDB("db")
+            expectError(try await c.post("/db/_bulk_docs", #"{"docs":[{},{},{},{}]}"#), .contentTooLarge,
+                        "max_bulk_docs_count_exceeded", reason: "3")
+            #expect(try await c.post("/db/_bulk_docs", #"{"docs":[{"_id":"a"},{},{}]}"#).status == .created)
+            expectError(try await c.post("/db/_bulk_get", #"{"docs":[{"id":"a"},{"id":"a"},{"id":"a"},{"id":"a"}]}"#),
+                        .contentTooLarge, "max_bulk_get_count_exceeded")
+            // Attachments: size and names, inline and standalone.
+            let big = Base64.encode(Array(repeating: 65, count: 11))
+            expectError(try await c.put("/db/inline", #"{"_attachments":{"a.txt":{"content_type":"text/plain","data":"\#(big)"}}}"#),
+                        .contentTooLarge, "attachment_too_large", reason: "a.txt")
+            let rev = try await c.putDoc("/db/doc", "{}")
+            expectError(try await c.request(.put, "/db/doc/big.bin?rev=\(rev)", body: Array(repeating: 1, count: 11),
+                                            headers: [.contentType: "application/octet-stream"]),
+                        .contentTooLarge, "attachment_too_large")
+            expectError(try await c.request(.put, "/db/doc/_hidden?rev=\(rev)", body: [1], headers: [.contentType: "text/plain"]),
+                        .badRequest, "bad_request")
+            expectError(try await c.request(.put, "/db/doc/a%00b?rev=\(rev)", body: [1], headers: [.contentType: "text/plain"]),
+                        .badRequest, "bad_request")
+            expectError(try await c.put("/db/inline2", #"{"_attachments":{"bad\u0000name":{"data":"QQ=="}}}"#),
+                        .badRequest, "bad_request")
+            #expect(try await c.request(.put, "/db/doc/ok.bin?rev=\(rev)", body: Array(repeating: 1, count: 10),
+                                        headers: [.contentType: "application/octet-stream"]).status == .created)
+            // Nothing else was written.
+            #expect(try await c.get("/db/inline").status == .notFound)
+            #expect(try await c.get("/db/inline2").status == .notFound)
+        }
+        node.closeAll()
+    }
 }

@@ -24,6 +24,14 @@ public struct ServerConfiguration: Sendable {
     public var peers: [String] = []
     /// How often the node looks for new databases to replicate with its peers.
     public var peerScanInterval: Duration = .seconds(10)
+    /// Most documents in one `_bulk_docs` or `_bulk_get` request (CouchDB's `max_bulk_docs_count`, 10,000).
+    public var maxBulkDocs = 10_000
+    /// Largest accepted attachment, bytes (inline, multipart or standalone; default 64 MiB).
+    public var maxAttachmentSize = 64 << 20
+    /// Most concurrent client connections; further connections wait in the accept backlog.
+    public var maxConnections = 2048
+    /// Seconds an idle keep-alive connection (or a client that hasn't finished sending its headers) is kept open.
+    public var idleTimeout: Double = 60
     /// Authentication, password hashing, lockout and JWT settings.
     public var security = SecurityConfiguration()
     /// PEM certificate chain to serve HTTPS with (`--tls-cert`); with ``tlsKeyPath``. Nil serves plain HTTP.

@@ -34,7 +34,11 @@ enum AttachmentRoutes {
             }
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
         case .put:
+            try DocumentInput.validateAttachmentName(name)
             let data = try await call.bodyBytes()
+            if data.count > call.node.configuration.maxAttachmentSize {
+                throw CouchError(.contentTooLarge, "attachment_too_large", name)
+            }
             let contentType = call.header(.contentType) ?? "application/octet-stream"
             let rev = try (call.query["rev"] ?? DocumentRoutes.ifMatch(call)).map { s in
                 guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }

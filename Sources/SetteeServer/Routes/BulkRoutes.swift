@@ -15,12 +15,16 @@ enum BulkRoutes {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
+        guard docs.count <= call.node.configuration.maxBulkDocs else {
+            throw CouchError(.contentTooLarge, "max_bulk_docs_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
+        }
         let queryNewEdits = try call.query.bool("new_edits", default: true)
         let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits
         let maxDoc = call.node.configuration.maxDocumentSize
         let metrics = call.node.metrics
         let users = UsersWrite(call, c)
         let canWriteDesign = call.access >= .admin
+        let maxAttachment = call.node.configuration.maxAttachmentSize
         let rows: [JSON] = try await blocking {
             // Validate each document; failures become per-document rows, the rest go in one transaction.
             var results = [JSON?](repeating: nil, count: docs.count)
@@ -48,7 +52,7 @@ enum BulkRoutes {
                     if let users, newEdits || parsed.body["password"] != nil {
                         parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted)
                     }
-                    let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c)
+                    let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c, maxAttachmentSize: maxAttachment)
                     if maxDoc < (64 << 20), JSON.object(write.body).serializedBytes.count > maxDoc {
                         throw CouchError.tooLarge
                     }
@@ -87,6 +91,9 @@ enum BulkRoutes {
         guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
         let (db, c) = try target.open(call.node)
         let body = try await call.bodyObject()
+        if let n = body["docs"]?.arrayValue?.count, n > call.node.configuration.maxBulkDocs {
+            throw CouchError(.contentTooLarge, "max_bulk_get_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
+        }
         guard let requests = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("Missing JSON list of 'docs'.")
         }

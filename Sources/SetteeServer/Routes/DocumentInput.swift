@@ -78,7 +78,7 @@ enum DocumentInput {
     ///   - follows: attachment bodies from a multipart request, by attachment name.
     ///   - collection: used to resolve attachment stubs against the parent revision.
     static func write(_ doc: Parsed, newEdits: Bool, follows: [String: [UInt8]] = [:],
-                      collection: SetteeStore.Collection) throws -> RevisionWrite {
+                      collection: SetteeStore.Collection, maxAttachmentSize: Int = .max) throws -> RevisionWrite {
         if newEdits, !doc.deleted, doc.id.hasPrefix("_design/") {
             // Views are declared with SQL++ expressions; JavaScript functions are refused here, not at query time.
             // (Replicated design documents — new_edits=false — are stored as they are.)
@@ -109,6 +109,7 @@ enum DocumentInput {
             var parentAtts: JSONObject?
             var stubDigests: [String] = []
             for (name, value) in atts {
+                try validateAttachmentName(name)
                 guard case .object(let meta) = value else { throw CouchError.badRequest("Attachment \(name) must be an object") }
                 let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
                 if meta["stub"]?.boolValue == true {
@@ -141,6 +142,7 @@ enum DocumentInput {
                 } else {
                     throw CouchError.badRequest("Attachment \(name) needs data, follows or stub")
                 }
+                if data.count > maxAttachmentSize { throw CouchError(.contentTooLarge, "attachment_too_large", name) }
                 let digest = Database.attachmentDigest(data)
                 blobs.append((digest, data))
                 let revpos = newEdits ? Int64(generation) : (meta["revpos"]?.intValue ?? Int64(generation))
@@ -157,6 +159,20 @@ enum DocumentInput {
             body["_attachments"] = .object(out)
         }
         return RevisionWrite(id: doc.id, body: body, deleted: doc.deleted, mode: mode, blobs: blobs)
+    }
+
+    /// Attachment names: non-empty, at most 1,024 bytes, no control characters (NUL included), not starting with
+    /// `_` (CouchDB reserves those).
+    static func validateAttachmentName(_ name: String) throws {
+        guard !name.isEmpty, name.utf8.count <= 1024 else {
+            throw CouchError.badRequest("Attachment name must be 1 to 1024 bytes")
+        }
+        guard !name.hasPrefix("_") else {
+            throw CouchError.badRequest("Attachment name '\(name)' starts with prohibited character '_'")
+        }
+        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw CouchError.badRequest("Attachment name contains a control character")
+        }
     }
 
     /// The `_attachments` of a stored revision, or nil.
