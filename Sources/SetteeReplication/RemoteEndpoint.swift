@@ -122,7 +122,10 @@ public struct RemoteEndpoint: Endpoint {
         var config = HTTPClient.Configuration(
             tlsConfiguration: tls,
             timeout: .init(connect: .seconds(5), read: .seconds(30)),
-            decompression: .enabled(limit: .none))
+            // A hostile peer's compression bomb stops at the size responses are collected up to anyway.
+            decompression: .enabled(limit: .size(1 << 30)))
+        // No redirects: a peer must not be able to send our credentials on to another host (or to plain HTTP).
+        config.redirectConfiguration = .disallow
         config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
         config.httpVersion = .http1Only
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)

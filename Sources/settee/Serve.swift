@@ -23,6 +23,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most documents in one _bulk_docs or _bulk_get request.") var maxBulkDocs: Int = 10_000
     @Option(help: "Most concurrent client connections.") var maxConnections: Int = 2048
     @Option(help: "Seconds before an idle or slow client's connection is closed.") var idleTimeout: Double = 60
+    @Option(help: "Seconds a _query or _view request may run (0: no limit).") var queryTimeout: Double = 60
     @Flag(help: "Sync every commit to stable storage (survives power loss, slower).") var fullSync = false
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
     @Option(name: .customLong("peer"),
@@ -121,6 +122,8 @@ struct Serve: AsyncParsableCommand {
         config.maxBulkDocs = maxBulkDocs
         config.maxConnections = maxConnections
         config.idleTimeout = idleTimeout
+        guard queryTimeout >= 0 else { throw ValidationError("--query-timeout must be ≥ 0") }
+        config.queryTimeout = queryTimeout
         guard peerScanInterval > 0 else { throw ValidationError("--peer-scan-interval must be positive") }
         config.peerScanInterval = .milliseconds(Int(peerScanInterval * 1000))
         let env = ProcessInfo.processInfo.environment

@@ -39,11 +39,11 @@ private func cookie(_ r: HTTPResult) -> String? {
 
 @Suite("Security: roles, _users, lockout, JWT")
 struct SecurityTests {
-    /// admin / database admin / member / reader / outsider / anonymous × every route family.
+    /// admin / database admin / member / reader / outsider / anonymous × every route family, over real HTTP.
     @Test func roleMatrix() async throws {
         let dir = TempDataDir()
         let node = try securedNode(dir)
-        try await withServer(node: node) { c in
+        try await withServer(node: node, mode: .live) { c in
             try await addUser(c, "boss", roles: ["managers"])
             try await addUser(c, "mem")
             try await addUser(c, "rea")
@@ -242,7 +242,7 @@ struct SecurityTests {
             $0.lockoutThreshold = 3
             $0.lockoutDuration = 1.5
         }
-        try await withServer(node: node) { c in
+        try await withServer(node: node, mode: .live) { c in
             try await addUser(c, "lou", password: "right")
             for _ in 0..<4 {
                 expectError(try await c.get("/_session", headers: auth("lou", "wrong")), .unauthorized, "unauthorized")
@@ -372,6 +372,28 @@ struct SecurityTests {
             // Nothing else was written.
             #expect(try await c.get("/db/inline").status == .notFound)
             #expect(try await c.get("/db/inline2").status == .notFound)
+        }
+        node.closeAll()
+    }
+
+    @Test func queriesStopAtTheQueryTimeout() async throws {
+        let dir = TempDataDir()
+        var config = ServerConfiguration(dataDirectory: dir.path, port: 0)
+        config.queryTimeout = 0.2
+        let node = try Node(configuration: config)
+        try await withServer(node: node) { c in
+            try await c.createDB("db")
+            let docs = (0..<3000).map { #"{"_id":"d\#($0)","k":\#($0)}"# }.joined(separator: ",")
+            #expect(try await c.post("/db/_bulk_docs", #"{"docs":[\#(docs)]}"#).status == .created)
+            let started = Date()
+            // 9 million pairs: far longer than 0.2 s.
+            let slow = try await c.post("/db/_query", #"{"query":"SELECT COUNT(*) AS n FROM _ AS a JOIN _ AS b ON a.k != b.k"}"#)
+            expectError(slow, .requestTimeout, "timeout")
+            #expect(Date().timeIntervalSince(started) < 10)
+            // The node answers other queries normally afterwards.
+            let quick = try await c.post("/db/_query", #"{"query":"SELECT COUNT(*) AS n FROM _"}"#)
+            #expect(quick.status == .ok)
+            #expect(quick["rows"]?[0]?["n"] == 3000)
         }
         node.closeAll()
     }

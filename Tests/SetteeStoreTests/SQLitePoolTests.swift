@@ -1,6 +1,7 @@
 import CSQLite
 import Dispatch
 import Foundation
+import SetteeCore
 import Synchronization
 import Testing
 
@@ -241,5 +242,25 @@ import Testing
         }
         // The file is usable afterwards.
         try makePool().close()
+    }
+
+    /// A read past its deadline is interrupted (SQLite's progress handler) and fails with `.timeout`; the
+    /// connection is usable again afterwards, without the handler.
+    @Test func readsStopAtTheirDeadline() throws {
+        let pool = try makePool()
+        defer { pool.close() }
+        let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM (SELECT x FROM c LIMIT 2000000000)"
+        let started = DispatchTime.now().uptimeNanoseconds
+        let error = #expect(throws: SetteeError.self) {
+            try Database.withTimeout(0.2) { try pool.read { db in try db.scalarInt(endless) } }
+        }
+        #expect(error?.code == .timeout)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        #expect(seconds < 5, "stopped after \(seconds) s")
+        // Without a deadline, the same readers run normally.
+        #expect(try pool.read { db in try db.scalarInt("SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2)") } == 2)
+        // A deadline already past fails before touching SQLite; a generous one doesn't interfere.
+        #expect(throws: SetteeError.self) { try ReadDeadline.with(1) { try pool.read { db in try db.scalarInt("SELECT 1") } } }
+        #expect(try Database.withTimeout(30) { try pool.read { db in try db.scalarInt("SELECT 7") } } == 7)
     }
 }

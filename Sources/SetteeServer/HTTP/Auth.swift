@@ -159,7 +159,12 @@ enum Auth {
             throw error
         }
         if target.database == UserDirectory.database {
-            // Non-admins reach only user documents, under the `_users` rules (see UserDirectory.prepare).
+            // `_users`' own database admins (its `_security.admins`) manage users; everyone else reaches only user
+            // documents, under the `_users` rules (see UserDirectory.prepare), whatever `_security.members` says.
+            if try call.node.securityObject(db).access(for: call.userCtx) == .admin {
+                call.access = .admin
+                return
+            }
             if s.count == 2, UserDirectory.userName(ofDocument: s[1]) != nil, [.get, .head, .put, .delete].contains(m) {
                 call.access = .member
                 return

@@ -44,6 +44,7 @@ struct CouchError: Error, Sendable {
         case .forbidden: return CouchError(.forbidden, "forbidden", error.reason)
         case .closed: return CouchError(.serviceUnavailable, "service_unavailable", error.reason)
         case .queryParseError: return CouchError(.badRequest, "query_parse_error", error.reason)
+        case .timeout: return CouchError(.requestTimeout, "timeout", error.reason)
         default: return CouchError(.internalServerError, "internal_server_error", error.reason)
         }
     }

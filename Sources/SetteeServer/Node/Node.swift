@@ -35,7 +35,11 @@ public final class Node: @unchecked Sendable {
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: configuration.dataDirectory) {
+            // Only the node's user may read the data (password hashes, the node secret).
+            try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
         let idFile = (configuration.dataDirectory as NSString).appendingPathComponent(".settee-node-uuid")
         if let existing = try? String(contentsOfFile: idFile, encoding: .utf8), existing.count >= 32 {
             uuid = existing.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -32,6 +32,8 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections = 2048
     /// Seconds an idle keep-alive connection (or a client that hasn't finished sending its headers) is kept open.
     public var idleTimeout: Double = 60
+    /// Seconds a `_query` or `_view` request may run before it is stopped with 408 `timeout` (0: no limit).
+    public var queryTimeout: Double = 60
     /// Authentication, password hashing, lockout and JWT settings.
     public var security = SecurityConfiguration()
     /// PEM certificate chain to serve HTTPS with (`--tls-cert`); with ``tlsKeyPath``. Nil serves plain HTTP.
@@ -71,7 +73,10 @@ public struct ServerConfiguration: Sendable {
 
     /// Whether `host` is a loopback address.
     public var bindsLoopbackOnly: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" || host == "::1" { return true }
+        // An IPv4 address in 127.0.0.0/8 (not a host name that merely starts with "127.").
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// Whether the node serves HTTPS.

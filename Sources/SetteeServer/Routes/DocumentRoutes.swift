@@ -9,8 +9,8 @@ enum DocumentRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace, id: String) async throws -> Response {
         let (db, c) = try target.open(call.node)
         if db.name == UserDirectory.database, !call.isAdmin, call.access < .admin,
-           call.method == .get || call.method == .head, UserDirectory.userName(ofDocument: id) != call.user {
-            // Nobody reads another user's document (nor learns whether it exists).
+           [.get, .head, .delete].contains(call.method), UserDirectory.userName(ofDocument: id) != call.user {
+            // Nobody reads or deletes another user's document (nor learns whether it exists).
             throw CouchError.notFound("missing")
         }
         switch call.method {

@@ -37,7 +37,8 @@ enum QueryRoutes {
         }
         let explain = ["true", "1"].contains(call.query["explain"] ?? "")
         let parameters = params
-        return try await blocking {
+        let timeout = call.node.configuration.queryTimeout
+        return try await blocking { try Database.withTimeout(timeout) {
             let query = try db.createQuery(sql)
             query.parameters = Parameters(parameters)
             if explain {
@@ -59,7 +60,7 @@ enum QueryRoutes {
             }
             out.append(contentsOf: Array("]}".utf8))
             return Reply.raw(.ok, out)
-        }
+        } }
     }
 
     /// `GET /{db}/_index`, `GET|PUT|DELETE /{db}/_index/{name}`.

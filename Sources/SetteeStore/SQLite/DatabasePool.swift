@@ -171,9 +171,19 @@ package final class DatabasePool: @unchecked Sendable {
     /// - Parameter body: The work.
     /// - Throws: What `body` throws, or ``SQLiteError`` if a reader cannot open or the pool is closed.
     package func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        let deadline = ReadDeadline.current
+        if deadline != 0 && ReadDeadline.hasPassed { throw ReadDeadline.timeoutError() }
         let reader = try checkOutReader()
         defer { checkIn(reader) }
         defer { reader.rollbackIfNeeded() }
+        if deadline != 0 {
+            ReadDeadline.install(deadline, on: reader.handle)
+            defer { ReadDeadline.install(0, on: reader.handle) }
+            do { return try body(reader) } catch {
+                if ReadDeadline.hasPassed { throw ReadDeadline.timeoutError() }
+                throw error
+            }
+        }
         return try body(reader)
     }
 
