@@ -100,6 +100,19 @@ let package = Package(
         ),
         // Shared by the test targets: temp directories, locating built products, server child processes.
         .target(name: "SetteeTestSupport", path: "Tests/SetteeTestSupport"),
+        // The multi-node scenarios and the clusters they run on (local processes, or the Docker compose cluster).
+        .target(
+            name: "SetteeClusterHarness",
+            dependencies: [
+                "SetteeCore", "SetteeTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/SetteeClusterHarness"
+        ),
+        // `settee-cluster-check --local | --urls …`: the scenarios from the command line (against the compose cluster).
+        .executableTarget(name: "settee-cluster-check", dependencies: ["SetteeClusterHarness"], path: "Tests/ClusterCheck"),
         .testTarget(name: "SetteeCoreTests", dependencies: ["SetteeCore"]),
         .testTarget(name: "SetteeSQLPPTests", dependencies: ["SetteeSQLPP", "SetteeCore"]),
         .testTarget(name: "SetteeVectorTests", dependencies: ["SetteeVector"]),
@@ -117,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "SetteeReplicationTests",
             dependencies: [
-                "SetteeReplication", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport",
+                "SetteeReplication", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport", "SetteeClusterHarness",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -50,7 +50,7 @@ public struct SetteeError: Error, Sendable, CustomStringConvertible {
         /// A query (or an index definition) that does not parse, or names an unknown function, index, collection or
         /// parameter; ``SetteeError/reason`` names the position and the problem. HTTP 400 `query_parse_error`.
         public static let queryParseError = Code("query_parse_error")
-        /// Work stopped at its time limit (a query or view request past the node's query timeout). HTTP 408 `timeout`.
+        /// Work stopped at its time limit (a query past the node's query timeout). HTTP 408 `timeout`.
         public static let timeout = Code("timeout")
         /// A bug or an unexpected state: please report it.
         public static let internalError = Code("internal_error")

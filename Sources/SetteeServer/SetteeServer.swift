@@ -41,10 +41,12 @@ public enum SetteeServer {
         let tls = config.usesTLS ? try tlsConfiguration(config) : nil
         // Slow or idle clients are disconnected after the idle timeout; headers are bounded by NIO's decoder (80 KiB).
         let http1 = HTTP1Channel.Configuration(idleTimeout: TimeAmount.milliseconds(Int64(config.idleTimeout * 1000)))
+        let http2 = HTTP2ChannelConfiguration(idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000)),
+                                              streamConfiguration: http1)
         return Application(
             responder: responder,
             server: try tls.map {
-                config.http2 ? try .http2Upgrade(tlsConfiguration: $0) : try .tls(.http1(configuration: http1), tlsConfiguration: $0)
+                config.http2 ? try .http2Upgrade(tlsConfiguration: $0, configuration: http2) : try .tls(.http1(configuration: http1), tlsConfiguration: $0)
             } ?? .http1(configuration: http1),
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port),
                                                     serverName: "Settee/0.1.0",

@@ -23,7 +23,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most documents in one _bulk_docs or _bulk_get request.") var maxBulkDocs: Int = 10_000
     @Option(help: "Most concurrent client connections.") var maxConnections: Int = 2048
     @Option(help: "Seconds before an idle or slow client's connection is closed.") var idleTimeout: Double = 60
-    @Option(help: "Seconds a _query or _view request may run (0: no limit).") var queryTimeout: Double = 60
+    @Option(help: "Seconds a _query request may run (0: no limit).") var queryTimeout: Double = 60
     @Flag(help: "Sync every commit to stable storage (survives power loss, slower).") var fullSync = false
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
     @Option(name: .customLong("peer"),

@@ -132,9 +132,14 @@ struct SecurityTests {
             let signup = try await c.put("/_users/org.couchdb.user:ann", #"{"name":"ann","type":"user","roles":[],"password":"first"}"#)
             #expect(signup.status == .created, "\(signup.text)")
             let escalate = try await c.put("/_users/org.couchdb.user:eve", #"{"name":"eve","type":"user","roles":["_admin"],"password":"x"}"#)
-            expectError(escalate, .forbidden, "forbidden", reason: "Only _admin may set roles")
+            expectError(escalate, .forbidden, "forbidden")
+            let roleful = try await c.put("/_users/org.couchdb.user:eve", #"{"name":"eve","type":"user","roles":["staff"],"password":"x"}"#)
+            expectError(roleful, .forbidden, "forbidden", reason: "Only _admin may set roles")
             expectError(try await c.put("/_users/org.couchdb.user:bob", #"{"name":"notbob","type":"user","roles":[],"password":"x"}"#),
                         .forbidden, "forbidden")
+            // Not even an admin gives a user a system role.
+            expectError(try await c.put("/_users/org.couchdb.user:root2", #"{"name":"root2","type":"user","roles":["_admin"],"password":"x"}"#,
+                                        headers: adminAuth), .forbidden, "forbidden", reason: "No system roles (starting with underscore) in users db.")
             expectError(try await c.put("/_users/org.couchdb.user:_sys", #"{"name":"_sys","type":"user","roles":[],"password":"x"}"#),
                         .forbidden, "forbidden")
             expectError(try await c.put("/_users/org.couchdb.user:tom", #"{"name":"tom","roles":[],"password":"x"}"#),

@@ -111,7 +111,7 @@ enum Auth {
             salt = adminSalt(admin.password)
         } else {
             guard let doc = try node.users.document(named: name, node: node), let s = doc["salt"]?.stringValue else { return nil }
-            context = UserContext(name: name, roles: doc["roles"]?.arrayValue?.compactMap(\.stringValue) ?? [], method: "cookie")
+            context = UserContext(name: name, roles: UserDirectory.roles(of: doc), method: "cookie")
             salt = s
         }
         switch node.cookies.verify(user: name, time: time, mac: mac, salt: salt) {

@@ -32,7 +32,8 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections = 2048
     /// Seconds an idle keep-alive connection (or a client that hasn't finished sending its headers) is kept open.
     public var idleTimeout: Double = 60
-    /// Seconds a `_query` or `_view` request may run before it is stopped with 408 `timeout` (0: no limit).
+    /// Seconds a `_query` request may run before it is stopped with 408 `timeout` (0: no limit). View requests are
+    /// not limited: stopping one mid-way would also stop the index update it may be running.
     public var queryTimeout: Double = 60
     /// Authentication, password hashing, lockout and JWT settings.
     public var security = SecurityConfiguration()
@@ -76,7 +77,8 @@ public struct ServerConfiguration: Sendable {
         if host == "localhost" || host == "::1" { return true }
         // An IPv4 address in 127.0.0.0/8 (not a host name that merely starts with "127.").
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        return parts.count == 4 && parts[0] == "127"
+            && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) && UInt8($0) != nil }
     }
 
     /// Whether the node serves HTTPS.

@@ -109,7 +109,6 @@ enum DocumentInput {
             var parentAtts: JSONObject?
             var stubDigests: [String] = []
             for (name, value) in atts {
-                try validateAttachmentName(name)
                 guard case .object(let meta) = value else { throw CouchError.badRequest("Attachment \(name) must be an object") }
                 let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
                 if meta["stub"]?.boolValue == true {
@@ -128,6 +127,9 @@ enum DocumentInput {
                     out[name] = previous
                     continue
                 }
+                // New attachment data from an interactive write gets its name checked; stubs and replicated
+                // revisions keep the names they already have (CouchDB peers may hold legacy names).
+                if newEdits { try validateAttachmentName(name) }
                 let data: [UInt8]
                 if let encoded = meta["data"]?.stringValue {
                     guard let decoded = Base64.decode(encoded) else {

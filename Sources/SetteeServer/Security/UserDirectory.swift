@@ -36,8 +36,7 @@ final class UserDirectory: @unchecked Sendable {
     /// May run PBKDF2: call it off the event loop.
     func authenticate(name: String, password: String, node: Node) throws -> (UserContext, salt: String)? {
         guard let doc = try document(named: name, node: node), let salt = doc["salt"]?.stringValue else { return nil }
-        let roles = doc["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        let context = UserContext(name: name, roles: roles, method: "default")
+        let context = UserContext(name: name, roles: Self.roles(of: doc), method: "default")
         let key = doc["derived_key"]?.stringValue ?? doc["password_sha"]?.stringValue ?? ""
         let print = Passwords.fingerprint(password, salt: salt, pepper: pepper)
         lock.lock()
@@ -53,6 +52,11 @@ final class UserDirectory: @unchecked Sendable {
         verified[name] = Verified(salt: salt, derivedKey: key, fingerprint: print)
         lock.unlock()
         return (context, salt)
+    }
+
+    /// A user document's roles, without system roles (`_admin` …) a replicated or hand-made document might carry.
+    static func roles(of doc: JSONObject) -> [String] {
+        (doc["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []).filter { !$0.hasPrefix("_") }
     }
 
     // MARK: User-document rules
@@ -97,6 +101,11 @@ final class UserDirectory: @unchecked Sendable {
         }
         guard let roles = body["roles"]?.arrayValue, roles.allSatisfy({ $0.stringValue != nil }) else {
             throw CouchError(.forbidden, "forbidden", "doc.roles must be an array of strings")
+        }
+        // As CouchDB: nobody, not even an admin, gives a `_users` user a system role (`_admin` would make them a
+        // server admin).
+        if roles.contains(where: { $0.stringValue?.hasPrefix("_") == true }) {
+            throw CouchError(.forbidden, "forbidden", "No system roles (starting with underscore) in users db.")
         }
         if !isAdmin {
             let old = existing?["roles"]?.arrayValue ?? []
