@@ -8,7 +8,7 @@ struct SetteeCommand: AsyncParsableCommand {
         commandName: "settee",
         abstract: "A replicating JSON document database with a CouchDB-compatible HTTP API.",
         subcommands: [Serve.self, Put.self, Get.self, Delete.self, Changes.self, Info.self, Compact.self, Import.self,
-                      Replicate.self, QueryCommand.self, IndexCommand.self])
+                      Replicate.self, QueryCommand.self, IndexCommand.self, Dump.self, Load.self])
 }
 
 /// Options every data command shares.
