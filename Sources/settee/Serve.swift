@@ -13,9 +13,11 @@ struct Serve: AsyncParsableCommand {
             in-flight requests finish and databases close cleanly.
             """)
 
-    @Option(help: "The data directory (one SQLite file per database).") var data: String = "./settee-data"
-    @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
-    @Option(help: "Port to listen on (0 picks a free port).") var port: Int = 5984
+    @Option(help: "A JSON file of settings keyed by these options' long names (also $SETTEE_CONFIG); flags and environment variables win over it.")
+    var config: String?
+    @Option(help: "The data directory (one SQLite file per database; also $SETTEE_DATA).") var data: String = "./settee-data"
+    @Option(help: "Address to listen on (also $SETTEE_HOST).") var host: String = "127.0.0.1"
+    @Option(help: "Port to listen on, 0 picks a free port (also $SETTEE_PORT).") var port: Int = 5984
     @Option(help: "Server admin as USER:PASS (default: $SETTEE_ADMIN).") var admin: String?
     @Option(help: "Largest accepted document, bytes.") var maxDocumentSize: Int = 8 << 20
     @Option(help: "Largest accepted request body, bytes.") var maxRequestSize: Int = 64 << 20
@@ -25,7 +27,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds before an idle or slow client's connection is closed.") var idleTimeout: Double = 60
     @Option(help: "Seconds a _query request may run (0: no limit).") var queryTimeout: Double = 60
     @Flag(help: "Sync every commit to stable storage (survives power loss, slower).") var fullSync = false
-    @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (also $SETTEE_LOG_LEVEL).") var logLevel: String = "info"
+    @Option(help: "Log format: text, or json for one JSON object per line (also $SETTEE_LOG_FORMAT).") var logFormat: String = "text"
     @Option(name: .customLong("peer"),
             help: "A peer server's URL (repeatable; also $SETTEE_PEERS, comma-separated): every database is kept in continuous push and pull with the same-named database there.")
     var peers: [String] = []
@@ -151,6 +154,11 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--max-document-size and --max-request-size must be positive")
         }
         do { try SetteeServer.validateTLS(config) } catch let error as SetteeError { throw ValidationError(error.reason) }
+        switch logFormat {
+        case "text": break
+        case "json": LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+        default: throw ValidationError("--log-format must be text or json")
+        }
         var logger = Logger(label: "settee")
         logger.logLevel = level
         let node = try Node(configuration: config)

@@ -9,6 +9,18 @@ struct SetteeCommand: AsyncParsableCommand {
         abstract: "A replicating JSON document database with a CouchDB-compatible HTTP API.",
         subcommands: [Serve.self, Put.self, Get.self, Delete.self, Changes.self, Info.self, Compact.self, Import.self,
                       Replicate.self, QueryCommand.self, IndexCommand.self, Dump.self, Load.self])
+
+    /// Parses the command line — for `serve`, after its configuration file's and environment's settings
+    /// (``ServeConfigFile``) — and runs the command.
+    static func main() async {
+        do {
+            let arguments = try ServeConfigFile.arguments(for: Array(CommandLine.arguments.dropFirst()),
+                                                          environment: ProcessInfo.processInfo.environment)
+            await main(arguments)
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// Options every data command shares.

@@ -3,7 +3,7 @@ import SetteeTestSupport
 
 /// The compose cluster of `Docker/compose.yml`, driven through the `docker` CLI: nodes are reached at the given
 /// URLs (published ports); kill is `docker kill`, restart `docker start`, wipe empties the data volume and restarts,
-/// and a partition disconnects the containers from the peering network (`settee-mesh`) while their published
+/// and a partition disconnects the containers from the peering network (`settee_mesh`) while their published
 /// ports (on the default network) stay reachable.
 public final class DockerCluster: Cluster, @unchecked Sendable {
     let urls: [String]
