@@ -1,4 +1,5 @@
 import CSQLite
+import SetteeCore
 import Testing
 
 @testable import SetteeStore
@@ -74,5 +75,17 @@ import Testing
         #expect(runs.v1 == 1 && runs.v2 == 1)
         #expect(try Migrator.userVersion(db) == 3)
         #expect(try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = 'extra'") == 1)
+    }
+
+    /// A file a newer version migrated (higher `user_version`) is refused, not misread.
+    @Test func refusesAFileFromANewerVersion() throws {
+        let runs = Runs()
+        let pool = try DatabasePool(path: dir.path()) { try makeMigrator(runs).migrate($0) }
+        try pool.write { db in try db.execute("PRAGMA user_version = 9") }
+        pool.close()
+        let error = #expect(throws: (any Error).self) {
+            _ = try DatabasePool(path: dir.path()) { try makeMigrator(runs).migrate($0) }
+        }
+        #expect("\(String(describing: error))".contains("newer"))
     }
 }

@@ -1,4 +1,5 @@
 import CSQLite
+import SetteeCore
 
 /// Versioned schema migrations, recorded in `PRAGMA user_version`.
 ///
@@ -35,6 +36,10 @@ package struct Migrator {
     /// - Throws: What a migration throws (that migration is rolled back; earlier ones stay applied).
     package func migrate(_ connection: Connection) throws {
         let current = try Self.userVersion(connection)
+        // A file a newer Settee has migrated is refused rather than misread (downgrades need a dump and load).
+        if !migrations.isEmpty && current > latestVersion {
+            throw SetteeError(.storage, "\(connection.path) has schema version \(current), newer than this Settee's \(latestVersion): it was written by a newer Settee. Upgrade, or restore a backup made before the upgrade.")
+        }
         for migration in migrations where migration.version > current {
             try connection.transaction(.immediate) {
                 // Read inside the transaction so a concurrent migrator in another process cannot double-apply.
