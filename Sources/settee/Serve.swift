@@ -33,6 +33,13 @@ struct Serve: AsyncParsableCommand {
             help: "A peer server's URL (repeatable; also $SETTEE_PEERS, comma-separated): every database is kept in continuous push and pull with the same-named database there.")
     var peers: [String] = []
     @Option(help: "Seconds between looks for new databases to replicate with the peers.") var peerScanInterval: Double = 10
+    @Option(help: "CORS: comma-separated origins allowed to call this node from a browser, or * (enables CORS; also $SETTEE_CORS_ORIGINS).")
+    var corsOrigins: String?
+    @Flag(help: "CORS: let browsers send cookies and basic auth cross-origin.") var corsCredentials = false
+    @Option(help: "CORS: comma-separated methods allowed in preflight answers.") var corsMethods: String = "GET, PUT, POST, HEAD, DELETE"
+    @Option(help: "CORS: comma-separated request headers allowed in preflight answers.")
+    var corsHeaders: String = "accept, authorization, content-type, origin, referer, if-match, if-none-match, x-requested-with"
+    @Option(help: "CORS: seconds browsers may cache a preflight answer.") var corsMaxAge: Int = 600
     @Option(help: "PBKDF2-SHA256 iterations for passwords stored in _users.") var pbkdf2Iterations: Int = 600_000
     @Option(help: "Seconds a _session cookie stays valid.") var sessionTimeout: Double = 600
     @Option(help: "Failed logins per (user, client address) after which that pair is locked out; 0 disables.")
@@ -118,6 +125,20 @@ struct Serve: AsyncParsableCommand {
         }
         config.peers = peerList
         config.security = try securityConfiguration()
+        if let origins = (corsOrigins ?? ProcessInfo.processInfo.environment["SETTEE_CORS_ORIGINS"]), !origins.isEmpty {
+            func list(_ text: String) -> [String] {
+                text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            }
+            var cors = CORSConfiguration(origins: list(origins), credentials: corsCredentials)
+            for origin in cors.origins where origin != "*" && !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) {
+                throw ValidationError("--cors-origins: \(origin) is not an origin (scheme://host[:port]) or *")
+            }
+            cors.methods = list(corsMethods).map { $0.uppercased() }
+            cors.headers = list(corsHeaders).map { $0.lowercased() }
+            guard corsMaxAge >= 0 else { throw ValidationError("--cors-max-age must be ≥ 0") }
+            cors.maxAge = corsMaxAge
+            config.cors = cors
+        }
         guard maxAttachmentSize > 0, maxBulkDocs > 0, maxConnections > 0, idleTimeout > 0 else {
             throw ValidationError("--max-attachment-size, --max-bulk-docs, --max-connections and --idle-timeout must be positive")
         }

@@ -17,15 +17,22 @@ struct CouchResponder: HTTPResponder {
         var call = Call(request: request, node: node, query: QueryOptions(request.uri.query),
                         segments: CouchResponder.segments(of: request.uri.path), remoteAddress: context.clientAddress)
         var response: Response
-        do {
-            try await Auth.authenticate(&call)
-            response = try await dispatch(&call)
-        } catch {
-            let couch = CouchError.from(any: error)
-            if couch.status == .internalServerError {
-                context.logger.error("internal error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+        let cors = node.configuration.cors
+        if let cors, let preflight = cors.preflight(request) {
+            call.route = "preflight"
+            response = preflight
+        } else {
+            do {
+                try await Auth.authenticate(&call)
+                response = try await dispatch(&call)
+            } catch {
+                let couch = CouchError.from(any: error)
+                if couch.status == .internalServerError {
+                    context.logger.error("internal error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+                }
+                response = Reply.error(couch)
             }
-            response = Reply.error(couch)
+            cors?.decorate(&response, origin: request.headers[.origin])
         }
         if let cookie = call.setCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9

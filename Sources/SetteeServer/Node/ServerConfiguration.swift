@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     /// Seconds a `_query` request may run before it is stopped with 408 `timeout` (0: no limit). View requests are
     /// not limited: stopping one mid-way would also stop the index update it may be running.
     public var queryTimeout: Double = 60
+    /// Cross-origin requests from browsers (CouchDB's `enable_cors`); nil (the default) sends no CORS headers.
+    public var cors: CORSConfiguration?
     /// Authentication, password hashing, lockout and JWT settings.
     public var security = SecurityConfiguration()
     /// PEM certificate chain to serve HTTPS with (`--tls-cert`); with ``tlsKeyPath``. Nil serves plain HTTP.
