@@ -204,6 +204,7 @@ struct Executor {
                 }
                 return true
             }
+            var deadline = DeadlineCheck()
             func expand(_ row: Row, from joinIndex: Int) throws -> Bool {
                 if joinIndex == query.joins.count { return try unnest(row, from: 0) }
                 let join = query.joins[joinIndex]
@@ -235,6 +236,7 @@ struct Executor {
                 }
                 var matched = false
                 for candidate in candidates {
+                    try deadline.tick()
                     var extended = row
                     extended.others.append((join.source.name, candidate))
                     if let on = join.clause.on, try !evaluator.isTrue(on, in: extended) { continue }
@@ -567,5 +569,16 @@ struct Executor {
         }
         if !query.ordering.isEmpty { lines.append("Order: \(query.statement.orderBy.map { $0.expression.description + ($0.descending ? " DESC" : "") }.joined(separator: ", "))") }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// The query timeout (``Database/withTimeout(_:_:)``) for work done in Swift between SQLite reads, such as a
+/// nested-loop join over cached rows: checked every 4,096 steps.
+struct DeadlineCheck {
+    private var steps = 0
+
+    mutating func tick() throws {
+        steps &+= 1
+        if steps & 4095 == 0, ReadDeadline.hasPassed { throw ReadDeadline.timeoutError() }
     }
 }
