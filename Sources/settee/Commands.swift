@@ -212,25 +212,18 @@ struct Import: ParsableCommand {
                 }
                 pending.removeAll(keepingCapacity: true)
             }
-            var linePtr: UnsafeMutablePointer<CChar>?
-            var cap = 0
-            while true {
-                let n = getline(&linePtr, &cap, input)
-                if n < 0 { break }
-                lineNo += 1
-                let raw = UnsafeRawBufferPointer(start: linePtr, count: n)
-                guard raw.contains(where: { $0 > 0x20 }) else { continue }
+            try forEachLine(input) { number, raw in
+                lineNo = number
                 guard case .object(var body) = try? JSON.parse(raw) else {
                     failed += 1
                     FileHandle.standardError.write(Data("line \(lineNo): not a JSON object\n".utf8))
-                    continue
+                    return
                 }
                 let id = body.removeValue(forKey: "_id")?.stringValue ?? MutableDocument(id: nil).id
                 body.removeValue(forKey: "_rev")
                 pending.append(RevisionWrite(id: id, body: body, mode: .overwrite))
                 if pending.count >= max(1, batch) { try flush() }
             }
-            free(linePtr)
             try flush()
             let secs = Date().timeIntervalSince(started)
             FileHandle.standardError.write(Data("imported \(saved) documents (\(failed) failed) in \(String(format: "%.2f", secs))s\n".utf8))

@@ -201,15 +201,8 @@ struct Load: ParsableCommand {
                 pending[key] = (c, [])
             }
 
-            var linePtr: UnsafeMutablePointer<CChar>?
-            var cap = 0
-            defer { free(linePtr) }
-            while true {
-                let n = getline(&linePtr, &cap, input)
-                if n < 0 { break }
-                lineNo += 1
-                let raw = UnsafeRawBufferPointer(start: linePtr, count: n)
-                guard raw.contains(where: { $0 > 0x20 }) else { continue }
+            try forEachLine(input) { number, raw in
+                lineNo = number
                 guard case .object(let line) = try JSON.parse(raw) else {
                     throw SetteeError(.badRequest, "line \(lineNo): not a JSON object")
                 }
@@ -218,7 +211,7 @@ struct Load: ParsableCommand {
                         throw SetteeError(.badRequest, "line \(lineNo): unsupported dump version \(line["settee_dump"]!.jsonString)")
                     }
                     sawHeader = true
-                    continue
+                    return
                 }
                 guard sawHeader else { throw SetteeError(.badRequest, "not a settee dump (no header line)") }
                 guard let dbName = line["db"]?.stringValue else { throw SetteeError(.badRequest, "line \(lineNo): no db") }

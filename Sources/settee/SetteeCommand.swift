@@ -66,3 +66,19 @@ func fail(_ error: any Error) -> ExitCode {
     }
     return ExitCode(1)
 }
+
+/// Calls `body` with each line of `input` (1-based number, bytes including the newline), skipping blank lines.
+func forEachLine(_ input: UnsafeMutablePointer<FILE>, _ body: (Int, UnsafeRawBufferPointer) throws -> Void) throws {
+    var linePtr: UnsafeMutablePointer<CChar>?
+    var cap = 0
+    defer { free(linePtr) }
+    var lineNo = 0
+    while true {
+        let n = getline(&linePtr, &cap, input)
+        if n < 0 { break }
+        lineNo += 1
+        let raw = UnsafeRawBufferPointer(start: linePtr, count: n)
+        guard raw.contains(where: { $0 > 0x20 }) else { continue }
+        try body(lineNo, raw)
+    }
+}

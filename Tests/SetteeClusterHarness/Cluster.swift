@@ -190,20 +190,5 @@ public final class LocalCluster: Cluster, @unchecked Sendable {
     }
 
     @discardableResult
-    static func ip(_ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard p.terminationStatus == 0 else {
-            throw ServerProcessError(message: "ip \(args.joined(separator: " ")) failed: \(text)")
-        }
-        return text
-    }
+    static func ip(_ args: [String]) throws -> String { try runTool("/usr/sbin/ip", args) }
 }

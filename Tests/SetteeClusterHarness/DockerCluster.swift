@@ -49,20 +49,5 @@ public final class DockerCluster: Cluster, @unchecked Sendable {
     public func shutdown() {}
 
     @discardableResult
-    func docker(_ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["docker"] + args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard p.terminationStatus == 0 else {
-            throw ServerProcessError(message: "docker \(args.joined(separator: " ")) failed: \(text)")
-        }
-        return text
-    }
+    func docker(_ args: [String]) throws -> String { try runTool("/usr/bin/env", ["docker"] + args) }
 }

@@ -111,18 +111,7 @@ final class RawHTTPConnection {
 
 /// Randomized malformed requests, reproducible from a seed.
 struct HostileRequests {
-    var rng: SplitMix
-
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    var rng: SeededGenerator
 
     mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &rng)] }
 
@@ -210,7 +199,7 @@ struct HostileRequests {
         #expect(created.status == 201)
         let controlBefore = try request("GET /ctl/control HTTP/1.1\r\nHost: x\r\nAuthorization: \(auth)\r\n\r\n").body
 
-        var generator = HostileRequests(rng: .init(state: UInt64(ProcessInfo.processInfo.environment["SETTEE_SOAK_SEED"].flatMap(UInt64.init) ?? 20261122)))
+        var generator = HostileRequests(rng: SeededGenerator(seed: UInt64(ProcessInfo.processInfo.environment["SETTEE_SOAK_SEED"].flatMap(UInt64.init) ?? 20261122)))
         var statuses: [Int: Int] = [:]
         var serverErrors: [String] = []
         var reconnects = 0

@@ -102,3 +102,22 @@ public struct ServerProcessError: Error, CustomStringConvertible {
     public init(message: String) { self.message = message }
     public var description: String { message }
 }
+
+/// Runs a tool to completion and returns its combined output; a non-zero exit throws with that output.
+@discardableResult
+public func runTool(_ path: String, _ args: [String]) throws -> String {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = out
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    guard p.terminationStatus == 0 else {
+        throw ServerProcessError(message: "\((path as NSString).lastPathComponent) \(args.joined(separator: " ")) failed: \(text)")
+    }
+    return text
+}
