@@ -118,7 +118,8 @@ enum Auth {
         case .valid(let refresh):
             guard refresh else { return (context, nil) }
             return (context, node.cookies.header(node.cookies.make(user: name, salt: salt),
-                                                 secure: node.configuration.security.secureCookies))
+                                                 secure: node.configuration.security.secureCookies,
+                                  crossSite: node.configuration.cors?.credentials == true))
         case .invalid, .expired:
             return nil
         }

@@ -181,7 +181,8 @@ enum ServerRoutes {
                 (context, salt) = found
             }
             let cookie = node.cookies.header(node.cookies.make(user: name, salt: salt),
-                                             secure: node.configuration.security.secureCookies)
+                                             secure: node.configuration.security.secureCookies,
+                                  crossSite: node.configuration.cors?.credentials == true)
             return Reply.json(.ok, ["ok": true, "name": .string(name), "roles": .array(context.roles.map(JSON.string))],
                               headers: [.setCookie: cookie])
         case .delete:

@@ -67,8 +67,12 @@ struct SessionCookies: Sendable {
     }
 
     /// The Set-Cookie header value for a cookie.
-    func header(_ value: String, secure: Bool) -> String {
-        "\(Self.name)=\(value); Version=1; Path=/; Max-Age=\(Int(timeout)); HttpOnly; SameSite=Lax" + (secure ? "; Secure" : "")
+    /// `SameSite=Lax` normally; `SameSite=None; Secure` when the node serves TLS and lets other origins send
+    /// credentials (CORS), since browsers only send cross-site cookies that are both.
+    func header(_ value: String, secure: Bool, crossSite: Bool = false) -> String {
+        let sameSite = crossSite && secure ? "None" : "Lax"
+        return "\(Self.name)=\(value); Version=1; Path=/; Max-Age=\(Int(timeout)); HttpOnly; SameSite=\(sameSite)"
+            + (secure ? "; Secure" : "")
     }
 
     /// The Set-Cookie header that clears the cookie.
