@@ -98,6 +98,9 @@ let package = Package(
             dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CSQLite"],
             path: "Benchmarks/settee-bench"
         ),
+        // Fuzz targets for the parsers (JSON, SQL++, revision ids, `_revisions`, multipart, `since`). A normal build is
+        // a replay tool for Fuzz/corpus; scripts/fuzz.sh builds it with -DSETTEE_FUZZING -sanitize=fuzzer for libFuzzer.
+        .executableTarget(name: "settee-fuzz", dependencies: ["SetteeCore", "SetteeSQLPP"]),
         // Shared by the test targets: temp directories, locating built products, server child processes.
         .target(name: "SetteeTestSupport", path: "Tests/SetteeTestSupport"),
         // The multi-node scenarios and the clusters they run on (local processes, or the Docker compose cluster).

@@ -380,12 +380,11 @@ public struct RemoteEndpoint: Endpoint {
             throw ReplicationError(.transient, "a fetched document lacks _id or a valid _rev")
         }
         var history = [rev]
-        if case .object(let revisions)? = doc["_revisions"], let start = revisions["start"]?.intValue,
-           let ids = revisions["ids"]?.arrayValue, !ids.isEmpty, Int(start) == rev.generation {
-            history = ids.enumerated().compactMap { i, v in
-                v.stringValue.map { RevID(generation: Int(start) - i, digest: $0) }
-            }
-            if history.first != rev { history = [rev] }
+        // A malformed `_revisions` (ids past generation 1, empty or non-string digests) used to trap in
+        // RevID(generation:digest:) and take the process down; now it is ignored like a mismatched one.
+        if let revisions = doc["_revisions"], let given = try? RevID.history(fromRevisions: revisions),
+           given.first == rev {
+            history = given
         }
         var members: [(String, JSON)] = []
         members.reserveCapacity(doc.count)

@@ -162,6 +162,8 @@ struct Lexer {
         let s = string(start, i)
         if !isFloat, let v = Int64(s) { return Token(kind: .integer(v), offset: start) }
         guard let d = Double(s) else { throw error("malformed number", at: start) }
+        // `1e400` reads as infinity, which no JSON value can hold (it printed as `null`); the JSON parser refuses it too.
+        guard d.isFinite else { throw error("number out of range", at: start) }
         return Token(kind: .number(d), offset: start)
     }
 

@@ -143,7 +143,12 @@ enum SQLPrinter {
             out += "("
             print(x, into: &out)
             out += negated ? " NOT IN " : " IN "
-            print(array, into: &out)
+            // `IN (` starts a parenthesized list, so an operand printed with a leading parenthesis (`(-t)`, `(a || b)`,
+            // `(f).x`) would read back as a one-element list: prefix it with the no-op unary plus.
+            var operand = ""
+            print(array, into: &operand)
+            if operand.hasPrefix("(") { out += "+" }
+            out += operand
             out += ")"
         case .path(let base, let p):
             out += "("
@@ -212,16 +217,27 @@ enum SQLPrinter {
 }
 
 extension String {
+    /// Replaces every occurrence of `target`, matching UTF-8 bytes (so at Unicode scalar boundaries).
+    ///
+    /// Not `firstRange(of:)`, which matches whole Characters: a backtick followed by a combining mark is one
+    /// Character, so "`\u{5B5}" was not doubled and a quoted identifier printed by the SQL++ printer could not be
+    /// read back (a fuzzing finding).
     func replacingAll(_ target: String, with replacement: String) -> String {
         guard !target.isEmpty else { return self }
-        var out = ""
-        var rest = self[...]
-        while let r = rest.firstRange(of: target) {
-            out += rest[..<r.lowerBound]
-            out += replacement
-            rest = rest[r.upperBound...]
+        let pattern = Array(target.utf8)
+        let bytes = Array(utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == pattern[0], bytes.count - i >= pattern.count, bytes[i..<(i + pattern.count)].elementsEqual(pattern) {
+                out.append(contentsOf: replacement.utf8)
+                i += pattern.count
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
         }
-        out += rest
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -462,3 +462,44 @@ private func failure(_ name: String, _ args: JSON?...) -> SetteeError? {
         #expect(try f("MILLIS_TO_STR", nil) == nil)
     }
 }
+
+/// Inputs the fuzz targets (Sources/settee-fuzz) found.
+@Suite struct SQLPPFuzzRegressionTests {
+    /// Finding: `1e400` lexed as an infinite double, which printed as `null`, so the printed query meant something
+    /// else (and JSON has no infinity). Numbers that overflow a double are now a parse error, as in JSON.
+    @Test func numbersThatOverflowADoubleAreRejected() throws {
+        for text in ["1e400", "-1e400", "SELECT 1e999 AS x", "a = 1" + String(repeating: "0", count: 400) + ".5"] {
+            #expect(throws: SetteeError.self, "\(text.prefix(40))") {
+                if text.hasPrefix("SELECT") { _ = try SQLPPParser.parseSelect(text) } else { _ = try SQLPPParser.parseExpression(text) }
+            }
+        }
+        #expect(try SQLPPParser.parseExpression("1.7976931348623157e308") == .literal(.double(1.7976931348623157e308)))
+        #expect(try SQLPPParser.parseExpression("1e-400") == .literal(.double(0)))
+    }
+}
+
+extension SQLPPFuzzRegressionTests {
+    /// Finding: `a IN -t` (membership in the array `-t` evaluates to) printed as `(a IN (-t))`, which reads back as
+    /// the one-element list `a IN (-t)`, i.e. `a = -t`. The printer now writes `(a IN +(-t))`.
+    @Test func inOverAnExpressionPrintsBackAsTheSameExpression() throws {
+        for text in ["a IN- t", "a IN -t", "a NOT IN -x || y", "a IN -b.c[0]", "a IN x.y || z", "a IN b + 1", "a IN (1, 2)", "a IN [1, 2]",
+                     "a IN tags"] {
+            let expression = try SQLPPParser.parseExpression(text)
+            #expect(try SQLPPParser.parseExpression(expression.description) == expression, "\(text) → \(expression)")
+        }
+        #expect(try SQLPPParser.parseExpression("a IN -t").description == "(a IN +(-t))")
+    }
+}
+
+extension SQLPPFuzzRegressionTests {
+    /// Finding: a backtick followed by a combining mark is one Character, and the printer doubled backticks by
+    /// Character, so the identifier "`\u{5B5}" printed as an unterminated quoted identifier.
+    @Test func quotedIdentifiersWithCombiningMarksPrintBack() throws {
+        let input = "`````\u{5B5}SE``````\u{14}` "
+        let expression = try SQLPPParser.parseExpression(input)
+        #expect(expression == .property(source: nil, path: [.key("``\u{5B5}SE```\u{14}")]))
+        #expect(try SQLPPParser.parseExpression(expression.description) == expression)
+        let statement = try SQLPPParser.parseSelect("SELECT `a``\u{301}` AS `b``\u{301}` FROM `x``\u{301}`")
+        #expect(try SQLPPParser.parseSelect(statement.description) == statement)
+    }
+}

@@ -120,12 +120,9 @@ enum ChangesRoutes {
     }
 
     /// Sequences are opaque to clients: accept `N`, `"N"` and CouchDB-style `"N-…"`.
+    /// The parsing is `ChangeSequence.parse` in SetteeCore (fuzzed there); errors become 400 `bad_request`.
     static func parseSequence(_ text: String) throws -> UInt64 {
-        let trimmed = text.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
-        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
-        if trimmed.isEmpty { return 0 }
-        guard let n = UInt64(digits) else { throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.") }
-        return n
+        do { return try ChangeSequence.parse(text) } catch { throw CouchError.from(error) }
     }
 
     /// Reads rows after `since`; returns rendered rows, the feed's last_seq and pending count.

@@ -58,17 +58,9 @@ enum DocumentInput {
         return parsed
     }
 
-    /// `_revisions: {"start": N, "ids": [newest…]}` → revision ids newest first.
+    /// `_revisions: {"start": N, "ids": [newest…]}` → revision ids newest first (`RevID.history(fromRevisions:)`).
     static func history(_ value: JSON) throws -> [RevID] {
-        guard case .object(let o) = value, let start = o["start"]?.intValue, start >= 1,
-              let ids = o["ids"]?.arrayValue, !ids.isEmpty, Int64(ids.count) <= start
-        else { throw CouchError.badRequest("Invalid _revisions: expected {\"start\": N, \"ids\": [...]}") }
-        return try ids.enumerated().map { i, id in
-            guard let digest = id.stringValue, !digest.isEmpty, RevID("1-" + digest) != nil else {
-                throw CouchError.badRequest("Invalid revision id in _revisions")
-            }
-            return RevID(generation: Int(start) - i, digest: digest)
-        }
+        do { return try RevID.history(fromRevisions: value) } catch { throw CouchError.from(error) }
     }
 
     /// Builds the store write for a parsed document.

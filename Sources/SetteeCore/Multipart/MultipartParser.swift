@@ -1,4 +1,3 @@
-import Foundation
 // Multipart body parser (RFC 2046 §5.1.1), over raw bytes.
 
 extension Multipart {

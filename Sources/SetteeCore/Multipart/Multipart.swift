@@ -1,4 +1,3 @@
-import Foundation
 // MIME multipart (RFC 2046) support for CouchDB's attachment protocol.
 //
 // Pure Swift over `[UInt8]`: no Hummingbird/NIO types, no Foundation.

@@ -1,4 +1,3 @@
-import Foundation
 // Multipart body writer, CouchDB style.
 
 extension Multipart {

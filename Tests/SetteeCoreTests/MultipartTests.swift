@@ -1,6 +1,6 @@
 import Testing
 
-@testable import SetteeServer
+@testable import SetteeCore
 
 // MARK: - Helpers
 

@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE type = 'hotel' AND name > 'E' ORDER BY META().id

@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE MATCH(descIdx, 'tower NEAR sea')

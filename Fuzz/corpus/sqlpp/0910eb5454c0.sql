@@ -1,0 +1,1 @@
+SELECT meta().id FROM colors WHERE saturation > 0.5 OR approx_vector_distance(vector, $v) < 0.2 LIMIT 3

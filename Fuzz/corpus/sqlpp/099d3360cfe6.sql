@@ -1,0 +1,1 @@
+SELECT approx_vector_distance(vector, $vector) AS d FROM colors ORDER BY approx_vector_distance(vector, $vector) LIMIT 1

@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE b = 456 AND c <> 0

@@ -1,0 +1,1 @@
+NOT (a BETWEEN 1 AND 10)

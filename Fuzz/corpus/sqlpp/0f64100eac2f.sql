@@ -1,0 +1,1 @@
+SELECT name FROM _ WHERE REGEXP_LIKE(name, '.*Museum') ORDER BY name

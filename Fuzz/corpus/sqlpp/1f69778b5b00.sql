@@ -1,0 +1,1 @@
+`weird name`.x

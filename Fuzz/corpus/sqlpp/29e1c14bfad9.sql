@@ -1,0 +1,1 @@
+CASE WHEN a > 1 THEN 'x' ELSE 'y' END

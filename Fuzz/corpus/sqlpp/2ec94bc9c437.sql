@@ -1,0 +1,1 @@
+SELECT META().id FROM _ UNNEST v AS e WHERE e = 2

@@ -1,0 +1,1 @@
+SELECT country, AVG(geo.alt) AS avg, MIN(geo.alt) AS lo, MAX(geo.alt) AS hi, SUM(geo.alt) AS total FROM _ GROUP BY country HAVING COUNT(*) > 2

@@ -1,0 +1,1 @@
+SELECT META().id AS id, interest FROM profiles UNNEST likes AS interest WHERE interest = 

@@ -1,0 +1,1 @@
+SELECT META().id AS id, t FROM _ UNNEST tags AS t WHERE t = 'b'

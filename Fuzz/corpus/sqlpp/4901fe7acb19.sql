@@ -1,0 +1,1 @@
+SELECT Name, interest FROM _ UNNEST likes AS interest WHERE interest = 

@@ -1,0 +1,1 @@
+SELECT meta().id FROM colors ORDER BY approx_vector_distance(vector, $v, 'cosine', 2, false) LIMIT 2

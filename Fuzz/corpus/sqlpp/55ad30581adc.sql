@@ -1,0 +1,1 @@
+SELECT * FROM `travel-sample` WHERE META().id = 'hotel456'

@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE type = 'hotel' AND city = 'Paris' ORDER BY META().id

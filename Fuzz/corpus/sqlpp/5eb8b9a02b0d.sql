@@ -1,0 +1,1 @@
+SELECT META().id, RANK(descIdx) AS r FROM _ WHERE MATCH(descIdx, 'sea OR pool OR view') ORDER BY RANK(descIdx) DESC

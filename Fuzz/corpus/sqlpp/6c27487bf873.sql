@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE META().id = 'h2'

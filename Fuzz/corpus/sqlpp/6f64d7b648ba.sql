@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE MATCH(descIdx, 'trains NEAR/1 sea')

@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE MATCH(descIdx, 'view NEAR/2 (sea OR tower)') ORDER BY META().id

@@ -1,0 +1,1 @@
+SELECT t FROM _ UNNEST tags AS t UNNEST t.x AS t

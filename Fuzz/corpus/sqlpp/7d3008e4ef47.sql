@@ -1,0 +1,1 @@
+SELECT COUNT(*) AS k FROM _ WHERE n = 3

@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE NOT MATCH(descIdx, 'pool') ORDER BY META().id

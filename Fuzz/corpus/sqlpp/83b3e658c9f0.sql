@@ -1,0 +1,1 @@
+ANY v IN tags SATISFIES v = "x" END

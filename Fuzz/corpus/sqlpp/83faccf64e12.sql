@@ -1,0 +1,1 @@
+SELECT COUNT(*) AS n FROM profiles UNNEST likes AS l

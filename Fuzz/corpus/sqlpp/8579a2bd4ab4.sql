@@ -1,0 +1,1 @@
+SELECT FTS_SNIPPET(text) FROM _

@@ -1,0 +1,1 @@
+name LIKE 'a%' OR name REGEXP_LIKE '.*'

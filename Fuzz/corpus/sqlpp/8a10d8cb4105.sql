@@ -1,0 +1,1 @@
+SELECT META().id AS id, e FROM _ UNNEST v AS e WHERE e >= 1 AND e < 2 ORDER BY e, id

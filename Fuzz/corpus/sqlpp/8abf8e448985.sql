@@ -1,0 +1,1 @@
+SELECT meta().id, color FROM _default.colors WHERE saturation > 0.5 ORDER BY approx_vector_distance(vector, $vector)

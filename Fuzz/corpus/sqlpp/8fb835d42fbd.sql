@@ -1,0 +1,1 @@
+SELECT META().id AS id, p.n FROM _ UNNEST contacts AS c UNNEST c.phones AS p WHERE p.type = 'mobile' AND p.n >= 2

@@ -1,0 +1,1 @@
+SELECT RANK(descIdx) FROM _

@@ -1,0 +1,1 @@
+SELECT meta().id, approx_vector_distance(vector, $vector) AS d FROM _default.colors WHERE approx_vector_distance(vector, $vector) < 0.5 LIMIT 8

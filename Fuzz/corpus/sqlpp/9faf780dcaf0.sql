@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE MATCH(descIdx, 'tower') OR name = 'Budget' ORDER BY META().id

@@ -1,0 +1,1 @@
+type = 'hotel' AND geo.alt >= 300

@@ -1,0 +1,1 @@
+SELECT meta().id, color FROM _default.colors ORDER BY approx_vector_distance(vector, $vector) LIMIT 8

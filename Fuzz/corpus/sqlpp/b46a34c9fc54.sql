@@ -1,0 +1,1 @@
+SELECT META().id AS id, e, v FROM _ UNNEST v AS e WHERE e = 2

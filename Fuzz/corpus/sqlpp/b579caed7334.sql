@@ -1,0 +1,1 @@
+SELECT META().id FROM _ WHERE MATCH(descIdx, 'pool') AND type = 'hotel' AND name != 'Budget' ORDER BY META().id

@@ -1,0 +1,1 @@
+SELECT meta().id FROM colors ORDER BY approx_vector_distance(color, $v) LIMIT 3

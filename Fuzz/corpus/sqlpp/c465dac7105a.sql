@@ -1,0 +1,1 @@
+a.b[0].c IS NOT MISSING

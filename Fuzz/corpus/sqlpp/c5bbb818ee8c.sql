@@ -1,0 +1,1 @@
+SELECT DISTINCT a.x AS y, COUNT(*), b.* FROM s.c AS a LEFT JOIN d AS b ON META(a).id = b.ref WHERE a.v > $p GROUP BY a.x HAVING COUNT(*) > 1 ORDER BY y DESC LIMIT 5 OFFSET 2

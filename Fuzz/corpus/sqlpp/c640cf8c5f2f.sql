@@ -1,0 +1,1 @@
+SELECT META().id AS id, l FROM profiles AS p UNNEST p.likes AS l ORDER BY l

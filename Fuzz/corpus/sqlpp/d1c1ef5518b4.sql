@@ -1,0 +1,1 @@
+SELECT META().id, v FROM _ ORDER BY META().id

@@ -1,0 +1,1 @@
+ARRAY_LENGTH(x) > 2

@@ -1,0 +1,1 @@
+SELECT PREDICTION(ColorModel, {"colorInput": color}).vector AS v FROM colors WHERE META().id = 'c1'

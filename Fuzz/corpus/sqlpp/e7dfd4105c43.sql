@@ -1,0 +1,1 @@
+lower(name), upper(city)

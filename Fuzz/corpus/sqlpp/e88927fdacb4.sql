@@ -1,0 +1,1 @@
+SELECT MATCH(descIdx, 'x') FROM _ WHERE MATCH(descIdx, 'y')

@@ -1,0 +1,219 @@
+import Foundation
+import SetteeCore
+import SetteeSQLPP
+
+/// The fuzz targets. Each takes arbitrary bytes, runs them through one parser and checks the invariants that
+/// are cheap to check. A thrown parse error is the expected answer to garbage; a trap (a crash, a failed
+/// precondition, an out-of-bounds access, or a violated invariant below) is a finding.
+enum FuzzTarget: String, CaseIterable, Sendable {
+    /// `JSON.parse`, then serialize / canonicalize / fused-serialize and parse again; partial member parsing.
+    case json
+    /// `SQLPPParser.parseSelect` / `parseExpression` / `parseExpressionList`; printed text parses back equal.
+    case sqlpp
+    /// `RevID(_:)`; description and `write(into:)` agree and parse back equal.
+    case revid
+    /// The `_revisions` object (`{"start":N,"ids":[…]}`, given as JSON text) → a revision path.
+    case revisions
+    /// `Multipart.parse`: the first line of the input is the boundary, the rest is the body. Written back
+    /// with `Multipart.write` and parsed again, the parts are the same.
+    case multipart
+    /// The changes feed's `since` parser, against the Foundation-based implementation it replaced.
+    case since
+
+    func run(_ data: UnsafeRawBufferPointer) {
+        switch self {
+        case .json: FuzzTarget.json(data)
+        case .sqlpp: FuzzTarget.sqlpp(data)
+        case .revid: FuzzTarget.revid(data)
+        case .revisions: FuzzTarget.revisions(data)
+        case .multipart: FuzzTarget.multipart(data)
+        case .since: FuzzTarget.since(data)
+        }
+    }
+}
+
+/// Traps with a message: an invariant does not hold for this input.
+func violated(_ target: FuzzTarget, _ message: @autoclosure () -> String) -> Never {
+    preconditionFailure("settee-fuzz \(target.rawValue): invariant violated: \(message())")
+}
+
+// MARK: - JSON
+
+extension FuzzTarget {
+    static func json(_ data: UnsafeRawBufferPointer) {
+        guard let value = try? JSON.parse(data) else { return }
+        // Serialized text parses back to the same value.
+        var text: [UInt8] = []
+        value.serialize(into: &text)
+        guard let again = try? JSON.parse(text) else { violated(.json, "serialized text does not parse: \(show(text))") }
+        guard again == value else { violated(.json, "serialize → parse changed the value: \(show(text))") }
+        guard value.jsonString.utf8.elementsEqual(text) else { violated(.json, "jsonString differs from serialize(into:)") }
+        // Canonical text parses back to the same value and is a fixed point.
+        let canonical = value.canonicalBytes
+        guard let fromCanonical = try? JSON.parse(canonical), fromCanonical == value else {
+            violated(.json, "canonical text does not parse back equal: \(show(canonical))")
+        }
+        guard fromCanonical.canonicalBytes == canonical else { violated(.json, "canonical form is not a fixed point") }
+        // The fused writer produces the same two texts.
+        var body: [UInt8] = []
+        var fusedCanonical: [UInt8] = []
+        value.serialize(into: &body, canonical: &fusedCanonical)
+        guard body == text else { violated(.json, "fused body differs: \(show(body)) vs \(show(text))") }
+        guard fusedCanonical == canonical else {
+            violated(.json, "fused canonical differs: \(show(fusedCanonical)) vs \(show(canonical))")
+        }
+        // Partial parsing of some members agrees with the full parse.
+        if case .object(let object) = value {
+            var keys: Set<String> = ["_id"]
+            for (key, _) in object.prefix(2) { keys.insert(key) }
+            if let last = object.reversed().first { keys.insert(last.key) }
+            guard let partial = try? JSON.parseMembers(data, keys: keys) else {
+                violated(.json, "parseMembers failed on valid JSON")
+            }
+            let expected = JSON.object(JSONObject(object.filter { keys.contains($0.key) }.map { ($0.key, $0.value) }))
+            guard partial == expected else { violated(.json, "parseMembers(\(keys.sorted())) = \(partial), expected \(expected)") }
+        }
+    }
+
+    static func show(_ bytes: [UInt8]) -> String {
+        let text = String(decoding: bytes.prefix(300), as: UTF8.self)
+        return bytes.count > 300 ? text + "…" : text
+    }
+}
+
+// MARK: - SQL++
+
+extension FuzzTarget {
+    static func sqlpp(_ data: UnsafeRawBufferPointer) {
+        let text = String(decoding: data, as: UTF8.self)
+        if let statement = try? SQLPPParser.parseSelect(text) {
+            let printed = statement.description
+            do {
+                let again = try SQLPPParser.parseSelect(printed)
+                guard again == statement else { violated(.sqlpp, "printed statement parses to a different AST: \(printed)") }
+            } catch {
+                if !isLimit(error) { violated(.sqlpp, "printed statement does not parse: \(printed): \(error)") }
+            }
+        }
+        if let expression = try? SQLPPParser.parseExpression(text) {
+            let printed = expression.description
+            do {
+                let again = try SQLPPParser.parseExpression(printed)
+                guard again == expression else { violated(.sqlpp, "printed expression parses to a different AST: \(printed)") }
+            } catch {
+                if !isLimit(error) { violated(.sqlpp, "printed expression does not parse: \(printed): \(error)") }
+            }
+        }
+        _ = try? SQLPPParser.parseExpressionList(text)
+    }
+
+    /// Printing adds parentheses, so a statement near the nesting or length limit may print past it.
+    static func isLimit(_ error: SetteeError) -> Bool {
+        error.reason.contains("deep") || error.reason.contains("nest") || error.reason.contains("longer than")
+    }
+}
+
+// MARK: - Revision ids
+
+extension FuzzTarget {
+    static func revid(_ data: UnsafeRawBufferPointer) {
+        let text = String(decoding: data, as: UTF8.self)
+        guard let rev = RevID(text) else { return }
+        guard rev.generation >= 1, rev.generation <= RevID.maximumGeneration, !rev.digest.isEmpty else {
+            violated(.revid, "parsed parts out of range: \(rev.generation) / \(rev.digest.debugDescription)")
+        }
+        let description = rev.description
+        guard let again = RevID(description), again == rev else { violated(.revid, "description does not parse back: \(description)") }
+        var written: [UInt8] = []
+        rev.write(into: &written)
+        guard written.elementsEqual(description.utf8) else { violated(.revid, "write(into:) differs from description") }
+        guard !(rev < again), !(again < rev) else { violated(.revid, "ordering is not irreflexive") }
+    }
+
+    static func revisions(_ data: UnsafeRawBufferPointer) {
+        guard let value = try? JSON.parse(data), let history = try? RevID.history(fromRevisions: value) else { return }
+        guard let ids = value["ids"]?.arrayValue, let start = value["start"]?.intValue else {
+            violated(.revisions, "accepted without start/ids")
+        }
+        guard history.count == ids.count, !history.isEmpty else { violated(.revisions, "wrong number of revisions") }
+        for (i, rev) in history.enumerated() {
+            guard rev.generation == Int(start) - i, rev.generation >= 1 else {
+                violated(.revisions, "generation \(rev.generation) at \(i) for start \(start)")
+            }
+            guard rev.digest == ids[i].stringValue else { violated(.revisions, "digest \(i) changed") }
+            guard let again = RevID(rev.description), again == rev else {
+                violated(.revisions, "revision \(rev) does not parse back from its description")
+            }
+        }
+    }
+}
+
+// MARK: - Multipart
+
+extension FuzzTarget {
+    static func multipart(_ data: UnsafeRawBufferPointer) {
+        let bytes = Array(data)
+        let lineEnd = bytes.firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+        var boundaryBytes = bytes[..<lineEnd]
+        if boundaryBytes.last == UInt8(ascii: "\r") { boundaryBytes = boundaryBytes.dropLast() }
+        let boundary = String(decoding: boundaryBytes, as: UTF8.self)
+        let body = lineEnd < bytes.endIndex ? Array(bytes[(lineEnd + 1)...]) : []
+
+        // The header helpers, on the first line read as a header value.
+        _ = Multipart.boundary(fromContentType: boundary)
+        _ = Multipart.filename(fromContentDisposition: boundary)
+
+        guard let parts = try? Multipart.parse(body, boundary: boundary) else { return }
+        for part in parts {
+            _ = part.contentType
+            _ = part.filename
+        }
+        // Written back and parsed again: the same parts, except that the writer turns CR/LF in header text into
+        // spaces (and the parser then trims the value).
+        let written = Multipart.write(parts, boundary: boundary)
+        let reparsed: [MultipartPart]
+        do { reparsed = try Multipart.parse(written, boundary: boundary) } catch {
+            violated(.multipart, "written body does not parse: \(error)")
+        }
+        let expected = parts.map { part in
+            MultipartPart(headers: part.headers.map { (name: normalizedHeader($0.name), value: normalizedHeader($0.value)) },
+                          body: part.body)
+        }
+        guard reparsed == expected else {
+            violated(.multipart, "write → parse changed the parts: \(reparsed.count) parts vs \(expected.count)")
+        }
+    }
+
+    private static func normalizedHeader(_ text: String) -> String {
+        var bytes = Array(text.utf8).map { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") ? UInt8(ascii: " ") : $0 }
+        while let first = bytes.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { bytes.removeFirst() }
+        while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { bytes.removeLast() }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+// MARK: - Changes feed `since`
+
+extension FuzzTarget {
+    static func since(_ data: UnsafeRawBufferPointer) {
+        let text = String(decoding: data, as: UTF8.self)
+        let reference = referenceSince(text)
+        do {
+            let value = try ChangeSequence.parse(text)
+            guard reference == value else { violated(.since, "parse = \(value), reference = \(String(describing: reference))") }
+        } catch {
+            guard error.code == .badRequest, error.reason == ChangeSequence.malformed.reason else {
+                violated(.since, "unexpected error \(error)")
+            }
+            guard reference == nil else { violated(.since, "parse threw, reference = \(reference!)") }
+        }
+    }
+
+    /// The implementation `ChangesRoutes.parseSequence` had before it moved to SetteeCore (nil: malformed).
+    private static func referenceSince(_ text: String) -> UInt64? {
+        let trimmed = text.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
+        if trimmed.isEmpty { return 0 }
+        return UInt64(digits)
+    }
+}
