@@ -56,11 +56,14 @@ public final class LocalCluster: Cluster, @unchecked Sendable {
         tag = Int.random(in: 10...240)
         if namespaces {
             ports = Array(repeating: 5984, count: nodes)
-            try setUpNetwork()
         } else {
             ports = (0..<nodes).map { _ in freePort() }
         }
-        for i in 0..<nodes { try start(i) }
+        // Processes and `ip` run to completion: keep them off Swift's cooperative pool.
+        try await offThePool { [self] in
+            if namespaces { try setUpNetwork() }
+            for i in 0..<nodes { try start(i) }
+        }
     }
 
     deinit { shutdown() }
@@ -109,40 +112,52 @@ public final class LocalCluster: Cluster, @unchecked Sendable {
     }
 
     public func kill(_ i: Int) async throws {
-        processes[i]?.kill9()
-        processes[i] = nil
+        try await offThePool { [self] in
+            processes[i]?.kill9()
+            processes[i] = nil
+        }
     }
 
     public func restart(_ i: Int) async throws {
+        try await offThePool { [self] in try restartNow(i) }
+    }
+
+    private func restartNow(_ i: Int) throws {
         if processes[i] != nil { processes[i]?.stop() }
         try start(i)
     }
 
     public func wipe(_ i: Int) async throws {
-        processes[i]?.kill9()
-        processes[i] = nil
-        let fm = FileManager.default
-        for item in (try? fm.contentsOfDirectory(atPath: dirs[i].path)) ?? [] {
-            try fm.removeItem(atPath: dirs[i].path + "/" + item)
+        try await offThePool { [self] in
+            processes[i]?.kill9()
+            processes[i] = nil
+            let fm = FileManager.default
+            for item in (try? fm.contentsOfDirectory(atPath: dirs[i].path)) ?? [] {
+                try fm.removeItem(atPath: dirs[i].path + "/" + item)
+            }
+            try start(i)
         }
-        try start(i)
     }
 
     public func partitionAll() async throws {
         partitioned = true
-        if usesNamespaces {
-            for i in 0..<count { try Self.ip(["link", "set", dataOuter(i), "down"]) }
-        } else {
-            for i in 0..<count { try await restart(i) }
+        try await offThePool { [self] in
+            if usesNamespaces {
+                for i in 0..<count { try Self.ip(["link", "set", dataOuter(i), "down"]) }
+            } else {
+                for i in 0..<count { try restartNow(i) }
+            }
         }
     }
 
     public func heal() async throws {
         partitioned = false
-        if usesNamespaces {
-            for i in 0..<count { try Self.ip(["link", "set", dataOuter(i), "up"]) }
-        } else {
-            for i in 0..<count { try await restart(i) }
+        try await offThePool { [self] in
+            if usesNamespaces {
+                for i in 0..<count { try Self.ip(["link", "set", dataOuter(i), "up"]) }
+            } else {
+                for i in 0..<count { try restartNow(i) }
+            }
         }
     }
 

@@ -6,7 +6,7 @@ import Testing
 /// `settee dump` → `settee load` through the real binary: every revision tree (conflicts, tombstones, histories),
 /// attachments, named collections, `_security` and `revs_limit` come back identical.
 @Suite struct DumpLoadTests {
-    func run(_ args: [String], stdout: FileHandle? = nil) throws -> (Int32, String) {
+    static func run(_ args: [String], stdout: FileHandle? = nil) throws -> (Int32, String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         p.arguments = args
@@ -19,7 +19,11 @@ import Testing
         return (p.terminationStatus, text)
     }
 
-    @Test func dumpThenLoadReproducesEverything() throws {
+    @Test func dumpThenLoadReproducesEverything() async throws {
+        try await offThePool { try Self.roundTrip() }
+    }
+
+    static func roundTrip() throws {
         let source = TempDir(), target = TempDir(), files = TempDir()
         do {
             let db = try source.open("shop")
@@ -50,10 +54,10 @@ import Testing
             other.close()
         }
         let dumpPath = files.path + "/backup.jsonl"
-        let (dumpStatus, dumpLog) = try run(["dump", "--data", source.path, "--output", dumpPath])
+        let (dumpStatus, dumpLog) = try Self.run(["dump", "--data", source.path, "--output", dumpPath])
         #expect(dumpStatus == 0, "\(dumpLog)")
         #expect(dumpLog.contains("dumped"))
-        let (loadStatus, loadLog) = try run(["load", "--data", target.path, dumpPath])
+        let (loadStatus, loadLog) = try Self.run(["load", "--data", target.path, dumpPath])
         #expect(loadStatus == 0, "\(loadLog)")
 
         let a = try source.open("shop"), b = try target.open("shop")
@@ -71,12 +75,12 @@ import Testing
         other.close()
 
         // Loading again changes nothing; a damaged dump is refused with the line number.
-        let (again, _) = try run(["load", "--quiet", "--data", target.path, dumpPath])
+        let (again, _) = try Self.run(["load", "--quiet", "--data", target.path, dumpPath])
         #expect(again == 0)
         try expectSameTrees(try a.defaultCollection(), try b.defaultCollection())
         let bad = files.path + "/bad.jsonl"
         try Data("{\"settee_dump\":1}\n{\"db\":\"shop\",\"id\":\"x\"}\n".utf8).write(to: URL(fileURLWithPath: bad))
-        let (badStatus, badLog) = try run(["load", "--data", target.path, bad])
+        let (badStatus, badLog) = try Self.run(["load", "--data", target.path, bad])
         #expect(badStatus != 0)
         #expect(badLog.contains("line 2"))
     }

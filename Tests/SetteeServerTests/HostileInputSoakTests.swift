@@ -180,7 +180,11 @@ struct HostileRequests {
 @Suite("Hostile input soak") struct HostileInputSoakTests {
     /// ≥ 10,000 randomized malformed requests against a live node: no 5xx, no crash, no dropped connection, and a
     /// control document unchanged.
-    @Test func tenThousandMalformedRequests() throws {
+    @Test func tenThousandMalformedRequests() async throws {
+        try await offThePool { try Self.soak() }
+    }
+
+    static func soak() throws {
         let dir = TempDir()
         let server = try ServerProcess(dataDirectory: dir.path)
         defer { server.stop() }
@@ -245,7 +249,11 @@ struct HostileRequests {
 
     /// Requests broken at the protocol level (request line, headers, framing): each answered with a 4xx or a clean
     /// close, never a 5xx; the node keeps serving.
-    @Test func protocolLevelGarbage() throws {
+    @Test func protocolLevelGarbage() async throws {
+        try await offThePool { try Self.garbage() }
+    }
+
+    static func garbage() throws {
         let dir = TempDir()
         let server = try ServerProcess(dataDirectory: dir.path)
         defer { server.stop() }

@@ -121,3 +121,11 @@ public func runTool(_ path: String, _ args: [String]) throws -> String {
     }
     return text
 }
+
+/// Runs blocking work (processes, sockets, `waitUntilExit`) on a Dispatch thread instead of Swift's cooperative
+/// pool, which has one thread per core: a test that blocks it starves every async test running beside it.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
