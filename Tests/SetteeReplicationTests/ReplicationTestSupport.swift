@@ -54,8 +54,10 @@ func expectSameTrees(_ a: SetteeStore.Collection, _ b: SetteeStore.Collection,
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool) async throws -> Bool {
+/// Polls `condition` until it holds or `timeout` passes. The default is generous: the whole suite runs in parallel
+/// on two cores, and CPU-bound tests beside these can hold the cooperative pool for many seconds; a condition that
+/// holds returns at once.
+func eventually(timeout: Duration = .seconds(120), _ condition: () throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try condition() { return true }
