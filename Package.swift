@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // System SQLite (libsqlite3-dev). Only SetteeStore imports it.
@@ -79,6 +80,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                // The admin UI's server-rendered pages (`/_utils`).
+                .product(name: "Mustache", package: "swift-mustache"),
             ]
         ),
         // Umbrella library for embedders.

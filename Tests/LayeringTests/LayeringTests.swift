@@ -13,12 +13,12 @@ import Testing
         "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
         "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient"],
         "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
-                         "SetteeReplication", "Hummingbird"],
+                         "SetteeReplication", "Hummingbird", "Mustache"],
         "Settee": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
                    "SetteeReplication"],
     ]
     /// Modules only their owner (and the CLI / benchmarks, which sit on top) may import.
-    static let owned: Set<String> = ["CSQLite", "CICU", "Hummingbird", "AsyncHTTPClient", "ArgumentParser"]
+    static let owned: Set<String> = ["CSQLite", "CICU", "Hummingbird", "AsyncHTTPClient", "ArgumentParser", "Mustache"]
 
     static var sourcesDirectory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -56,6 +56,7 @@ struct CouchResponder: HTTPResponder {
             call.route = "root"
             return try ServerRoutes.welcome(call)
         }
+        if first == "_utils" { return try await AdminUI.handle(&call, responder: self) }
         if first.hasPrefix("_") && !["_users", "_replicator", "_global_changes"].contains(first) {
             return try await ServerRoutes.handle(&call)
         }
