@@ -46,7 +46,6 @@ struct RevisionTreeView {
             leaves.append((leaf.rev, leaf.deleted))
         }
         roots = nodes.values.filter { $0.parent == nil }.map(\.rev).sorted(by: RevisionTreeView.order)
-        for key in nodes.keys { nodes[key]!.children.sort(by: RevisionTreeView.order) }
         // CouchDB's winner: live beats deleted, then the higher generation, then the greater revision id string.
         winner = leaves.max { a, b in
             if a.deleted != b.deleted { return a.deleted }
@@ -54,6 +53,18 @@ struct RevisionTreeView {
             if ga != gb { return ga < gb }
             return a.rev < b.rev
         }?.rev
+        // The winner's branch goes on top.
+        if let winner {
+            var onWinnerPath = Set<String>()
+            var cursor: String? = winner
+            while let rev = cursor { onWinnerPath.insert(rev); cursor = nodes[rev]?.parent }
+            for key in nodes.keys {
+                nodes[key]!.children.sort { a, b in
+                    let wa = onWinnerPath.contains(a), wb = onWinnerPath.contains(b)
+                    return wa != wb ? wa : RevisionTreeView.order(a, b)
+                }
+            }
+        }
         layout()
     }
 
