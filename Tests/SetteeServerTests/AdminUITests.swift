@@ -68,6 +68,10 @@ import Testing
                                            body: Array("name=\(testAdmin.username)&password=\(testAdmin.password)".utf8),
                                            headers: [.contentType: "application/x-www-form-urlencoded"])
             #expect(Self.location(evil) == "/_utils/")
+            let crossSite = try await c.request(.post, "/_utils/login",
+                                                body: Array("name=\(testAdmin.username)&password=\(testAdmin.password)".utf8),
+                                                headers: [.contentType: "application/x-www-form-urlencoded", .origin: "http://evil.example"])
+            #expect(crossSite.status == .forbidden)
             let s = try await Self.signIn(c)
             let home = try await s.get("/_utils/")
             #expect(home.text.contains(#"<span id="signed-in-as">\#(testAdmin.username)</span>"#))

@@ -91,10 +91,7 @@ struct AdminUI {
         if !next.hasPrefix(AdminUI.root) || next.hasPrefix("//") { next = AdminUI.root + "/" }
         if method == .post {
             let form = FormData(try await bodyBytes())
-            if let origin = call.header(.origin), origin != "null",
-               origin.split(separator: "/").dropFirst().first.map(String.init) != (call.header(HTTPField.Name("Host")!) ?? "") {
-                throw CouchError(.forbidden, "forbidden", "Cross-origin sign-in refused (Origin \(origin))")
-            }
+            try CSRF.checkOrigin(call)
             let name = form["name"] ?? "", password = form["password"] ?? ""
             let result = await api(.post, ["_session"], body: ["name": .string(name), "password": .string(password)])
             if result.ok, let cookie = result.headers[.setCookie] {

@@ -121,14 +121,19 @@ enum CSRF {
         return Hex.encode(Array(mac).prefix(20).map { $0 })
     }
 
-    static func check(_ call: Call, _ form: FormData) throws {
-        if let origin = call.header(.origin), origin != "null" {
-            let host = call.header(HTTPField.Name("Host")!) ?? call.request.head.authority ?? ""
-            let originHost = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""
-            guard originHost == host else {
-                throw CouchError(.forbidden, "forbidden", "Cross-origin form submission refused (Origin \(origin))")
-            }
+    /// Refuses a request whose `Origin` header names another host than the one it was sent to.
+    static func checkOrigin(_ call: Call) throws {
+        guard let origin = call.header(.origin), origin != "null" else { return }
+        // HTTP/1's Host header arrives as the request's authority.
+        let host = call.request.head.authority ?? call.header(HTTPField.Name("Host")!) ?? ""
+        let originHost = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""
+        guard originHost.lowercased() == host.lowercased() else {
+            throw CouchError(.forbidden, "forbidden", "Cross-origin form submission refused (Origin \(origin))")
         }
+    }
+
+    static func check(_ call: Call, _ form: FormData) throws {
+        try checkOrigin(call)
         guard let sent = form["_csrf"], Passwords.constantTimeEquals(sent, token(for: call)) else {
             throw CouchError(.forbidden, "forbidden", "The form expired or did not come from this node's UI: reload the page and try again.")
         }
