@@ -143,6 +143,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LayeringTests"),
+        // Browser tests: headless Chromium driven over WebDriver (chromedriver) against `settee serve` children.
+        // They skip when chromium / chromedriver aren't installed (scripts/install-deps.sh installs them).
+        .testTarget(name: "SetteeBrowserTests", dependencies: ["SetteeTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Settee needs beyond the Swift toolchain: the system SQLite and ICU libraries and headers,
-# iproute2 for the network-partition test (as root), openssl for the TLS tests, and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
+# iproute2 for the network-partition test (as root), openssl for the TLS tests, Chromium and chromedriver for the browser
+# tests (Tests/SetteeBrowserTests), and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
 set -euo pipefail
 need_apt=()
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
@@ -12,6 +13,9 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # iproute2: the partition test puts a node in its own network namespace (when running as root).
 [ "$(id -u)" -eq 0 ] && ! command -v ip >/dev/null 2>&1 && need_apt+=(iproute2)
+# chromium + chromium-driver: the browser tests drive headless Chromium over WebDriver (they skip without them).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+[ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1; then
         SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
