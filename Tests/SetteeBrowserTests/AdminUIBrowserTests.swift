@@ -60,9 +60,21 @@ final class AdminUIBrowserTests: XCTestCase {
         XCTAssertTrue(try XCTUnwrap(browser.find("#doc-json").property("value")).contains("99"))
         try browser.screenshot("ui-04-document-conflict-error")
         XCTAssertEqual(try couch.json("GET", "/inventory/widget")["stock"] as? Int, 7)
+        // An attachment, uploaded from a file input.
         try browser.go(base + "/_utils/db/inventory/doc/widget")
+        let file = (data.path as NSString).appendingPathComponent("label.txt")
+        try "Widget label\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try browser.find("#attachment-file").type(file)
+        try browser.find("#attachment-upload button").click()
+        try browser.waitForText("#notice", contains: "Uploaded label.txt", timeout: 30)
+        try browser.waitForText("#attachments .attachment-link", contains: "label.txt")
         try browser.find("#doc-json")
         try browser.screenshot("ui-03-document")
+        let attachment = try blockingHTTP("GET", base + "/inventory/widget/label.txt",
+                                          headers: ["Authorization": "Basic " + Data("admin:secret".utf8).base64EncodedString()])
+        XCTAssertEqual(attachment.status, 200)
+        XCTAssertEqual(String(decoding: attachment.body, as: UTF8.self), "Widget label\n")
+        XCTAssertTrue(try browser.find("#doc-rev").text.hasPrefix("3-"), "an attachment makes a new revision")
 
         // A conflict, the way replication makes one: a sibling of revision 2 written with new_edits=false.
         let digest1 = String(rev1.split(separator: "-")[1])
@@ -75,7 +87,7 @@ final class AdminUIBrowserTests: XCTestCase {
         try browser.find("#revtree")
         XCTAssertEqual(try browser.findAll("#revtree a[data-state='conflict']").count, 1)
         XCTAssertEqual(try browser.findAll("#revtree a[data-state='winner']").count, 1)
-        XCTAssertEqual(try browser.findAll("#revtree a[data-state='ancestor']").count, 1)
+        XCTAssertEqual(try browser.findAll("#revtree a[data-state='ancestor']").count, 2)
         try browser.waitForText("#conflict-summary", contains: "1 conflicting")
         try browser.screenshot("ui-05-revision-tree-conflict")
         // Resolve by keeping the other node's version.
@@ -128,11 +140,12 @@ final class AdminUIBrowserTests: XCTestCase {
 
         // A replication to a new database, started in the form; the page follows it until it completes.
         try browser.go(base + "/_utils/replication")
+        // (The source and target inputs suggest database names in a drop-down; the job id, typed last, closes it.)
         try browser.find("#rep-source").type("inventory")
         try browser.find("#rep-target").type("inventory-copy")
-        try browser.find("#rep-id").type("copy-inventory")
         try browser.find("#rep-create-target").click()
-        try browser.find("#start-replication").click()
+        try browser.find("#rep-id").type("copy-inventory")
+        try browser.find("#rep-id").type("\u{E007}")  // Enter: submits the form
         try browser.waitForText("#notice", contains: "Started replication copy-inventory")
         try browser.waitForText("tr[data-doc='copy-inventory'] .state", contains: "completed", timeout: 60)
         try browser.screenshot("ui-10-replication")

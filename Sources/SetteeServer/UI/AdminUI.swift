@@ -116,6 +116,8 @@ struct AdminUI {
     // MARK: Databases
 
     private func dashboard() async throws -> Response {
+        // "Open a database" (for users who may not list them all).
+        if let open = FormData(query: call.request.uri.query).text("open") { return redirect(dbHref(open)) }
         let info = await api(.get, [])
         let all = await api(.get, ["_all_dbs"])
         var rows: [[String: Any]] = []

@@ -93,6 +93,10 @@ enum UITemplates {
       <input name="name" id="new-db-name" placeholder="new database name" pattern="[a-z][a-z0-9_$()+/-]*" title="lowercase letters, digits and _$()+-/, starting with a letter" required>
       <button type="submit" id="create-db">Create database</button>
     </form>
+    <form method="get" action="/_utils/" class="row" id="open-db-form">
+      <input name="open" id="open-db-name" placeholder="open a database by name" required>
+      <button type="submit" class="secondary">Open</button>
+    </form>
     <table class="list" id="databases">
       <thead><tr><th>Name</th><th class="num">Documents</th><th class="num">Deleted</th><th class="num">Size</th><th>Update seq</th><th></th></tr></thead>
       <tbody>
