@@ -14,7 +14,7 @@ import Testing
         var cookie: String
         var token = ""
 
-        var headers: HTTPFields { [.cookie: cookie] }
+        var headers: HTTPFields { [.cookie: cookie, .accept: "text/html,application/xhtml+xml"] }
 
         func get(_ path: String) async throws -> HTTPResult { try await c.get(path, headers: headers) }
 
@@ -72,6 +72,11 @@ import Testing
                                                 body: Array("name=\(testAdmin.username)&password=\(testAdmin.password)".utf8),
                                                 headers: [.contentType: "application/x-www-form-urlencoded", .origin: "http://evil.example"])
             #expect(crossSite.status == .forbidden)
+            let sandboxed = try await c.request(.post, "/_utils/login",
+                                                body: Array("name=\(testAdmin.username)&password=\(testAdmin.password)".utf8),
+                                                headers: [.contentType: "application/x-www-form-urlencoded", .origin: "null"])
+            #expect(sandboxed.status == .forbidden)
+            #expect(sandboxed.header(.setCookie) == nil)
             let s = try await Self.signIn(c)
             let home = try await s.get("/_utils/")
             #expect(home.text.contains(#"<span id="signed-in-as">\#(testAdmin.username)</span>"#))
@@ -93,15 +98,25 @@ import Testing
             let crossSite = try await s.post("/_utils/databases", [("name", "one")], origin: "http://evil.example")
             #expect(crossSite.status == .forbidden)
             #expect(try await c.get("/one", headers: [.authorization: basicAuth(testAdmin.username, testAdmin.password)]).status == .notFound)
-            // Another session's token does not work with this cookie.
-            var other = try await Self.signIn(c)
-            other.token = s.token
+            #expect(missing.header(.contentType)?.hasPrefix("text/html") == true, "UI errors are pages")
+            #expect(missing.text.contains("did not come from this node"))
+            // Sandboxed frames send `Origin: null`: refused too.
+            #expect(try await s.post("/_utils/databases", [("name", "one")], origin: "null").status == .forbidden)
+            // The token belongs to the signed-in user, so it survives the cookie being re-issued (a second session
+            // of the same user has the same one), and another user's token does not work.
+            let second = try await Self.signIn(c)
+            #expect(second.token == s.token)
+            let admin: HTTPFields = [.authorization: basicAuth(testAdmin.username, testAdmin.password), .contentType: "application/json"]
+            _ = try await c.request(.put, "/_users", headers: admin)
+            _ = try await c.put("/_users/org.couchdb.user:eve", #"{"name": "eve", "password": "pw", "roles": [], "type": "user"}"#, headers: admin)
+            let eve = try await Self.signIn(c, name: "eve", password: "pw")
+            #expect(eve.token != s.token)
+            var mixed = s
+            mixed.token = eve.token
+            #expect(try await mixed.post("/_utils/databases", [("name", "two")]).status == .forbidden)
             let created = try await s.post("/_utils/databases", [("name", "one")])
             #expect(created.status == .seeOther)
             #expect(Self.location(created).hasPrefix("/_utils/db/one?notice="))
-            if other.cookie != s.cookie {
-                #expect(try await other.post("/_utils/databases", [("name", "two")]).status == .forbidden)
-            }
             let again = try await s.post("/_utils/databases", [("name", "one")])
             #expect(Self.location(again).contains("error=412"))
             let bad = try await s.post("/_utils/databases", [("name", "Bad Name")])
@@ -232,6 +247,11 @@ import Testing
             let changes = try await s.get("/_utils/db/travel/changes")
             #expect(changes.text.contains("feed=eventsource"))
             #expect(changes.text.contains(">h2</a>"))
+            // Local documents have no tree: a 404 page, not a 200 with an error.
+            _ = try await c.put("/travel/_local/cp", "{}", headers: admin)
+            let localTree = try await s.get("/_utils/db/travel/tree/_local%2Fcp")
+            #expect(localTree.status == .notFound)
+            #expect(try await s.get("/_utils/db/travel/doc/_local%2Fcp").text.contains(#"id="tree-link""#) == false)
             let metrics = try await s.get("/_utils/metrics")
             #expect(metrics.text.contains("settee_http_requests_total"))
             #expect(try await s.get("/_utils/db/nope").status == .notFound)
@@ -283,6 +303,9 @@ import Testing
             #expect(home.text.contains(#"id="error""#))
             let create = try await bob.post("/_utils/databases", [("name", "bobs")])
             #expect(Self.location(create).contains("error=401"))
+            let own = try await bob.get("/_utils/db/_users/doc/org.couchdb.user%3Abob")
+            #expect(own.status == .ok, "a user reads their own _users document in the UI as through the API")
+            #expect(own.text.contains("org.couchdb.user:bob"))
         }
     }
 }
@@ -315,5 +338,43 @@ import Testing
         let view = RevisionTreeView(leaves: [("2-a", true, 2, ["a", "r"]), ("3-b", true, 3, ["b", "x", "r"])])
         #expect(view.winner == "3-b")
         #expect(view.conflicts.isEmpty)
+    }
+}
+
+@Suite("Writes need JSON and attachments are sandboxed") struct CrossSiteWriteTests {
+    @Test func postsThatWriteNeedApplicationJSON() async throws {
+        try await withServer(admin: true, mode: .live) { c in
+            let admin: HTTPFields = [.authorization: basicAuth(testAdmin.username, testAdmin.password)]
+            var json = admin
+            json[.contentType] = "application/json"
+            _ = try await c.request(.put, "/db", headers: admin)
+            for type in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"] {
+                var h = admin
+                h[.contentType] = type
+                let post = try await c.request(.post, "/db", body: Array(#"{"a": 1}"#.utf8), headers: h)
+                expectError(post, .unsupportedMediaType, "bad_content_type")
+                let bulk = try await c.request(.post, "/db/_bulk_docs", body: Array(#"{"docs": [{"a": 1}]}"#.utf8), headers: h)
+                expectError(bulk, .unsupportedMediaType, "bad_content_type")
+            }
+            let none = try await c.request(.post, "/db/_bulk_docs", body: Array(#"{"docs": [{"a": 1}]}"#.utf8), headers: admin)
+            expectError(none, .unsupportedMediaType, "bad_content_type")
+            #expect(try await c.get("/db", headers: admin)["doc_count"] == .int(0), "nothing was written")
+            json[.contentType] = "application/json; charset=utf-8"
+            #expect(try await c.request(.post, "/db", body: Array(#"{"a": 1}"#.utf8), headers: json).status == .created)
+        }
+    }
+
+    @Test func attachmentsAreServedSandboxed() async throws {
+        try await withServer(admin: true, mode: .live) { c in
+            var h: HTTPFields = [.authorization: basicAuth(testAdmin.username, testAdmin.password)]
+            _ = try await c.request(.put, "/db", headers: h)
+            h[.contentType] = "text/html"
+            let put = try await c.request(.put, "/db/page/evil.html", body: Array("<script>alert(1)</script>".utf8), headers: h)
+            #expect(put.status == .created)
+            let get = try await c.get("/db/page/evil.html", headers: [.authorization: basicAuth(testAdmin.username, testAdmin.password)])
+            #expect(get.header(.contentType) == "text/html")
+            #expect(get.header(HTTPField.Name("Content-Security-Policy")!) == "sandbox")
+            #expect(get.header(HTTPField.Name("X-Content-Type-Options")!) == "nosniff")
+        }
     }
 }

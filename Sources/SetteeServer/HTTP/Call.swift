@@ -69,6 +69,15 @@ struct Call: Sendable {
         }
     }
 
+    /// CouchDB's `validate_ctype`: POSTs that write (`POST /{db}`, `_bulk_docs`) must say `application/json`, else
+    /// 415. Besides matching CouchDB, this keeps an HTML form on another site from writing as a signed-in user (a
+    /// cross-site form can only send `text/plain`, `multipart/form-data` or `application/x-www-form-urlencoded`).
+    func requireJSONContentType() throws {
+        guard let type = header(.contentType)?.lowercased(), type.hasPrefix("application/json") else {
+            throw CouchError.badContentType
+        }
+    }
+
     /// Whether the client accepts a content type (`Accept` header contains it).
     func accepts(_ type: String) -> Bool {
         header(.accept)?.lowercased().contains(type) ?? false

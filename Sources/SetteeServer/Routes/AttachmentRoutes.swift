@@ -27,7 +27,11 @@ enum AttachmentRoutes {
             }
             let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
             var headers: HTTPFields = [.contentType: contentType, .eTag: "\"\(meta["digest"]?.stringValue ?? "")\"",
-                                       .acceptRanges: "none", .cacheControl: "must-revalidate"]
+                                       .acceptRanges: "none", .cacheControl: "must-revalidate",
+                                       // As CouchDB's [csp] attachments_header_value: an HTML attachment opened in a
+                                       // browser runs no script on the node's origin.
+                                       HTTPField.Name("Content-Security-Policy")!: "sandbox",
+                                       HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
             if call.method == .head {
                 headers[.contentLength] = String(data.count)
                 return Response(status: .ok, headers: headers)

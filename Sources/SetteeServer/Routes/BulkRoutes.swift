@@ -10,6 +10,7 @@ enum BulkRoutes {
 
     static func bulkDocs(_ call: inout Call, _ target: Keyspace) async throws -> Response {
         guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
+        try call.requireJSONContentType()
         let (db, c) = try target.open(call.node)
         let body = try await call.bodyObject()
         guard let docs = body["docs"]?.arrayValue else {

@@ -52,6 +52,7 @@ enum DatabaseRoutes {
             return Reply.ok()
         case .post:
             call.route = "doc"
+            try call.requireJSONContentType()
             return try await DocumentRoutes.post(&call, target)
         default:
             throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT")

@@ -20,7 +20,15 @@ struct AdminUI {
     static func handle(_ call: inout Call, responder: CouchResponder) async throws -> Response {
         call.route = "utils"
         let ui = AdminUI(responder: responder, call: call)
-        return try await ui.route()
+        do {
+            return try await ui.route()
+        } catch {
+            // Errors are pages for browsers (which ask for text/html); API clients and assets get CouchDB's JSON.
+            if call.segments.dropFirst().first == "assets" || !call.accepts("text/html") { throw error }
+            let couch = CouchError.from(any: error)
+            return try ui.page("error", title: "\(couch.status.code) \(couch.error)", ["error": couch.reason],
+                               status: couch.status)
+        }
     }
 
     var signedIn: Bool { call.node.configuration.admin == nil || call.userCtx.name != nil }
@@ -140,7 +148,8 @@ struct AdminUI {
         }
         var data: [String: Any] = [
             "databases": rows, "count": rows.count,
-            "version": info.json["version"]?.stringValue ?? "", "uuid": info.json["uuid"]?.stringValue ?? "",
+            "version": info.json["vendor"]?["version"]?.stringValue ?? info.json["version"]?.stringValue ?? "",
+            "uuid": info.json["uuid"]?.stringValue ?? "",
         ]
         let glance = await glance()
         data["glance"] = glance
@@ -216,9 +225,11 @@ struct AdminUI {
         var options = "conflicts=true&deleted_conflicts=true"
         if let rev = q.text("rev") { options += "&rev=" + AdminUI.encodeQuery(rev) }
         let result = await api(.get, docSegments(db, id), query: options)
+        // Database info can be closed to callers who may still read this document (a user's own `_users` entry).
         let info = await api(.get, [db])
-        guard info.ok else { return try errorPage(info, title: db) }
-        var data = dbData(db, info.json)
+        guard info.ok || result.ok else { return try errorPage(info, title: db) }
+        var data = dbData(db, info.ok ? info.json : .null)
+        data["isLocal"] = id.hasPrefix("_local/")
         data["id"] = id
         data["treeHref"] = treeHref(db, id)
         data["docHref"] = docHref(db, id)
@@ -326,10 +337,14 @@ struct AdminUI {
     }
 
     private func tree(_ db: String, _ id: String) async throws -> Response {
+        if id.hasPrefix("_local/") {
+            throw CouchError.notFound("Local documents have no revision tree: they are not replicated and keep one revision.")
+        }
         let info = await api(.get, [db])
         guard info.ok else { return try errorPage(info, title: db) }
         let (result, found) = await leaves(db, id)
-        guard result.ok, !found.isEmpty else { return try errorPage(result, title: id) }
+        guard result.ok else { return try errorPage(result, title: id) }
+        guard !found.isEmpty else { throw CouchError.notFound("\(id) has no revisions.") }
         let view = RevisionTreeView(leaves: found.map { ($0.rev, $0.deleted, $0.start, $0.ids) })
         let winner = view.winner ?? ""
         var data = dbData(db, info.json)
@@ -532,7 +547,9 @@ struct AdminUI {
                     "revs": (change["changes"]?.arrayValue ?? []).compactMap { $0["rev"]?.stringValue }.joined(separator: ", "),
                     "deleted": change["deleted"]?.boolValue == true]
         }
-        data["feedURL"] = "/" + AdminUI.encodeSegment(db) + "/_changes?feed=eventsource&since=now&heartbeat=15000&style=all_docs"
+        // From the sequence read before the list, so nothing committed in between is missed.
+        let since = AdminUI.encodeQuery(info.json["update_seq"].map { $0.stringValue ?? $0.jsonString } ?? "now")
+        data["feedURL"] = "/" + AdminUI.encodeSegment(db) + "/_changes?feed=eventsource&since=\(since)&heartbeat=15000&style=all_docs"
         if !recent.ok { data["error"] = recent.message }
         return try page("changes", title: "Changes of \(db)", data, nav: "changes")
     }

@@ -199,7 +199,7 @@ enum UIAssets {
           Array.prototype.forEach.call(body.rows, function (tr) { if (tr.dataset.doc) keep[tr.dataset.doc] = tr; });
           (j.docs || []).forEach(function (d) {
             var tr = keep[d.doc_id];
-            if (!tr) { window.location.reload(); return; }
+            if (!tr) return;  // started elsewhere: it appears on the next page load (no reload under a half-typed form)
             var stateCell = tr.querySelector(".state");
             stateCell.innerHTML = "";
             var badge = document.createElement("span"); badge.className = "badge " + d.state; badge.textContent = d.state; stateCell.appendChild(badge);

@@ -114,16 +114,22 @@ struct FormData: Sendable {
 /// credentials (the session cookie, or the Authorization header) and keyed by the node secret; and a POST whose
 /// `Origin` names another site is refused. The session cookie is also `SameSite=Lax`.
 enum CSRF {
+    /// Bound to who the caller is (not to the exact cookie, which the node re-issues while a session is used, so a
+    /// page rendered before a refresh still posts). Unforgeable without the node secret.
     static func token(for call: Call) -> String {
-        let credential = Auth.sessionToken(call) ?? call.header(.authorization) ?? "anonymous:\(call.remoteAddress)"
+        let identity: String
+        if let name = call.userCtx.name { identity = "user:" + name }
+        else if call.node.configuration.admin == nil { identity = "admin-party" }
+        else { identity = "anonymous:" + call.remoteAddress }
         let key = SymmetricKey(data: call.node.cookies.secret)
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(("settee-ui-csrf:" + credential).utf8), using: key)
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(("settee-ui-csrf:" + identity).utf8), using: key)
         return Hex.encode(Array(mac).prefix(20).map { $0 })
     }
 
     /// Refuses a request whose `Origin` header names another host than the one it was sent to.
     static func checkOrigin(_ call: Call) throws {
-        guard let origin = call.header(.origin), origin != "null" else { return }
+        guard let origin = call.header(.origin) else { return }
+        // `null` is what sandboxed frames and data: pages send: never this node's own pages.
         // HTTP/1's Host header arrives as the request's authority.
         let host = call.request.head.authority ?? call.header(HTTPField.Name("Host")!) ?? ""
         let originHost = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""

@@ -161,7 +161,7 @@ enum UITemplates {
       <textarea name="doc" id="doc-json" spellcheck="false" rows="20">{{json}}</textarea>
       <div class="row">
         <button type="submit" id="save-doc">Save</button>
-        {{^isNew}}<a href="{{treeHref}}" class="button secondary" id="tree-link">Revision tree</a>{{/isNew}}
+        {{^isNew}}{{^isLocal}}<a href="{{treeHref}}" class="button secondary" id="tree-link">Revision tree</a>{{/isLocal}}{{/isNew}}
       </div>
     </form>
     {{^isNew}}{{#rev}}{{^deleted}}
@@ -360,7 +360,7 @@ enum UITemplates {
     static let error = #"""
     {{<layout}}{{$content}}
     <h1>{{title}}</h1>
-    <p><a href="/_utils/">Back to the databases</a></p>
+    <p><a href="/_utils/">Back to the databases</a> · use your browser's Back button to return to what you typed.</p>
     {{/content}}{{/layout}}
     """#
 }
