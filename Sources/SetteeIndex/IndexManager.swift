@@ -389,7 +389,10 @@ public final class IndexManager: @unchecked Sendable {
             case .value:
                 try db.execute("CREATE INDEX IF NOT EXISTS \(quoted) ON \(info.table)(\(keyColumns))")
             case .array:
-                try db.execute("CREATE INDEX IF NOT EXISTS \(quoted) ON \(info.table)(\(keyColumns), doc)")
+                // An index of scalar elements carries each element's JSON too, so the covering UNNEST read
+                // (keys → doc, element) never visits the table's rows: one b-tree probe per element, not two.
+                let covering = info.spec.expressions.isEmpty ? ", v" : ""
+                try db.execute("CREATE INDEX IF NOT EXISTS \(quoted) ON \(info.table)(\(keyColumns), doc\(covering))")
                 try db.execute("CREATE INDEX IF NOT EXISTS \(info.table)_doc ON \(info.table)(doc)")
             case .fullText, .vector:
                 break  // FTS5 keeps its own inverted index
