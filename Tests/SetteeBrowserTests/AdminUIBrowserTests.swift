@@ -87,7 +87,7 @@ final class AdminUIBrowserTests: XCTestCase {
         try browser.find("#revtree")
         XCTAssertEqual(try browser.findAll("#revtree a[data-state='conflict']").count, 1)
         XCTAssertEqual(try browser.findAll("#revtree a[data-state='winner']").count, 1)
-        XCTAssertEqual(try browser.findAll("#revtree a[data-state='ancestor']").count, 2)
+        XCTAssertEqual(try browser.findAll("#revtree [data-state='ancestor']").count, 2)
         try browser.waitForText("#conflict-summary", contains: "1 conflicting")
         try browser.screenshot("ui-05-revision-tree-conflict")
         // Resolve by keeping the other node's version.
@@ -150,6 +150,17 @@ final class AdminUIBrowserTests: XCTestCase {
         try browser.waitForText("tr[data-doc='copy-inventory'] .state", contains: "completed", timeout: 60)
         try browser.screenshot("ui-10-replication")
         XCTAssertEqual(try couch.json("GET", "/inventory-copy")["doc_count"] as? Int, 14)
+
+        // Permissions: the _security object as JSON.
+        try browser.go(base + "/_utils/db/inventory/security")
+        let security = try browser.find("#security-json")
+        try security.clear()
+        try security.type(#"{"admins": {"names": [], "roles": []}, "members": {"names": ["alice"], "roles": ["staff"]}}"#)
+        try browser.find("#save-security").click()
+        try browser.waitForText("#notice", contains: "Saved the permissions of inventory")
+        try browser.screenshot("ui-12-permissions")
+        let members = try couch.json("GET", "/inventory/_security")["members"] as? [String: Any]
+        XCTAssertEqual(members?["names"] as? [String], ["alice"])
 
         // Metrics at a glance, and the databases with their counts.
         try browser.go(base + "/_utils/metrics")

@@ -252,6 +252,18 @@ import Testing
             let localTree = try await s.get("/_utils/db/travel/tree/_local%2Fcp")
             #expect(localTree.status == .notFound)
             #expect(try await s.get("/_utils/db/travel/doc/_local%2Fcp").text.contains(#"id="tree-link""#) == false)
+            // Permissions: the _security object, edited as JSON.
+            let sec = try await s.get("/_utils/db/travel/security")
+            #expect(sec.text.contains(#"id="security-json""#))
+            let savedSec = try await s.post("/_utils/db/travel/security", [("security", #"{"members": {"names": ["bob"], "roles": []}}"#)])
+            #expect(Self.location(savedSec).contains("notice=Saved"))
+            #expect(try await c.get("/travel/_security", headers: admin)["members"]?["names"]?[0] == .string("bob"))
+            let badSec = try await s.post("/_utils/db/travel/security", [("security", "[1]")])
+            #expect(badSec.status == .badRequest)
+            // Jump to an id: the list starts there.
+            let jumped = try await s.get("/_utils/db/travel?startkey=h1")
+            #expect(jumped.text.contains(#"data-id="h1""#) && !jumped.text.contains(#"data-id="h0""#))
+            #expect(try await c.get("/_utils/assets/favicon.svg").header(.contentType) == "image/svg+xml")
             let metrics = try await s.get("/_utils/metrics")
             #expect(metrics.text.contains("settee_http_requests_total"))
             #expect(try await s.get("/_utils/db/nope").status == .notFound)

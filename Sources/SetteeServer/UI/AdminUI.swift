@@ -82,6 +82,8 @@ struct AdminUI {
         case (2, true) where s[1] == "indexes": return try await createIndex(db, form)
         case (3, true) where s[1] == "indexes" && s[2] == "delete": return try await deleteIndex(db, form)
         case (2, false) where s[1] == "changes": return try await changes(db)
+        case (2, false) where s[1] == "security": return try await security(db)
+        case (2, true) where s[1] == "security": return try await saveSecurity(db, form)
         case (3, false) where s[1] == "doc": return try await document(db, s[2])
         case (4, true) where s[1] == "doc" && s[3] == "delete": return try await deleteDocument(db, s[2], form)
         case (4, true) where s[1] == "doc" && s[3] == "delete-attachment": return try await deleteAttachment(db, s[2], form)
@@ -204,8 +206,10 @@ struct AdminUI {
         data["from"] = rows.isEmpty ? 0 : skip + 1
         data["to"] = skip + rows.count
         data["total"] = list.json["total_rows"]?.intValue.map(String.init) ?? ""
-        if skip > 0 { data["prevHref"] = "\(dbHref(db))?skip=\(max(skip - limit, 0))&limit=\(limit)" }
-        if more { data["nextHref"] = "\(dbHref(db))?skip=\(skip + limit)&limit=\(limit)" }
+        if let start = q.text("startkey") { data["startkey"] = start }
+        let keep = q.text("startkey").map { "&startkey=" + AdminUI.encodeQuery($0) } ?? ""
+        if skip > 0 { data["prevHref"] = "\(dbHref(db))?skip=\(max(skip - limit, 0))&limit=\(limit)\(keep)" }
+        if more { data["nextHref"] = "\(dbHref(db))?skip=\(skip + limit)&limit=\(limit)\(keep)" }
         return try page("documents", title: db, data, nav: "documents")
     }
 
@@ -552,6 +556,32 @@ struct AdminUI {
         data["feedURL"] = "/" + AdminUI.encodeSegment(db) + "/_changes?feed=eventsource&since=\(since)&heartbeat=15000&style=all_docs"
         if !recent.ok { data["error"] = recent.message }
         return try page("changes", title: "Changes of \(db)", data, nav: "changes")
+    }
+
+    // MARK: Permissions
+
+    private func security(_ db: String, editing: String? = nil, error: String? = nil,
+                          status: HTTPResponse.Status = .ok) async throws -> Response {
+        let info = await api(.get, [db])
+        guard info.ok else { return try errorPage(info, title: db) }
+        let current = await api(.get, [db, "_security"])
+        guard current.ok else { return try errorPage(current, title: db) }
+        var data = dbData(db, info.json)
+        data["json"] = editing ?? UIFormat.pretty(current.json)
+        if let error { data["error"] = error }
+        return try page("security", title: "Permissions of \(db)", data, nav: "security", status: status)
+    }
+
+    private func saveSecurity(_ db: String, _ form: FormData) async throws -> Response {
+        let text = form["security"] ?? ""
+        guard case .object? = try? JSON.parse(text) else {
+            return try await security(db, editing: text, error: "The security object must be a JSON object.", status: .badRequest)
+        }
+        let result = await api(.put, [db, "_security"], rawBody: Array(text.utf8))
+        guard result.ok else {
+            return try await security(db, editing: text, error: result.message, status: HTTPResponse.Status(code: result.status))
+        }
+        return redirect("\(dbHref(db))/security", notice: "Saved the permissions of \(db).")
     }
 
     // MARK: Replication

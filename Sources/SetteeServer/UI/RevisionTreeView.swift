@@ -119,13 +119,16 @@ struct RevisionTreeView {
             }
             if node.isLeaf && node.deleted && node.rev == winner { classes.append("tombstone") }
             let label = UIHTML.escape(UIFormat.shortRev(node.rev))
-            out += "<a href=\"\(UIHTML.escape(href(node.rev)))\" class=\"\(classes.joined(separator: " "))\" data-rev=\"\(UIHTML.escape(node.rev))\" data-state=\"\(state)\">"
+            // Leaves link to their body; ancestors keep none once a child exists (nothing to show).
+            let tag = node.isLeaf ? "a" : "g"
+            let link = node.isLeaf ? "href=\"\(UIHTML.escape(href(node.rev)))\" " : ""
+            out += "<\(tag) \(link)class=\"\(classes.joined(separator: " "))\" data-rev=\"\(UIHTML.escape(node.rev))\" data-state=\"\(state)\">"
             out += "<title>\(UIHTML.escape(node.rev)) (\(state))</title>"
             out += "<circle cx=\"\(x)\" cy=\"\(y)\" r=\"9\"/>"
             if node.isLeaf && node.deleted {
                 out += "<path class=\"cross\" d=\"M\(x - 5) \(y - 5) L\(x + 5) \(y + 5) M\(x + 5) \(y - 5) L\(x - 5) \(y + 5)\"/>"
             }
-            out += "<text x=\"\(x)\" y=\"\(y + 24)\" text-anchor=\"middle\">\(label)</text></a>"
+            out += "<text x=\"\(x)\" y=\"\(y + 24)\" text-anchor=\"middle\">\(label)</text></\(tag)>"
         }
         return out + "</svg>"
     }

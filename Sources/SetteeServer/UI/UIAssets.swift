@@ -19,7 +19,8 @@ enum UIAssets {
             let bytes = Array(text.utf8)
             return Asset(contentType: type, bytes: bytes, etag: "\"" + Hex.encode(Array(SHA256.hash(data: bytes)).prefix(12).map { $0 }) + "\"")
         }
-        return ["app.css": asset("text/css; charset=utf-8", css), "app.js": asset("text/javascript; charset=utf-8", script)]
+        return ["app.css": asset("text/css; charset=utf-8", css), "app.js": asset("text/javascript; charset=utf-8", script),
+                "favicon.svg": asset("image/svg+xml", favicon)]
     }()
 
     /// Changes whenever an asset does.
@@ -40,6 +41,10 @@ enum UIAssets {
         }
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: asset.bytes)))
     }
+
+    static let favicon = #"""
+    <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1d2733"/><path d="M7 19h18v4H7zM9 12h14v6H9z" fill="#6fa0ea"/></svg>
+    """#
 
     static let css = #"""
     :root { --fg: #1d232a; --muted: #66707a; --line: #dde2e7; --bg: #f6f7f9; --accent: #2458c6; --ok: #1f8a4c;

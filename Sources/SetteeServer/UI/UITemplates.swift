@@ -14,7 +14,7 @@ enum UITemplates {
     static let templates: [String: String] = [
         "layout": layout, "csrf": csrf, "dbnav": dbnav, "login": login, "dashboard": dashboard, "documents": documents,
         "document": document, "tree": tree, "query": query, "indexes": indexes, "changes": changes,
-        "replication": replication, "metrics": metrics, "error": error,
+        "replication": replication, "metrics": metrics, "error": error, "security": security,
     ]
 
     static let csrf = #"<input type="hidden" name="_csrf" value="{{csrf}}">"#
@@ -26,6 +26,7 @@ enum UITemplates {
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>{{title}} · Settee</title>
+    <link rel="icon" href="/_utils/assets/favicon.svg?v={{asset}}" type="image/svg+xml">
     <link rel="stylesheet" href="/_utils/assets/app.css?v={{asset}}">
     <script src="/_utils/assets/app.js?v={{asset}}" defer></script>
     </head>
@@ -62,6 +63,7 @@ enum UITemplates {
         <a href="{{dbHref}}/query" {{#nav_query}}class="active"{{/nav_query}}>Query</a>
         <a href="{{dbHref}}/indexes" {{#nav_indexes}}class="active"{{/nav_indexes}}>Indexes</a>
         <a href="{{dbHref}}/changes" {{#nav_changes}}class="active"{{/nav_changes}}>Changes</a>
+        <a href="{{dbHref}}/security" {{#nav_security}}class="active"{{/nav_security}}>Permissions</a>
       </nav>
     </div>
     """#
@@ -119,6 +121,7 @@ enum UITemplates {
     {{>dbnav}}
     <div class="row spread">
       <a class="button" href="{{dbHref}}/new" id="new-doc">New document</a>
+      <form method="get" action="{{dbHref}}" class="inline" id="jump-form"><input name="startkey" id="jump-id" placeholder="jump to id…" value="{{startkey}}"> <button type="submit" class="secondary">Go</button></form>
       <form method="post" action="{{dbHref}}/delete" class="inline" data-confirm="Delete database {{db}} and all its documents?">{{>csrf}}<button type="submit" class="danger" id="delete-db">Delete database</button></form>
     </div>
     <table class="list" id="documents">
@@ -354,6 +357,20 @@ enum UITemplates {
       <thead><tr><th>Series</th><th>Labels</th><th class="num">Value</th></tr></thead>
       <tbody>{{#samples}}<tr><td><code>{{name}}</code></td><td class="small"><code>{{labels}}</code></td><td class="num">{{value}}</td></tr>{{/samples}}</tbody>
     </table>
+    {{/content}}{{/layout}}
+    """#
+
+    static let security = #"""
+    {{<layout}}{{$content}}
+    {{>dbnav}}
+    <p class="muted">The database's <code>_security</code> object: <code>admins</code> and <code>members</code> (and Settee's
+      <code>readers</code>), each with <code>names</code> and <code>roles</code>. With no members anyone may read and write; an
+      empty object makes the database public. Only admins may change it.</p>
+    <form method="post" action="{{dbHref}}/security" id="security-form">
+      {{>csrf}}
+      <textarea name="security" id="security-json" rows="14" spellcheck="false">{{json}}</textarea>
+      <button type="submit" id="save-security">Save permissions</button>
+    </form>
     {{/content}}{{/layout}}
     """#
 
