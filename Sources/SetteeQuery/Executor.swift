@@ -177,6 +177,8 @@ struct Executor {
         let wanted = limit.map { $0 + offset }
 
         var rows: [Row] = []
+        // Results built straight from a covering array index (see below), when every column allows it.
+        var direct: [QueryResult]?
         try database.read { db in
             var scanCache: [Int: [SourceDocument]] = [:]
             func accept(_ row: Row, decided: Bool = false) throws -> Bool {
@@ -288,6 +290,27 @@ struct Executor {
                 // Rows straight from the array index: the element is column 5; the index decided the WHERE exactly
                 // when every bound value was present (else the terms are evaluated as usual).
                 let decided = exact && path.servedTerms.count == query.otherTerms.count
+                if decided, streaming, let columns = coveringColumns(alias: alias, primary: primary.name) {
+                    // Every column is META().id or the element: no rows, no evaluator — each index row is a result.
+                    let names = query.columns.map(\.name)
+                    var out: [QueryResult] = []
+                    var skip = offset
+                    while limit.map({ out.count < $0 }) ?? true, try stmt.step() {
+                        guard let element = try? stmt.withTextBytes(5, { bytes in try JSON.parse(bytes) }) else { continue }
+                        if skip > 0 { skip -= 1; continue }
+                        var values: [JSON?] = []
+                        values.reserveCapacity(columns.count)
+                        for column in columns {
+                            switch column {
+                            case .id: values.append(.string(stmt.string(1) ?? ""))
+                            case .element: values.append(element)
+                            }
+                        }
+                        out.append(QueryResult(keys: names, values: values))
+                    }
+                    direct = out
+                    return
+                }
                 while try stmt.step() {
                     guard let element = try? stmt.withTextBytes(5, { bytes in try JSON.parse(bytes) }) else { continue }
                     let owner = SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)),
@@ -312,6 +335,7 @@ struct Executor {
                 if try !expand(row, from: 0) { break }
             }
         }
+        if let direct { return ResultSet(columns: query.columns.map(\.name), rows: direct) }
         return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
     }
 
@@ -440,6 +464,28 @@ struct Executor {
             row.group = g.rows
             return row
         }
+    }
+
+    /// What a covering array-index read can produce without a row: `META().id` of the FROM source, or the UNNEST
+    /// element itself (`alias`). Nil when any column needs more.
+    private enum CoveringColumn { case id, element }
+
+    private func coveringColumns(alias: String, primary: String) -> [CoveringColumn]? {
+        var out: [CoveringColumn] = []
+        for column in query.columns {
+            guard case .expression(let e) = column.kind else { return nil }
+            switch e {
+            case .meta(let source, .id) where source == nil || source == primary:
+                out.append(.id)
+            case .property(nil, let path) where path.count == 1 && path.first == .key(alias) && alias != primary:
+                out.append(.element)
+            case .property(let source?, let path) where source == alias && path.isEmpty:
+                out.append(.element)
+            default:
+                return nil
+            }
+        }
+        return out.isEmpty ? nil : out
     }
 
     private func project(_ row: Row) throws -> [JSON?] {
