@@ -161,6 +161,9 @@ import Testing
             let deleted = try await s.post("/_utils/db/shop/doc/apple/delete", [("rev", current)])
             #expect(Self.location(deleted).hasPrefix("/_utils/db/shop?notice=Deleted"))
             #expect(try await c.get("/shop/apple", headers: admin).status == .notFound)
+            // Compaction from the list page.
+            let compacted = try await s.post("/_utils/db/shop/compact", [])
+            #expect(Self.location(compacted).contains("notice=Compaction"), "\(Self.location(compacted))")
             // Paging.
             for i in 0..<30 { _ = try await c.put("/shop/p\(i < 10 ? "0" : "")\(i)", "{}", headers: admin) }
             let first = try await s.get("/_utils/db/shop?limit=10")
@@ -187,6 +190,9 @@ import Testing
             #expect(tree.text.contains(#"data-rev="3-cccc" data-state="deleted""#))
             #expect(tree.text.contains(#"data-rev="\#(r1)" data-state="ancestor""#))
             #expect(tree.text.contains(#"id="conflict-summary">1 conflicting"#))
+            // The differences between the live leaves, member by member.
+            #expect(tree.text.contains(#"<table class="list" id="diffs">"#))
+            #expect(tree.text.contains("<td><code>v</code></td><td>B</td><td>A</td>"))
             let docPage = try await s.get("/_utils/db/db/doc/doc")
             #expect(docPage.text.contains(#"id="conflicts""#))
             // A stale choice (not a live leaf) is refused without writing.

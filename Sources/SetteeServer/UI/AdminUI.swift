@@ -75,6 +75,7 @@ struct AdminUI {
         switch (s.count, post) {
         case (1, false): return try await documents(db)
         case (2, true) where s[1] == "delete": return try await deleteDatabase(db)
+        case (2, true) where s[1] == "compact": return try await compact(db)
         case (2, false) where s[1] == "new": return try await newDocument(db)
         case (2, true) where s[1] == "save": return try await saveDocument(db, form)
         case (2, _) where s[1] == "query": return try await query(db)
@@ -171,6 +172,12 @@ struct AdminUI {
         let result = await api(.delete, [db])
         guard result.ok else { return redirect(dbHref(db), error: result.message) }
         return redirect(AdminUI.root + "/", notice: "Deleted database \(db).")
+    }
+
+    private func compact(_ db: String) async throws -> Response {
+        let result = await api(.post, [db, "_compact"], body: [:])
+        guard result.ok else { return redirect(dbHref(db), error: result.message) }
+        return redirect(dbHref(db), notice: "Compaction of \(db) started (see the size above when it ends).")
     }
 
     // MARK: Documents
@@ -371,6 +378,21 @@ struct AdminUI {
                              "href": docHref(db, id) + "?rev=" + AdminUI.encodeQuery(leaf.rev)])
         }
         data["leaves"] = leafRows
+        // What the live leaves disagree on, member by member (the winner first).
+        let live = found.filter { !$0.deleted }.sorted { ($0.rev == winner ? 0 : 1, $0.rev) < ($1.rev == winner ? 0 : 1, $1.rev) }
+        if live.count > 1 {
+            var keys: [String] = []
+            for leaf in live { for key in leaf.body.keys where !key.hasPrefix("_") && !keys.contains(key) { keys.append(key) } }
+            var diffs: [[String: Any]] = []
+            for key in keys {
+                let values = live.map { $0.body[key] }
+                guard Set(values.map { $0?.jsonString ?? "(missing)" }).count > 1 else { continue }
+                diffs.append(["key": key, "values": values.map { ["value": $0.map(UIFormat.cell) ?? "(missing)"] }])
+            }
+            data["diffRevs"] = live.map { ["rev": UIFormat.shortRev($0.rev)] }
+            data["diffs"] = diffs
+            data["hasDiffs"] = !diffs.isEmpty
+        }
         if let w = found.first(where: { $0.rev == winner }) {
             var body = w.body
             _ = body.removeValue(forKey: "_rev")

@@ -122,7 +122,10 @@ enum UITemplates {
     <div class="row spread">
       <a class="button" href="{{dbHref}}/new" id="new-doc">New document</a>
       <form method="get" action="{{dbHref}}" class="inline" id="jump-form"><input name="startkey" id="jump-id" placeholder="jump to id…" value="{{startkey}}"> <button type="submit" class="secondary">Go</button></form>
+      <span>
+      <form method="post" action="{{dbHref}}/compact" class="inline">{{>csrf}}<button type="submit" class="secondary" id="compact-db">Compact</button></form>
       <form method="post" action="{{dbHref}}/delete" class="inline" data-confirm="Delete database {{db}} and all its documents?">{{>csrf}}<button type="submit" class="danger" id="delete-db">Delete database</button></form>
+      </span>
     </div>
     <table class="list" id="documents">
       <thead><tr><th>ID</th><th>Revision</th><th>Content</th><th></th></tr></thead>
@@ -205,6 +208,13 @@ enum UITemplates {
     <p class="flash warn" id="conflict-summary">{{conflictCount}} conflicting revision(s). Keep one leaf (the others get tombstones), or edit a merged body below.</p>
     {{/hasConflicts}}
     {{^hasConflicts}}<p class="flash notice" id="no-conflicts">No conflicts.</p>{{/hasConflicts}}
+    {{#hasDiffs}}
+    <h3>Differences</h3>
+    <table class="list" id="diffs">
+      <thead><tr><th>Member</th>{{#diffRevs}}<th class="rev">{{rev}}</th>{{/diffRevs}}</tr></thead>
+      <tbody>{{#diffs}}<tr><td><code>{{key}}</code></td>{{#values}}<td>{{value}}</td>{{/values}}</tr>{{/diffs}}</tbody>
+    </table>
+    {{/hasDiffs}}
     <table class="list" id="leaves">
       <thead><tr><th>Leaf</th><th>State</th><th>Body</th><th></th></tr></thead>
       <tbody>
