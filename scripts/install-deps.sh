@@ -14,8 +14,11 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # iproute2: the partition test puts a node in its own network namespace (when running as root).
 [ "$(id -u)" -eq 0 ] && ! command -v ip >/dev/null 2>&1 && need_apt+=(iproute2)
 # chromium + chromium-driver: the browser tests drive headless Chromium over WebDriver (they skip without them).
-[ -x /usr/bin/chromium ] || need_apt+=(chromium)
-[ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
+# `--server` (scripts/run.sh) skips them: running a node needs no browser.
+if [ "${1:-}" != "--server" ]; then
+    [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+    [ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1; then
         SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -3,6 +3,6 @@
 # Usage: scripts/run.sh [settee serve options…]   e.g. scripts/run.sh --port 5984 --admin admin:secret
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --server
 swift build -c release --product settee
 exec .build/release/settee serve --data "${SETTEE_DATA:-./settee-data}" "$@"
