@@ -170,6 +170,11 @@ final class AdminUIBrowserTests: XCTestCase {
         try browser.waitForText("tr[data-db='inventory-copy'] .doc-count", contains: "14")
         try browser.screenshot("ui-00-databases")
 
+        // Your account: name and roles (the configured admin's password is set where the node starts).
+        try browser.find("#signed-in-as").click()
+        try browser.waitForText("#account-roles", contains: "_admin")
+        try browser.screenshot("ui-13-account")
+
         // Sign out: the next page asks to sign in again.
         try browser.find("#sign-out").click()
         try browser.find("#login-form")

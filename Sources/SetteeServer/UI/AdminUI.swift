@@ -65,6 +65,8 @@ struct AdminUI {
         case ("replication", 1, true): return try await startReplication(form)
         case ("replication", 2, true) where s[1] == "delete": return try await deleteReplication(form)
         case ("metrics", 1, false): return try await metrics()
+        case ("account", 1, false): return try await account()
+        case ("account", 1, true): return try await changePassword(form)
         case ("db", 2..., _): return try await database(Array(s.dropFirst()), form: form, post: post)
         default: throw CouchError.notFound("No such page in the admin UI.")
         }
@@ -660,6 +662,50 @@ struct AdminUI {
         let result = await api(.delete, ["_replicator", id], query: "rev=" + AdminUI.encodeQuery(rev))
         guard result.ok else { return redirect("\(AdminUI.root)/replication", error: result.message) }
         return redirect("\(AdminUI.root)/replication", notice: "Stopped and removed replication \(id).")
+    }
+
+    // MARK: Account
+
+    private func account(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        let session = await api(.get, ["_session"])
+        let ctx = session.json["userCtx"]
+        var data: [String: Any] = [
+            "name": ctx?["name"]?.stringValue ?? "",
+            "roles": (ctx?["roles"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", "),
+            "method": session.json["info"]?["authenticated"]?.stringValue ?? "",
+        ]
+        if let name = call.userCtx.name, name != call.node.configuration.admin?.username {
+            data["canChangePassword"] = true
+        } else if call.node.configuration.admin != nil, call.userCtx.name != nil {
+            data["configuredAdmin"] = true
+        }
+        if let error { data["error"] = error }
+        return try page("account", title: "Your account", data, nav: "account", status: status)
+    }
+
+    /// A `_users` member changes their own password: the same `PUT /_users/org.couchdb.user:NAME` a CouchDB client
+    /// makes (the `_users` rules let a user update their own document), after checking the current password.
+    private func changePassword(_ form: FormData) async throws -> Response {
+        guard let name = call.userCtx.name, name != call.node.configuration.admin?.username else {
+            return try await account(error: "The server admin's password is set where the node starts (--admin or SETTEE_ADMIN).", status: .badRequest)
+        }
+        let current = form["current"] ?? "", new = form["password"] ?? ""
+        guard new.count >= 1, new == form["confirm"] else {
+            return try await account(error: "The new passwords are empty or do not match.", status: .badRequest)
+        }
+        guard try await Auth.login(call, name: name, password: current) != nil else {
+            return try await account(error: "The current password is not right.", status: .forbidden)
+        }
+        let docID = "org.couchdb.user:" + name
+        let existing = await api(.get, ["_users", docID])
+        guard existing.ok, case .object(var doc) = existing.json else { return try await account(error: existing.message, status: .badRequest) }
+        doc["password"] = .string(new)
+        let saved = await api(.put, ["_users", docID], body: .object(doc))
+        guard saved.ok else { return try await account(error: saved.message, status: HTTPResponse.Status(code: saved.status)) }
+        // The new salt ends every session of this user, this one included: sign in again.
+        var response = redirect("\(AdminUI.root)/login?notice=" + AdminUI.encodeQuery("Password changed: sign in with the new one."))
+        response.headers[.setCookie] = SessionCookies.clearHeader
+        return response
     }
 
     // MARK: Metrics

@@ -63,6 +63,7 @@ enum UIAssets {
     table.list th { background: #eef1f4; font-weight: 600; font-size: 12px; text-transform: uppercase; letter-spacing: .3px; color: #4a545e; }
     .num { text-align: right !important; font-variant-numeric: tabular-nums; }
     table.list th.rev { text-transform: none; letter-spacing: 0; color: #5a4a8a; }
+    table.kv { width: auto; min-width: 420px; } table.kv th { width: 160px; }
     .rev, code, pre, textarea { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12.5px; }
     .rev { color: #5a4a8a; } .muted { color: var(--muted); } .small { font-size: 12px; }
     .preview { color: #4a545e; font-family: ui-monospace, Menlo, monospace; font-size: 12px; max-width: 560px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }

@@ -14,7 +14,7 @@ enum UITemplates {
     static let templates: [String: String] = [
         "layout": layout, "csrf": csrf, "dbnav": dbnav, "login": login, "dashboard": dashboard, "documents": documents,
         "document": document, "tree": tree, "query": query, "indexes": indexes, "changes": changes,
-        "replication": replication, "metrics": metrics, "error": error, "security": security,
+        "replication": replication, "metrics": metrics, "error": error, "security": security, "account": account,
     ]
 
     static let csrf = #"<input type="hidden" name="_csrf" value="{{csrf}}">"#
@@ -40,7 +40,7 @@ enum UITemplates {
         <a href="/_utils/metrics" {{#nav_metrics}}class="active"{{/nav_metrics}}>Metrics</a>
       </nav>
       <div class="who">
-        <span id="signed-in-as">{{user}}</span>
+        <a href="/_utils/account" id="signed-in-as">{{user}}</a>
         {{#canSignOut}}<form method="post" action="/_utils/logout" class="inline">{{>csrf}}<button type="submit" id="sign-out" class="link">Sign out</button></form>{{/canSignOut}}
       </div>
     </header>
@@ -381,6 +381,29 @@ enum UITemplates {
       <textarea name="security" id="security-json" rows="14" spellcheck="false">{{json}}</textarea>
       <button type="submit" id="save-security">Save permissions</button>
     </form>
+    {{/content}}{{/layout}}
+    """#
+
+    static let account = #"""
+    {{<layout}}{{$content}}
+    <h1>Your account</h1>
+    <table class="list kv" id="account">
+      <tr><th>Name</th><td id="account-name">{{name}}</td></tr>
+      <tr><th>Roles</th><td id="account-roles">{{roles}}</td></tr>
+      <tr><th>Signed in with</th><td>{{method}}</td></tr>
+    </table>
+    {{#canChangePassword}}
+    <h2>Change password</h2>
+    <form method="post" action="/_utils/account" id="password-form" class="grid">
+      {{>csrf}}
+      <label>Current password <input type="password" name="current" id="current-password" autocomplete="current-password" required></label>
+      <label>New password <input type="password" name="password" id="new-password" autocomplete="new-password" required></label>
+      <label>New password again <input type="password" name="confirm" id="confirm-password" autocomplete="new-password" required></label>
+      <button type="submit" id="change-password">Change password</button>
+    </form>
+    <p class="muted small">Changing it signs you out everywhere (every session cookie of yours stops working).</p>
+    {{/canChangePassword}}
+    {{#configuredAdmin}}<p class="muted">This is the server admin configured where the node starts (<code>--admin</code> or <code>SETTEE_ADMIN</code>); its password is changed there.</p>{{/configuredAdmin}}
     {{/content}}{{/layout}}
     """#
 
