@@ -54,10 +54,7 @@ struct AdminUI {
             throw CouchError.methodNotAllowed("GET,HEAD,POST")
         }
         let post = method == .post
-        switch s.count {
-        case 0: return try await dashboard()
-        default: break
-        }
+        if s.isEmpty { return try await dashboard() }
         switch (s[0], s.count, post) {
         case ("logout", 1, true): return try await logout()
         case ("databases", 1, true): return try await createDatabase(form)
@@ -302,19 +299,7 @@ struct AdminUI {
             return try await fail("The document needs an \"_id\".", status: .badRequest)
         }
         let result = await api(.put, docSegments(db, id), body: parsed)
-        guard result.ok else {
-            let status = HTTPResponse.Status(code: result.status)
-            if fallbackID == nil || fallbackID != id {
-                let info = await api(.get, [db])
-                var data = dbData(db, info.json)
-                data["json"] = text
-                data["isNew"] = fallbackID == nil
-                data["id"] = fallbackID ?? ""
-                data["error"] = result.message
-                return try page("document", title: id, data, nav: "documents", status: status)
-            }
-            return try await document(db, id, editing: text, error: result.message, status: status)
-        }
+        guard result.ok else { return try await fail(result.message, status: HTTPResponse.Status(code: result.status)) }
         let rev = result.json["rev"]?.stringValue ?? ""
         return redirect(docHref(db, id), notice: "Saved \(id) as revision \(rev).")
     }

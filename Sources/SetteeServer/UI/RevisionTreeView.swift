@@ -23,6 +23,9 @@ struct RevisionTreeView {
 
     /// `leaves`: each leaf's `_rev`, `_deleted` and `_revisions` (`{start, ids}`, newest first).
     init(leaves input: [(rev: String, deleted: Bool, start: Int, ids: [String])]) {
+        // The same leaves in SetteeCore's tree, for CouchDB's winner rule (live beats deleted, then the higher
+        // generation, then the greater revision id).
+        var revTree = RevTree()
         for leaf in input {
             var path: [String] = []
             for (i, digest) in leaf.ids.enumerated() { path.append("\(leaf.start - i)-\(digest)") }
@@ -41,18 +44,13 @@ struct RevisionTreeView {
                     if !(nodes[parent]!.children.contains(rev)) { nodes[parent]!.children.append(rev) }
                 }
             }
+            _ = try? revTree.insert(path: path.compactMap { RevID($0) }, deleted: leaf.deleted, body: nil)
             nodes[leaf.rev]?.isLeaf = true
             nodes[leaf.rev]?.deleted = leaf.deleted
             leaves.append((leaf.rev, leaf.deleted))
         }
         roots = nodes.values.filter { $0.parent == nil }.map(\.rev).sorted(by: RevisionTreeView.order)
-        // CouchDB's winner: live beats deleted, then the higher generation, then the greater revision id string.
-        winner = leaves.max { a, b in
-            if a.deleted != b.deleted { return a.deleted }
-            let ga = RevID(a.rev)?.generation ?? 0, gb = RevID(b.rev)?.generation ?? 0
-            if ga != gb { return ga < gb }
-            return a.rev < b.rev
-        }?.rev
+        winner = revTree.winner?.rev.description
         // The winner's branch goes on top.
         if let winner {
             var onWinnerPath = Set<String>()

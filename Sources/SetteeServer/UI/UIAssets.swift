@@ -17,7 +17,7 @@ enum UIAssets {
     static let assets: [String: Asset] = {
         func asset(_ type: String, _ text: String) -> Asset {
             let bytes = Array(text.utf8)
-            return Asset(contentType: type, bytes: bytes, etag: "\"" + Hex.encode(Array(SHA256.hash(data: bytes)).prefix(12).map { $0 }) + "\"")
+            return Asset(contentType: type, bytes: bytes, etag: "\"" + Hex.encode(Array(Array(SHA256.hash(data: bytes)).prefix(12))) + "\"")
         }
         return ["app.css": asset("text/css; charset=utf-8", css), "app.js": asset("text/javascript; charset=utf-8", script),
                 "favicon.svg": asset("image/svg+xml", favicon)]
@@ -26,7 +26,7 @@ enum UIAssets {
     /// Changes whenever an asset does.
     static let version: String = {
         let joined = assets.keys.sorted().map { assets[$0]!.etag }.joined()
-        return Hex.encode(Array(SHA256.hash(data: Array(joined.utf8))).prefix(6).map { $0 })
+        return Hex.encode(Array(Array(SHA256.hash(data: Array(joined.utf8))).prefix(6)))
     }()
 
     static func response(named name: String, request: Request) throws -> Response {

@@ -123,7 +123,7 @@ enum CSRF {
         else { identity = "anonymous:" + call.remoteAddress }
         let key = SymmetricKey(data: call.node.cookies.secret)
         let mac = HMAC<SHA256>.authenticationCode(for: Array(("settee-ui-csrf:" + identity).utf8), using: key)
-        return Hex.encode(Array(mac).prefix(20).map { $0 })
+        return Hex.encode(Array(Array(mac).prefix(20)))
     }
 
     /// Refuses a request whose `Origin` header names another host than the one it was sent to.
