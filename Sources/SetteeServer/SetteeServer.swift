@@ -37,6 +37,8 @@ public enum SetteeServer {
         var log = logger ?? Logger(label: "settee")
         if logger == nil { log.logLevel = .warning }
         let responder = CouchResponder(node: node)
+        let serverName = Reply.serverHeader
+        let exchange = HTTPExchange(responder: responder, logger: log, serverName: serverName)
         if config.http2 && !config.usesTLS { try validateTLS(config) }
         let tls = config.usesTLS ? try tlsConfiguration(config) : nil
         // Slow or idle clients are disconnected after the idle timeout; headers are bounded by NIO's decoder (80 KiB).
@@ -47,9 +49,13 @@ public enum SetteeServer {
             responder: responder,
             server: try tls.map {
                 config.http2 ? try .http2Upgrade(tlsConfiguration: $0, configuration: http2) : try .tls(.http1(configuration: http1), tlsConfiguration: $0)
-            } ?? .http1(configuration: http1),
+            } ?? HTTPServerBuilder { _ in
+                // Plain HTTP/1.1: Settee's own connection handling (see SetteeHTTP1Channel), which runs `responder`
+                // itself; the Application's responder wrapper is for the TLS and HTTP/2 channels.
+                SetteeHTTP1Channel(exchange: exchange, idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000)))
+            },
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port),
-                                                    serverName: "Settee/0.1.0",
+                                                    serverName: serverName,
                                                     availableConnectionsDelegate: MaximumAvailableConnections(config.maxConnections)),
             services: [NodeService(node: node)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? config.port) },

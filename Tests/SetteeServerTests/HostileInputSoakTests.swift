@@ -42,6 +42,19 @@ final class RawHTTPConnection {
         }
     }
 
+    /// Half-closes the connection: the server sees end of input, this side can still read.
+    func shutdownWrite() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Whether the server closed the connection (end of input within `seconds`, nothing unread).
+    func closedByServer(within seconds: Int = 10) -> Bool {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var byte: UInt8 = 0
+        return buffer.isEmpty && recv(fd, &byte, 1, 0) == 0
+    }
+
     private func fill() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }

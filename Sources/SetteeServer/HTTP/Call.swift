@@ -42,6 +42,9 @@ struct Call: Sendable {
             return Array(buffer.readableBytesView)
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw CouchError.tooLarge
+        } catch is NIOTooManyBytesError {
+            // A body collected before the route ran (SetteeHTTP1Channel) reports its excess this way.
+            throw CouchError.tooLarge
         }
     }
 

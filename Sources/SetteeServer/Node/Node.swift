@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SetteeCore
 import SetteeIndex
 import SetteeStore
@@ -26,6 +27,8 @@ public final class Node: @unchecked Sendable {
     let jwt: JWTAuthenticator?
     let tasks = ActiveTasks()
     let metrics: ServerMetrics
+    /// Raised when the HTTP server begins its graceful shutdown: open `_changes` feeds end with their `last_seq`.
+    let shutdownNotice = ShutdownNotice()
     /// Transient, persistent (`_replicator`) and peer replications.
     private(set) var replications: ReplicationManager!
 
@@ -144,5 +147,44 @@ public final class Node: @unchecked Sendable {
     static func validateName(_ name: String) throws(SetteeError) {
         if ["_users", "_replicator", "_global_changes"].contains(name) { return }
         try DocumentID.validateDatabaseName(name)
+    }
+}
+
+/// A one-shot broadcast that the server is shutting down, for work that would otherwise hold the shutdown (live
+/// feeds). Raised by every HTTP/1.1 connection's graceful-shutdown handler (idempotent).
+final class ShutdownNotice: Sendable {
+    private struct State {
+        var raised = false
+        var next = 0
+        var handlers: [Int: @Sendable () -> Void] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Runs `handler` once at shutdown (now, if it has begun); the token removes it.
+    func onShutdown(_ handler: @escaping @Sendable () -> Void) -> Int? {
+        let token: Int? = state.withLock { s in
+            guard !s.raised else { return nil }
+            s.next += 1
+            s.handlers[s.next] = handler
+            return s.next
+        }
+        if token == nil { handler() }
+        return token
+    }
+
+    func remove(_ token: Int?) {
+        guard let token else { return }
+        _ = state.withLock { $0.handlers.removeValue(forKey: token) }
+    }
+
+    func raise() {
+        let handlers: [@Sendable () -> Void] = state.withLock { s in
+            guard !s.raised else { return [] }
+            s.raised = true
+            defer { s.handlers = [:] }
+            return Array(s.handlers.values)
+        }
+        handlers.forEach { $0() }
     }
 }

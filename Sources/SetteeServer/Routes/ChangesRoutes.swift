@@ -62,9 +62,9 @@ enum ChangesRoutes {
             out.append(contentsOf: "],\n\"last_seq\":\(last),\"pending\":\(pending)}\n".utf8)
             return Reply.raw(.ok, out)
         case .longpoll:
-            return longpoll(db, c, options)
+            return longpoll(db, c, options, node: call.node)
         case .continuous, .eventsource:
-            return stream(db, c, options)
+            return stream(db, c, options, node: call.node)
         }
     }
 
@@ -239,11 +239,13 @@ enum ChangesRoutes {
         return min(max(shortest / 4, 50), 1000)
     }
 
-    /// Ends on commit-stream end (database closed) and on the server's graceful shutdown, so open feeds
-    /// finish with their `last_seq` line instead of holding the shutdown.
-    static func events(_ db: Database, tick: Int) -> (AsyncStream<Event>, @Sendable () -> Void) {
+    /// Ends on commit-stream end (database closed) and on the server's graceful shutdown (the node's
+    /// ``ShutdownNotice``, or ServiceLifecycle's handler where the request runs inside the server's task), so open
+    /// feeds finish with their `last_seq` line instead of holding the shutdown.
+    static func events(_ db: Database, tick: Int, node: Node) -> (AsyncStream<Event>, @Sendable () -> Void) {
         let commits = db.commits()  // subscribe now, before the first read
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4))
+        let notice = node.shutdownNotice.onShutdown { continuation.finish() }
         let forward = Task {
             await withGracefulShutdownHandler {
                 for await _ in commits { continuation.yield(.commit) }
@@ -258,13 +260,13 @@ enum ChangesRoutes {
                 continuation.yield(.tick)
             }
         }
-        return (stream, { forward.cancel(); ticker.cancel(); continuation.finish() })
+        return (stream, { forward.cancel(); ticker.cancel(); continuation.finish(); node.shutdownNotice.remove(notice) })
     }
 
-    static func longpoll(_ db: Database, _ c: SetteeStore.Collection, _ options: Options) -> Response {
+    static func longpoll(_ db: Database, _ c: SetteeStore.Collection, _ options: Options, node: Node) -> Response {
         var o = options
         if o.sinceNow { o.since = db.lastSequence }
-        let (events, stop) = events(db, tick: tickInterval(heartbeat: o.heartbeat, timeout: o.timeout))
+        let (events, stop) = events(db, tick: tickInterval(heartbeat: o.heartbeat, timeout: o.timeout), node: node)
         let opts = o
         let body = ResponseBody { writer in
             defer { stop() }
@@ -297,14 +299,15 @@ enum ChangesRoutes {
         return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"], body: body)
     }
 
-    static func stream(_ db: Database, _ c: SetteeStore.Collection, _ options: Options) -> Response {
+    static func stream(_ db: Database, _ c: SetteeStore.Collection, _ options: Options, node: Node) -> Response {
         var o = options
         if o.sinceNow { o.since = db.lastSequence }
         o.descending = false
         let eventSource = o.feed == .eventsource
         // CouchDB: with a heartbeat the feed runs until the client leaves; otherwise it ends after `timeout` idle.
         let idleTimeout: UInt64? = o.heartbeat == nil ? UInt64(o.timeout) * 1_000_000 : nil
-        let (events, stop) = events(db, tick: tickInterval(heartbeat: o.heartbeat, timeout: idleTimeout == nil ? nil : o.timeout))
+        let (events, stop) = events(db, tick: tickInterval(heartbeat: o.heartbeat, timeout: idleTimeout == nil ? nil : o.timeout),
+                                    node: node)
         let opts = o
         let body = ResponseBody { writer in
             defer { stop() }

@@ -1,0 +1,410 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import ServiceLifecycle
+import Synchronization
+
+/// Settee's plain HTTP/1.1 connections (TLS and HTTP/2 use Hummingbird's channels).
+///
+/// Hummingbird's `HTTP1Channel` hands every request part from the event loop to a per-connection task through
+/// `NIOAsyncChannel`'s buffered async sequences, every response part back the same way, and runs each part
+/// through four more channel handlers (HTTP-types conversion, connection state, pipelining, protocol errors);
+/// on a small machine that costs several times the request itself. Here NIO's HTTP/1.1 decoder and encoder are
+/// followed by one handler, ``HTTP1ConnectionHandler``, that assembles each request (head and body, up to the
+/// node's request limit) on the event loop and starts one task for it; the task runs ``CouchResponder`` (so
+/// SQLite is never touched on the event loop) and hands the complete response back in one hop — head, body and
+/// end written and flushed together. Streamed responses (`_changes` feeds) write through as they come, each
+/// write awaited, so a slow reader holds back its writer.
+struct SetteeHTTP1Channel: ServerChildChannel {
+    struct Value: ServerChildChannelValue {
+        let channel: any Channel
+        let tasks: ConnectionTasks
+    }
+
+    let exchange: HTTPExchange
+    let idleTimeout: TimeAmount?
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let pipeline = channel.pipeline.syncOperations
+            // The decoder's limits are NIO's defaults (80 KiB of headers), as with Hummingbird's channel.
+            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false,
+                                                     withOutboundHeaderValidation: false)
+            let tasks = ConnectionTasks()
+            try pipeline.addHandler(HTTP1ConnectionHandler(exchange: exchange, tasks: tasks, idleTimeout: idleTimeout))
+            return Value(channel: channel, tasks: tasks)
+        }
+    }
+
+    /// The connection lives in its channel handler; this task outlives it and its last request (the server
+    /// waits for it at shutdown before the databases close), tells the node when graceful shutdown begins (the
+    /// requests' own tasks are not the server's children, so this is how open feeds hear of it), and closes the
+    /// connection if the server is cancelled.
+    func handle(value: Value, logger: Logger) async {
+        let channel = value.channel
+        let notice = exchange.responder.node.shutdownNotice
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                try? await channel.closeFuture.get()
+                await value.tasks.current?.value
+            } onGracefulShutdown: {
+                notice.raise()
+            }
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+    }
+}
+
+/// The task answering a connection's current request: cancelled when the connection closes (a client that
+/// went away, or a feed cut at shutdown), awaited by the connection before the server finishes.
+final class ConnectionTasks: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    var current: Task<Void, Never>? { task.withLock { $0 } }
+
+    func start(_ task: Task<Void, Never>) { self.task.withLock { $0 = task } }
+
+    func cancel() { task.withLock { $0?.cancel() } }
+}
+
+/// One HTTP/1.1 connection, on its event loop.
+///
+/// - One request at a time: parts of pipelined requests that arrive while a response is pending are queued, and
+///   the socket is not read until it is written (as NIO's `HTTPServerPipelineHandler`).
+/// - The body is kept up to one byte past the node's request limit: the route that reads it
+///   (``Call/bodyBytes()``) then answers 413 `too_large`; the rest of an oversized body is read and dropped.
+/// - Keep-alive as the request asks (`Connection: close`, HTTP/1.0). A connection with no request part for the
+///   idle timeout while no response is pending closes (idle between requests, or stalled mid-request).
+/// - Graceful shutdown (`ChannelShouldQuiesceEvent`) or a client's half-close: an idle connection closes at once,
+///   a busy one after its response, which says `Connection: close` (open feeds end at shutdown by the node's
+///   ``ShutdownNotice``).
+/// - When the connection closes, the task of its pending request is cancelled (a client that went away ends
+///   its feed).
+/// - A request NIO's parser rejects gets a 400 and the connection closes (as NIO's `HTTPServerProtocolErrorHandler`).
+final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private enum State {
+        case idle
+        case reading(HTTPRequestHead, ByteBuffer?)
+        case responding(keepAlive: Bool)
+        case closed
+    }
+
+    private let exchange: HTTPExchange
+    private let tasks: ConnectionTasks
+    private let keep: Int
+    private let idleTimeout: TimeAmount?
+    private var state = State.idle
+    private var queued: [HTTPServerRequestPart] = []
+    private var readPending = false
+    private var closeWhenDone = false
+    private var idleTask: Scheduled<Void>?
+    private var lastActivity = NIODeadline.now()
+
+    init(exchange: HTTPExchange, tasks: ConnectionTasks, idleTimeout: TimeAmount?) {
+        self.exchange = exchange
+        self.tasks = tasks
+        self.idleTimeout = idleTimeout
+        let limit = exchange.responder.node.configuration.maxRequestSize
+        self.keep = limit == .max ? limit : limit + 1
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { scheduleIdle(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        scheduleIdle(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        state = .closed
+        queued = []
+        cancelIdle()
+        tasks.cancel()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelIdle()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        lastActivity = .now()
+        if isResponding {
+            queued.append(part)
+        } else {
+            receive(part, context: context)
+        }
+    }
+
+    private func receive(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch (part, state) {
+        case (.head(let head), .idle):
+            state = .reading(head, nil)
+        case (.body(var chunk), .reading(let head, var body)):
+            let held = body?.readableBytes ?? 0
+            guard held < keep else { return }
+            if chunk.readableBytes > keep - held { chunk = chunk.getSlice(at: chunk.readerIndex, length: keep - held)! }
+            state = .idle  // drop the reference so the buffer below is uniquely held and grows in place
+            if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
+            state = .reading(head, body)
+        case (.end, .reading(let head, let body)):
+            let keepAlive = head.isKeepAlive
+            cancelIdle()
+            state = .responding(keepAlive: keepAlive)
+            start(head, body: body ?? ByteBuffer(), keepAlive: keepAlive, context: context)
+        case (_, .closed):
+            return
+        default:
+            // NIO's decoder delivers head, body…, end in order; anything else is a broken connection.
+            context.close(promise: nil)
+        }
+    }
+
+    private func start(_ head: HTTPRequestHead, body: ByteBuffer, keepAlive: Bool, context: ChannelHandlerContext) {
+        let request: Request
+        do {
+            request = Request(head: try HTTPRequest(head, secure: false, splitCookie: true), body: RequestBody(buffer: body))
+        } catch {
+            writeBadRequest(context)
+            return
+        }
+        let exchange = self.exchange
+        let writer = ChannelResponseWriter(connection: NIOLoopBound((self, context), eventLoop: context.eventLoop))
+        tasks.start(Task { await exchange.serve(request, writer: writer) })
+    }
+
+    /// Writes response parts (on the loop, from ``ChannelResponseWriter``); after the end, the connection reads
+    /// the next request or closes.
+    fileprivate func write(_ parts: [HTTPServerResponsePart], context: ChannelHandlerContext,
+                           promise: EventLoopPromise<Void>?) {
+        guard case .responding(let keepAlive) = state else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        for (i, var part) in parts.enumerated() {
+            if case .head(var head) = part, !keepAlive || closeWhenDone {
+                head.headers.replaceOrAdd(name: "connection", value: "close")
+                part = .head(head)
+            }
+            if i == parts.count - 1 {
+                context.writeAndFlush(wrapOutboundOut(part), promise: promise)
+            } else {
+                context.write(wrapOutboundOut(part), promise: nil)
+            }
+        }
+        guard case .end = parts.last else { return }
+        if !keepAlive || closeWhenDone {
+            state = .closed
+            context.close(promise: nil)
+            return
+        }
+        state = .idle
+        while !queued.isEmpty && !isResponding {
+            receive(queued.removeFirst(), context: context)
+        }
+        if isResponding { return }  // a queued request is being answered
+        lastActivity = .now()
+        scheduleIdle(context)
+        if readPending {
+            readPending = false
+            context.read()
+        }
+    }
+
+    private var isResponding: Bool {
+        if case .responding = state { true } else { false }
+    }
+
+    // Reads wait while a response is pending (backpressure for pipelined requests).
+    func read(context: ChannelHandlerContext) {
+        if isResponding {
+            readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case is ChannelShouldQuiesceEvent, ChannelEvent.inputClosed:
+            // Shutdown (feeds end by the node's ShutdownNotice) or the client's half-close: close when idle.
+            closeWhenDone = true
+            if !isResponding { state = .closed; context.close(promise: nil) }
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if error is HTTPParserError, !isResponding {
+            writeBadRequest(context)
+            return
+        }
+        state = .closed
+        context.close(promise: nil)
+    }
+
+    private func writeBadRequest(_ context: ChannelHandlerContext) {
+        state = .closed
+        let head = HTTPResponseHead(version: .http1_1, status: .badRequest,
+                                    headers: ["connection": "close", "content-length": "0"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    /// Starts the idle clock (no-op when it runs): the connection closes once `idleTimeout` passes without a
+    /// request part while no response is pending — between requests, and for a client that stalls mid-request.
+    private func scheduleIdle(_ context: ChannelHandlerContext, after delay: TimeAmount? = nil) {
+        guard let idleTimeout, idleTask == nil else { return }
+        let connection = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        idleTask = context.eventLoop.scheduleTask(in: delay ?? idleTimeout) {
+            let (handler, context) = connection.value
+            handler.idleTask = nil
+            switch handler.state {
+            case .responding, .closed:
+                return
+            case .idle, .reading:
+                let quiet = NIODeadline.now() - handler.lastActivity
+                if quiet < idleTimeout {
+                    handler.scheduleIdle(context, after: idleTimeout - quiet)
+                } else {
+                    handler.state = .closed
+                    context.close(promise: nil)
+                }
+            }
+        }
+    }
+
+    private func cancelIdle() {
+        idleTask?.cancel()
+        idleTask = nil
+    }
+}
+
+/// Runs one request through the responder and writes its response to the connection.
+struct HTTPExchange: Sendable {
+    let responder: CouchResponder
+    let logger: Logger
+    let serverName: String
+    let dates = HTTPDateCache()
+
+    func serve(_ request: Request, writer: ChannelResponseWriter) async {
+        let channel = writer.channel
+        var logger = self.logger
+        // The request id is for the access log; skip making one when nothing at info level is written.
+        if logger.logLevel <= .info { logger[metadataKey: "request.id"] = .stringConvertible(RequestID()) }
+        let context = SetteeRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        var response: Response
+        do {
+            response = try await responder.respond(to: request, context: context)
+        } catch {
+            // CouchResponder renders its own errors; this is the last resort.
+            logger.error("unhandled error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            response = Response(status: .internalServerError)
+        }
+        response.headers[.date] = dates.now()
+        response.headers[.server] = serverName
+        var writer = writer
+        writer.head = HTTPResponseHead(response.head)
+        // A body of known length (a buffer, almost always) can wait for its end; a feed must go out as it comes.
+        writer.holdFirst = response.body.contentLength != nil
+        do {
+            try await response.body.write(writer)
+        } catch {
+            logger.debug("response not written", metadata: ["error": "\(error)"])
+            channel.close(promise: nil)
+        }
+    }
+}
+
+/// Writes a response from the request's task: a body of known length has its first buffer held back, so a body
+/// of one buffer goes out with its head and end in one hop to the event loop, not awaited (the connection reads
+/// its next request once the end is written); other writes — a streamed feed from its first line — go out as
+/// they come, each awaited.
+struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
+    fileprivate let connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>
+    let channel: any Channel
+    var head: HTTPResponseHead?
+    var held: ByteBuffer?
+    var holdFirst = true
+
+    fileprivate init(connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>) {
+        self.connection = connection
+        self.channel = connection.value.1.channel
+    }
+
+    mutating func write(_ buffer: ByteBuffer) async throws {
+        if holdFirst && head != nil && held == nil {
+            held = buffer
+            return
+        }
+        var parts = takeStart()
+        parts.append(.body(.byteBuffer(buffer)))
+        let promise = channel.eventLoop.makePromise(of: Void.self)
+        send(parts, promise: promise)
+        try await promise.futureResult.get()
+    }
+
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+        var parts = takeStart()
+        parts.append(.end(trailingHeaders.map(HTTPHeaders.init)))
+        send(parts, promise: nil)
+    }
+
+    /// The head and the held first buffer, if not written yet.
+    private mutating func takeStart() -> [HTTPServerResponsePart] {
+        var parts: [HTTPServerResponsePart] = []
+        if let head { parts.append(.head(head)) }
+        if let held { parts.append(.body(.byteBuffer(held))) }
+        head = nil
+        held = nil
+        return parts
+    }
+
+    private func send(_ parts: [HTTPServerResponsePart], promise: EventLoopPromise<Void>?) {
+        let connection = self.connection
+        channel.eventLoop.execute {
+            let (handler, context) = connection.value
+            handler.write(parts, context: context, promise: promise)
+        }
+    }
+}
+
+/// The `Date` header's value (RFC 9110 IMF-fixdate), formatted once per second.
+final class HTTPDateCache: Sendable {
+    private let cached = Mutex<(second: Int, text: String)>((-1, ""))
+
+    func now() -> String {
+        let second = Int(Date().timeIntervalSince1970)
+        return cached.withLock { entry in
+            if entry.second != second { entry = (second, Self.format(second)) }
+            return entry.text
+        }
+    }
+
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    static func format(_ second: Int) -> String {
+        var t = time_t(second)
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(days[Int(tm.tm_wday)]), \(two(tm.tm_mday)) \(months[Int(tm.tm_mon)]) \(tm.tm_year + 1900) "
+            + "\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) GMT"
+    }
+}
