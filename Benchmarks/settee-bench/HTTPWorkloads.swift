@@ -1,5 +1,6 @@
-// HTTP workloads: `settee serve` as a child process, driven over loopback by blocking keep-alive clients
-// (HTTPClient.swift) on Threads.
+// HTTP workloads: `settee serve` as a child process, driven over loopback by keep-alive clients: blocking ones
+// (HTTPClient.swift) on Threads, and for http-get 16 connections polled from one thread (PolledHTTPClient.swift,
+// as `wrk -t1 -c16`), so that the load generator doesn't take the CPU the server is measured on.
 //
 //   http-bulk     load the `count` documents with POST /{db}/_bulk_docs, batches of 1000, over 4 connections;
 //                 also the ratio to the local (in-process) insert rate measured in the same run.
@@ -267,7 +268,8 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
 
     func getWorkload(port: Int) throws {
         let clients = getClients
-        let connections = try (0..<clients).map { _ in try HTTPConnection(port: port) }
+        let encoder = try HTTPConnection(port: port)
+        defer { encoder.disconnect() }
         var rng = SeededGenerator(seed: 7)
         let order = (0..<(getWarmup + getRequests)).map { _ in Int(rng.next() % UInt64(count)) }
         // Per client: (document index, request bytes); the first getWarmup requests overall are the warm-up.
@@ -275,62 +277,39 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
             (0..<clients).map { k in
                 stride(from: range.lowerBound + k, to: range.upperBound, by: clients).map { n in
                     let i = order[n]
-                    return (i, connections[k].encodeRequest(method: "GET", path: "/\(dbName)/\(ids[i])"))
+                    return (i, encoder.encodeRequest(method: "GET", path: "/\(dbName)/\(ids[i])"))
                 }
             }
         }
         let warmup = plan(0..<getWarmup)
         let timed = plan(getWarmup..<(getWarmup + getRequests))
-        let shared = UncheckedBox((connections, ids))
 
-        func runPhase(_ requests: [[(doc: Int, bytes: [UInt8])]]) -> [ClientResult<Int>] {
-            let box = UncheckedBox(requests)
-            return onThreads(clients) { k in
-                let (connections, ids) = shared.value
-                let conn = connections[k]
-                var out = ClientResult<Int>()
-                var ok = 0
-                for (n, r) in box.value[k].enumerated() {
-                    do {
-                        let response = try conn.send(r.bytes)
-                        guard response.status == 200 else {
-                            out.fail("GET \(ids[r.doc]): HTTP \(response.status): \(String(decoding: response.body.prefix(300), as: UTF8.self))")
-                            continue
-                        }
-                        guard response.body.first == UInt8(ascii: "{") else {
-                            out.fail("GET \(ids[r.doc]): body is not a JSON object")
-                            continue
-                        }
-                        // Spot-check the content: every 64th response is parsed and its _id compared.
-                        if n % 64 == 0 {
-                            let parsed = try? JSON.parse(response.body)
-                            guard parsed?["_id"]?.stringValue == ids[r.doc], parsed?["_rev"]?.stringValue != nil else {
-                                out.fail("GET \(ids[r.doc]): unexpected body \(String(decoding: response.body.prefix(300), as: UTF8.self))")
-                                continue
-                            }
-                        }
-                        ok += 1
-                    } catch {
-                        out.fail("GET \(ids[r.doc]): \(error)")
-                        if out.errors > 10 { break }
+        // The clients are keep-alive connections driven from one thread (PolledHTTPClients), as `wrk` does.
+        func runPhase(_ requests: [[(doc: Int, bytes: [UInt8])]]) throws -> [ClientResult<Int>] {
+            try PolledHTTPClients.run(port: port, requests: requests.map { $0.map(\.bytes) }) { k, n, status, body in
+                let doc = requests[k][n].doc
+                guard status == 200 else {
+                    return "GET \(ids[doc]): HTTP \(status): \(String(decoding: body.prefix(300), as: UTF8.self))"
+                }
+                guard body.first == UInt8(ascii: "{") else { return "GET \(ids[doc]): body is not a JSON object" }
+                // Spot-check the content: every 64th response is parsed and its _id compared.
+                if n % 64 == 0 {
+                    let parsed = try? JSON.parse(Array(body))
+                    guard parsed?["_id"]?.stringValue == ids[doc], parsed?["_rev"]?.stringValue != nil else {
+                        return "GET \(ids[doc]): unexpected body \(String(decoding: body.prefix(300), as: UTF8.self))"
                     }
                 }
-                out.items = [ok]
-                out.reconnects = conn.reconnects
-                return out
+                return nil
             }
         }
 
-        let warm = runPhase(warmup)
+        let warm = try runPhase(warmup)
         try checkClients(warm, "http-get (warm-up)")
         var results: [ClientResult<Int>] = []
-        let t = measure { results = runPhase(timed) }
-        connections.forEach { $0.disconnect() }
+        let t = try measure { results = try runPhase(timed) }
         try checkClients(results, "http-get")
         let done = results.reduce(0) { $0 + ($1.items.first ?? 0) }
         guard done == getRequests else { throw HTTPBenchFailure(message: "http-get: \(done)/\(getRequests) requests succeeded") }
-        let reconnects = results.reduce(0) { $0 + $1.reconnects } - warm.reduce(0) { $0 + $1.reconnects }
-        if reconnects > 0 { info("http-get: note: \(reconnects) reconnection(s) (server closed keep-alive connections)") }
         report(Figure(workload: "http-get", metric: "GET /db/id requests (\(clients) keep-alive connections, \(getRequests) requests)",
                       value: Double(getRequests) / t, baseline: nil, baselineName: nil, goal: 20_000))
     }

@@ -163,7 +163,12 @@ struct SetteeRequestContext: RequestContext {
     let clientAddress: String
 
     init(source: ApplicationRequestContextSource) {
+        self.init(source: source, clientAddress: source.channel.remoteAddress?.ipAddress ?? "unknown")
+    }
+
+    /// With the peer's address already known (a connection reads it once, not per request).
+    init(source: ApplicationRequestContextSource, clientAddress: String) {
         coreContext = .init(source: source)
-        clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        self.clientAddress = clientAddress
     }
 }

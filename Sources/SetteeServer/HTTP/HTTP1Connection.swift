@@ -110,6 +110,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var closeWhenDone = false
     private var idleTask: Scheduled<Void>?
     private var lastActivity = NIODeadline.now()
+    /// The peer's IP address, read on the first request.
+    private var clientAddress: String?
 
     init(exchange: HTTPExchange, tasks: ConnectionTasks, idleTimeout: TimeAmount?) {
         self.exchange = exchange
@@ -163,7 +165,6 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             state = .reading(head, body)
         case (.end, .reading(let head, let body)):
             let keepAlive = head.isKeepAlive
-            cancelIdle()
             state = .responding(keepAlive: keepAlive)
             start(head, body: body ?? ByteBuffer(), keepAlive: keepAlive, context: context)
         case (_, .closed):
@@ -183,7 +184,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             return
         }
         let exchange = self.exchange
-        let writer = ChannelResponseWriter(connection: NIOLoopBound((self, context), eventLoop: context.eventLoop))
+        if clientAddress == nil { clientAddress = context.channel.remoteAddress?.ipAddress ?? "unknown" }
+        let writer = ChannelResponseWriter(connection: NIOLoopBound((self, context), eventLoop: context.eventLoop),
+                                           clientAddress: clientAddress!)
         tasks.start(Task { await exchange.serve(request, writer: writer) })
     }
 
@@ -268,6 +271,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     /// Starts the idle clock (no-op when it runs): the connection closes once `idleTimeout` passes without a
     /// request part while no response is pending — between requests, and for a client that stalls mid-request.
+    /// One timer per connection that re-arms itself when it fires early, rather than one per request.
     private func scheduleIdle(_ context: ChannelHandlerContext, after delay: TimeAmount? = nil) {
         guard let idleTimeout, idleTask == nil else { return }
         let connection = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -275,8 +279,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             let (handler, context) = connection.value
             handler.idleTask = nil
             switch handler.state {
-            case .responding, .closed:
+            case .closed:
                 return
+            case .responding:
+                handler.scheduleIdle(context)  // a response of any length is not idleness
             case .idle, .reading:
                 let quiet = NIODeadline.now() - handler.lastActivity
                 if quiet < idleTimeout {
@@ -305,9 +311,11 @@ struct HTTPExchange: Sendable {
     func serve(_ request: Request, writer: ChannelResponseWriter) async {
         let channel = writer.channel
         var logger = self.logger
-        // The request id is for the access log; skip making one when nothing at info level is written.
-        if logger.logLevel <= .info { logger[metadataKey: "request.id"] = .stringConvertible(RequestID()) }
-        let context = SetteeRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        // The request id (named as Hummingbird names it on TLS connections) is for the access log; skip making
+        // one when nothing at info level is written.
+        if logger.logLevel <= .info { logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID()) }
+        let context = SetteeRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger),
+                                           clientAddress: writer.clientAddress)
         var response: Response
         do {
             response = try await responder.respond(to: request, context: context)
@@ -338,13 +346,15 @@ struct HTTPExchange: Sendable {
 struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
     fileprivate let connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>
     let channel: any Channel
+    let clientAddress: String
     var head: HTTPResponseHead?
     var held: ByteBuffer?
     var holdFirst = true
 
-    fileprivate init(connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>) {
+    fileprivate init(connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>, clientAddress: String) {
         self.connection = connection
         self.channel = connection.value.1.channel
+        self.clientAddress = clientAddress
     }
 
     mutating func write(_ buffer: ByteBuffer) async throws {
