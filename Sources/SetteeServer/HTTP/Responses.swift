@@ -24,6 +24,19 @@ enum Reply {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// Like ``raw(_:_:contentType:headers:)``, with a newline after the body (CouchDB ends JSON bodies so),
+    /// written straight into the response buffer.
+    static func rawLine(_ status: HTTPResponse.Status, _ bytes: [UInt8], headers extra: HTTPFields = [:]) -> Response {
+        var headers = extra
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "must-revalidate"
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(bytes.count + 1)
+        buffer.writeBytes(bytes)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+    }
+
     static func ok(_ status: HTTPResponse.Status = .ok) -> Response { json(status, ["ok": true]) }
 
     static func error(_ e: CouchError) -> Response {

@@ -55,7 +55,7 @@ enum DocumentRoutes {
             return Response(status: .ok, headers: [.contentType: "application/json", .contentLength: String(bytes.count + 1),
                                                    .eTag: etag])
         }
-        return Reply.raw(.ok, bytes + [0x0a], headers: [.eTag: etag])
+        return Reply.rawLine(.ok, bytes, headers: [.eTag: etag])
     }
 
     /// `open_revs=all|[…]`: JSON array of `{"ok": doc}` / `{"missing": rev}`, or `multipart/mixed` when asked.

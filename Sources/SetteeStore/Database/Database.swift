@@ -255,8 +255,9 @@ public final class Database: @unchecked Sendable {
     /// The collection `scope.name`, or nil if it does not exist. `scope` nil means `_default`.
     public func collection(name: String, scope: String? = nil) throws -> Collection? {
         try checkOpen()
+        let key = name == "_default" && (scope == nil || scope == "_default") ? "_default._default" : "\(scope ?? "_default").\(name)"
         lock.lock()
-        let info = collectionCache["\(scope ?? "_default").\(name)"]
+        let info = collectionCache[key]
         lock.unlock()
         return info.map { Collection(database: self, info: $0) }
     }
