@@ -50,27 +50,7 @@ final class HTTPConnection: @unchecked Sendable {
         if fd >= 0 { Glibc.close(fd); fd = -1 }
         readStart = 0
         readEnd = 0
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { throw HTTPClientError(message: "socket(): \(String(cString: strerror(errno)))") }
-        var one: Int32 = 1
-        setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(port).bigEndian
-        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
-            Glibc.close(s)
-            throw HTTPClientError(message: "bad IPv4 address \(host)")
-        }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard rc == 0 else {
-            let message = String(cString: strerror(errno))
-            Glibc.close(s)
-            throw HTTPClientError(message: "connect(\(host):\(port)): \(message)")
-        }
+        let s = try connectTCP(host: host, port: port)
         fd = s
     }
 
@@ -272,4 +252,30 @@ private func trimmed(_ s: Substring) -> String {
     while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
     while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
     return String(s)
+}
+
+/// A blocking TCP socket connected to an IPv4 `host:port`, with TCP_NODELAY.
+func connectTCP(host: String, port: UInt16) throws -> Int32 {
+    let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard s >= 0 else { throw HTTPClientError(message: "socket(): \(String(cString: strerror(errno)))") }
+    var one: Int32 = 1
+    setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(port).bigEndian
+    guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
+        Glibc.close(s)
+        throw HTTPClientError(message: "bad IPv4 address \(host)")
+    }
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard rc == 0 else {
+        let message = String(cString: strerror(errno))
+        Glibc.close(s)
+        throw HTTPClientError(message: "connect(\(host):\(port)): \(message)")
+    }
+    return s
 }

@@ -152,22 +152,7 @@ final class PolledHTTPClients {
     }
 
     private static func connectNonBlocking(port: Int) throws -> Int32 {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { throw HTTPClientError(message: "socket(): \(String(cString: strerror(errno)))") }
-        var one: Int32 = 1
-        setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port)).bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let message = String(cString: strerror(errno))
-            close(s)
-            throw HTTPClientError(message: "connect(127.0.0.1:\(port)): \(message)")
-        }
+        let s = try connectTCP(host: "127.0.0.1", port: UInt16(port))
         _ = fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK)
         return s
     }

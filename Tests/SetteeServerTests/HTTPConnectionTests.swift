@@ -17,14 +17,20 @@ import Testing
         (try? JSON.parse(body))?["_id"]?.stringValue
     }
 
+    /// A fresh `settee serve` (admin party, loopback) and a connection on which database `db` was created.
+    static func nodeWithDatabase(_ extraArguments: [String] = []) throws -> (TempDir, ServerProcess, RawHTTPConnection) {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path, admin: nil, extraArguments: extraArguments)
+        let conn = try RawHTTPConnection(port: server.port)
+        try conn.send(request("PUT", "/db"))
+        #expect(try conn.readResponse()?.status == 201)
+        return (dir, server, conn)
+    }
+
     @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
         try await offThePool {
-            let dir = TempDir()
-            let server = try ServerProcess(dataDirectory: dir.path, admin: nil)
-            defer { server.stop() }
-            let conn = try RawHTTPConnection(port: server.port)
-            try conn.send(Self.request("PUT", "/db"))
-            #expect(try conn.readResponse()?.status == 201)
+            let (dir, server, conn) = try Self.nodeWithDatabase()
+            defer { server.stop(); _ = dir }
             for name in ["a", "b", "c"] {
                 try conn.send(Self.request("PUT", "/db/\(name)", body: #"{"n":"\#(name)"}"#))
                 #expect(try conn.readResponse()?.status == 201)
@@ -92,12 +98,8 @@ import Testing
     /// untouched, and the connection serves the next request.
     @Test func oversizedBodiesGet413AndTheConnectionLivesOn() async throws {
         try await offThePool {
-            let dir = TempDir()
-            let server = try ServerProcess(dataDirectory: dir.path, admin: nil, extraArguments: ["--max-request-size", "2000"])
-            defer { server.stop() }
-            let conn = try RawHTTPConnection(port: server.port)
-            try conn.send(Self.request("PUT", "/db"))
-            #expect(try conn.readResponse()?.status == 201)
+            let (dir, server, conn) = try Self.nodeWithDatabase(["--max-request-size", "2000"])
+            defer { server.stop(); _ = dir }
             let doc = #"{"docs":[{"_id":"big","pad":"\#(String(repeating: "x", count: 5000))"}]}"#
             try conn.send(Self.request("POST", "/db/_bulk_docs", body: doc))
             let declared = try #require(try conn.readResponse())
@@ -153,12 +155,8 @@ import Testing
     /// `last_seq`, every connection closes, and the process exits promptly.
     @Test func gracefulShutdownEndsOpenFeeds() async throws {
         try await offThePool {
-            let dir = TempDir()
-            let server = try ServerProcess(dataDirectory: dir.path, admin: nil)
-            defer { server.stop() }
-            let conn = try RawHTTPConnection(port: server.port)
-            try conn.send(Self.request("PUT", "/db"))
-            #expect(try conn.readResponse()?.status == 201)
+            let (dir, server, conn) = try Self.nodeWithDatabase()
+            defer { server.stop(); _ = dir }
             let feed = try RawHTTPConnection(port: server.port)
             try feed.send(Self.request("GET", "/db/_changes?feed=continuous&heartbeat=30000"))
             let longpoll = try RawHTTPConnection(port: server.port)
