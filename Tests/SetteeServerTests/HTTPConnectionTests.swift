@@ -69,6 +69,19 @@ import Testing
             #expect(try old.readResponse()?.status == 200)
             #expect(old.closedByServer())
 
+            // A response larger than the socket's send buffer arrives whole before the close.
+            let (dir2, server2, writer) = try Self.nodeWithDatabase()
+            defer { server2.stop(); _ = dir2 }
+            let big = String(repeating: "0123456789abcdef", count: 6 << 16)  // 6 MiB
+            try writer.send(Self.request("PUT", "/db/big", body: #"{"pad":"\#(big)"}"#))
+            #expect(try writer.readResponse()?.status == 201)
+            let reader = try RawHTTPConnection(port: server2.port)
+            try reader.send(Self.request("GET", "/db/big", headers: ["Connection: close"]))
+            let whole = try #require(try reader.readResponse())
+            #expect(whole.status == 200)
+            #expect((try? JSON.parse(whole.body))?["pad"]?.stringValue?.utf8.count == big.utf8.count)
+            #expect(reader.closedByServer())
+
             // HTTP/1.0 asking for keep-alive keeps the connection.
             let kept = try RawHTTPConnection(port: server.port)
             for _ in 0..<2 {

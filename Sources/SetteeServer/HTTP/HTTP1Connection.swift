@@ -198,21 +198,27 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
+        let ends: Bool = if case .end = parts.last { true } else { false }
+        let closes = ends && (!keepAlive || closeWhenDone)
         for (i, var part) in parts.enumerated() {
             if case .head(var head) = part, !keepAlive || closeWhenDone {
                 head.headers.replaceOrAdd(name: "connection", value: "close")
                 part = .head(head)
             }
-            if i == parts.count - 1 {
-                context.writeAndFlush(wrapOutboundOut(part), promise: promise)
-            } else {
+            if i < parts.count - 1 {
                 context.write(wrapOutboundOut(part), promise: nil)
+            } else if closes {
+                // Close once the response is on the wire, not before its last bytes left the send buffer.
+                let written = context.writeAndFlush(wrapOutboundOut(part))
+                if let promise { written.cascade(to: promise) }
+                written.whenComplete { _ in context.close(promise: nil) }
+            } else {
+                context.writeAndFlush(wrapOutboundOut(part), promise: promise)
             }
         }
-        guard case .end = parts.last else { return }
-        if !keepAlive || closeWhenDone {
+        guard ends else { return }
+        if closes {
             state = .closed
-            context.close(promise: nil)
             return
         }
         state = .idle
