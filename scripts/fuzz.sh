@@ -2,7 +2,7 @@
 # Fuzzes the parsers with libFuzzer: builds settee-fuzz with -sanitize=fuzzer,address (scratch path .build-fuzz,
 # release) and runs every target (or the ones named) for N seconds each, starting from a copy of Fuzz/corpus/<target>.
 #
-#   scripts/fuzz.sh [seconds-per-target] [target…]      default 15 s; targets: json sqlpp revid revisions multipart since
+#   scripts/fuzz.sh [seconds-per-target] [target…]      default 15 s; targets: json sqlpp revid revisions multipart since revtree
 #
 # New corpus entries and crash artifacts go to a temporary directory, never into the repository. Exits non-zero
 # if any target crashed, leaked, timed out or violated an invariant, and prints the input that did it; replay it
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:-15}"
 [[ $# -gt 0 ]] && shift
-all_targets=(json sqlpp revid revisions multipart since)
+all_targets=(json sqlpp revid revisions multipart since revtree)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 

@@ -1,4 +1,5 @@
 import CSQLite
+import SetteeStore
 
 /// The baseline: plain SQLite through its C API, the way a hand-written app would use it.
 final class RawSQLite {
@@ -9,6 +10,7 @@ final class RawSQLite {
     struct Failure: Error { let message: String }
 
     init(path: String) throws {
+        Connection.configureLibrary()  // the same process-wide SQLite settings as Settee's own connections
         guard sqlite3_open(path, &db) == SQLITE_OK else { throw Failure(message: "open failed") }
         try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         try exec("CREATE TABLE docs(id TEXT PRIMARY KEY, body BLOB NOT NULL)")

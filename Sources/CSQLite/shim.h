@@ -3,3 +3,8 @@
 // SQLITE_TRANSIENT is a macro Swift cannot import; expose it as a function.
 static inline sqlite3_destructor_type csqlite_transient(void) { return SQLITE_TRANSIENT; }
 static inline sqlite3_destructor_type csqlite_static(void) { return SQLITE_STATIC; }
+
+// Turns off SQLite's memory-usage statistics, which take a process-wide mutex on every allocation and
+// free. sqlite3_config is variadic (Swift cannot call it) and only works before SQLite initializes, so
+// this must run before the first connection opens; afterwards it returns SQLITE_MISUSE and changes nothing.
+static inline int csqlite_disable_memory_statistics(void) { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }

@@ -19,6 +19,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case multipart
     /// The changes feed's `since` parser, against the Foundation-based implementation it replaced.
     case since
+    /// `RevTree(encoded:)` (the stored `tree` column); a decoded tree encodes back equal, and appending to a
+    /// chain on the bytes agrees with decode + `addChild` + encode.
+    case revtree
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -28,6 +31,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .revisions: FuzzTarget.revisions(data)
         case .multipart: FuzzTarget.multipart(data)
         case .since: FuzzTarget.since(data)
+        case .revtree: FuzzTarget.revtree(data)
         }
     }
 }
@@ -128,6 +132,37 @@ extension FuzzTarget {
         rev.write(into: &written)
         guard written.elementsEqual(description.utf8) else { violated(.revid, "write(into:) differs from description") }
         guard !(rev < again), !(again < rev) else { violated(.revid, "ordering is not irreflexive") }
+    }
+
+    static func revtree(_ data: UnsafeRawBufferPointer) {
+        guard let tree = try? RevTree(encoded: data) else {
+            // Bytes the decoder rejects are never taken for a chain either.
+            var out: [UInt8] = []
+            if let first = RevID("1-a"), let child = RevID("2-b"),
+               RevTree.appendChild(toChain: data, parent: first, child: child, deleted: false, limit: 1000, into: &out) {
+                violated(.revtree, "appended to bytes that do not decode")
+            }
+            return
+        }
+        guard let again = try? RevTree(encoded: tree.encoded()), again == tree else {
+            violated(.revtree, "encoding does not decode back equal")
+        }
+        guard let last = tree.nodes.last, last.rev.generation < Int.max else { return }
+        let child = RevID(generation: last.rev.generation + 1, digest: "fuzz")
+        for deleted in [false, true] {
+            var fast: [UInt8] = []
+            guard RevTree.appendChild(toChain: data, parent: last.rev, child: child, deleted: deleted, limit: 1000,
+                                      into: &fast) else { continue }
+            var general = tree
+            do {
+                try general.addChild(child, of: last.rev, deleted: deleted, body: nil)
+            } catch {
+                violated(.revtree, "appended to a chain where addChild refuses: \(error)")
+            }
+            guard let appended = try? RevTree(encoded: fast), appended == general else {
+                violated(.revtree, "appending to the chain differs from decode + addChild + encode")
+            }
+        }
     }
 
     static func revisions(_ data: UnsafeRawBufferPointer) {

@@ -66,3 +66,20 @@ import SetteeCore
         #expect(top.map { RevID($0.description) } == top.map { Optional($0) })
     }
 }
+
+/// Findings of the `revtree` target (Fuzz/corpus/revtree/regression-*).
+@Suite struct RevTreeFuzzRegressionTests {
+    /// A chain whose generations reach UInt64.max: the append checked `previous + 1` and overflowed.
+    @Test func aChainWithAnOverflowingGenerationIsDeclinedNotATrap() throws {
+        let digest = Array("00000000000000009e3779b97f4a7c15".utf8)
+        var bytes: [UInt8] = [1, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 32] + digest + [0, 0]
+        bytes += [2, 32] + digest + [1, 0]
+        var out: [UInt8] = []
+        let appended = bytes.withUnsafeBytes {
+            RevTree.appendChild(toChain: $0, parent: RevID(generation: 2, digest: String(decoding: digest, as: UTF8.self)),
+                                child: RevID(generation: 3, digest: "c"), deleted: false, limit: 1000, into: &out)
+        }
+        #expect(!appended && out.isEmpty)
+        #expect(throws: SetteeError.self) { try RevTree(encoded: bytes) }
+    }
+}

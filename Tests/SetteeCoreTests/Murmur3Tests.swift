@@ -19,4 +19,18 @@ import Testing
         let outputs = (0..<32).map { n in Murmur3.hex((0..<n).map { UInt8($0) }) }
         #expect(Set(outputs).count == 32)
     }
+
+    /// Hashing `head` then `rest` in place equals hashing their concatenation, for every split point of
+    /// inputs around the 16-byte block size.
+    @Test func twoPartHashEqualsTheHashOfTheConcatenation() {
+        for total in [0, 1, 7, 15, 16, 17, 31, 32, 33, 47, 100] {
+            let bytes = (0..<total).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let whole = bytes.withUnsafeBytes { Murmur3.hash128($0) }
+            for split in 0...total {
+                let head = Array(bytes[..<split]), rest = Array(bytes[split...])
+                let parts = head.withUnsafeBytes { h in rest.withUnsafeBytes { Murmur3.hash128(h, $0) } }
+                #expect(parts == whole, "\(total) bytes split at \(split)")
+            }
+        }
+    }
 }

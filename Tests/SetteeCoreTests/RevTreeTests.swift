@@ -18,6 +18,21 @@ private func body(_ s: String) -> [UInt8] { Array(s.utf8) }
         }
     }
 
+    /// Revision ids are part of the replication protocol's data: a change to how they are computed would
+    /// give the same edit different ids on nodes running different versions. These are fixed outputs.
+    @Test func revisionIDsAreStableAcrossVersions() {
+        #expect(RevID.next(after: nil, deleted: false, canonicalBody: body("{}")).description
+                == "1-" + Murmur3.hex([0, 0, 0] + body("{}")))
+        let parent = r("12-0123456789abcdef0123456789abcdef")
+        let edit = body(#"{"a":1,"b":[true,null],"c":"x"}"#)
+        #expect(RevID.next(after: parent, deleted: true, canonicalBody: edit).description
+                == "13-" + Murmur3.hex(body("12-0123456789abcdef0123456789abcdef") + [0, 1, 0] + edit))
+        var written: [UInt8] = []
+        parent.write(into: &written)
+        RevID("1234567890123-x")!.write(into: &written)
+        #expect(written == body("12-0123456789abcdef0123456789abcdef1234567890123-x"))
+    }
+
     @Test func sameEditOnTwoNodesGivesSameRevID() {
         let parent = r("1-aaa")
         let a = RevID.next(after: parent, deleted: false, canonicalBody: body(#"{"x":1}"#))
@@ -207,9 +222,63 @@ private func body(_ s: String) -> [UInt8] { Array(s.utf8) }
     }
 
     @Test func corruptEncodingIsAnErrorNotACrash() {
-        for bytes: [UInt8] in [[], [2], [1, 5], [1, 1, 1, 0], [1, 1, 1, 1, 0x61, 9, 0]] {
+        // The last: a count of ~500 million nodes in 16 bytes (found by fuzzing: it reserved 24 GB).
+        let hugeCount: [UInt8] = [1, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0, 0, 0, 0x35, 0, 0]
+        for bytes: [UInt8] in [[], [2], [1, 5], [1, 1, 1, 0], [1, 1, 1, 1, 0x61, 9, 0], hugeCount] {
             #expect(throws: SetteeError.self) { try RevTree(encoded: bytes) }
         }
+    }
+
+    /// Property: appending to a chain's encoding gives the very bytes of decode + addChild + encode, and
+    /// anything that isn't a plain chain ending at the parent is left to that general path.
+    @Test(arguments: 0..<30)
+    func appendingToAChainMatchesTheGeneralPath(seed: Int) throws {
+        var rng = SeededGenerator(seed: UInt64(seed) &+ 101)
+        let start = Int.random(in: 1...5, using: &rng)  // > 1: a chain whose oldest revisions were stemmed
+        let length = Int.random(in: 1...8, using: &rng)
+        var tree = RevTree()
+        var previous: RevID?
+        for g in start..<(start + length) {
+            let rev = RevID(generation: g, digest: String(UInt64.random(in: 1...UInt64.max, using: &rng), radix: 16))
+            if let previous {
+                try tree.addChild(rev, of: previous, deleted: false, body: nil)
+            } else {
+                tree.nodes = [RevTree.Node(rev: rev, parent: -1, deleted: false, body: nil)]
+            }
+            previous = rev
+        }
+        let leaf = previous!
+        let deleted = Bool.random(using: &rng)
+        if Bool.random(using: &rng) { tree.nodes[tree.nodes.count - 1].deleted = true }  // editing a tombstone
+        let encoded = tree.encoded()
+        let child = RevID.next(after: leaf, deleted: deleted, canonicalBody: body("{\"s\":\(seed)}"))
+        var fast: [UInt8] = [9]  // appends after what is there
+        let appended = encoded.withUnsafeBytes {
+            RevTree.appendChild(toChain: $0, parent: leaf, child: child, deleted: deleted, limit: 1000, into: &fast)
+        }
+        #expect(appended)
+        var general = try RevTree(encoded: encoded)
+        try general.addChild(child, of: leaf, deleted: deleted, body: body("{}"))
+        #expect(fast == [9] + general.encoded(omitBodyOf: child))
+
+        func declines(_ bytes: [UInt8], parent: RevID = leaf, limit: Int = 1000) -> Bool {
+            var out: [UInt8] = [7]
+            let done = bytes.withUnsafeBytes {
+                RevTree.appendChild(toChain: $0, parent: parent, child: child, deleted: deleted, limit: limit, into: &out)
+            }
+            return !done && out == [7]
+        }
+        // Not the leaf, a full chain that would need stemming, a branch, a stored body, corrupt bytes.
+        if length > 1 { #expect(declines(encoded, parent: tree.nodes[0].rev)) }
+        #expect(declines(encoded, limit: length))
+        var branched = tree
+        try branched.insert(path: [RevID(generation: start + 1, digest: "branch"), tree.nodes[0].rev], deleted: false, body: nil)
+        #expect(declines(branched.encoded()))
+        var withBody = tree
+        withBody.nodes[0].body = body("{}")
+        #expect(declines(withBody.encoded()))
+        #expect(declines(Array(encoded.dropLast())))
+        #expect(declines(encoded + [0]))
     }
 
     /// Property: the same set of revisions inserted in any order gives the same tree and the same winner.

@@ -43,15 +43,21 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
 
     /// Appends the UTF-8 text of the id (`N-digest`) to `out` without making a String.
     public func write(into out: inout [UInt8]) {
-        var digits: [UInt8] = []
-        var g = generation
-        repeat {
-            digits.append(UInt8(48 + g % 10))
-            g /= 10
-        } while g > 0
-        out.append(contentsOf: digits.reversed())
+        // Up to 19 decimal digits, written backwards into a stack buffer.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { raw in
+            var g = generation.magnitude
+            var i = raw.count
+            repeat {
+                i -= 1
+                raw[i] = UInt8(truncatingIfNeeded: 48 &+ g % 10)
+                g /= 10
+            } while g > 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[i...]))
+        }
         out.append(UInt8(ascii: "-"))
-        out.append(contentsOf: digest.utf8)
+        var digest = digest
+        digest.withUTF8 { out.append(contentsOf: $0) }
     }
 
     public static func < (lhs: RevID, rhs: RevID) -> Bool {
@@ -65,13 +71,40 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
     /// Deterministic: a 128-bit MurmurHash3 over the parent id, the deleted flag and the canonical body
     /// bytes, so the same edit made on any node gets the same id.
     public static func next(after parent: RevID?, deleted: Bool, canonicalBody: [UInt8]) -> RevID {
-        var input: [UInt8] = []
-        input.reserveCapacity(canonicalBody.count + 48)
-        parent?.write(into: &input)
-        input.append(0)
-        input.append(deleted ? 1 : 0)
-        input.append(0)
-        input.append(contentsOf: canonicalBody)
-        return RevID(generation: (parent?.generation ?? 0) + 1, digest: Murmur3.hex(input))
+        canonicalBody.withUnsafeBytes { next(after: parent, deleted: deleted, canonicalBody: $0) }
+    }
+
+    /// ``next(after:deleted:canonicalBody:)`` over bytes the caller holds (no copy of the body is made).
+    public static func next(after parent: RevID?, deleted: Bool, canonicalBody: UnsafeRawBufferPointer) -> RevID {
+        // The hashed input is `parent text · 0 · deleted · 0 · canonical body`; the prefix is built on the
+        // stack and the body is hashed where it lies.
+        var parentDigest = parent?.digest ?? ""
+        let (h1, h2) = parentDigest.withUTF8 { digest -> (UInt64, UInt64) in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: digest.count + 24) { buffer -> (UInt64, UInt64) in
+                var n = 0
+                if let parent {
+                    var g = parent.generation.magnitude
+                    var digits = 0
+                    repeat { digits += 1; g /= 10 } while g > 0
+                    g = parent.generation.magnitude
+                    for i in stride(from: digits - 1, through: 0, by: -1) {
+                        buffer[i] = UInt8(truncatingIfNeeded: 48 &+ g % 10)
+                        g /= 10
+                    }
+                    buffer[digits] = UInt8(ascii: "-")
+                    n = digits + 1
+                    for byte in digest {
+                        buffer[n] = byte
+                        n += 1
+                    }
+                }
+                buffer[n] = 0
+                buffer[n + 1] = deleted ? 1 : 0
+                buffer[n + 2] = 0
+                return Murmur3.hash128(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n + 3), canonicalBody)
+            }
+        }
+        let digest = withUnsafeBytes(of: (h1.littleEndian, h2.littleEndian)) { Hex.encode($0) }
+        return RevID(generation: (parent?.generation ?? 0) + 1, digest: digest)
     }
 }

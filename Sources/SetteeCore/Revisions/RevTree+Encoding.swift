@@ -52,20 +52,22 @@ extension RevTree {
     /// Decodes a tree from bytes that are valid only for the duration of the call (e.g. a SQLite column).
     public init(encoded bytes: UnsafeRawBufferPointer) throws(SetteeError) {
         var reader = ByteReader(bytes: bytes)
-        guard reader.byte() == 1, let count = reader.varint(), count < UInt64(Int32.max) else {
+        // A node takes at least 5 bytes (generation, digest length, a digest byte, parent, flags), which bounds
+        // the count before anything is allocated for it.
+        guard reader.byte() == 1, let count = reader.varint(), count <= UInt64(bytes.count / 5) else {
             throw SetteeError(.internalError, "Corrupt revision tree: bad header")
         }
         var nodes: [Node] = []
         nodes.reserveCapacity(Int(count))
         for _ in 0..<Int(count) {
             guard let gen = reader.varint(), gen >= 1, gen < UInt64(Int.max),
-                  let dlen = reader.varint(), let digest = reader.bytes(Int(dlen)), !digest.isEmpty,
+                  let dlen = reader.varint(), let dcount = Int(exactly: dlen), let digest = reader.bytes(dcount), !digest.isEmpty,
                   let parentPlusOne = reader.varint(), parentPlusOne <= UInt64(nodes.count),
                   let flags = reader.byte()
             else { throw SetteeError(.internalError, "Corrupt revision tree: bad node") }
             var body: [UInt8]?
             if flags & 2 != 0 {
-                guard let blen = reader.varint(), let b = reader.bytes(Int(blen)) else {
+                guard let blen = reader.varint(), let bcount = Int(exactly: blen), let b = reader.bytes(bcount) else {
                     throw SetteeError(.internalError, "Corrupt revision tree: bad body")
                 }
                 body = Array(b)
@@ -74,6 +76,56 @@ extension RevTree {
                               parent: Int(parentPlusOne) - 1, deleted: flags & 1 != 0, body: body))
         }
         self.init(sortedNodes: nodes)
+    }
+}
+
+extension RevTree {
+    /// The common edit, done on the encoded bytes: when `encoded` is a single chain of revisions (each
+    /// node the parent of the next, consecutive generations, no bodies stored) that ends at `parent`,
+    /// appends to `out` the encoding of that tree with `child` added under `parent` and returns true.
+    ///
+    /// The bytes are exactly what decoding, ``addChild(_:of:deleted:body:)`` and
+    /// ``encode(omitBodyOf:into:)`` with `child` omitted would produce, without building the tree.
+    /// Returns false, leaving `out` as it was, for any other tree (branches, bodies, another leaf, a
+    /// chain that would need stemming past `limit`, bytes that don't parse): use the general path then.
+    public static func appendChild(toChain encoded: UnsafeRawBufferPointer, parent: RevID, child: RevID,
+                                   deleted: Bool, limit: Int, into out: inout [UInt8]) -> Bool {
+        guard child.generation == parent.generation + 1 else { return false }
+        var reader = ByteReader(bytes: encoded)
+        guard reader.byte() == 1, let count = reader.varint(), count >= 1, count < UInt64(max(1, limit)) else {
+            return false
+        }
+        let nodesStart = reader.offset
+        var previousGeneration: UInt64 = 0
+        var lastDigest: Slice<UnsafeRawBufferPointer>?
+        for i in 0..<Int(count) {
+            guard let generation = reader.varint(), generation >= 1, generation < UInt64(Int.max),
+                  i == 0 || generation == previousGeneration + 1,
+                  let digestLength = reader.varint(), let length = Int(exactly: digestLength),
+                  let digest = reader.bytes(length), !digest.isEmpty,
+                  let parentPlusOne = reader.varint(), parentPlusOne == UInt64(i),
+                  let flags = reader.byte(), flags <= 1
+            else { return false }
+            previousGeneration = generation
+            lastDigest = digest
+        }
+        guard reader.offset == encoded.count, previousGeneration == UInt64(parent.generation), let lastDigest else {
+            return false
+        }
+        var parentDigest = parent.digest
+        guard parentDigest.withUTF8({ $0.elementsEqual(lastDigest) }) else { return false }
+        out.append(1)
+        Varint.append(count + 1, to: &out)
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: encoded[nodesStart...]))
+        Varint.append(UInt64(child.generation), to: &out)
+        var childDigest = child.digest
+        childDigest.withUTF8 { digest in
+            Varint.append(UInt64(digest.count), to: &out)
+            out.append(contentsOf: digest)
+        }
+        Varint.append(count, to: &out)  // the parent's index (the last node) + 1
+        out.append(deleted ? 1 : 0)  // the new winner's body lives in the body column
+        return true
     }
 }
 
@@ -113,7 +165,7 @@ struct ByteReader {
     }
 
     mutating func bytes(_ n: Int) -> Slice<UnsafeRawBufferPointer>? {
-        guard n >= 0, offset + n <= bytes.count else { return nil }
+        guard n >= 0, n <= bytes.count - offset else { return nil }
         defer { offset += n }
         return bytes[offset..<offset + n]
     }

@@ -115,8 +115,28 @@ extension Collection {
         var rowid: Int64?
         var oldWinner: RevID?
         var tree = RevTree()
+        var chainChild: RevID?  // the new revision when the fast path below computed it
         if try lookup.step() {
             rowid = lookup.int64(0)
+            if case .edit(let parent?) = w.mode {
+                // The common update: a document whose history is one chain ending at the given parent.
+                // Its encoded tree gets one node appended, without decoding it.
+                let child = session.nextRev(after: parent, deleted: w.deleted)
+                chainChild = child
+                session.tree.removeAll(keepingCapacity: true)
+                let appended = lookup.withTextBytes(1) { encoded in
+                    RevTree.appendChild(toChain: encoded, parent: parent, child: child, deleted: w.deleted,
+                                        limit: session.revsLimit, into: &session.tree)
+                }
+                if appended {
+                    lookup.reset()
+                    var flags: Int64 = w.deleted ? DocFlags.deleted : 0
+                    if w.body.contains(key: "_attachments") { flags |= DocFlags.hasAttachments }
+                    try updateRow(rowid: rowid!, rev: child, flags: flags, body: session.body, session)
+                    session.changed.append(w.id)
+                    return .success(child)
+                }
+            }
             do {
                 tree = try lookup.withTextBytes(1) { try RevTree(encoded: $0) }
             } catch {
@@ -140,6 +160,8 @@ extension Collection {
             }
             if parent == nil, let createdRev {
                 newRev = createdRev
+            } else if let chainChild, parent == given {
+                newRev = chainChild
             } else {
                 newRev = session.nextRev(after: parent, deleted: w.deleted)
             }
@@ -195,34 +217,28 @@ extension Collection {
         }
         session.tree.removeAll(keepingCapacity: true)
         tree.encode(omitBodyOf: winner.rev, into: &session.tree)
-        session.rev.removeAll(keepingCapacity: true)
-        winner.rev.write(into: &session.rev)
-        let seq = Int64(database.nextSequence())
-        try session.tree.withUnsafeBytes { treeBytes in
-            try session.rev.withUnsafeBytes { revBytes in
-                try winnerBody.withUnsafeBytes { bodyBytes in
-                    if let rowid {
-                        if winnerChanged {
-                            let update = session.updateAll
-                            update.bind(seq, at: 1)
-                            update.bindNoCopy(text: revBytes, at: 2)
-                            update.bind(flags, at: 3)
-                            update.bindNoCopy(text: bodyBytes, at: 4)
-                            update.bindNoCopy(blob: treeBytes, at: 5)
-                            update.bind(rowid, at: 6)
-                            defer { update.reset() }
-                            _ = try update.step()
-                        } else {
-                            let update = session.updateTree
-                            update.bind(seq, at: 1)
-                            update.bind(flags, at: 2)
-                            update.bindNoCopy(blob: treeBytes, at: 3)
-                            update.bind(rowid, at: 4)
-                            defer { update.reset() }
-                            _ = try update.step()
-                        }
-                    } else {
-                        let insert = session.insert
+        if let rowid, winnerChanged {
+            try updateRow(rowid: rowid, rev: winner.rev, flags: flags, body: winnerBody, session)
+        } else if let rowid {
+            // Same winner: its row keeps rev and body; only the tree, flags and sequence change.
+            let seq = Int64(database.nextSequence())
+            let update = session.updateTree
+            try session.tree.withUnsafeBytes { treeBytes in
+                update.bind(seq, at: 1)
+                update.bind(flags, at: 2)
+                update.bindNoCopy(blob: treeBytes, at: 3)
+                update.bind(rowid, at: 4)
+                defer { update.reset() }
+                _ = try update.step()
+            }
+        } else {
+            session.rev.removeAll(keepingCapacity: true)
+            winner.rev.write(into: &session.rev)
+            let seq = Int64(database.nextSequence())
+            let insert = session.insert
+            try session.tree.withUnsafeBytes { treeBytes in
+                try session.rev.withUnsafeBytes { revBytes in
+                    try winnerBody.withUnsafeBytes { bodyBytes in
                         insert.bind(w.id, at: 1)
                         insert.bind(seq, at: 2)
                         insert.bindNoCopy(text: revBytes, at: 3)
@@ -237,6 +253,29 @@ extension Collection {
         }
         session.changed.append(w.id)
         return .success(newRev)
+    }
+
+    /// Rewrites a document's row with a new winning revision (its body and the encoded tree in
+    /// `session.tree`).
+    private func updateRow(rowid: Int64, rev: RevID, flags: Int64, body: [UInt8], _ session: WriteSession) throws {
+        session.rev.removeAll(keepingCapacity: true)
+        rev.write(into: &session.rev)
+        let seq = Int64(database.nextSequence())
+        let update = session.updateAll
+        try session.tree.withUnsafeBytes { treeBytes in
+            try session.rev.withUnsafeBytes { revBytes in
+                try body.withUnsafeBytes { bodyBytes in
+                    update.bind(seq, at: 1)
+                    update.bindNoCopy(text: revBytes, at: 2)
+                    update.bind(flags, at: 3)
+                    update.bindNoCopy(text: bodyBytes, at: 4)
+                    update.bindNoCopy(blob: treeBytes, at: 5)
+                    update.bind(rowid, at: 6)
+                    defer { update.reset() }
+                    _ = try update.step()
+                }
+            }
+        }
     }
 
     /// Inserts a brand-new document with a single revision (body in `session.body`) unless the id exists.

@@ -28,6 +28,7 @@ package final class Connection {
     /// - Parameter readOnly: Open with `SQLITE_OPEN_READONLY` instead of `READWRITE | CREATE`.
     /// - Throws: ``SQLiteError`` if the file cannot be opened.
     package init(path: String, readOnly: Bool = false) throws {
+        Connection.configureLibrary()
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
@@ -47,6 +48,16 @@ package final class Connection {
     deinit {
         close()
     }
+
+    /// Process-wide SQLite settings, applied once before the first connection opens: memory-usage
+    /// statistics off (Settee never reads them, and they cost a global mutex per allocation).
+    /// Code that opens SQLite on its own in the same process (a benchmark's baseline) calls this first
+    /// so both run under the same settings.
+    package static func configureLibrary() {
+        _ = libraryConfigured
+    }
+
+    private static let libraryConfigured: Bool = csqlite_disable_memory_statistics() == SQLITE_OK
 
     /// Finalizes cached statements and closes the connection (`sqlite3_close_v2`). Idempotent.
     ///
