@@ -160,6 +160,40 @@ import SetteeCore
         #expect(diff[1].id == "zz")
     }
 
+    /// Replicated children of the current leaf extend the stored chain in place; a child of an older
+    /// revision branches (a conflict), and a history whose generations skip is refused — as in the general path.
+    @Test func replicatedRevisionsExtendTheChainOrBranch() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        try c.write(RevisionWrite(id: "r", body: obj(#"{"v":1}"#), mode: .replicated(history: [rev("1-aaa")])))
+        try c.write(RevisionWrite(id: "r", body: obj(#"{"v":2}"#), mode: .replicated(history: [rev("2-bbb"), rev("1-aaa")])))
+        try c.write(RevisionWrite(id: "r", body: obj(#"{"v":3}"#),
+                                  mode: .replicated(history: [rev("3-ccc"), rev("2-bbb"), rev("1-aaa")])))
+        var record = try #require(try c.record(id: "r", withTree: true))
+        #expect(record.revID == rev("3-ccc"))
+        #expect(try record.json() == obj(#"{"v":3}"#))
+        #expect(record.tree?.history(of: rev("3-ccc")) == [rev("3-ccc"), rev("2-bbb"), rev("1-aaa")])
+        #expect(!record.conflicted)
+
+        let skipping = try c.write([RevisionWrite(id: "r", body: [:], mode: .replicated(history: [rev("5-eee"), rev("3-ccc")]))])
+        #expect(throws: SetteeError.self) { try skipping[0].get() }
+        try c.write(RevisionWrite(id: "r", body: obj(#"{"v":"d"}"#),
+                                  mode: .replicated(history: [rev("3-ddd"), rev("2-bbb"), rev("1-aaa")])))
+        record = try #require(try c.record(id: "r", withTree: true))
+        #expect(record.revID == rev("3-ddd"))
+        #expect(record.conflicted)
+        #expect(record.tree?.conflicts == [rev("3-ccc")])
+        #expect(record.revision(rev("3-ccc")).map { String(decoding: $0.body, as: UTF8.self) } == #"{"v":3}"#)
+
+        // A replicated tombstone on a chain.
+        try c.write(RevisionWrite(id: "t", body: [:], mode: .replicated(history: [rev("1-a")])))
+        try c.write(RevisionWrite(id: "t", body: [:], deleted: true, mode: .replicated(history: [rev("2-b"), rev("1-a")])))
+        record = try #require(try c.record(id: "t", withTree: true))
+        #expect(record.deleted && record.revID == rev("2-b"))
+    }
+
     @Test func stemmingFollowsRevsLimit() throws {
         let dir = TempDir()
         let db = try dir.open()

@@ -118,11 +118,21 @@ extension Collection {
         var chainChild: RevID?  // the new revision when the fast path below computed it
         if try lookup.step() {
             rowid = lookup.int64(0)
-            if case .edit(let parent?) = w.mode {
-                // The common update: a document whose history is one chain ending at the given parent.
-                // Its encoded tree gets one node appended, without decoding it.
+            // The common updates: a document whose history is one chain ending at the new revision's parent
+            // (a local edit of the current revision, or a replicated child of it). The encoded tree gets one
+            // node appended, without decoding it.
+            var edge: (parent: RevID, child: RevID)?
+            switch w.mode {
+            case .edit(let parent?):
                 let child = session.nextRev(after: parent, deleted: w.deleted)
                 chainChild = child
+                edge = (parent, child)
+            case .replicated(let history) where history.count >= 2 && history.isConsecutive:
+                edge = (history[1], history[0])
+            default:
+                edge = nil
+            }
+            if let (parent, child) = edge {
                 session.tree.removeAll(keepingCapacity: true)
                 let appended = lookup.withTextBytes(1) { encoded in
                     RevTree.appendChild(toChain: encoded, parent: parent, child: child, deleted: w.deleted,
@@ -391,5 +401,14 @@ extension Array where Element == UInt8 {
             }
             return false
         }
+    }
+}
+
+extension Array where Element == RevID {
+    /// Whether the generations count down by one from the first (a replicated revision's history, newest first).
+    var isConsecutive: Bool {
+        guard let first else { return true }
+        for (k, rev) in enumerated() where rev.generation != first.generation - k { return false }
+        return true
     }
 }
