@@ -83,9 +83,13 @@ struct DatabaseRouteTests {
             #expect(r.json == ["ok": true])
             expectError(try await c.get("/db"), .notFound, "not_found", reason: "Database does not exist.")
             expectError(try await c.delete("/db"), .notFound, "not_found")
-            // Recreating gives an empty database.
+            // Recreating gives an empty database, and document routes use it (not the deleted one's collection).
             try await c.createDB("db")
             #expect(try await c.get("/db")["doc_count"] == 0)
+            expectError(try await c.get("/db/doc"), .notFound, "not_found")
+            _ = try await c.putDoc("/db/doc", #"{"again":true}"#)
+            #expect(try await c.get("/db/doc")["again"] == true)
+            #expect(try await c.get("/db")["doc_count"] == 1)
         }
     }
 

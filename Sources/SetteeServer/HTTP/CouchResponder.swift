@@ -147,8 +147,8 @@ struct Keyspace: Sendable {
 
     /// Opens the database and collection; a missing one is 404.
     func open(_ node: Node) throws -> (Database, SetteeStore.Collection) {
+        if scope == "_default" && collection == "_default" { return try node.defaultCollection(of: database) }
         let db = try node.database(database)
-        if scope == "_default" && collection == "_default" { return (db, try db.defaultCollection()) }
         guard let c = try db.collection(name: collection, scope: scope) else {
             throw CouchError(.notFound, "not_found", "Collection \(scope).\(collection) does not exist.")
         }

@@ -34,6 +34,9 @@ public final class Node: @unchecked Sendable {
 
     private let lock = NSLock()
     private var open: [String: Database] = [:]
+    /// The default collection of each open database (the plain `/{db}` keyspace, named by nearly every
+    /// request), kept beside it rather than made per request.
+    private var defaultCollections: [String: SetteeStore.Collection] = [:]
     private var securityObjects: [String: SecurityObject] = [:]
 
     public init(configuration: ServerConfiguration) throws {
@@ -79,6 +82,22 @@ public final class Node: @unchecked Sendable {
         return db
     }
 
+    /// An open database and its default collection. Throws `.notFound` if the database does not exist.
+    func defaultCollection(of name: String) throws -> (Database, SetteeStore.Collection) {
+        lock.lock()
+        if let db = open[name], let collection = defaultCollections[name] {
+            lock.unlock()
+            return (db, collection)
+        }
+        lock.unlock()
+        let db = try database(name)
+        let collection = try db.defaultCollection()
+        lock.lock()
+        if open[name] === db { defaultCollections[name] = collection }
+        lock.unlock()
+        return (db, collection)
+    }
+
     /// Creates a database. Throws `.fileExists` if it exists, `.illegalDatabaseName` for a bad name.
     @discardableResult
     public func createDatabase(_ name: String) throws -> Database {
@@ -101,6 +120,7 @@ public final class Node: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if let db = open.removeValue(forKey: name) { db.close() }
+        defaultCollections[name] = nil
         securityObjects[name] = nil
         try Database.delete(name: name, inDirectory: configuration.dataDirectory)
         metrics.openDatabases(open.count)
@@ -139,6 +159,7 @@ public final class Node: @unchecked Sendable {
         lock.lock()
         let dbs = Array(open.values)
         open.removeAll()
+        defaultCollections.removeAll()
         lock.unlock()
         for db in dbs { db.close() }
     }
