@@ -72,6 +72,10 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
+// Settee's process-wide SQLite settings, before any raw-SQLite baseline opens a database (they apply only
+// before SQLite initializes), so baselines and Settee run under the same settings.
+Connection.configureLibrary()
+
 let workDir = NSTemporaryDirectory() + "settee-bench-\(getpid())"
 try? FileManager.default.removeItem(atPath: workDir)
 try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)

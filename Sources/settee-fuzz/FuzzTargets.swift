@@ -152,7 +152,10 @@ extension FuzzTarget {
         for deleted in [false, true] {
             var fast: [UInt8] = []
             guard RevTree.appendChild(toChain: data, parent: last.rev, child: child, deleted: deleted, limit: 1000,
-                                      into: &fast) else { continue }
+                                      into: &fast) else {
+                guard fast.isEmpty else { violated(.revtree, "declined but wrote bytes") }
+                continue
+            }
             var general = tree
             do {
                 try general.addChild(child, of: last.rev, deleted: deleted, body: nil)
@@ -161,6 +164,10 @@ extension FuzzTarget {
             }
             guard let appended = try? RevTree(encoded: fast), appended == general else {
                 violated(.revtree, "appending to the chain differs from decode + addChild + encode")
+            }
+            // Bytes in the encoder's own form (minimal varints) must come out exactly as the encoder writes them.
+            if data.elementsEqual(tree.encoded()) && fast != general.encoded(omitBodyOf: child) {
+                violated(.revtree, "appending to canonical bytes differs from the encoder's bytes")
             }
         }
     }

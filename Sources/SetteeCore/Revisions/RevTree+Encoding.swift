@@ -90,7 +90,7 @@ extension RevTree {
     /// chain that would need stemming past `limit`, bytes that don't parse): use the general path then.
     public static func appendChild(toChain encoded: UnsafeRawBufferPointer, parent: RevID, child: RevID,
                                    deleted: Bool, limit: Int, into out: inout [UInt8]) -> Bool {
-        guard child.generation == parent.generation + 1 else { return false }
+        guard child.generation - 1 == parent.generation else { return false }  // (no overflow: generation ≥ 1)
         var reader = ByteReader(bytes: encoded)
         guard reader.byte() == 1, let count = reader.varint(), count >= 1, count < UInt64(max(1, limit)) else {
             return false

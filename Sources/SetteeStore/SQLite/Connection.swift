@@ -52,7 +52,8 @@ package final class Connection {
     /// Process-wide SQLite settings, applied once before the first connection opens: memory-usage
     /// statistics off (Settee never reads them, and they cost a global mutex per allocation).
     /// Code that opens SQLite on its own in the same process (a benchmark's baseline) calls this first
-    /// so both run under the same settings.
+    /// so both run under the same settings. If other code initialized SQLite before, the settings cannot
+    /// apply (`SQLITE_MISUSE`) and SQLite keeps its defaults: slower allocation, nothing else.
     package static func configureLibrary() {
         _ = libraryConfigured
     }
