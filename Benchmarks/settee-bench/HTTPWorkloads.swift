@@ -306,12 +306,31 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         let warm = try runPhase(warmup)
         try checkClients(warm, "http-get (warm-up)")
         var results: [ClientResult<Int>] = []
+        let pid = server!.process.processIdentifier
+        let cpuBefore = processCPUSeconds(pid)
         let t = try measure { results = try runPhase(timed) }
+        let cpuAfter = processCPUSeconds(pid)
         try checkClients(results, "http-get")
         let done = results.reduce(0) { $0 + ($1.items.first ?? 0) }
         guard done == getRequests else { throw HTTPBenchFailure(message: "http-get: \(done)/\(getRequests) requests succeeded") }
+        if let before = cpuBefore, let after = cpuAfter {
+            // Independent of how fast the host runs at the moment: what one GET costs the server in CPU.
+            info("http-get (diagnostic) server CPU per GET: \(String(format: "%.1f", (after - before) / Double(getRequests) * 1e6)) µs "
+                + "(user + system, \(String(format: "%.2f", (after - before) / t)) cores busy)")
+        }
         report(Figure(workload: "http-get", metric: "GET /db/id requests (\(clients) keep-alive connections, \(getRequests) requests)",
                       value: Double(getRequests) / t, baseline: nil, baselineName: nil, goal: 20_000))
+    }
+
+    /// A process's CPU time so far (user + system), from /proc on Linux; nil elsewhere.
+    func processCPUSeconds(_ pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name: state is field 3, utime 14, stime 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (user + system) / ticks
     }
 
     func checkClients<T>(_ results: [ClientResult<T>], _ what: String) throws {

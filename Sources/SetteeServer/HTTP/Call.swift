@@ -29,7 +29,7 @@ struct Call: Sendable {
 
     var method: HTTPRequest.Method { request.method }
 
-    func header(_ name: HTTPField.Name) -> String? { request.headers[name] }
+    func header(_ name: HTTPField.Name) -> String? { request.headers.value(of: name) }
 
     /// Reads the whole body up to the node's request limit (413 beyond it).
     mutating func bodyBytes() async throws -> [UInt8] {
@@ -98,4 +98,22 @@ func pointRead<T>(_ work: () throws -> T) throws -> T {
 @inline(__always)
 func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await Database.offload(work)
+}
+
+extension HTTPFields {
+    /// The field's value, as `self[name]` gives it (several fields of the name joined), without that subscript's
+    /// generic join in the usual case of none or one.
+    func value(of name: HTTPField.Name) -> String? {
+        var found: String?
+        for field in self where field.name == name {
+            if found != nil { return self[name] }
+            found = field.value
+        }
+        return found
+    }
+
+    /// Sets a field the response doesn't have yet (cheaper than the subscript setter, which replaces).
+    mutating func add(_ name: HTTPField.Name, _ value: String) {
+        if contains(name) { self[name] = value } else { append(HTTPField(name: name, value: value)) }
+    }
 }

@@ -44,9 +44,26 @@ struct CouchResponder: HTTPResponder {
     }
 
     /// Splits the raw path on `/` and percent-decodes each segment (so `%2F` stays inside a segment).
+    /// Scans the path's UTF-8 bytes once (a `Character`-wise split costs more than the rest of a point read's
+    /// routing); a segment without `%` is copied as is.
     static func segments(of path: String) -> [String] {
-        path.split(separator: "/", omittingEmptySubsequences: true).map { raw in
-            raw.utf8.contains(UInt8(ascii: "%")) ? (raw.removingPercentEncoding ?? String(raw)) : String(raw)
+        var path = path
+        return path.withUTF8 { bytes in
+            var result: [String] = []
+            var start = 0
+            var escaped = false
+            for i in 0...bytes.count {
+                let byte: UInt8 = i < bytes.count ? bytes[i] : UInt8(ascii: "/")
+                if byte == UInt8(ascii: "%") { escaped = true }
+                guard byte == UInt8(ascii: "/") else { continue }
+                if i > start {
+                    let raw = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    result.append(escaped ? (raw.removingPercentEncoding ?? raw) : raw)
+                }
+                start = i + 1
+                escaped = false
+            }
+            return result
         }
     }
 
@@ -129,6 +146,12 @@ struct Keyspace: Sendable {
     let collection: String
 
     init(_ segment: String) throws {
+        if !segment.utf8.contains(UInt8(ascii: ".")) {
+            // The plain `/{db}` (most requests).
+            (database, scope, collection) = (segment, "_default", "_default")
+            try Node.validateName(segment)
+            return
+        }
         let parts = segment.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         switch parts.count {
         case 1: (database, scope, collection) = (parts[0], "_default", "_default")

@@ -15,12 +15,14 @@ import Synchronization
 /// Hummingbird's `HTTP1Channel` hands every request part from the event loop to a per-connection task through
 /// `NIOAsyncChannel`'s buffered async sequences, every response part back the same way, and runs each part
 /// through four more channel handlers (HTTP-types conversion, connection state, pipelining, protocol errors);
-/// on a small machine that costs several times the request itself. Here NIO's HTTP/1.1 decoder and encoder are
-/// followed by one handler, ``HTTP1ConnectionHandler``, that assembles each request (head and body, up to the
-/// node's request limit) on the event loop and starts one task for it; the task runs ``CouchResponder`` (so
-/// SQLite is never touched on the event loop) and hands the complete response back in one hop — head, body and
-/// end written and flushed together. Streamed responses (`_changes` feeds) write through as they come, each
-/// write awaited, so a slow reader holds back its writer.
+/// on a small machine that costs several times the request itself. Here NIO's HTTP/1.1 decoder is followed by
+/// one handler, ``HTTP1ConnectionHandler``, that assembles each request (head and body, up to the node's request
+/// limit) on the event loop and starts one task for it; the task runs ``CouchResponder`` (so SQLite is never
+/// touched on the event loop), encodes the response's head itself (``ResponseEncoding``: status line, headers
+/// and framing straight into one buffer, no NIO `HTTPHeaders` or response encoder in between) and hands the
+/// complete response back in one hop — head and body written and flushed together. Streamed responses
+/// (`_changes` feeds) are chunk-framed by the task and write through as they come, each write awaited, so a slow
+/// reader holds back its writer.
 struct SetteeHTTP1Channel: ServerChildChannel {
     struct Value: ServerChildChannelValue {
         let channel: any Channel
@@ -33,9 +35,9 @@ struct SetteeHTTP1Channel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
-            // The decoder's limits are NIO's defaults (80 KiB of headers), as with Hummingbird's channel.
-            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false,
-                                                     withOutboundHeaderValidation: false)
+            // NIO's request decoder (its limits are NIO's defaults, 80 KiB of headers, as with Hummingbird's
+            // channel); responses are encoded by the request's task (``ResponseEncoding``), not by a NIO encoder.
+            try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
             let tasks = ConnectionTasks()
             try pipeline.addHandler(HTTP1ConnectionHandler(exchange: exchange, tasks: tasks, idleTimeout: idleTimeout))
             return Value(channel: channel, tasks: tasks)
@@ -90,13 +92,14 @@ final class ConnectionTasks: Sendable {
 /// - A request NIO's parser rejects gets a 400 and the connection closes (as NIO's `HTTPServerProtocolErrorHandler`).
 final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
 
     private enum State {
         case idle
         case reading(HTTPRequestHead, ByteBuffer?)
-        case responding(keepAlive: Bool)
+        /// `http10`: the request was HTTP/1.0 (a kept-alive response says `connection: keep-alive`).
+        case responding(keepAlive: Bool, http10: Bool)
         case closed
     }
 
@@ -165,7 +168,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             state = .reading(head, body)
         case (.end, .reading(let head, let body)):
             let keepAlive = head.isKeepAlive
-            state = .responding(keepAlive: keepAlive)
+            state = .responding(keepAlive: keepAlive, http10: head.version.minor == 0)
             start(head, body: body ?? ByteBuffer(), keepAlive: keepAlive, context: context)
         case (_, .closed):
             return
@@ -185,38 +188,50 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         }
         let exchange = self.exchange
         if clientAddress == nil { clientAddress = context.channel.remoteAddress?.ipAddress ?? "unknown" }
+        let framing = ResponseEncoding.RequestFraming(method: head.method, http11: head.version.minor >= 1)
         let writer = ChannelResponseWriter(connection: NIOLoopBound((self, context), eventLoop: context.eventLoop),
-                                           clientAddress: clientAddress!)
+                                           clientAddress: clientAddress!, framing: framing)
         tasks.start(Task { await exchange.serve(request, writer: writer) })
     }
 
-    /// Writes response parts (on the loop, from ``ChannelResponseWriter``); after the end, the connection reads
-    /// the next request or closes.
-    fileprivate func write(_ parts: [HTTPServerResponsePart], context: ChannelHandlerContext,
-                           promise: EventLoopPromise<Void>?) {
-        guard case .responding(let keepAlive) = state else {
+    /// Writes an encoded response, or the next part of one (on the loop, from ``ChannelResponseWriter``). The
+    /// head's header block arrives without its final CRLF: the connection ends it, with `connection: close` when
+    /// it will close after this response. After the end, the connection reads the next request or closes.
+    fileprivate func write(_ output: ResponseOutput, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        guard case .responding(let keepAlive, let http10) = state else {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        let ends: Bool = if case .end = parts.last { true } else { false }
-        let closes = ends && (!keepAlive || closeWhenDone)
-        for (i, var part) in parts.enumerated() {
-            if case .head(var head) = part, !keepAlive || closeWhenDone {
-                head.headers.replaceOrAdd(name: "connection", value: "close")
-                part = .head(head)
+        if output.mustClose { closeWhenDone = true }
+        let closes = output.ends && (!keepAlive || closeWhenDone)
+        var buffers = output.buffers
+        if var head = output.head {
+            if !keepAlive || closeWhenDone {
+                head.writeStaticString("Connection: close\r\n\r\n")
+            } else if http10 {
+                head.writeStaticString("Connection: keep-alive\r\n\r\n")
+            } else {
+                head.writeStaticString("\r\n")
             }
-            if i < parts.count - 1 {
-                context.write(wrapOutboundOut(part), promise: nil)
+            buffers.insert(head, at: 0)
+        }
+        if buffers.isEmpty {
+            // Nothing to send (the end of an unframed body): still complete the promise in order.
+            buffers.append(context.channel.allocator.buffer(capacity: 0))
+        }
+        for (i, buffer) in buffers.enumerated() {
+            if i < buffers.count - 1 {
+                context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
             } else if closes {
                 // Close once the response is on the wire, not before its last bytes left the send buffer.
-                let written = context.writeAndFlush(wrapOutboundOut(part))
+                let written = context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)))
                 if let promise { written.cascade(to: promise) }
                 written.whenComplete { _ in context.close(promise: nil) }
             } else {
-                context.writeAndFlush(wrapOutboundOut(part), promise: promise)
+                context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
             }
         }
-        guard ends else { return }
+        guard output.ends else { return }
         if closes {
             state = .closed
             return
@@ -238,9 +253,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         if case .responding = state { true } else { false }
     }
 
-    // Reads wait while a response is pending (backpressure for pipelined requests).
+    // Reads go on while a response is pending until a part of a next (pipelined) request is queued; then they
+    // wait for the response's end (backpressure). Holding every read while responding would make NIO drop and
+    // re-add the socket's read interest (two epoll_ctl calls) on each request of an ordinary keep-alive client.
     func read(context: ChannelHandlerContext) {
-        if isResponding {
+        if isResponding && !queued.isEmpty {
             readPending = true
         } else {
             context.read()
@@ -269,10 +286,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func writeBadRequest(_ context: ChannelHandlerContext) {
         state = .closed
-        let head = HTTPResponseHead(version: .http1_1, status: .badRequest,
-                                    headers: ["connection": "close", "content-length": "0"])
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        var response = context.channel.allocator.buffer(capacity: 80)
+        response.writeStaticString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(response))).whenComplete { _ in context.close(promise: nil) }
     }
 
     /// Starts the idle clock (no-op when it runs): the connection closes once `idleTimeout` passes without a
@@ -330,10 +346,13 @@ struct HTTPExchange: Sendable {
             logger.error("unhandled error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
             response = Response(status: .internalServerError)
         }
-        response.headers[.date] = dates.now()
-        response.headers[.server] = serverName
+        response.headers.add(.date, dates.now())
+        response.headers.add(.server, serverName)
         var writer = writer
-        writer.head = HTTPResponseHead(response.head)
+        if let length = response.body.contentLength, !response.headers.contains(.contentLength) {
+            response.headers.append(HTTPField(name: .contentLength, value: String(length)))
+        }
+        writer.encodeHead(response.head)
         // A body of known length (a buffer, almost always) can wait for its end; a feed must go out as it comes.
         writer.holdFirst = response.body.contentLength != nil
         do {
@@ -345,22 +364,47 @@ struct HTTPExchange: Sendable {
     }
 }
 
+/// What the request's task hands its connection: the encoded head (header block without its final CRLF), body
+/// buffers ready for the wire (chunk-framed when the response is chunked), and whether the response ends here.
+struct ResponseOutput {
+    var head: ByteBuffer?
+    var buffers: [ByteBuffer] = []
+    var ends = false
+    /// The connection must close after this response (an HTTP/1.0 body of unknown length, delimited by the close).
+    var mustClose = false
+}
+
 /// Writes a response from the request's task: a body of known length has its first buffer held back, so a body
-/// of one buffer goes out with its head and end in one hop to the event loop, not awaited (the connection reads
-/// its next request once the end is written); other writes — a streamed feed from its first line — go out as
-/// they come, each awaited.
+/// of one buffer goes out with its head in one hop to the event loop, not awaited (the connection reads its next
+/// request once the end is written); other writes — a streamed feed from its first line — go out as they come,
+/// each awaited.
 struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
     fileprivate let connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>
     let channel: any Channel
     let clientAddress: String
-    var head: HTTPResponseHead?
+    let framing: ResponseEncoding.RequestFraming
+    var head: ByteBuffer?
     var held: ByteBuffer?
     var holdFirst = true
+    /// How the body goes on the wire (decided when the head is encoded).
+    var body = ResponseEncoding.BodyFraming.none
+    var mustClose = false
 
-    fileprivate init(connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>, clientAddress: String) {
+    fileprivate init(connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>, clientAddress: String,
+                     framing: ResponseEncoding.RequestFraming) {
         self.connection = connection
         self.channel = connection.value.1.channel
         self.clientAddress = clientAddress
+        self.framing = framing
+    }
+
+    /// Encodes the response's status line and headers, and decides the body's framing.
+    mutating func encodeHead(_ response: HTTPResponse) {
+        var buffer = channel.allocator.buffer(capacity: 256)
+        let encoded = ResponseEncoding.head(response, request: framing, into: &buffer)
+        head = buffer
+        body = encoded.body
+        mustClose = encoded.mustClose
     }
 
     mutating func write(_ buffer: ByteBuffer) async throws {
@@ -368,34 +412,144 @@ struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
             held = buffer
             return
         }
-        var parts = takeStart()
-        parts.append(.body(.byteBuffer(buffer)))
+        var output = takeStart()
+        frame(buffer, into: &output.buffers)
         let promise = channel.eventLoop.makePromise(of: Void.self)
-        send(parts, promise: promise)
+        send(output, promise: promise)
         try await promise.futureResult.get()
     }
 
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-        var parts = takeStart()
-        parts.append(.end(trailingHeaders.map(HTTPHeaders.init)))
-        send(parts, promise: nil)
+        var output = takeStart()
+        if body == .chunked {
+            var last = channel.allocator.buffer(capacity: 8)
+            last.writeStaticString("0\r\n")
+            if let trailingHeaders { ResponseEncoding.writeFields(trailingHeaders, into: &last) }
+            last.writeStaticString("\r\n")
+            output.buffers.append(last)
+        }
+        output.ends = true
+        send(output, promise: nil)
     }
 
     /// The head and the held first buffer, if not written yet.
-    private mutating func takeStart() -> [HTTPServerResponsePart] {
-        var parts: [HTTPServerResponsePart] = []
-        if let head { parts.append(.head(head)) }
-        if let held { parts.append(.body(.byteBuffer(held))) }
+    private mutating func takeStart() -> ResponseOutput {
+        var output = ResponseOutput(head: head, mustClose: head != nil && mustClose)
+        if let held { frame(held, into: &output.buffers) }
         head = nil
         held = nil
-        return parts
+        return output
     }
 
-    private func send(_ parts: [HTTPServerResponsePart], promise: EventLoopPromise<Void>?) {
+    /// A body buffer as it goes on the wire: as is, inside a chunk, or nothing (HEAD, 204, 304).
+    private func frame(_ buffer: ByteBuffer, into buffers: inout [ByteBuffer]) {
+        switch body {
+        case .none:
+            return
+        case .raw:
+            buffers.append(buffer)
+        case .chunked:
+            // An empty chunk would end the body: skip it.
+            guard buffer.readableBytes > 0 else { return }
+            var size = channel.allocator.buffer(capacity: 12)
+            ResponseEncoding.writeHex(buffer.readableBytes, into: &size)
+            size.writeStaticString("\r\n")
+            buffers.append(size)
+            buffers.append(buffer)
+            buffers.append(ResponseEncoding.crlf)
+        }
+    }
+
+    private func send(_ output: ResponseOutput, promise: EventLoopPromise<Void>?) {
         let connection = self.connection
         channel.eventLoop.execute {
             let (handler, context) = connection.value
-            handler.write(parts, context: context, promise: promise)
+            handler.write(output, context: context, promise: promise)
+        }
+    }
+}
+
+/// HTTP/1.1 response heads, encoded straight into a buffer with NIO's framing rules: no body for 1xx, 204 and 304
+/// (their `content-length`/`transfer-encoding` removed) nor for a HEAD request (its headers kept, as a GET would
+/// have them); a declared `content-length` sends the body as is; otherwise an HTTP/1.1 request gets
+/// `transfer-encoding: chunked` and an HTTP/1.0 one an unframed body ended by closing the connection. The
+/// `connection` header belongs to the connection (``HTTP1ConnectionHandler``), which ends the header block.
+enum ResponseEncoding {
+    struct RequestFraming: Sendable {
+        let isHead: Bool
+        let http11: Bool
+
+        init(method: HTTPMethod, http11: Bool) {
+            self.isHead = method == .HEAD
+            self.http11 = http11
+        }
+    }
+
+    enum BodyFraming: Sendable {
+        /// No body bytes go on the wire.
+        case none
+        /// Bytes as they are (a declared length, or HTTP/1.0 ended by the close).
+        case raw
+        case chunked
+    }
+
+    static let crlf: ByteBuffer = {
+        var b = ByteBuffer()
+        b.writeStaticString("\r\n")
+        return b
+    }()
+
+    /// Writes the status line and header fields (without the blank line that ends them).
+    static func head(_ response: HTTPResponse, request: RequestFraming, into buffer: inout ByteBuffer)
+        -> (body: BodyFraming, mustClose: Bool) {
+        let code = response.status.code
+        buffer.writeStaticString("HTTP/1.1 ")
+        buffer.writeString(String(code))
+        buffer.writeInteger(UInt8(ascii: " "))
+        buffer.writeString(response.status.reasonPhrase)
+        buffer.writeStaticString("\r\n")
+        let statusAllowsBody = !((100..<200).contains(code) || code == 204 || code == 304)
+        var hasLength = false
+        for field in response.headerFields {
+            switch field.name {
+            case .connection, .transferEncoding:
+                continue
+            case .contentLength:
+                guard statusAllowsBody else { continue }
+                hasLength = true
+                writeField(field, into: &buffer)
+            default:
+                writeField(field, into: &buffer)
+            }
+        }
+        let chunked = statusAllowsBody && !hasLength && request.http11
+        if chunked { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }
+        if request.isHead || !statusAllowsBody { return (.none, false) }
+        if hasLength { return (.raw, false) }
+        return chunked ? (.chunked, false) : (.raw, true)
+    }
+
+    /// Header fields as `name: value` lines (also the trailer of a chunked body).
+    static func writeFields(_ fields: HTTPFields, into buffer: inout ByteBuffer) {
+        for field in fields { writeField(field, into: &buffer) }
+    }
+
+    @inline(__always)
+    private static func writeField(_ field: HTTPField, into buffer: inout ByteBuffer) {
+        buffer.writeString(field.name.rawName)
+        buffer.writeStaticString(": ")
+        buffer.writeString(field.value)
+        buffer.writeStaticString("\r\n")
+    }
+
+    static func writeHex(_ n: Int, into buffer: inout ByteBuffer) {
+        precondition(n >= 0)
+        var shift = 60
+        while shift > 0 && (n >> shift) & 0xf == 0 { shift -= 4 }
+        while shift >= 0 {
+            let digit = UInt8((n >> shift) & 0xf)
+            buffer.writeInteger(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+            shift -= 4
         }
     }
 }

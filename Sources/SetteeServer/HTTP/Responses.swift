@@ -19,8 +19,8 @@ enum Reply {
     static func raw(_ status: HTTPResponse.Status, _ bytes: [UInt8], contentType: String = "application/json",
                     headers extra: HTTPFields = [:]) -> Response {
         var headers = extra
-        headers[.contentType] = contentType
-        headers[.cacheControl] = "must-revalidate"
+        headers.add(.contentType, contentType)
+        headers.add(.cacheControl, "must-revalidate")
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
@@ -28,8 +28,8 @@ enum Reply {
     /// written straight into the response buffer.
     static func rawLine(_ status: HTTPResponse.Status, _ bytes: [UInt8], headers extra: HTTPFields = [:]) -> Response {
         var headers = extra
-        headers[.contentType] = "application/json"
-        headers[.cacheControl] = "must-revalidate"
+        headers.add(.contentType, "application/json")
+        headers.add(.cacheControl, "must-revalidate")
         var buffer = ByteBuffer()
         buffer.reserveCapacity(bytes.count + 1)
         buffer.writeBytes(bytes)
