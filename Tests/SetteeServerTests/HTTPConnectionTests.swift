@@ -91,6 +91,59 @@ import Testing
         }
     }
 
+    /// Responses are framed for the request: HEAD and 304 carry headers but no body bytes (the next response on
+    /// the connection parses cleanly), a feed of unknown length is chunked for HTTP/1.1 and, for HTTP/1.0, sent
+    /// unframed and ended by closing the connection; an HTTP/1.0 keep-alive response says so.
+    @Test func responseFramingFollowsTheRequest() async throws {
+        try await offThePool {
+            let (dir, server, conn) = try Self.nodeWithDatabase()
+            defer { server.stop(); _ = dir }
+            try conn.send(Self.request("PUT", "/db/a", body: #"{"n":1}"#))
+            #expect(try conn.readResponse()?.status == 201)
+            try conn.send(Self.request("GET", "/db/a"))
+            let get = try #require(try conn.readResponse())
+            #expect(get.status == 200 && Self.id(get.body) == "a")
+
+            try conn.send(Self.request("HEAD", "/db/a"))
+            let head = try #require(try conn.readResponse(expectBody: false))
+            #expect(head.status == 200)
+            #expect(head.headers["content-length"] == String(get.body.count))
+            let etag = try #require(head.headers["etag"])
+            try conn.send(Self.request("GET", "/db/a", headers: ["If-None-Match: \(etag)"]))
+            let notModified = try #require(try conn.readResponse())
+            #expect(notModified.status == 304 && notModified.headers["etag"] == etag)
+            #expect(notModified.headers["content-length"] == nil && notModified.headers["transfer-encoding"] == nil)
+            // No stray body bytes after the HEAD or the 304: the next response is the document again.
+            try conn.send(Self.request("GET", "/db/a"))
+            let again = try #require(try conn.readResponse())
+            #expect(again.status == 200 && again.body == get.body)
+
+            try conn.send(Self.request("GET", "/db/_changes?feed=continuous&since=0&timeout=200"))
+            let chunked = try #require(try conn.readResponse())
+            #expect(chunked.status == 200 && chunked.headers["transfer-encoding"] == "chunked")
+            #expect(String(decoding: chunked.body, as: UTF8.self).contains(#""last_seq":"#))
+
+            let old = try RawHTTPConnection(port: server.port)
+            try old.send(Array("GET /db/_changes?feed=continuous&since=0&timeout=200 HTTP/1.0\r\n\r\n".utf8))
+            let raw = String(decoding: try old.readUntilClosed(), as: UTF8.self)
+            let parts = raw.components(separatedBy: "\r\n\r\n")
+            let oldHead = parts[0].lowercased()
+            #expect(oldHead.hasPrefix("http/1.1 200"))
+            #expect(!oldHead.contains("transfer-encoding") && oldHead.contains("connection: close"))
+            let lines = parts.dropFirst().joined(separator: "\r\n\r\n").split(separator: "\n")
+            #expect(lines.count == 2 && lines.allSatisfy { (try? JSON.parse(Array($0.utf8))) != nil })
+            #expect(lines.last?.contains(#""last_seq":"#) == true)
+
+            let kept = try RawHTTPConnection(port: server.port)
+            for _ in 0..<2 {
+                try kept.send(Array("GET /db/a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".utf8))
+                let response = try #require(try kept.readResponse())
+                #expect(response.status == 200 && response.body == get.body)
+                #expect(response.headers["connection"]?.lowercased() == "keep-alive")
+            }
+        }
+    }
+
     /// A client that half-closes after its request still gets the response, then the connection closes.
     @Test func halfClosedClientGetsItsResponse() async throws {
         try await offThePool {

@@ -55,6 +55,15 @@ final class RawHTTPConnection {
         return buffer.isEmpty && recv(fd, &byte, 1, 0) == 0
     }
 
+    /// Everything the server sends until it closes the connection (a body delimited by the close).
+    func readUntilClosed(within seconds: Int = 10) throws -> [UInt8] {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while try fill() {}
+        defer { buffer = [] }
+        return buffer
+    }
+
     private func fill() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
