@@ -68,6 +68,13 @@ struct SetteeHTTP1Channel: ServerChildChannel {
 /// went away, or a feed cut at shutdown), awaited by the connection before the server finishes.
 final class ConnectionTasks: Sendable {
     private let task = Mutex<Task<Void, Never>?>(nil)
+    private let closingFlag = Atomic<Bool>(false)
+
+    /// Set by the connection when it will close after the pending response (graceful shutdown, the client's
+    /// half-close), so the response's head can say `Connection: close`.
+    var closing: Bool { closingFlag.load(ordering: .relaxed) }
+
+    func markClosing() { closingFlag.store(true, ordering: .relaxed) }
 
     var current: Task<Void, Never>? { task.withLock { $0 } }
 
@@ -98,8 +105,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     private enum State {
         case idle
         case reading(HTTPRequestHead, ByteBuffer?)
-        /// `http10`: the request was HTTP/1.0 (a kept-alive response says `connection: keep-alive`).
-        case responding(keepAlive: Bool, http10: Bool)
+        case responding(keepAlive: Bool)
         case closed
     }
 
@@ -168,7 +174,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             state = .reading(head, body)
         case (.end, .reading(let head, let body)):
             let keepAlive = head.isKeepAlive
-            state = .responding(keepAlive: keepAlive, http10: head.version.minor == 0)
+            state = .responding(keepAlive: keepAlive)
             start(head, body: body ?? ByteBuffer(), keepAlive: keepAlive, context: context)
         case (_, .closed):
             return
@@ -188,48 +194,37 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         }
         let exchange = self.exchange
         if clientAddress == nil { clientAddress = context.channel.remoteAddress?.ipAddress ?? "unknown" }
-        let framing = ResponseEncoding.RequestFraming(method: head.method, http11: head.version.minor >= 1)
+        let framing = ResponseEncoding.RequestFraming(method: head.method, http11: head.version.minor >= 1,
+                                                      keepAlive: keepAlive)
         let writer = ChannelResponseWriter(connection: NIOLoopBound((self, context), eventLoop: context.eventLoop),
-                                           clientAddress: clientAddress!, framing: framing)
+                                           tasks: tasks, clientAddress: clientAddress!, framing: framing)
         tasks.start(Task { await exchange.serve(request, writer: writer) })
     }
 
-    /// Writes an encoded response, or the next part of one (on the loop, from ``ChannelResponseWriter``). The
-    /// head's header block arrives without its final CRLF: the connection ends it, with `connection: close` when
-    /// it will close after this response. After the end, the connection reads the next request or closes.
+    /// Writes an encoded response, or the next part of one (on the loop, from ``ChannelResponseWriter``). After
+    /// the end, the connection reads the next request or closes (after the response if its head said so, the
+    /// request wasn't keep-alive, or the connection was told to close meanwhile).
     fileprivate func write(_ output: ResponseOutput, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
-        guard case .responding(let keepAlive, let http10) = state else {
+        guard case .responding(let keepAlive) = state else {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        if output.mustClose { closeWhenDone = true }
+        if output.closes { closeWhenDone = true }
         let closes = output.ends && (!keepAlive || closeWhenDone)
-        var buffers = output.buffers
-        if var head = output.head {
-            if !keepAlive || closeWhenDone {
-                head.writeStaticString("Connection: close\r\n\r\n")
-            } else if http10 {
-                head.writeStaticString("Connection: keep-alive\r\n\r\n")
-            } else {
-                head.writeStaticString("\r\n")
-            }
-            buffers.insert(head, at: 0)
-        }
-        if buffers.isEmpty {
+        let count = (output.first == nil ? 0 : 1) + output.more.count
+        if count == 0 {
             // Nothing to send (the end of an unframed body): still complete the promise in order.
-            buffers.append(context.channel.allocator.buffer(capacity: 0))
+            send(context.channel.allocator.buffer(capacity: 0), last: true, closes: closes, context: context,
+                 promise: promise)
         }
-        for (i, buffer) in buffers.enumerated() {
-            if i < buffers.count - 1 {
-                context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
-            } else if closes {
-                // Close once the response is on the wire, not before its last bytes left the send buffer.
-                let written = context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)))
-                if let promise { written.cascade(to: promise) }
-                written.whenComplete { _ in context.close(promise: nil) }
-            } else {
-                context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
-            }
+        var sent = 0
+        if let first = output.first {
+            sent += 1
+            send(first, last: sent == count, closes: closes, context: context, promise: promise)
+        }
+        for buffer in output.more {
+            sent += 1
+            send(buffer, last: sent == count, closes: closes, context: context, promise: promise)
         }
         guard output.ends else { return }
         if closes {
@@ -246,6 +241,20 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         if readPending {
             readPending = false
             context.read()
+        }
+    }
+
+    private func send(_ buffer: ByteBuffer, last: Bool, closes: Bool, context: ChannelHandlerContext,
+                      promise: EventLoopPromise<Void>?) {
+        if !last {
+            context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
+        } else if closes {
+            // Close once the response is on the wire, not before its last bytes left the send buffer.
+            let written = context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)))
+            if let promise { written.cascade(to: promise) }
+            written.whenComplete { _ in context.close(promise: nil) }
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
         }
     }
 
@@ -269,6 +278,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         case is ChannelShouldQuiesceEvent, ChannelEvent.inputClosed:
             // Shutdown (feeds end by the node's ShutdownNotice) or the client's half-close: close when idle.
             closeWhenDone = true
+            tasks.markClosing()
             if !isResponding { state = .closed; context.close(promise: nil) }
         default:
             context.fireUserInboundEventTriggered(event)
@@ -364,25 +374,28 @@ struct HTTPExchange: Sendable {
     }
 }
 
-/// What the request's task hands its connection: the encoded head (header block without its final CRLF), body
-/// buffers ready for the wire (chunk-framed when the response is chunked), and whether the response ends here.
+/// What the request's task hands its connection: buffers ready for the wire — the first holds the whole head and,
+/// for a response of known length, its body too — and whether the response ends here.
 struct ResponseOutput {
-    var head: ByteBuffer?
-    var buffers: [ByteBuffer] = []
+    var first: ByteBuffer?
+    /// Further buffers (a large body, chunk framing); empty for an ordinary response.
+    var more: [ByteBuffer] = []
     var ends = false
-    /// The connection must close after this response (an HTTP/1.0 body of unknown length, delimited by the close).
-    var mustClose = false
+    /// The head said `Connection: close`: the connection closes after this response.
+    var closes = false
 }
 
 /// Writes a response from the request's task: a body of known length has its first buffer held back, so a body
-/// of one buffer goes out with its head in one hop to the event loop, not awaited (the connection reads its next
-/// request once the end is written); other writes — a streamed feed from its first line — go out as they come,
-/// each awaited.
+/// of one buffer goes out in the same buffer as its head, in one hop to the event loop, not awaited (the
+/// connection reads its next request once the end is written); other writes — a streamed feed from its first
+/// line — go out as they come, each awaited.
 struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
     fileprivate let connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>
     let channel: any Channel
+    let tasks: ConnectionTasks
     let clientAddress: String
     let framing: ResponseEncoding.RequestFraming
+    /// The encoded status line and header fields, until they are sent.
     var head: ByteBuffer?
     var held: ByteBuffer?
     var holdFirst = true
@@ -390,17 +403,21 @@ struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
     var body = ResponseEncoding.BodyFraming.none
     var mustClose = false
 
-    fileprivate init(connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>, clientAddress: String,
-                     framing: ResponseEncoding.RequestFraming) {
+    /// A body up to this size is copied into the head's buffer (one buffer, one iovec); a larger one follows it.
+    static let inlineBodyLimit = 16 * 1024
+
+    fileprivate init(connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>, tasks: ConnectionTasks,
+                     clientAddress: String, framing: ResponseEncoding.RequestFraming) {
         self.connection = connection
         self.channel = connection.value.1.channel
+        self.tasks = tasks
         self.clientAddress = clientAddress
         self.framing = framing
     }
 
     /// Encodes the response's status line and headers, and decides the body's framing.
     mutating func encodeHead(_ response: HTTPResponse) {
-        var buffer = channel.allocator.buffer(capacity: 256)
+        var buffer = channel.allocator.buffer(capacity: 512)
         let encoded = ResponseEncoding.head(response, request: framing, into: &buffer)
         head = buffer
         body = encoded.body
@@ -413,7 +430,7 @@ struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
             return
         }
         var output = takeStart()
-        frame(buffer, into: &output.buffers)
+        frame(buffer, into: &output)
         let promise = channel.eventLoop.makePromise(of: Void.self)
         send(output, promise: promise)
         try await promise.futureResult.get()
@@ -426,37 +443,54 @@ struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
             last.writeStaticString("0\r\n")
             if let trailingHeaders { ResponseEncoding.writeFields(trailingHeaders, into: &last) }
             last.writeStaticString("\r\n")
-            output.buffers.append(last)
+            output.append(last)
         }
         output.ends = true
         send(output, promise: nil)
     }
 
-    /// The head and the held first buffer, if not written yet.
+    /// The head, ended here, and the held first buffer, if not sent yet.
     private mutating func takeStart() -> ResponseOutput {
-        var output = ResponseOutput(head: head, mustClose: head != nil && mustClose)
-        if let held { frame(held, into: &output.buffers) }
+        var output = ResponseOutput()
+        guard var start = head else { return output }
+        // The connection closes after this response if the request asked, the body is delimited by the close, or
+        // the connection is shutting down (if that happens only after this, it still closes after the response).
+        let closes = !framing.keepAlive || mustClose || tasks.closing
+        if closes {
+            start.writeStaticString("Connection: close\r\n\r\n")
+        } else if !framing.http11 {
+            start.writeStaticString("Connection: keep-alive\r\n\r\n")
+        } else {
+            start.writeStaticString("\r\n")
+        }
+        output.closes = closes
+        if var held, body == .raw, held.readableBytes <= Self.inlineBodyLimit {
+            start.writeBuffer(&held)
+            self.held = nil
+        }
+        output.first = start
+        if let held { frame(held, into: &output) }
         head = nil
         held = nil
         return output
     }
 
     /// A body buffer as it goes on the wire: as is, inside a chunk, or nothing (HEAD, 204, 304).
-    private func frame(_ buffer: ByteBuffer, into buffers: inout [ByteBuffer]) {
+    private func frame(_ buffer: ByteBuffer, into output: inout ResponseOutput) {
         switch body {
         case .none:
             return
         case .raw:
-            buffers.append(buffer)
+            output.append(buffer)
         case .chunked:
             // An empty chunk would end the body: skip it.
             guard buffer.readableBytes > 0 else { return }
             var size = channel.allocator.buffer(capacity: 12)
             ResponseEncoding.writeHex(buffer.readableBytes, into: &size)
             size.writeStaticString("\r\n")
-            buffers.append(size)
-            buffers.append(buffer)
-            buffers.append(ResponseEncoding.crlf)
+            output.append(size)
+            output.append(buffer)
+            output.append(ResponseEncoding.crlf)
         }
     }
 
@@ -469,19 +503,27 @@ struct ChannelResponseWriter: ResponseBodyWriter, Sendable {
     }
 }
 
+extension ResponseOutput {
+    mutating func append(_ buffer: ByteBuffer) {
+        if first == nil { first = buffer } else { more.append(buffer) }
+    }
+}
+
 /// HTTP/1.1 response heads, encoded straight into a buffer with NIO's framing rules: no body for 1xx, 204 and 304
 /// (their `content-length`/`transfer-encoding` removed) nor for a HEAD request (its headers kept, as a GET would
 /// have them); a declared `content-length` sends the body as is; otherwise an HTTP/1.1 request gets
 /// `transfer-encoding: chunked` and an HTTP/1.0 one an unframed body ended by closing the connection. The
-/// `connection` header belongs to the connection (``HTTP1ConnectionHandler``), which ends the header block.
+/// `connection` header is the writer's (``ChannelResponseWriter``), which ends the header block with it.
 enum ResponseEncoding {
     struct RequestFraming: Sendable {
         let isHead: Bool
         let http11: Bool
+        let keepAlive: Bool
 
-        init(method: HTTPMethod, http11: Bool) {
+        init(method: HTTPMethod, http11: Bool, keepAlive: Bool) {
             self.isHead = method == .HEAD
             self.http11 = http11
+            self.keepAlive = keepAlive
         }
     }
 
