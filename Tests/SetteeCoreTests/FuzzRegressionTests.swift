@@ -82,4 +82,20 @@ import SetteeCore
         #expect(!appended && out.isEmpty)
         #expect(throws: SetteeError.self) { try RevTree(encoded: bytes) }
     }
+
+    /// A one-node chain at generation Int.max − 1: appending a child at Int.max wrote bytes the decoder refuses
+    /// (it takes generations below Int.max), so the append must decline. (Revision ids from requests stop at 18
+    /// digits, far below; only stored bytes could carry such a generation.)
+    @Test func anAppendTheDecoderWouldRefuseIsDeclined() throws {
+        let bytes: [UInt8] = [1, 1, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 1, 9, 0, 0]
+        let tree = try RevTree(encoded: bytes)
+        let leaf = try #require(tree.nodes.last?.rev)
+        #expect(leaf.generation == Int.max - 1)
+        var out: [UInt8] = []
+        let appended = bytes.withUnsafeBytes {
+            RevTree.appendChild(toChain: $0, parent: leaf, child: RevID(generation: Int.max, digest: "fuzz"),
+                                deleted: false, limit: 1000, into: &out)
+        }
+        #expect(!appended && out.isEmpty)
+    }
 }

@@ -90,7 +90,8 @@ extension RevTree {
     /// chain that would need stemming past `limit`, bytes that don't parse): use the general path then.
     public static func appendChild(toChain encoded: UnsafeRawBufferPointer, parent: RevID, child: RevID,
                                    deleted: Bool, limit: Int, into out: inout [UInt8]) -> Bool {
-        guard child.generation - 1 == parent.generation else { return false }  // (no overflow: generation ≥ 1)
+        // (No overflow: generation ≥ 1.) A child at Int.max would encode a generation the decoder refuses.
+        guard child.generation - 1 == parent.generation, child.generation < Int.max else { return false }
         var reader = ByteReader(bytes: encoded)
         guard reader.byte() == 1, let count = reader.varint(), count >= 1, count < UInt64(max(1, limit)) else {
             return false
