@@ -112,7 +112,8 @@ extension HTTPFields {
         return found
     }
 
-    /// Sets a field the response doesn't have yet (cheaper than the subscript setter, which replaces).
+    /// Sets a field, as the subscript setter does: appended when absent (the common case, without the setter's
+    /// search-and-replace), replaced when present.
     mutating func add(_ name: HTTPField.Name, _ value: String) {
         if contains(name) { self[name] = value } else { append(HTTPField(name: name, value: value)) }
     }

@@ -44,6 +44,7 @@ struct CouchResponder: HTTPResponder {
     }
 
     /// Splits the raw path on `/` and percent-decodes each segment (so `%2F` stays inside a segment).
+    ///
     /// Scans the path's UTF-8 bytes once (a `Character`-wise split costs more than the rest of a point read's
     /// routing); a segment without `%` is copied as is.
     static func segments(of path: String) -> [String] {
@@ -146,13 +147,9 @@ struct Keyspace: Sendable {
     let collection: String
 
     init(_ segment: String) throws {
-        if !segment.utf8.contains(UInt8(ascii: ".")) {
-            // The plain `/{db}` (most requests).
-            (database, scope, collection) = (segment, "_default", "_default")
-            try Node.validateName(segment)
-            return
-        }
-        let parts = segment.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        // The plain `/{db}` (most requests) without splitting.
+        let parts = segment.utf8.contains(UInt8(ascii: "."))
+            ? segment.split(separator: ".", omittingEmptySubsequences: false).map(String.init) : [segment]
         switch parts.count {
         case 1: (database, scope, collection) = (parts[0], "_default", "_default")
         case 2: (database, scope, collection) = (parts[0], "_default", parts[1])

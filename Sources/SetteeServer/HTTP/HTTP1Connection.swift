@@ -359,9 +359,7 @@ struct HTTPExchange: Sendable {
         response.headers.add(.date, dates.now())
         response.headers.add(.server, serverName)
         var writer = writer
-        if let length = response.body.contentLength, !response.headers.contains(.contentLength) {
-            response.headers.append(HTTPField(name: .contentLength, value: String(length)))
-        }
+        // (Hummingbird's `Response` keeps `Content-Length` in step with a body of known length.)
         writer.encodeHead(response.head)
         // A body of known length (a buffer, almost always) can wait for its end; a feed must go out as it comes.
         writer.holdFirst = response.body.contentLength != nil
