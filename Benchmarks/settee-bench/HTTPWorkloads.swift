@@ -308,8 +308,10 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         var results: [ClientResult<Int>] = []
         let pid = server!.process.processIdentifier
         let cpuBefore = processCPUSeconds(pid)
+        let clientBefore = processCPUSeconds(getpid())
         let t = try measure { results = try runPhase(timed) }
         let cpuAfter = processCPUSeconds(pid)
+        let clientAfter = processCPUSeconds(getpid())
         try checkClients(results, "http-get")
         let done = results.reduce(0) { $0 + ($1.items.first ?? 0) }
         guard done == getRequests else { throw HTTPBenchFailure(message: "http-get: \(done)/\(getRequests) requests succeeded") }
@@ -317,6 +319,11 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
             // Independent of how fast the host runs at the moment: what one GET costs the server in CPU.
             info("http-get (diagnostic) server CPU per GET: \(String(format: "%.1f", (after - before) / Double(getRequests) * 1e6)) µs "
                 + "(user + system, \(String(format: "%.2f", (after - before) / t)) cores busy)")
+        }
+        if let before = clientBefore, let after = clientAfter {
+            // The load generator's share of the machine (the server and it share the cores).
+            info("http-get (diagnostic) client CPU per GET: \(String(format: "%.1f", (after - before) / Double(getRequests) * 1e6)) µs "
+                + "(\(String(format: "%.2f", (after - before) / t)) cores busy)")
         }
         report(Figure(workload: "http-get", metric: "GET /db/id requests (\(clients) keep-alive connections, \(getRequests) requests)",
                       value: Double(getRequests) / t, baseline: nil, baselineName: nil, goal: 20_000))
