@@ -187,7 +187,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func start(_ head: HTTPRequestHead, body: ByteBuffer, keepAlive: Bool, context: ChannelHandlerContext) {
         let request: Request
         do {
-            request = Request(head: try HTTPRequest(head, secure: false, splitCookie: true), body: RequestBody(buffer: body))
+            request = Request(head: try Self.httpRequest(head), body: RequestBody(buffer: body))
         } catch {
             writeBadRequest(context)
             return
@@ -199,6 +199,21 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         let writer = ChannelResponseWriter(connection: NIOLoopBound((self, context), eventLoop: context.eventLoop),
                                            tasks: tasks, clientAddress: clientAddress!, framing: framing)
         tasks.start(Task { await exchange.serve(request, writer: writer) })
+    }
+
+    /// The request head as HTTP types, as `HTTPRequest(head, secure: false, splitCookie: true)` makes it. A target
+    /// in origin form (`/path?query`, what clients send to a server that is not a proxy) is the request's path as
+    /// is — that conversion parses every target with `URLComponents` only to find the path of an absolute-form one
+    /// (`http://host/path`), which is left to it.
+    static func httpRequest(_ head: HTTPRequestHead) throws -> HTTPRequest {
+        guard head.uri.utf8.first == UInt8(ascii: "/") else { return try HTTPRequest(head, secure: false, splitCookie: true) }
+        var authority: String?
+        for field in head.headers where field.name.utf8.count == 4 && field.name.lowercased() == "host" {
+            authority = field.value
+            break
+        }
+        return HTTPRequest(method: try HTTPRequest.Method(head.method), scheme: "http", authority: authority,
+                           path: head.uri, headerFields: HTTPFields(head.headers, splitCookie: true))
     }
 
     /// Writes an encoded response, or the next part of one (on the loop, from ``ChannelResponseWriter``). After
