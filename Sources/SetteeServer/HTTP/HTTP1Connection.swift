@@ -207,12 +207,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// (`http://host/path`), which is left to it.
     static func httpRequest(_ head: HTTPRequestHead) throws -> HTTPRequest {
         guard head.uri.utf8.first == UInt8(ascii: "/") else { return try HTTPRequest(head, secure: false, splitCookie: true) }
-        var authority: String?
-        for field in head.headers where field.name.utf8.count == 4 && field.name.lowercased() == "host" {
-            authority = field.value
-            break
-        }
-        return HTTPRequest(method: try HTTPRequest.Method(head.method), scheme: "http", authority: authority,
+        return HTTPRequest(method: try HTTPRequest.Method(head.method), scheme: "http",
+                           authority: head.headers.first(name: "Host"),
                            path: head.uri, headerFields: HTTPFields(head.headers, splitCookie: true))
     }
 

@@ -37,11 +37,11 @@ enum Reply {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
     }
 
-    /// `extra` with room for the fields a response gets — content type, cache control, perhaps an ETag, and on the
-    /// way out content length, date and server — so that adding them doesn't regrow the field array three times.
+    /// `extra` with room for the fields every response gets — content type, cache control, and on the way out
+    /// content length, date and server — so that adding them doesn't regrow the field array three times.
     private static func fields(_ extra: HTTPFields) -> HTTPFields {
         var headers = HTTPFields()
-        headers.reserveCapacity(extra.count + 6)
+        headers.reserveCapacity(extra.count + 5)
         headers.append(contentsOf: extra)
         return headers
     }

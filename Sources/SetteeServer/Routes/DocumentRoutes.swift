@@ -55,9 +55,7 @@ enum DocumentRoutes {
             return Response(status: .ok, headers: [.contentType: "application/json", .contentLength: String(bytes.count + 1),
                                                    .eTag: etag])
         }
-        var response = Reply.rawLine(.ok, bytes)
-        response.headers.append(HTTPField(name: .eTag, value: etag))  // (room reserved by Reply; no field array literal)
-        return response
+        return Reply.rawLine(.ok, bytes, headers: [.eTag: etag])
     }
 
     /// `open_revs=all|[…]`: JSON array of `{"ok": doc}` / `{"missing": rev}`, or `multipart/mixed` when asked.
