@@ -83,18 +83,61 @@ public final class ServerProcess: @unchecked Sendable {
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (for servers that must know each other's ports up front).
+/// A TCP port on 127.0.0.1 that is free now and that nothing else in this run will be handed (for servers that
+/// must know each other's ports up front, and for chromedriver).
+///
+/// The port is taken from outside the kernel's ephemeral range (`ip_local_port_range`), so no outgoing connection
+/// of the many the tests make at once can land on it between this call and the server's bind, and from a counter
+/// shared by the whole test process, so two tests running in parallel never get the same one. Each process starts
+/// at its own offset (its pid), in case two test processes run side by side.
 public func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = 0
-    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-    return Int(UInt16(bigEndian: addr.sin_port))
+    PortAllocator.shared.next()
+}
+
+final class PortAllocator: @unchecked Sendable {
+    static let shared = PortAllocator()
+    private let lock = NSLock()
+    private let ports: Range<Int>
+    private var cursor: Int
+
+    private init() {
+        // Linux's default ephemeral range is 32768–60999; below it is unused by outgoing connections.
+        var low = 32768, high = 60999
+        if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) {
+            let bounds = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
+            if bounds.count == 2 { (low, high) = (bounds[0], bounds[1]) }
+        }
+        ports = low >= 12_000 ? 10_000..<low : (high + 1)..<65_536
+        cursor = ports.lowerBound + Int(getpid()) * 37 % ports.count
+    }
+
+    func next() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        for _ in 0..<ports.count {
+            let port = cursor
+            cursor = cursor + 1 == ports.upperBound ? ports.lowerBound : cursor + 1
+            if Self.bindable(port) { return port }
+        }
+        fatalError("no free TCP port in \(ports)")
+    }
+
+    /// Whether a listener could bind 127.0.0.1:`port` now (as a server would, with SO_REUSEADDR).
+    private static func bindable(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return bound == 0
+    }
 }
 
 public struct ServerProcessError: Error, CustomStringConvertible {
