@@ -306,8 +306,9 @@ public final class Browser: @unchecked Sendable {
         }
     }
 
-    /// The first element matching `css`, polling until one is present.
-    public func find(_ css: String, timeout: Double = 15) throws -> Element {
+    /// The first element matching `css`, polling until one is present (30 s by default: the browser shares a loaded
+    /// 2-core CI machine with the rest of the suite).
+    public func find(_ css: String, timeout: Double = 30) throws -> Element {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let e = try findOnce(css) { return e }
@@ -327,7 +328,7 @@ public final class Browser: @unchecked Sendable {
 
     /// Polls until an element matching `css` has text containing `contains`; returns it.
     @discardableResult
-    public func waitForText(_ css: String, contains: String, timeout: Double = 15) throws -> Element {
+    public func waitForText(_ css: String, contains: String, timeout: Double = 30) throws -> Element {
         let deadline = Date().addingTimeInterval(timeout)
         var seen: [String] = []
         while true {
