@@ -29,6 +29,8 @@ public final class ServerProcess: @unchecked Sendable {
     public private(set) var port = 0
     public let dataDirectory: String
     private let output = Pipe()
+    /// The server's standard error, kept in a file (never a pipe nobody drains) for the message if it doesn't start.
+    private let errorLog = NSTemporaryDirectory() + "settee-serve-stderr-" + UUID().uuidString + ".log"
 
     /// Starts `settee serve` and waits until it reports its port.
     /// - Parameter wrapper: a command to run `settee` under, e.g. `["ip", "netns", "exec", "ns1"]`.
@@ -46,7 +48,8 @@ public final class ServerProcess: @unchecked Sendable {
             process.arguments = args
         }
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: errorLog) ?? FileHandle.nullDevice
         try process.run()
         let handle = output.fileHandleForReading
         var buffer = ""
@@ -62,7 +65,7 @@ public final class ServerProcess: @unchecked Sendable {
         }
         guard port != 0 else {
             process.terminate()
-            throw ServerProcessError(message: "settee serve did not start: \(buffer)")
+            throw ServerProcessError(message: "settee serve did not start: \(buffer)\(standardErrorTail())")
         }
     }
 
@@ -72,15 +75,30 @@ public final class ServerProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// Stops the server with SIGTERM (graceful) and waits.
-    public func stop() {
+    /// Stops the server with SIGTERM (graceful) and waits; a server still running after `grace` seconds is killed
+    /// (SIGKILL), so a hung shutdown fails the test that notices rather than hanging the suite.
+    public func stop(grace: Double = 60) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+            FileHandle.standardError.write(Data("settee serve (pid \(process.processIdentifier)) did not exit within \(grace) s of SIGTERM; killed\(standardErrorTail())\n".utf8))
+            kill(process.processIdentifier, SIGKILL)
         }
+        process.waitUntilExit()
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    /// The last lines the server wrote to standard error, for failure messages ("" if none).
+    private func standardErrorTail() -> String {
+        guard let data = FileManager.default.contents(atPath: errorLog), !data.isEmpty else { return "" }
+        return "; its standard error ends: " + String(decoding: data.suffix(2048), as: UTF8.self)
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: errorLog)
+    }
 }
 
 /// A TCP port on 127.0.0.1 that is free now and that nothing else in this run will be handed (for servers that

@@ -2,9 +2,10 @@ import Foundation
 import SetteeTestSupport
 import Testing
 
-/// The ports the tests give servers that must know each other's addresses up front: distinct within a run, free
-/// when handed out, and outside the kernel's ephemeral range (where the tests' own outgoing connections land).
-@Suite struct FreePortTests {
+/// The harness the live tests stand on: the ports given to servers that must know each other's addresses up front
+/// are distinct within a run, free when handed out, and outside the kernel's ephemeral range (where the tests' own
+/// outgoing connections land); a `settee serve` that cannot start says why.
+@Suite struct TestHarnessTests {
     @Test func portsAreDistinctFreeAndOutsideTheEphemeralRange() throws {
         var range = 32768...60999
         if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) {
@@ -29,5 +30,20 @@ import Testing
         }
         #expect(bound == 0)
         #expect(listen(fd, 1) == 0)
+    }
+
+    @Test func aServerThatCannotStartSaysWhy() throws {
+        let dir = TempDir()
+        let first = try ServerProcess(dataDirectory: dir.path)
+        defer { first.stop() }
+        let other = TempDir()
+        do {
+            let second = try ServerProcess(dataDirectory: other.path, port: first.port)
+            second.stop()
+            Issue.record("a second server started on port \(first.port), which the first one holds")
+        } catch let error as ServerProcessError {
+            // The message carries what the server wrote to standard error, not only its (empty) standard output.
+            #expect(error.message.contains("standard error ends"), "\(error.message)")
+        }
     }
 }
