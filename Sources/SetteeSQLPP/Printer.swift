@@ -60,6 +60,13 @@ enum SQLPrinter {
         return "`" + name.replacingAll("`", with: "``") + "`"
     }
 
+    /// Whether printed text begins with the word NULL, MISSING or VALUED (what `IS [NOT]` takes as a check).
+    static func startsWithCheckKeyword(_ text: String) -> Bool {
+        let word = text.utf8.prefix { c in (c >= 0x61 && c <= 0x7A) || (c >= 0x41 && c <= 0x5A) || c == 0x5F || (c >= 0x30 && c <= 0x39) }
+        guard let name = String(word) else { return false }
+        return ["NULL", "MISSING", "VALUED"].contains(name.uppercased())
+    }
+
     static let reserved: Set<String> = ["TRUE", "FALSE", "NULL", "MISSING", "META", "CASE", "ANY", "EVERY", "SOME",
                                         "VALUED"]
 
@@ -115,7 +122,15 @@ enum SQLPrinter {
             out += "("
             print(a, into: &out)
             out += " \(op.rawValue) "
-            print(b, into: &out)
+            // `IS [NOT]` followed by the word NULL, MISSING or VALUED reads back as that check, not as the binary
+            // operator with a NULL or MISSING operand (`x IS NOT +MISSING`): parenthesize such an operand.
+            var operand = ""
+            print(b, into: &operand)
+            if (op == .is || op == .isNot) && Self.startsWithCheckKeyword(operand) {
+                out += "(" + operand + ")"
+            } else {
+                out += operand
+            }
             out += ")"
         case .check(let x, let kind, let negated):
             out += "("

@@ -503,3 +503,20 @@ extension SQLPPFuzzRegressionTests {
         #expect(try SQLPPParser.parseSelect(statement.description) == statement)
     }
 }
+
+extension SQLPPFuzzRegressionTests {
+    /// Finding (CI, 2026-11-26): `x IS NOT +MISSING` is the binary `IS NOT` with the operand MISSING (the unary plus
+    /// is a no-op), which printed as `(x IS NOT MISSING)` and read back as the check `IS NOT MISSING`. The printer
+    /// now parenthesizes an `IS [NOT]` operand that starts with NULL, MISSING or VALUED.
+    @Test func isOverANullOrMissingOperandPrintsBackAsTheBinaryOperator() throws {
+        for text in ["anb[0].c IS NOT +MISSING", "x IS +NULL", "x IS NOT +null", "x IS -NULL", "x IS (MISSING)",
+                     "x IS y", "x IS NOT NULL", "x IS MISSING", "x IS VALUED"] {
+            let expression = try SQLPPParser.parseExpression(text)
+            #expect(try SQLPPParser.parseExpression(expression.description) == expression, "\(text) → \(expression)")
+        }
+        #expect(try SQLPPParser.parseExpression("x IS NOT +MISSING").description == "(x IS NOT (MISSING))")
+        #expect(try SQLPPParser.parseExpression("x IS NOT MISSING").description == "(x IS NOT MISSING)")
+        let statement = try SQLPPParser.parseSelect("SELECT a FROM _ WHERE a IS +NULL")
+        #expect(try SQLPPParser.parseSelect(statement.description) == statement)
+    }
+}

@@ -1,0 +1,1 @@
+anb[0].c IS NOT +MISSING
