@@ -122,14 +122,14 @@ enum SQLPrinter {
             out += "("
             print(a, into: &out)
             out += " \(op.rawValue) "
-            // `IS [NOT]` followed by the word NULL, MISSING or VALUED reads back as that check, not as the binary
-            // operator with a NULL or MISSING operand (`x IS NOT +MISSING`): parenthesize such an operand.
-            var operand = ""
-            print(b, into: &operand)
-            if (op == .is || op == .isNot) && Self.startsWithCheckKeyword(operand) {
-                out += "(" + operand + ")"
+            if op == .is || op == .isNot {
+                // `IS [NOT]` followed by the word NULL, MISSING or VALUED reads back as that check, not as the binary
+                // operator with a NULL or MISSING operand (`x IS NOT +MISSING`): parenthesize such an operand.
+                var operand = ""
+                print(b, into: &operand)
+                out += Self.startsWithCheckKeyword(operand) ? "(" + operand + ")" : operand
             } else {
-                out += operand
+                print(b, into: &out)
             }
             out += ")"
         case .check(let x, let kind, let negated):
