@@ -32,6 +32,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // System zlib (zlib1g-dev): gzip request bodies and gzip-stored attachments. Only SetteeServer imports it.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // ICU's Unicode Collation Algorithm (libicu-dev), for CouchDB's view-key collation. Only SetteeIndex imports it.
         .target(
             name: "CICU",
@@ -66,7 +68,7 @@ let package = Package(
         .target(
             name: "SetteeServer",
             dependencies: [
-                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
+                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

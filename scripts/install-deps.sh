@@ -7,6 +7,8 @@ need_apt=()
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
 # ICU: view keys collate by the Unicode Collation Algorithm, as CouchDB's do.
 [ -f /usr/include/unicode/ucol.h ] || need_apt+=(libicu-dev)
+# zlib: gzip request bodies (Content-Encoding: gzip) and attachments stored compressed.
+[ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # openssl: the TLS tests make a throwaway CA and server certificates with it.

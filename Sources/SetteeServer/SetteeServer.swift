@@ -30,7 +30,7 @@ public enum SetteeServer {
                                    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         throws -> some ApplicationProtocol {
         let config = node.configuration
-        if config.admin == nil && !config.bindsLoopbackOnly {
+        if !node.config.hasAdmins && !config.bindsLoopbackOnly {
             throw SetteeError(.badRequest,
                               "Refusing to bind \(config.host) without an admin: set --admin USER:PASS (or SETTEE_ADMIN) to listen beyond loopback.")
         }

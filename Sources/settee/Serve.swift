@@ -19,6 +19,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on (also $SETTEE_HOST).") var host: String = "127.0.0.1"
     @Option(help: "Port to listen on, 0 picks a free port (also $SETTEE_PORT).") var port: Int = 5984
     @Option(help: "Server admin as USER:PASS (default: $SETTEE_ADMIN).") var admin: String?
+    @Option(help: "The node's name in /_membership and /_node/{name} (CouchDB's Erlang node name; also $SETTEE_NODE_NAME).")
+    var nodeName: String?
     @Option(help: "Largest accepted document, bytes.") var maxDocumentSize: Int = 8 << 20
     @Option(help: "Largest accepted request body, bytes.") var maxRequestSize: Int = 64 << 20
     @Option(help: "Largest accepted attachment, bytes.") var maxAttachmentSize: Int = 64 << 20
@@ -116,6 +118,9 @@ struct Serve: AsyncParsableCommand {
         var config = ServerConfiguration(dataDirectory: data, host: host, port: port, admin: adminPair,
                                          maxDocumentSize: maxDocumentSize, maxRequestSize: maxRequestSize,
                                          fullSync: fullSync)
+        if let name = nodeName ?? ProcessInfo.processInfo.environment["SETTEE_NODE_NAME"], !name.isEmpty {
+            config.nodeName = name
+        }
         var peerList = peers
         if peerList.isEmpty, let env = ProcessInfo.processInfo.environment["SETTEE_PEERS"] {
             peerList = env.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)

@@ -243,8 +243,8 @@ struct SecurityTests {
         let other = SessionCookies(secret: Array(repeating: 7, count: 32), timeout: 600)
         let mine = SessionCookies(secret: Array(repeating: 8, count: 32), timeout: 600)
         let made = try #require(other.parse(other.make(user: "x", salt: "s")))
-        #expect(mine.verify(user: made.user, time: made.time, mac: made.mac, salt: "s") == .invalid)
-        #expect(other.verify(user: made.user, time: made.time, mac: made.mac, salt: "s") == .valid(refresh: false))
+        #expect(mine.verify(user: made.user, time: made.time, stamp: made.stamp, mac: made.mac, salt: "s") == .invalid)
+        #expect(other.verify(user: made.user, time: made.time, stamp: made.stamp, mac: made.mac, salt: "s") == .valid(refresh: false))
     }
 
     @Test func lockoutAfterRepeatedFailuresAndItsExpiry() async throws {

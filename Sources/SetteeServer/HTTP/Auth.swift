@@ -19,7 +19,7 @@ enum Auth {
 
     static func authenticate(_ call: inout Call) async throws {
         let node = call.node
-        guard node.configuration.admin != nil else {
+        guard node.config.hasAdmins else {
             call.userCtx = UserContext(name: nil, roles: ["_admin"], method: nil)
             if let header = call.header(.authorization), let (name, _) = basicCredentials(header) {
                 call.userCtx.name = name
@@ -56,7 +56,36 @@ enum Auth {
             call.setCookie = refreshed
             return
         }
+        let settings = node.configuration
+        if settings.security.proxy.enabled, let context = try proxyUser(call, settings.security.proxy) {
+            call.userCtx = context
+            return
+        }
         call.userCtx = .anonymous
+        if settings.requireValidUser {
+            // CouchDB's require_valid_user: even `GET /` needs credentials; `_session` still lets a user sign in.
+            guard call.segments.first == "_session" || call.segments == ["_up"] else {
+                throw CouchError(.unauthorized, "unauthorized", "Authentication required.")
+            }
+        }
+    }
+
+    /// CouchDB's proxy authentication: a trusted proxy names the user (and roles, comma-separated) in headers; with
+    /// `proxy_use_secret` the token header must be the hex HMAC-SHA1 of the name keyed by `[chttpd_auth] secret`.
+    static func proxyUser(_ call: Call, _ proxy: ProxyAuthConfiguration) throws -> UserContext? {
+        guard let name = call.request.headers.first(where: { $0.name.canonicalName == proxy.userHeader.lowercased() })?.value,
+              !name.isEmpty else { return nil }
+        let header = { (field: String) in
+            call.request.headers.first(where: { $0.name.canonicalName == field.lowercased() })?.value
+        }
+        if proxy.useSecret {
+            guard let secret = proxy.secret, let token = header(proxy.tokenHeader) else { return nil }
+            let mac = HMAC<Insecure.SHA1>.authenticationCode(for: Array(name.utf8), using: SymmetricKey(data: Array(secret.utf8)))
+            guard Passwords.constantTimeEquals(Hex.encode(Array(mac)), token.lowercased()) else { return nil }
+        }
+        let roles = (header(proxy.rolesHeader) ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return UserContext(name: name, roles: roles, method: "proxy")
     }
 
     /// `Basic base64(name:password)` → name and password.
@@ -79,9 +108,9 @@ enum Auth {
             throw CouchError(.forbidden, "forbidden", "Account is temporarily locked due to multiple authentication failures")
         }
         var result: (UserContext, salt: String)?
-        if let admin = node.configuration.admin, name == admin.username {
-            if Passwords.constantTimeEquals(password, admin.password) {
-                result = (UserContext(name: name, roles: ["_admin"], method: "default"), adminSalt(admin.password))
+        if let admin = node.config.snapshot.admins[name] {
+            if try await node.adminPasswords.verify(password, admin, name: name) {
+                result = (UserContext(name: name, roles: ["_admin"], method: "default"), adminSalt(admin.salt))
             }
         } else {
             result = try await blocking { try node.users.authenticate(name: name, password: password, node: node) }
@@ -95,31 +124,33 @@ enum Auth {
         return result
     }
 
-    /// The configured admin's cookie salt: changes when the admin password does.
-    static func adminSalt(_ password: String) -> String {
-        Hex.encode(Array(SHA256.hash(data: Array(("settee-admin:" + password).utf8))))
+    /// A server admin's cookie salt: changes when the admin's password does.
+    static func adminSalt(_ credential: String) -> String {
+        Hex.encode(Array(SHA256.hash(data: Array(("settee-admin:" + credential).utf8))))
     }
 
     /// The caller a valid `AuthSession` cookie names (re-issuing it when due), or nil for a missing, forged or
     /// expired one (the caller is then anonymous, as in CouchDB).
     static func cookieUser(_ call: Call, _ cookie: String) throws -> (UserContext, refreshed: String?)? {
         let node = call.node
-        guard let (name, time, mac) = node.cookies.parse(cookie), !node.revokedCookies.isRevoked(cookie) else { return nil }
+        guard let (name, time, mac, stamp) = node.cookies.parse(cookie), !node.revokedCookies.isRevoked(cookie) else { return nil }
         let context: UserContext, salt: String
-        if let admin = node.configuration.admin, name == admin.username {
+        if let admin = node.config.snapshot.admins[name] {
             context = UserContext(name: name, roles: ["_admin"], method: "cookie")
-            salt = adminSalt(admin.password)
+            salt = adminSalt(admin.salt)
         } else {
             guard let doc = try node.users.document(named: name, node: node), let s = doc["salt"]?.stringValue else { return nil }
             context = UserContext(name: name, roles: UserDirectory.roles(of: doc), method: "cookie")
             salt = s
         }
-        switch node.cookies.verify(user: name, time: time, mac: mac, salt: salt) {
+        switch node.cookies.verify(user: name, time: time, stamp: stamp, mac: mac, salt: salt) {
         case .valid(let refresh):
             guard refresh else { return (context, nil) }
+            let settings = node.configuration
             return (context, node.cookies.header(node.cookies.make(user: name, salt: salt),
-                                                 secure: node.configuration.security.secureCookies,
-                                  crossSite: node.configuration.cors?.credentials == true))
+                                                 secure: settings.security.secureCookies,
+                                                 crossSite: settings.cors?.credentials == true,
+                                                 persistent: settings.security.allowPersistentCookies))
         case .invalid, .expired:
             return nil
         }
@@ -205,7 +236,7 @@ enum Auth {
         case "_design":
             if read || (m == .post && s.count == 5 && s[3] == "_view") { return .reader }
             return .admin
-        case "_local", "_all_docs", "_design_docs", "_changes", "_bulk_get", "_revs_diff", "_query", "_explain", "_find",
+        case "_local", "_all_docs", "_design_docs", "_local_docs", "_changes", "_bulk_get", "_revs_diff", "_missing_revs", "_query", "_explain", "_find",
              "_ensure_full_commit":
             // Readers may write `_local` documents: replication checkpoints, never replicated or in the feed.
             return .reader

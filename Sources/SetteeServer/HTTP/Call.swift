@@ -39,7 +39,15 @@ struct Call: Sendable {
         }
         do {
             let buffer = try await request.collectBody(upTo: limit)
-            return Array(buffer.readableBytesView)
+            let bytes = Array(buffer.readableBytesView)
+            if let encoding = header(.contentEncoding)?.lowercased(), encoding != "identity" {
+                // Cloudant's and other SDKs gzip request bodies; the limit applies to the decoded size too.
+                guard encoding == "gzip" || encoding == "x-gzip" || encoding == "deflate" else {
+                    throw CouchError(.unsupportedMediaType, "bad_content_type", "Unsupported Content-Encoding: \(encoding)")
+                }
+                return try Gzip.decompress(bytes, limit: limit)
+            }
+            return bytes
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw CouchError.tooLarge
         } catch is NIOTooManyBytesError {
@@ -81,6 +89,21 @@ struct Call: Sendable {
         }
     }
 
+    /// An absolute URL for a path on this node, as CouchDB writes `Location`: the scheme, then the host from
+    /// `X-Forwarded-Host` (or `X-Host`) when a proxy sent one, else from `Host`.
+    func absoluteURL(_ path: String) -> String {
+        let forwarded = header(HTTPField.Name("X-Forwarded-Host")!) ?? header(HTTPField.Name("X-Host")!)
+        let host = forwarded ?? request.head.authority ?? header(HTTPField.Name("Host")!)
+            ?? "\(node.configuration.host):\(node.configuration.port)"
+        let scheme = header(HTTPField.Name("X-Forwarded-Proto")!) ?? (node.configuration.usesTLS ? "https" : "http")
+        return "\(scheme)://\(host)\(path)"
+    }
+
+    /// A document id or attachment name as one path segment (`/` escaped, as CouchDB escapes it).
+    static func escapePathSegment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? text
+    }
+
     /// Whether the client accepts a content type (`Accept` header contains it).
     func accepts(_ type: String) -> Bool {
         header(.accept)?.lowercased().contains(type) ?? false
@@ -116,5 +139,24 @@ extension HTTPFields {
     /// search-and-replace), replaced when present.
     mutating func add(_ name: HTTPField.Name, _ value: String) {
         if contains(name) { self[name] = value } else { append(HTTPField(name: name, value: value)) }
+    }
+}
+
+/// Entity tags as CouchDB compares them in `If-None-Match` / `If-Match`: a list of tags, `*`, and weak tags (`W/"…"`)
+/// matching their strong form.
+enum ETags {
+    static func matches(_ header: String, _ etag: String) -> Bool {
+        let wanted = strip(etag)
+        for part in header.split(separator: ",") {
+            let tag = part.trimmingCharacters(in: .whitespaces)
+            if tag == "*" || strip(tag) == wanted { return true }
+        }
+        return false
+    }
+
+    private static func strip(_ tag: String) -> String {
+        var t = Substring(tag)
+        if t.hasPrefix("W/") { t = t.dropFirst(2) }
+        return t.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
     }
 }

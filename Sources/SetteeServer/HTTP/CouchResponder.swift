@@ -14,6 +14,14 @@ struct CouchResponder: HTTPResponder {
 
     func respond(to request: Request, context: SetteeRequestContext) async throws -> Response {
         let started = DispatchTime.now().uptimeNanoseconds
+        var request = request
+        if request.method == .post, let override = request.headers[CouchResponder.methodOverride],
+           let method = HTTPRequest.Method(override.uppercased()) {
+            // CouchDB lets clients that can only POST name the method in X-HTTP-Method-Override.
+            var head = request.head
+            head.method = method
+            request = Request(head: head, body: request.body)
+        }
         var call = Call(request: request, node: node, query: QueryOptions(request.uri.query),
                         segments: CouchResponder.segments(of: request.uri.path), remoteAddress: context.clientAddress)
         var response: Response
@@ -35,12 +43,28 @@ struct CouchResponder: HTTPResponder {
             cors?.decorate(&response, origin: request.headers[.origin])
         }
         if let cookie = call.setCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
+        // CouchDB's request id (the client's own when it sent one) and body time on every response.
+        response.headers.append(HTTPField(name: CouchResponder.requestID,
+                                          value: request.headers[CouchResponder.requestID] ?? CouchResponder.newRequestID()))
+        response.headers.append(HTTPField(name: CouchResponder.bodyTime, value: "0"))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         node.metrics.request(route: call.route, method: request.method.rawValue, status: response.status.code,
                              seconds: seconds)
         context.logger.info("\(request.method) \(request.uri) \(response.status.code)",
                             metadata: ["ms": "\(Int(seconds * 1000))", "user": "\(call.user ?? "-")"])
         return response
+    }
+
+    static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
+    static let requestID = HTTPField.Name("X-Couch-Request-ID")!
+    static let bodyTime = HTTPField.Name("X-CouchDB-Body-Time")!
+
+    /// A request id as CouchDB makes them: 10 random hex digits.
+    static func newRequestID() -> String {
+        var random = SystemRandomNumberGenerator()
+        let value = random.next() & 0xff_ffff_ffff
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 10 - text.count) + text
     }
 
     /// Splits the raw path on `/` and percent-decodes each segment (so `%2F` stays inside a segment).
@@ -87,9 +111,13 @@ struct CouchResponder: HTTPResponder {
         case "_design_docs" where s.count == 2:
             call.route = "all_docs"
             return try await BulkRoutes.allDocs(&call, target, designOnly: true)
+        case "_local_docs" where s.count == 2: call.route = "all_docs"; return try await BulkRoutes.localDocs(&call, target)
         case "_bulk_docs": call.route = "bulk_docs"; return try await BulkRoutes.bulkDocs(&call, target)
         case "_bulk_get": call.route = "bulk_get"; return try await BulkRoutes.bulkGet(&call, target)
         case "_revs_diff": call.route = "revs_diff"; return try await BulkRoutes.revsDiff(&call, target)
+        case "_missing_revs" where s.count == 2:
+            call.route = "revs_diff"
+            return try await BulkRoutes.revsDiff(&call, target, missingRevs: true)
         case "_changes": call.route = "changes"; return try await ChangesRoutes.handle(&call, target)
         case "_local":
             call.route = "local"

@@ -9,8 +9,10 @@ import SetteeStore
 /// Databases are opened on first use and kept open; `delete` closes one before removing its files.
 /// Thread-safe.
 public final class Node: @unchecked Sendable {
-    /// The node's configuration.
-    public let configuration: ServerConfiguration
+    /// The node's settings now: the start-up configuration with the config API's changes applied.
+    public var configuration: ServerConfiguration { config.snapshot.server }
+    /// The live settings (`/_node/{node}/_config`), persisted in `<data>/local.ini`.
+    let config: NodeConfig
     /// A uuid made when the data directory was first used, stable across restarts.
     public let uuid: String
     /// When the node started.
@@ -19,6 +21,10 @@ public final class Node: @unchecked Sendable {
     let users = UserDirectory()
     /// Signs and checks `_session` cookies with the node's secret.
     let cookies: SessionCookies
+    /// `/_uuids`' generator (CouchDB's algorithms).
+    let uuids = UUIDGenerator()
+    /// Server admins' password checks (with a cache of verified passwords).
+    let adminPasswords = AdminPasswords()
     /// Session cookies ended by logout.
     let revokedCookies = RevokedCookies()
     /// Failed-login lockout per (user, address).
@@ -40,7 +46,6 @@ public final class Node: @unchecked Sendable {
     private var securityObjects: [String: SecurityObject] = [:]
 
     public init(configuration: ServerConfiguration) throws {
-        self.configuration = configuration
         if !FileManager.default.fileExists(atPath: configuration.dataDirectory) {
             // Only the node's user may read the data (password hashes, the node secret).
             try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true,
@@ -53,13 +58,25 @@ public final class Node: @unchecked Sendable {
             uuid = Hex.random(bytes: 16)
             try uuid.write(toFile: idFile, atomically: true, encoding: .utf8)
         }
+        config = try NodeConfig(startup: configuration, nodeName: configuration.nodeName, uuid: uuid)
         metrics = ServerMetrics()
-        let security = configuration.security
-        cookies = SessionCookies(secret: try SessionCookies.loadSecret(directory: configuration.dataDirectory),
-                                 timeout: security.sessionTimeout)
-        lockout = Lockout(threshold: security.lockoutThreshold, duration: security.lockoutDuration)
-        jwt = try security.jwt.map { try JWTAuthenticator($0) }
+        let config = config
+        cookies = SessionCookies(secret: try SessionCookies.loadSecret(directory: configuration.dataDirectory)) {
+            config.snapshot.server.security.sessionTimeout
+        }
+        lockout = Lockout {
+            let security = config.snapshot.server.security
+            return (security.lockoutThreshold, security.lockoutDuration)
+        }
+        jwt = try configuration.security.jwt.map { try JWTAuthenticator($0) }
         replications = ReplicationManager(node: self)
+        if configuration.createSystemDatabases {
+            // CouchDB's single-node setup makes these; clients and replicators expect them on a fresh node.
+            for name in [UserDirectory.database, "_replicator"]
+            where !Database.exists(name: name, inDirectory: configuration.dataDirectory) {
+                try createDatabase(name)
+            }
+        }
     }
 
     var databaseConfiguration: DatabaseConfiguration {
@@ -152,6 +169,12 @@ public final class Node: @unchecked Sendable {
     /// Names of every database, sorted.
     public func databaseNames() -> [String] {
         Database.names(inDirectory: configuration.dataDirectory)
+    }
+
+    /// `/_node/_local/_stats` in CouchDB's shape.
+    func couchStats() -> JSON {
+        metrics.couchStats(adminChecks: (adminPasswords.fastChecks.load(ordering: .relaxed), adminPasswords.slowChecks.load(ordering: .relaxed)),
+                           userCache: (users.cacheHits.load(ordering: .relaxed), users.cacheMisses.load(ordering: .relaxed)))
     }
 
     /// Closes every open database (graceful shutdown).

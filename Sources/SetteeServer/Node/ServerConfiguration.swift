@@ -51,6 +51,18 @@ public struct ServerConfiguration: Sendable {
     /// Let replications and peers send credentials over plain HTTP to non-loopback hosts
     /// (`--allow-insecure-credentials`); otherwise only a replication's own `allow_insecure_credentials` does.
     public var allowInsecureCredentials = false
+    /// The node's name in `/_membership` and `/_node/{name}` (CouchDB's Erlang node name, `-name` in vm.args).
+    public var nodeName = "settee@127.0.0.1"
+    /// Create `_users` and `_replicator` when the node starts without them, as CouchDB's single-node setup does.
+    public var createSystemDatabases = true
+    /// Refuse anonymous requests, even to `GET /` (CouchDB's `[chttpd] require_valid_user`).
+    public var requireValidUser = false
+    /// Wrap JSON answers of GET requests with `callback=` in a JavaScript call (CouchDB's `[chttpd] allow_jsonp`).
+    public var allowJSONP = false
+    /// How `/_uuids` makes ids (`[uuids]`).
+    public var uuids = UUIDSettings()
+    /// Which attachments are stored gzip-compressed (`[attachments]`).
+    public var attachments = AttachmentSettings()
 
     public init(dataDirectory: String, host: String = "127.0.0.1", port: Int = 5984,
                 admin: (username: String, password: String)? = nil,
@@ -102,6 +114,12 @@ public struct SecurityConfiguration: Sendable {
     public var jwt: JWTConfiguration?
     /// Marks cookies `Secure` (set when serving TLS).
     public var secureCookies = false
+    /// Session cookies carry `Max-Age` (persist across browser restarts); CouchDB's `allow_persistent_cookies`.
+    public var allowPersistentCookies = true
+    /// With lockout on, only log (and count) what would be locked instead of refusing (`mode = warn`).
+    public var lockoutWarnOnly = false
+    /// Proxy authentication (`X-Auth-CouchDB-UserName`…), off unless enabled in `authentication_handlers`.
+    public var proxy = ProxyAuthConfiguration()
 
     public init() {}
 }
@@ -127,5 +145,62 @@ public struct JWTConfiguration: Sendable {
         self.hmacSecrets = hmacSecrets
         self.rsaPublicKeysPEM = rsaPublicKeysPEM
         self.audience = audience
+    }
+}
+
+/// Proxy authentication, as CouchDB's `proxy_authentication_handler`: a trusted proxy in front of the node names
+/// the user and roles in headers, signed (when `useSecret`) with an HMAC-SHA1 of the name keyed by `secret`.
+public struct ProxyAuthConfiguration: Sendable {
+    /// Whether the handler is on (`authentication_handlers` lists `proxy_authentication_handler`).
+    public var enabled = false
+    /// Require `X-Auth-CouchDB-Token` = hex HMAC-SHA1(secret, user name).
+    public var useSecret = false
+    /// The shared secret for tokens (`[chttpd_auth] secret`).
+    public var secret: String?
+    public var userHeader = "X-Auth-CouchDB-UserName"
+    public var rolesHeader = "X-Auth-CouchDB-Roles"
+    public var tokenHeader = "X-Auth-CouchDB-Token"
+
+    public init() {}
+}
+
+/// How `/_uuids` makes ids (CouchDB's `[uuids]`).
+public struct UUIDSettings: Sendable {
+    public enum Algorithm: String, Sendable {
+        /// 128 random bits.
+        case random
+        /// A random 26-hex-digit prefix with a 6-digit suffix growing by a random step; a new prefix on overflow.
+        case sequential
+        /// 14 hex digits of microseconds since 1970, then 18 random hex digits.
+        case utcRandom = "utc_random"
+        /// 14 hex digits of microseconds since 1970, then `utc_id_suffix`.
+        case utcID = "utc_id"
+    }
+    public var algorithm = Algorithm.sequential
+    public var utcIDSuffix = ""
+    /// Most ids one request may ask for.
+    public var maxCount = 1000
+
+    public init() {}
+}
+
+/// Which attachments are stored gzip-compressed (CouchDB's `[attachments]`).
+public struct AttachmentSettings: Sendable {
+    /// Content types (`text/*` matches a whole family) stored gzip-encoded.
+    public var compressibleTypes = ["text/*", "application/javascript", "application/json", "application/xml"]
+    /// zlib level 1–9; 0 turns compression off.
+    public var compressionLevel = 8
+
+    public init() {}
+
+    /// Whether an attachment of this content type is stored compressed.
+    public func compresses(_ contentType: String) -> Bool {
+        guard compressionLevel > 0 else { return false }
+        let type = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return compressibleTypes.contains { pattern in
+            let p = pattern.lowercased()
+            if p.hasSuffix("/*") { return type.hasPrefix(p.dropLast()) }
+            return p == type
+        }
     }
 }

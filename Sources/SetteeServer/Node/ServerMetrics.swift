@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Prometheus
+import SetteeCore
 
 /// The node's metrics, recorded through swift-metrics into a Prometheus registry and rendered by `GET /_metrics`.
 ///
@@ -40,11 +41,21 @@ final class ServerMetrics: @unchecked Sendable {
         let status: Int
     }
     private var series: [Key: (CoreMetrics.Counter, CoreMetrics.Timer)] = [:]
+    /// CouchDB-shaped counters for `/_node/_local/_stats` (guarded by `lock`).
+    private var methodCounts: [String: Int] = [:]
+    private var statusCounts: [Int: Int] = [:]
+    private var requestCount = 0
+    private var documentReads = 0
+    private var documentWrites = 0
+    private var openDatabaseCount = 0
 
     /// Records one handled request.
     func request(route: String, method: String, status: Int, seconds: Double) {
         let key = Key(route: route, method: method, status: status)
         lock.lock()
+        requestCount += 1
+        methodCounts[method, default: 0] += 1
+        statusCounts[status, default: 0] += 1
         let pair: (CoreMetrics.Counter, CoreMetrics.Timer)
         if let existing = series[key] {
             pair = existing
@@ -65,9 +76,50 @@ final class ServerMetrics: @unchecked Sendable {
         pair.1.recordNanoseconds(Int64(seconds * 1e9))
     }
 
-    func documentsWritten(_ n: Int) { if n > 0 { docsWritten.increment(by: n) } }
-    func documentsRead(_ n: Int) { if n > 0 { docsRead.increment(by: n) } }
-    func openDatabases(_ n: Int) { openDatabasesMeter.set(n) }
+    func documentsWritten(_ n: Int) {
+        guard n > 0 else { return }
+        docsWritten.increment(by: n)
+        lock.withLock { documentWrites += n }
+    }
+    func documentsRead(_ n: Int) {
+        guard n > 0 else { return }
+        docsRead.increment(by: n)
+        lock.withLock { documentReads += n }
+    }
+    func openDatabases(_ n: Int) {
+        openDatabasesMeter.set(n)
+        lock.withLock { openDatabaseCount = n }
+    }
+
+    /// `/_node/_local/_stats` in CouchDB's shape (`{"couchdb": {"database_reads": {"value", "type", "desc"}, …}}`),
+    /// for the figures Settee keeps.
+    func couchStats(adminChecks: (fast: Int, slow: Int), userCache: (hits: Int, misses: Int)) -> JSON {
+        func counter(_ value: Int, _ desc: String) -> JSON { ["value": .int(Int64(value)), "type": "counter", "desc": .string(desc)] }
+        func gauge(_ value: Int, _ desc: String) -> JSON { ["value": .int(Int64(value)), "type": "gauge", "desc": .string(desc)] }
+        lock.lock()
+        defer { lock.unlock() }
+        var methods = JSONObject()
+        for m in ["COPY", "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"] {
+            methods[m] = counter(methodCounts[m] ?? 0, "number of HTTP \(m) requests")
+        }
+        var statuses = JSONObject()
+        for code in Set([200, 201, 202, 204, 206, 301, 304, 400, 401, 403, 404, 405, 406, 409, 412, 413, 415, 416, 417, 500])
+            .union(statusCounts.keys).sorted() {
+            statuses[String(code)] = counter(statusCounts[code] ?? 0, "number of HTTP \(code) responses")
+        }
+        return ["couchdb": [
+            "database_reads": counter(documentReads, "number of times a document was read from a database"),
+            "database_writes": counter(documentWrites, "number of times a database was changed"),
+            "open_databases": gauge(openDatabaseCount, "number of open databases"),
+            "auth_cache_hits": counter(userCache.hits, "number of authentication cache hits"),
+            "auth_cache_misses": counter(userCache.misses, "number of authentication cache misses"),
+            "password_hashing_fast": counter(adminChecks.fast, "number of password checks answered from the cache"),
+            "password_hashing_slow": counter(adminChecks.slow, "number of password checks that ran the key derivation"),
+            "httpd": ["requests": counter(requestCount, "number of HTTP requests")],
+            "httpd_request_methods": .object(methods),
+            "httpd_status_codes": .object(statuses),
+        ]]
+    }
     /// A failed login (wrong password, unknown user, bad token).
     func authFailed() { authFailures.increment() }
     /// A (user, address) pair newly locked out.

@@ -176,7 +176,9 @@ enum BulkRoutes {
 
     // MARK: _revs_diff
 
-    static func revsDiff(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+    /// `POST /{db}/_revs_diff`, and `POST /{db}/_missing_revs` (`missingRevs`: CouchDB 1's shape,
+    /// `{"missing_revs": {id: [rev…]}}`, listing only documents with missing revisions).
+    static func revsDiff(_ call: inout Call, _ target: Keyspace, missingRevs: Bool = false) async throws -> Response {
         guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
         let (db, c) = try target.open(call.node)
         let body = try await call.bodyObject()
@@ -190,6 +192,11 @@ enum BulkRoutes {
         }
         let req = request
         let diff = try await blocking { try c.revsDiff(req) }
+        if missingRevs {
+            var out = JSONObject()
+            for (id, d) in diff where !d.missing.isEmpty { out[id] = .array(d.missing.map { .string($0.description) }) }
+            return Reply.json(.ok, ["missing_revs": .object(out)])
+        }
         var out = JSONObject()
         for (id, d) in diff {
             var entry: JSONObject = ["missing": .array(d.missing.map { .string($0.description) })]
@@ -203,50 +210,70 @@ enum BulkRoutes {
 
     // MARK: _all_docs
 
-    /// `GET|POST /{db}/_all_docs`, and `/{db}/_design_docs` (`designOnly`: the rows of design documents only).
-    static func allDocs(_ call: inout Call, _ target: Keyspace, designOnly: Bool = false) async throws -> Response {
-        let (db, c) = try target.open(call.node)
-        let q = call.query
+    /// The options of an `_all_docs`-shaped request (`_all_docs`, `_design_docs`, `_local_docs`): from the query
+    /// string and, for POST, the JSON body; where both name an option the query string wins, as in CouchDB.
+    struct DocListRequest {
+        var options = SetteeStore.Collection.AllDocsOptions()
         var keys: [String]?
-        var bodyOptions = JSONObject()
-        switch call.method {
-        case .get, .head: break
-        case .post:
-            bodyOptions = try await call.bodyObject()
-            if let k = bodyOptions["keys"] {
+        var conflicts = false
+        var updateSeq = false
+
+        init(_ call: inout Call) async throws {
+            let q = call.query
+            var bodyOptions = JSONObject()
+            switch call.method {
+            case .get, .head: break
+            case .post:
+                bodyOptions = try await call.bodyObject()
+            default: throw CouchError.methodNotAllowed("GET,HEAD,POST")
+            }
+            func option(_ names: String...) throws -> JSON? {
+                for n in names { if let v = try q.json(n) { return v } }
+                for n in names { if let v = bodyOptions[n] { return v } }
+                return nil
+            }
+            func boolOption(_ name: String, _ def: Bool) throws -> Bool {
+                if q.has(name) { return try q.bool(name, default: def) }
+                if let v = bodyOptions[name] { return v.boolValue ?? def }
+                return def
+            }
+            func intOption(_ name: String) throws -> Int? {
+                if q.has(name) { return try q.int(name) }
+                if let v = bodyOptions[name] {
+                    guard let n = v.intValue else { throw CouchError(.badRequest, "query_parse_error", "Invalid value for integer: \(v.jsonString)") }
+                    return Int(n)
+                }
+                return nil
+            }
+            if let k = try option("keys") {
                 guard let list = k.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
                 keys = list.map { $0.stringValue ?? $0.jsonString }
             }
-        default: throw CouchError.methodNotAllowed("GET,HEAD,POST")
-        }
-        if keys == nil, let k = try q.json("keys") {
-            guard let list = k.arrayValue else { throw CouchError.badRequest("`keys` must be an array.") }
-            keys = list.map { $0.stringValue ?? $0.jsonString }
-        }
-        func option(_ names: String...) throws -> JSON? {
-            for n in names {
-                if let v = bodyOptions[n] { return v }
-                if let v = try q.json(n) { return v }
+            options.startKey = try option("startkey", "start_key").map { $0.stringValue ?? $0.jsonString }
+            options.endKey = try option("endkey", "end_key").map { $0.stringValue ?? $0.jsonString }
+            if options.startKey == nil, let key = try option("key") { options.startKey = key.stringValue; options.endKey = key.stringValue }
+            options.inclusiveEnd = try boolOption("inclusive_end", true)
+            options.descending = try boolOption("descending", false)
+            options.limit = try intOption("limit")
+            if let limit = options.limit, limit < 0 {
+                throw CouchError(.badRequest, "query_parse_error", "Invalid value for positive integer: \"\(limit)\"")
             }
-            return nil
+            options.skip = try intOption("skip") ?? 0
+            if options.skip < 0 {
+                throw CouchError(.badRequest, "query_parse_error", "Invalid value for positive integer: \"\(options.skip)\"")
+            }
+            options.includeDocs = try boolOption("include_docs", false)
+            conflicts = try boolOption("conflicts", false)
+            updateSeq = try boolOption("update_seq", false)
         }
-        func boolOption(_ name: String, _ def: Bool) throws -> Bool {
-            if let v = bodyOptions[name] { return v.boolValue ?? def }
-            return try q.bool(name, default: def)
-        }
-        func intOption(_ name: String) throws -> Int? {
-            if let v = bodyOptions[name] { return v.intValue.map(Int.init) }
-            return try q.int(name)
-        }
-        var options = SetteeStore.Collection.AllDocsOptions()
-        options.startKey = try option("startkey", "start_key").map { $0.stringValue ?? $0.jsonString }
-        options.endKey = try option("endkey", "end_key").map { $0.stringValue ?? $0.jsonString }
-        if options.startKey == nil, let key = try option("key") { options.startKey = key.stringValue; options.endKey = key.stringValue }
-        options.inclusiveEnd = try boolOption("inclusive_end", true)
-        options.descending = try boolOption("descending", false)
-        options.limit = try intOption("limit")
-        options.skip = try intOption("skip") ?? 0
-        options.includeDocs = try boolOption("include_docs", false)
+    }
+
+    /// `GET|POST /{db}/_all_docs`, and `/{db}/_design_docs` (`designOnly`: the rows of design documents only).
+    static func allDocs(_ call: inout Call, _ target: Keyspace, designOnly: Bool = false) async throws -> Response {
+        let (db, c) = try target.open(call.node)
+        let parsed = try await DocListRequest(&call)
+        var options = parsed.options
+        var keys = parsed.keys
         if designOnly {
             // Design document ids sort between "_design/" and "_design0" ("0" follows "/").
             let (low, high) = ("_design/", "_design0")
@@ -259,8 +286,8 @@ enum BulkRoutes {
             }
             keys = keys?.filter { $0.hasPrefix("_design/") }
         }
-        let conflicts = try boolOption("conflicts", false)
-        let updateSeq = try boolOption("update_seq", false)
+        let conflicts = parsed.conflicts
+        let updateSeq = parsed.updateSeq
         let opts = options
         let keyList = keys
         let bytes: [UInt8] = try await blocking {
@@ -316,5 +343,37 @@ enum BulkRoutes {
             return out
         }
         return Reply.raw(.ok, bytes)
+    }
+
+    // MARK: _local_docs
+
+    /// `GET|POST /{db}/_local_docs`: the database's local documents in id order, with `_all_docs`' options.
+    /// `total_rows` and `offset` are null, as in CouchDB.
+    static func localDocs(_ call: inout Call, _ target: Keyspace) async throws -> Response {
+        let (_, c) = try target.open(call.node)
+        let parsed = try await DocListRequest(&call)
+        let options = parsed.options
+        let keys = parsed.keys
+        let rows: [JSON] = try await blocking {
+            func row(_ doc: SetteeStore.Collection.LocalDocument) -> JSON {
+                var r: JSONObject = ["id": .string(doc.id), "key": .string(doc.id), "value": ["rev": .string(doc.rev)]]
+                if options.includeDocs {
+                    var out: JSONObject = ["_id": .string(doc.id), "_rev": .string(doc.rev)]
+                    for (k, v) in doc.body { out[k] = v }
+                    r["doc"] = .object(out)
+                }
+                return .object(r)
+            }
+            if let keys {
+                var list = try keys.map { key -> JSON in
+                    guard let doc = try c.localDocument(id: key) else { return ["key": .string(key), "error": "not_found"] }
+                    return row(doc)
+                }
+                if options.descending { list.reverse() }
+                return Array(list.dropFirst(options.skip).prefix(options.limit ?? Int.max))
+            }
+            return try c.localDocuments(options).map(row)
+        }
+        return Reply.json(.ok, ["total_rows": .null, "offset": .null, "rows": .array(rows)])
     }
 }

@@ -54,18 +54,26 @@ enum ChangesRoutes {
             if options.sinceNow { options.since = db.lastSequence }
             let opts = options
             let (rows, last, pending) = try await blocking { try scan(c, db, opts, since: opts.since) }
-            var out: [UInt8] = Array(#"{"results":["#.utf8)
-            for (i, row) in rows.enumerated() {
-                if i > 0 { out.append(contentsOf: ",\n".utf8) }
-                out.append(contentsOf: row)
-            }
-            out.append(contentsOf: "],\n\"last_seq\":\(last),\"pending\":\(pending)}\n".utf8)
+            let out = feedBody(rows, last: last, pending: pending)
             return Reply.raw(.ok, out)
         case .longpoll:
             return longpoll(db, c, options, node: call.node)
         case .continuous, .eventsource:
             return stream(db, c, options, node: call.node)
         }
+    }
+
+    /// A normal or longpoll feed's body in CouchDB's layout, which line-based readers depend on: `{"results":[` on
+    /// a line of its own, one change per line (separated by `,\r\n`), then `],` and `last_seq` on lines of their own.
+    static func feedBody(_ rows: [[UInt8]], last: UInt64, pending: Int) -> [UInt8] {
+        var out: [UInt8] = Array("{\"results\":[\n".utf8)
+        out.reserveCapacity(rows.reduce(64) { $0 + $1.count + 3 })
+        for (i, row) in rows.enumerated() {
+            if i > 0 { out.append(contentsOf: ",\r\n".utf8) }
+            out.append(contentsOf: row)
+        }
+        out.append(contentsOf: "\n],\n\"last_seq\":\(last),\"pending\":\(pending)}\n".utf8)
+        return out
     }
 
     static func parse(_ q: QueryOptions, body: JSONObject) throws -> Options {
@@ -287,12 +295,7 @@ enum ChangesRoutes {
                     }
                 }
             }
-            var out: [UInt8] = Array(#"{"results":["#.utf8)
-            for (i, row) in rows.enumerated() {
-                if i > 0 { out.append(contentsOf: ",\n".utf8) }
-                out.append(contentsOf: row)
-            }
-            out.append(contentsOf: "],\n\"last_seq\":\(last),\"pending\":\(pending)}\n".utf8)
+            let out = feedBody(rows, last: last, pending: pending)
             try await writer.write(ByteBuffer(bytes: out))
             try await writer.finish(nil)
         }

@@ -59,6 +59,14 @@ enum DatabaseRoutes {
         }
     }
 
+    /// A database's info by name (`_dbs_info`); throws for a missing database.
+    static func info(_ node: Node, _ name: String) async throws -> JSON {
+        let target = try Keyspace(name)
+        let (db, c) = try target.open(node)
+        let compacting = node.tasks.isRunning(type: "database_compaction", database: db.name)
+        return try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting) }
+    }
+
     static func info(_ db: Database, _ c: SetteeStore.Collection, _ target: Keyspace, compacting: Bool = false) throws -> JSON {
         let counts = try c.documentCounts()
         let sizes = try db.sizes()

@@ -46,16 +46,20 @@ enum DocumentRoutes {
             metrics.documentsRead(1)
             return (try output.bytes(record, rev: rev, body: revision.body, deleted: revision.deleted, database: db), rev)
         }
-        let etag = "\"\(rev)\""
-        if call.header(.ifNoneMatch) == etag {
+        // CouchDB sends no ETag when the answer shows conflicts: it changes when they are resolved, the rev doesn't.
+        let etag = output.conflicts || output.deletedConflicts ? nil : "\"\(rev)\""
+        if let etag, call.header(.ifNoneMatch).map({ ETags.matches($0, etag) }) == true {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
+        var headers = HTTPFields()
+        if let etag { headers[.eTag] = etag }
         if call.method == .head {
             // Same length as the GET body, which ends with a newline.
-            return Response(status: .ok, headers: [.contentType: "application/json", .contentLength: String(bytes.count + 1),
-                                                   .eTag: etag])
+            headers[.contentType] = "application/json"
+            headers[.contentLength] = String(bytes.count + 1)
+            return Response(status: .ok, headers: headers)
         }
-        return Reply.rawLine(.ok, bytes, headers: [.eTag: etag])
+        return Reply.rawLine(.ok, bytes, headers: headers)
     }
 
     /// `open_revs=all|[…]`: JSON array of `{"ok": doc}` / `{"missing": rev}`, or `multipart/mixed` when asked.
@@ -118,7 +122,11 @@ enum DocumentRoutes {
             }
             doc = o
         }
-        if doc["_rev"] == nil, let rev = call.query["rev"] ?? ifMatch(call) { doc["_rev"] = .string(rev) }
+        let given = call.query["rev"] ?? ifMatch(call)
+        if let given, let body = doc["_rev"], body.stringValue != given {
+            throw CouchError.badRequest("Document rev from request body and query string have different values")
+        }
+        if doc["_rev"] == nil, let given { doc["_rev"] = .string(given) }
         let newEdits = try call.query.bool("new_edits", default: true)
         return try await save(call, c, doc: doc, id: id, newEdits: newEdits, follows: follows)
     }
@@ -156,8 +164,12 @@ enum DocumentRoutes {
             metrics.documentsWritten(1)
             return rev
         }
-        let location = "/" + call.segments[0] + "/" + (id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? id)
-        return Reply.json(batch ? .accepted : .created, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
+        let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id))
+        if batch {
+            // CouchDB's batch mode answers before the write is durable, without the new revision.
+            return Reply.json(.accepted, ["ok": true, "id": .string(id)], headers: [.location: location])
+        }
+        return Reply.json(.created, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
                           headers: [.eTag: "\"\(rev)\"", .location: location])
     }
 

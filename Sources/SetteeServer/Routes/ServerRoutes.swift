@@ -20,8 +20,10 @@ enum ServerRoutes {
 
     static func handle(_ call: inout Call) async throws -> Response {
         let name = call.segments[0]
-        let known = ["_up", "_all_dbs", "_uuids", "_active_tasks", "_metrics", "_session", "_replicate", "_scheduler"]
+        let known = ["_up", "_all_dbs", "_dbs_info", "_uuids", "_active_tasks", "_metrics", "_session", "_replicate", "_scheduler"]
         call.route = known.contains(name) ? name : "unknown"
+        if name == "_node" { return try await NodeRoutes.handle(&call) }
+        if name == "_membership" && call.segments.count == 1 { call.route = "membership"; return try NodeRoutes.membership(call) }
         if name == "_scheduler" && call.method == .get {
             try Auth.checkAdmin(call)
             return try await scheduler(call)
@@ -32,16 +34,39 @@ enum ServerRoutes {
             return Reply.json(.ok, ["status": "ok", "seeds": [:]])
         case ("_all_dbs", .get):
             try Auth.checkAdmin(call)
-            var names = call.node.databaseNames()
-            if try call.query.bool("descending") { names.reverse() }
-            let skip = try call.query.int("skip") ?? 0
-            let limit = try call.query.int("limit") ?? Int.max
-            names = Array(names.dropFirst(skip).prefix(limit))
-            return Reply.json(.ok, .array(names.map(JSON.string)))
+            return Reply.json(.ok, .array(try listedDatabases(call).map(JSON.string)))
+        case ("_dbs_info", .get):
+            try Auth.checkAdmin(call)
+            let names = try listedDatabases(call)
+            var infos: [JSON] = []
+            for name in names {
+                if let info = try? await DatabaseRoutes.info(call.node, name) { infos.append(["key": .string(name), "info": info]) }
+            }
+            return Reply.json(.ok, .array(infos))
+        case ("_dbs_info", .post):
+            try Auth.checkAdmin(call)
+            try call.requireJSONContentType()
+            let body = try await call.bodyObject()
+            guard let keys = body["keys"]?.arrayValue else { throw CouchError.badRequest("`keys` member must exist.") }
+            guard keys.count <= 100 else { throw CouchError.badRequest("`keys` member must be at most 100 long.") }
+            var infos: [JSON] = []
+            for key in keys {
+                let name = key.stringValue ?? key.jsonString
+                if let info = try? await DatabaseRoutes.info(call.node, name) {
+                    infos.append(["key": .string(name), "info": info])
+                } else {
+                    infos.append(["key": .string(name), "error": "not_found"])
+                }
+            }
+            return Reply.json(.ok, .array(infos))
         case ("_uuids", .get):
+            let settings = call.node.configuration.uuids
             let count = try call.query.int("count") ?? 1
-            guard count <= 1000 else { throw CouchError.badRequest("count parameter too large") }
-            return Reply.json(.ok, ["uuids": .array((0..<count).map { _ in .string(Hex.random(bytes: 16)) })])
+            guard count <= settings.maxCount else { throw CouchError.badRequest("count parameter too large") }
+            let ids = call.node.uuids.next(count, settings)
+            return Reply.json(.ok, ["uuids": .array(ids.map(JSON.string))],
+                              headers: [.cacheControl: "must-revalidate, no-cache", HTTPField.Name("Pragma")!: "no-cache",
+                                        .expires: "Fri, 01 Jan 1990 00:00:00 GMT"])
         case ("_active_tasks", .get):
             try Auth.checkAdmin(call)
             return Reply.json(.ok, .array(call.node.tasks.list + call.node.replications.activeTasks))
@@ -50,6 +75,8 @@ enum ServerRoutes {
             return Reply.raw(.ok, call.node.metrics.render(), contentType: "text/plain; version=0.0.4")
         case ("_session", _):
             return try await session(&call)
+        case ("_dbs_info", _):
+            throw CouchError.methodNotAllowed("GET,HEAD,POST")
         case ("_up", _), ("_all_dbs", _), ("_uuids", _), ("_active_tasks", _), ("_metrics", _):
             throw CouchError.methodNotAllowed("GET")
         case ("_replicate", .post):
@@ -65,6 +92,34 @@ enum ServerRoutes {
             throw CouchError(.badRequest, "illegal_database_name",
                              "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
         }
+    }
+
+    /// The database names `_all_dbs` and `GET /_dbs_info` list: sorted, with `start_key`/`end_key` (or
+    /// `startkey`/`endkey`, JSON strings), `inclusive_end`, `descending`, `skip` and `limit`.
+    static func listedDatabases(_ call: Call) throws -> [String] {
+        let q = call.query
+        var names = call.node.databaseNames()
+        let descending = try q.bool("descending")
+        func key(_ a: String, _ b: String) throws -> String? {
+            guard let v = try q.json(a) ?? q.json(b) else { return nil }
+            guard let s = v.stringValue else { throw CouchError(.badRequest, "query_parse_error", "Invalid value for \(a)") }
+            return s
+        }
+        let start = try key("start_key", "startkey"), end = try key("end_key", "endkey")
+        let inclusiveEnd = try q.bool("inclusive_end", default: true)
+        if descending { names.reverse() }
+        names = names.filter { name in
+            if let start, descending ? name > start : name < start { return false }
+            if let end {
+                if descending ? name < end : name > end { return false }
+                if !inclusiveEnd && name == end { return false }
+            }
+            return true
+        }
+        let skip = try q.int("skip") ?? 0
+        let limit = try q.int("limit") ?? Int.max
+        guard skip >= 0, limit >= 0 else { throw CouchError(.badRequest, "query_parse_error", "skip and limit must be positive integers") }
+        return Array(names.dropFirst(skip).prefix(limit))
     }
 
     /// `/_scheduler/jobs` and `/_scheduler/docs[/_replicator[/{docid}]]`: replication jobs and `_replicator`
@@ -171,7 +226,7 @@ enum ServerRoutes {
             }
             guard let name, let password, !name.isEmpty else { throw CouchError.badCredentials }
             let context: UserContext, salt: String
-            if node.configuration.admin == nil {
+            if !node.config.hasAdmins {
                 // Admin party: any name logs in, as admin.
                 (context, salt) = (UserContext(name: name, roles: ["_admin"], method: "cookie"), "")
             } else {
@@ -180,13 +235,15 @@ enum ServerRoutes {
                 }
                 (context, salt) = found
             }
+            let settings = node.configuration
             let cookie = node.cookies.header(node.cookies.make(user: name, salt: salt),
-                                             secure: node.configuration.security.secureCookies,
-                                  crossSite: node.configuration.cors?.credentials == true)
+                                             secure: settings.security.secureCookies,
+                                             crossSite: settings.cors?.credentials == true,
+                                             persistent: settings.security.allowPersistentCookies)
             return Reply.json(.ok, ["ok": true, "name": .string(name), "roles": .array(context.roles.map(JSON.string))],
                               headers: [.setCookie: cookie])
         case .delete:
-            if let cookie = Auth.sessionToken(call), let (_, time, _) = node.cookies.parse(cookie) {
+            if let cookie = Auth.sessionToken(call), let (_, time, _, _) = node.cookies.parse(cookie) {
                 node.revokedCookies.revoke(cookie, until: Date(timeIntervalSince1970: Double(time) + node.cookies.timeout))
             }
             return Reply.json(.ok, ["ok": true], headers: [.setCookie: SessionCookies.clearHeader])

@@ -10,15 +10,22 @@ final class Lockout: @unchecked Sendable {
         var last: Date
     }
 
-    let threshold: Int
-    let duration: TimeInterval
+    /// The current threshold and duration (read per use, so a config change applies at once).
+    private let settings: @Sendable () -> (threshold: Int, duration: TimeInterval)
+    var threshold: Int { settings().threshold }
+    var duration: TimeInterval { settings().duration }
     private let maxEntries: Int
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
 
     init(threshold: Int, duration: TimeInterval, maxEntries: Int = 10_000) {
-        self.threshold = threshold
-        self.duration = duration
+        self.settings = { (threshold, duration) }
+        self.maxEntries = maxEntries
+    }
+
+    /// Settings read from the node's live configuration at each use.
+    init(maxEntries: Int = 10_000, settings: @escaping @Sendable () -> (threshold: Int, duration: TimeInterval)) {
+        self.settings = settings
         self.maxEntries = maxEntries
     }
 
@@ -26,6 +33,7 @@ final class Lockout: @unchecked Sendable {
 
     /// Whether the pair is locked now.
     func isLocked(user: String, address: String, now: Date = Date()) -> Bool {
+        let (threshold, duration) = settings()
         guard threshold > 0 else { return false }
         lock.lock()
         defer { lock.unlock() }
@@ -40,6 +48,7 @@ final class Lockout: @unchecked Sendable {
     /// Counts a failed login; returns true when this failure locks the pair.
     @discardableResult
     func recordFailure(user: String, address: String, now: Date = Date()) -> Bool {
+        let (threshold, duration) = settings()
         guard threshold > 0 else { return false }
         lock.lock()
         defer { lock.unlock() }
@@ -62,7 +71,7 @@ final class Lockout: @unchecked Sendable {
 
     /// A successful login clears the pair's failures.
     func recordSuccess(user: String, address: String) {
-        guard threshold > 0 else { return }
+        guard settings().threshold > 0 else { return }
         lock.lock()
         entries[key(user, address)] = nil
         lock.unlock()

@@ -10,7 +10,18 @@ struct SessionCookies: Sendable {
     static let name = "AuthSession"
     /// The node's secret (random, made once, kept in the data directory with mode 0600).
     let secret: [UInt8]
-    let timeout: TimeInterval
+    /// The session timeout now (read per use, so `[chttpd_auth] timeout` applies at once).
+    var timeout: TimeInterval { timeoutSetting() }
+    private let timeoutSetting: @Sendable () -> TimeInterval
+
+    init(secret: [UInt8], timeout: TimeInterval) {
+        self.init(secret: secret) { timeout }
+    }
+
+    init(secret: [UInt8], timeout: @escaping @Sendable () -> TimeInterval) {
+        self.secret = secret
+        self.timeoutSetting = timeout
+    }
 
     /// Loads the node secret from `directory/.settee-node-secret`, creating it on first use.
     static func loadSecret(directory: String) throws -> [UInt8] {
@@ -27,23 +38,27 @@ struct SessionCookies: Sendable {
         return Hex.decode(secret) ?? []
     }
 
-    /// A cookie value for `user`, issued at `time` (seconds since 1970).
+    /// A cookie value for `user`, issued at `time` (seconds since 1970). Each carries its own random nonce, so two
+    /// sessions of one user started in the same second are distinct (one's logout doesn't end the other).
     func make(user: String, salt: String, time: Int = Int(Date().timeIntervalSince1970)) -> String {
-        let payload = "\(user):\(String(time, radix: 16, uppercase: true))"
+        let payload = "\(user):\(String(time, radix: 16, uppercase: true))-\(Hex.random(bytes: 12))"
         return Base64.urlEncode(Array((payload + ":" + mac(payload, salt: salt)).utf8))
     }
 
-    /// The user name and issue time a cookie claims, before its signature is checked.
-    func parse(_ cookie: String) -> (user: String, time: Int, mac: String)? {
+    /// The user name, issue time and signed stamp (`HEXTIME-NONCE`) a cookie claims, before its signature is
+    /// checked.
+    func parse(_ cookie: String) -> (user: String, time: Int, mac: String, stamp: String)? {
         guard cookie.utf8.count <= 4096, let bytes = Base64.urlDecode(cookie) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
-        // The name may itself contain ':'; time and mac are the last two fields.
+        // The name may itself contain ':'; stamp and mac are the last two fields.
         guard let macColon = text.lastIndex(of: ":") else { return nil }
         let head = text[..<macColon]
         guard let timeColon = head.lastIndex(of: ":") else { return nil }
         let user = String(head[..<timeColon])
-        guard !user.isEmpty, let time = Int(head[head.index(after: timeColon)...], radix: 16) else { return nil }
-        return (user, time, String(text[text.index(after: macColon)...]))
+        let stamp = head[head.index(after: timeColon)...]
+        let hexTime = stamp.split(separator: "-", maxSplits: 1).first ?? ""
+        guard !user.isEmpty, let time = Int(hexTime, radix: 16) else { return nil }
+        return (user, time, String(text[text.index(after: macColon)...]), String(stamp))
     }
 
     enum Verdict: Equatable {
@@ -53,8 +68,8 @@ struct SessionCookies: Sendable {
     }
 
     /// Checks a parsed cookie's signature (with the user's current salt) and age.
-    func verify(user: String, time: Int, mac given: String, salt: String, now: Date = Date()) -> Verdict {
-        let payload = "\(user):\(String(time, radix: 16, uppercase: true))"
+    func verify(user: String, time: Int, stamp: String, mac given: String, salt: String, now: Date = Date()) -> Verdict {
+        let payload = "\(user):\(stamp)"
         guard Passwords.constantTimeEquals(mac(payload, salt: salt), given) else { return .invalid }
         let age = now.timeIntervalSince1970 - Double(time)
         guard age < timeout, age > -60 else { return .expired }
@@ -69,9 +84,12 @@ struct SessionCookies: Sendable {
     /// The Set-Cookie header value for a cookie.
     /// `SameSite=Lax` normally; `SameSite=None; Secure` when the node serves TLS and lets other origins send
     /// credentials (CORS), since browsers only send cross-site cookies that are both.
-    func header(_ value: String, secure: Bool, crossSite: Bool = false) -> String {
+    /// Without `persistent` (`allow_persistent_cookies = false`) the cookie has no `Max-Age`: browsers drop it
+    /// when they close.
+    func header(_ value: String, secure: Bool, crossSite: Bool = false, persistent: Bool = true) -> String {
         let sameSite = crossSite && secure ? "None" : "Lax"
-        return "\(Self.name)=\(value); Version=1; Path=/; Max-Age=\(Int(timeout)); HttpOnly; SameSite=\(sameSite)"
+        let maxAge = persistent ? " Max-Age=\(Int(timeout));" : ""
+        return "\(Self.name)=\(value); Version=1; Path=/;\(maxAge) HttpOnly; SameSite=\(sameSite)"
             + (secure ? "; Secure" : "")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SetteeCore
 import SetteeStore
 
@@ -15,6 +16,9 @@ final class UserDirectory: @unchecked Sendable {
         var fingerprint: [UInt8]
     }
 
+    /// Logins answered from the cache of verified passwords, and those that ran the key derivation.
+    let cacheHits = Atomic<Int>(0)
+    let cacheMisses = Atomic<Int>(0)
     private let lock = NSLock()
     private var verified: [String: Verified] = [:]
     /// Keys the cache's fingerprints; random per process, never stored.
@@ -44,8 +48,10 @@ final class UserDirectory: @unchecked Sendable {
         lock.unlock()
         if let cached, cached.salt == salt, cached.derivedKey == key,
            Passwords.constantTimeEquals(cached.fingerprint, print) {
+            cacheHits.add(1, ordering: .relaxed)
             return (context, salt)
         }
+        cacheMisses.add(1, ordering: .relaxed)
         guard Passwords.verify(password, against: doc) else { return nil }
         lock.lock()
         if verified.count > 10_000 { verified.removeAll() }

@@ -31,7 +31,7 @@ struct AdminUI {
         }
     }
 
-    var signedIn: Bool { call.node.configuration.admin == nil || call.userCtx.name != nil }
+    var signedIn: Bool { !call.node.config.hasAdmins || call.userCtx.name != nil }
     var method: HTTPRequest.Method { call.method }
 
     func route() async throws -> Response {
@@ -112,7 +112,7 @@ struct AdminUI {
             return try page("login", title: "Sign in", ["nextEncoded": AdminUI.encodeQuery(next), "name": name, "error": result.message],
                             status: result.status == 403 ? .forbidden : .unauthorized, chrome: false)
         }
-        if call.node.configuration.admin == nil { return redirect(next) }
+        if !call.node.config.hasAdmins { return redirect(next) }
         return try page("login", title: "Sign in", ["nextEncoded": AdminUI.encodeQuery(next)], chrome: false)
     }
 
@@ -659,9 +659,9 @@ struct AdminUI {
             "roles": (ctx?["roles"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", "),
             "method": session.json["info"]?["authenticated"]?.stringValue ?? "",
         ]
-        if let name = call.userCtx.name, name != call.node.configuration.admin?.username {
+        if let name = call.userCtx.name, call.node.config.snapshot.admins[name] == nil {
             data["canChangePassword"] = true
-        } else if call.node.configuration.admin != nil, call.userCtx.name != nil {
+        } else if call.node.config.hasAdmins, call.userCtx.name != nil {
             data["configuredAdmin"] = true
         }
         if let error { data["error"] = error }
@@ -671,7 +671,7 @@ struct AdminUI {
     /// A `_users` member changes their own password: the same `PUT /_users/org.couchdb.user:NAME` a CouchDB client
     /// makes (the `_users` rules let a user update their own document), after checking the current password.
     private func changePassword(_ form: FormData) async throws -> Response {
-        guard let name = call.userCtx.name, name != call.node.configuration.admin?.username else {
+        guard let name = call.userCtx.name, call.node.config.snapshot.admins[name] == nil else {
             return try await account(error: "The server admin's password is set where the node starts (--admin or SETTEE_ADMIN).", status: .badRequest)
         }
         let current = form["current"] ?? "", new = form["password"] ?? ""
@@ -790,8 +790,8 @@ struct AdminUI {
         var context = data
         context["title"] = title
         context["csrf"] = CSRF.token(for: call)
-        context["user"] = call.userCtx.name ?? (call.node.configuration.admin == nil ? "admin party" : "")
-        context["canSignOut"] = call.userCtx.name != nil && call.node.configuration.admin != nil
+        context["user"] = call.userCtx.name ?? (!call.node.config.hasAdmins ? "admin party" : "")
+        context["canSignOut"] = call.userCtx.name != nil && call.node.config.hasAdmins
         context["isAdmin"] = call.isAdmin
         context["asset"] = UIAssets.version
         context["chrome"] = chrome

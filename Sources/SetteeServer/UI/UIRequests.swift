@@ -119,7 +119,7 @@ enum CSRF {
     static func token(for call: Call) -> String {
         let identity: String
         if let name = call.userCtx.name { identity = "user:" + name }
-        else if call.node.configuration.admin == nil { identity = "admin-party" }
+        else if !call.node.config.hasAdmins { identity = "admin-party" }
         else { identity = "anonymous:" + call.remoteAddress }
         let key = SymmetricKey(data: call.node.cookies.secret)
         let mac = HMAC<SHA256>.authenticationCode(for: Array(("settee-ui-csrf:" + identity).utf8), using: key)

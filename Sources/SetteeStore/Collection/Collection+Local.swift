@@ -61,6 +61,37 @@ extension Collection {
         }
     }
 
+    /// Local documents in id order, with `_all_docs`' range, order and paging options (`includeDocs` is ignored:
+    /// bodies always come with them).
+    public func localDocuments(_ options: AllDocsOptions) throws -> [LocalDocument] {
+        var conditions: [String] = []
+        var values: [SQLiteValue] = []
+        let (low, high) = options.descending ? (options.endKey, options.startKey) : (options.startKey, options.endKey)
+        if let low {
+            conditions.append(options.descending && !options.inclusiveEnd ? "id > ?" : "id >= ?")
+            values.append(.text(Collection.localID(low)))
+        }
+        if let high {
+            conditions.append(!options.descending && !options.inclusiveEnd ? "id < ?" : "id <= ?")
+            values.append(.text(Collection.localID(high)))
+        }
+        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        let sql = "SELECT id, rev, body FROM \(localTable)\(filter) ORDER BY id \(options.descending ? "DESC" : "ASC") LIMIT ? OFFSET ?"
+        values.append(.integer(Int64(min(options.limit ?? Int(Int64.max), Int(Int64.max)))))
+        values.append(.integer(Int64(options.skip)))
+        return try database.read { db in
+            let stmt = try db.prepare(sql)
+            defer { stmt.reset() }
+            stmt.bind(values)
+            var docs: [LocalDocument] = []
+            while try stmt.step() {
+                docs.append(LocalDocument(id: stmt.string(0) ?? "", rev: stmt.string(1) ?? "0-1",
+                                          body: try DocumentRecord.parseBody(stmt.blob(2) ?? [])))
+            }
+            return docs
+        }
+    }
+
     private func localRev(id: String, db: Connection) throws -> String? {
         let stmt = try db.prepare("SELECT rev FROM \(localTable) WHERE id = ?")
         defer { stmt.reset() }

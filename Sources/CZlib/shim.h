@@ -1,0 +1,10 @@
+#include <zlib.h>
+
+// deflateInit2/inflateInit2 are macros Swift cannot import; expose them as functions.
+static inline int czlib_deflate_init_gzip(z_stream *stream, int level) {
+    return deflateInit2(stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+}
+static inline int czlib_inflate_init_gzip(z_stream *stream) {
+    // 15 + 32: zlib or gzip header, detected.
+    return inflateInit2(stream, 15 + 32);
+}
