@@ -288,6 +288,7 @@ enum BulkRoutes {
         }
         let conflicts = parsed.conflicts
         let updateSeq = parsed.updateSeq
+        let sequences = call.sequences(db.uuid)
         let opts = options
         let keyList = keys
         let bytes: [UInt8] = try await blocking {
@@ -338,7 +339,10 @@ enum BulkRoutes {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            if updateSeq { out.append(contentsOf: ",\"update_seq\":\(db.lastSequence)".utf8) }
+            if updateSeq {
+                out.append(contentsOf: ",\"update_seq\":".utf8)
+                sequences.append(db.lastSequence, to: &out)
+            }
             out.append(contentsOf: "}\n".utf8)
             return out
         }

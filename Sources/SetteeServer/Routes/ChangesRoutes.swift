@@ -28,6 +28,8 @@ enum ChangesRoutes {
         var designOnly = false
         var heartbeat: Int?          // milliseconds
         var timeout: Int = 60_000     // milliseconds
+        /// How sequences are written (set for the feed's database).
+        var sequences = CouchSequence(node: "", databaseUUID: "")
     }
 
     static func handle(_ call: inout Call, _ target: Keyspace) async throws -> Response {
@@ -46,6 +48,7 @@ enum ChangesRoutes {
         default: throw CouchError.methodNotAllowed("GET,HEAD,POST")
         }
         var options = try parse(call.query, body: body)
+        options.sequences = call.sequences(db.uuid)
         if options.feed == .eventsource, let lastEventID = call.header(HTTPField.Name("Last-Event-ID")!) {
             options.since = try parseSequence(lastEventID)
         }
@@ -54,7 +57,7 @@ enum ChangesRoutes {
             if options.sinceNow { options.since = db.lastSequence }
             let opts = options
             let (rows, last, pending) = try await blocking { try scan(c, db, opts, since: opts.since) }
-            let out = feedBody(rows, last: last, pending: pending)
+            let out = feedBody(rows, last: last, pending: pending, sequences: opts.sequences)
             return Reply.raw(.ok, out)
         case .longpoll:
             return longpoll(db, c, options, node: call.node)
@@ -65,14 +68,16 @@ enum ChangesRoutes {
 
     /// A normal or longpoll feed's body in CouchDB's layout, which line-based readers depend on: `{"results":[` on
     /// a line of its own, one change per line (separated by `,\r\n`), then `],` and `last_seq` on lines of their own.
-    static func feedBody(_ rows: [[UInt8]], last: UInt64, pending: Int) -> [UInt8] {
+    static func feedBody(_ rows: [[UInt8]], last: UInt64, pending: Int, sequences: CouchSequence) -> [UInt8] {
         var out: [UInt8] = Array("{\"results\":[\n".utf8)
         out.reserveCapacity(rows.reduce(64) { $0 + $1.count + 3 })
         for (i, row) in rows.enumerated() {
             if i > 0 { out.append(contentsOf: ",\r\n".utf8) }
             out.append(contentsOf: row)
         }
-        out.append(contentsOf: "\n],\n\"last_seq\":\(last),\"pending\":\(pending)}\n".utf8)
+        out.append(contentsOf: "\n],\n\"last_seq\":".utf8)
+        sequences.append(last, to: &out)
+        out.append(contentsOf: ",\"pending\":\(pending)}\n".utf8)
         return out
     }
 
@@ -190,15 +195,25 @@ enum ChangesRoutes {
         return (rows, last, pending)
     }
 
+    /// The sequence number of a rendered change row.
     static func seqOf(_ row: [UInt8]) -> UInt64? {
-        guard let json = try? JSON.parse(row), let seq = json["seq"]?.intValue else { return nil }
-        return UInt64(seq)
+        guard let json = try? JSON.parse(row), let seq = json["seq"] else { return nil }
+        if let n = seq.intValue { return UInt64(n) }
+        return seq.stringValue.flatMap { try? ChangeSequence.parse($0) }
+    }
+
+    /// The sequence string of a rendered change row (an eventsource event's id).
+    static func seqText(_ row: [UInt8]) -> String? {
+        guard let json = try? JSON.parse(row), let seq = json["seq"] else { return nil }
+        return seq.stringValue ?? seq.jsonString
     }
 
     static func render(_ row: SetteeStore.Collection.ChangeRow, doc: [UInt8]?, db: Database, o: Options) throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + (doc?.count ?? 0))
-        out.append(contentsOf: "{\"seq\":\(row.sequence),\"id\":".utf8)
+        out.append(contentsOf: "{\"seq\":".utf8)
+        o.sequences.append(row.sequence, to: &out)
+        out.append(contentsOf: ",\"id\":".utf8)
         JSON.appendString(row.id, to: &out)
         out.append(contentsOf: #","changes":["#.utf8)
         let revs = row.leaves ?? [row.rev]
@@ -295,7 +310,7 @@ enum ChangesRoutes {
                     }
                 }
             }
-            let out = feedBody(rows, last: last, pending: pending)
+            let out = feedBody(rows, last: last, pending: pending, sequences: opts.sequences)
             try await writer.write(ByteBuffer(bytes: out))
             try await writer.finish(nil)
         }
@@ -325,7 +340,7 @@ enum ChangesRoutes {
                     if eventSource {
                         out.append(contentsOf: "data: ".utf8)
                         out.append(contentsOf: row)
-                        if let seq = seqOf(row) { out.append(contentsOf: "\nid: \(seq)".utf8) }
+                        if let seq = seqText(row) { out.append(contentsOf: "\nid: \(seq)".utf8) }
                         out.append(contentsOf: "\n\n".utf8)
                     } else {
                         out.append(contentsOf: row)
@@ -362,7 +377,10 @@ enum ChangesRoutes {
                 }
             }
             if !eventSource {
-                try await writer.write(ByteBuffer(string: "{\"last_seq\":\(since),\"pending\":0}\n"))
+                var end = Array("{\"last_seq\":".utf8)
+                opts.sequences.append(since, to: &end)
+                end.append(contentsOf: ",\"pending\":0}\n".utf8)
+                try await writer.write(ByteBuffer(bytes: end))
             }
             try await writer.finish(nil)
         }

@@ -30,7 +30,8 @@ enum DatabaseRoutes {
         case .get, .head:
             let (db, c) = try target.open(node)
             let compacting = node.tasks.isRunning(type: "database_compaction", database: db.name)
-            let info: JSON = try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting) }
+            let sequences = call.sequences(db.uuid)
+            let info: JSON = try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting, sequences: sequences) }
             if call.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
             return Reply.json(.ok, info)
         case .delete:
@@ -64,16 +65,18 @@ enum DatabaseRoutes {
         let target = try Keyspace(name)
         let (db, c) = try target.open(node)
         let compacting = node.tasks.isRunning(type: "database_compaction", database: db.name)
-        return try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting) }
+        let sequences = CouchSequence(node: node.configuration.nodeName, databaseUUID: db.uuid)
+        return try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting, sequences: sequences) }
     }
 
-    static func info(_ db: Database, _ c: SetteeStore.Collection, _ target: Keyspace, compacting: Bool = false) throws -> JSON {
+    static func info(_ db: Database, _ c: SetteeStore.Collection, _ target: Keyspace, compacting: Bool = false,
+                     sequences: CouchSequence) throws -> JSON {
         let counts = try c.documentCounts()
         let sizes = try db.sizes()
         var out: JSONObject = [
             "db_name": .string(target.isDefaultCollection ? db.name : "\(db.name).\(target.scope).\(target.collection)"),
-            "purge_seq": "0",
-            "update_seq": .int(Int64(db.lastSequence)),
+            "purge_seq": sequences.json(0),
+            "update_seq": sequences.json(db.lastSequence),
             "sizes": ["file": .int(Int64(sizes.file)), "external": .int(Int64(sizes.active)), "active": .int(Int64(sizes.active))],
             "props": [:],
             "doc_del_count": .int(Int64(counts.deleted)),

@@ -17,6 +17,7 @@ enum DocumentRoutes {
         case .get, .head: return try await get(call, db, c, id: id)
         case .put: return try await put(&call, db, c, id: id)
         case .delete: return try await delete(call, c, id: id)
+        case DocumentRoutes.copyMethod: return try await copy(call, db, c, id: id)
         case .post: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
         default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
         }
@@ -188,6 +189,45 @@ enum DocumentRoutes {
         }
         return Reply.json(.ok, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
                           headers: [.eTag: "\"\(rev)\""])
+    }
+
+    static let copyMethod = HTTPRequest.Method("COPY")!
+
+    /// `COPY /{db}/{docid}` with `Destination: newid` (or `newid?rev=R` to overwrite revision R): copies the
+    /// document's current (or `?rev=`) revision, attachments included, to another id.
+    static func copy(_ call: Call, _ db: Database, _ c: SetteeStore.Collection, id: String) async throws -> Response {
+        guard let destination = call.header(HTTPField.Name("Destination")!), !destination.isEmpty else {
+            throw CouchError.badRequest("Destination header is mandatory for COPY.")
+        }
+        var targetID = destination
+        var targetRev: String?
+        if let q = destination.firstIndex(of: "?") {
+            targetID = String(destination[..<q])
+            let options = QueryOptions(String(destination[destination.index(after: q)...]))
+            targetRev = options["rev"]
+        }
+        targetID = targetID.removingPercentEncoding ?? targetID
+        guard !targetID.isEmpty else { throw CouchError.badRequest("Destination header is mandatory for COPY.") }
+        let requested: RevID? = try call.query["rev"].map { s in
+            guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
+            return r
+        }
+        try Auth.checkDocumentWrite(call, id: targetID)
+        var withAttachments = try DocumentOutput(QueryOptions(nil))
+        withAttachments.attachments = true
+        let output = withAttachments
+        let source: JSONObject = try await blocking {
+            guard let record = try c.record(id: id, withTree: requested != nil) else { throw CouchError.notFound("missing") }
+            let rev = requested ?? record.revID
+            if requested == nil && record.deleted { throw CouchError.notFound("deleted") }
+            guard let revision = record.revision(rev), !revision.deleted else { throw CouchError.notFound("missing") }
+            return try output.render(record, rev: rev, body: revision.body, deleted: false, database: db)
+        }
+        var doc = source
+        doc["_id"] = .string(targetID)
+        if let targetRev { doc["_rev"] = .string(targetRev) } else { doc.removeValue(forKey: "_rev") }
+        doc.removeValue(forKey: "_revisions")
+        return try await save(call, c, doc: doc, id: targetID, newEdits: true, follows: [:])
     }
 
     static func ifMatch(_ call: Call) -> String? {

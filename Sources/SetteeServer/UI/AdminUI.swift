@@ -469,7 +469,8 @@ struct AdminUI {
         guard info.ok else { return try errorPage(info, title: db) }
         let list = await api(.get, [db, "_index"])
         var data = dbData(db, info.json)
-        let updateSeq = info.json["update_seq"]?.intValue ?? 0
+        // update_seq is CouchDB's "N-…" string; its number is what an index's last_seq compares with.
+        let updateSeq = info.json["update_seq"].map { $0.intValue ?? Int64((try? ChangeSequence.parse($0.stringValue ?? "")) ?? 0) } ?? 0
         var rows: [[String: Any]] = []
         for entry in list.json["indexes"]?.arrayValue ?? [] {
             let lastSeq = entry["last_seq"]?.intValue ?? 0

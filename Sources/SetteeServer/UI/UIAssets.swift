@@ -241,7 +241,7 @@ enum UIAssets {
             fetch("/" + db, { credentials: "same-origin" }).then(function (r) { return r.json(); }),
             fetch("/" + db + "/_index", { credentials: "same-origin" }).then(function (r) { return r.json(); })
           ]).then(function (res) {
-            var seq = res[0].update_seq || 0;
+            var seq = parseInt(String(res[0].update_seq || 0), 10) || 0;
             (res[1].indexes || []).forEach(function (ix) {
               var tr = indexes.querySelector('tr[data-index="' + CSS.escape(ix.name) + '"]');
               if (!tr) return;
