@@ -32,7 +32,7 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
-        // System zlib (zlib1g-dev): gzip request bodies and gzip-stored attachments. Only SetteeServer imports it.
+        // System zlib (zlib1g-dev): gzip-stored attachments and gzip request bodies. Only SetteeStore imports it.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // ICU's Unicode Collation Algorithm (libicu-dev), for CouchDB's view-key collation. Only SetteeIndex imports it.
         .target(
@@ -42,7 +42,7 @@ let package = Package(
         // Pure: JSON, revision ids and trees, errors. No I/O.
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
-        .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite"]),
+        .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite", "CZlib"]),
         // Pure: SQL++ lexer/parser → AST, the QueryBuilder expression API, the expression evaluator over JSON.
         .target(name: "SetteeSQLPP", dependencies: ["SetteeCore"]),
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "SetteeServer",
             dependencies: [
-                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CZlib",
+                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

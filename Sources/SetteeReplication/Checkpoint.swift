@@ -32,7 +32,7 @@ struct Checkpointer: Sendable {
     }
 
     /// Reads both checkpoint documents and decides where to start.
-    mutating func load(reset: Bool) async throws {
+    mutating func load(reset: Bool, since: JSON? = nil) async throws {
         let target = self.target, id = replicationID
         async let fromTarget = target.localDocument(id: id)
         sourceDoc = try await source.localDocument(id: replicationID)
@@ -40,6 +40,7 @@ struct Checkpointer: Sendable {
         sourceRev = sourceDoc?["_rev"]?.stringValue
         targetRev = targetDoc?["_rev"]?.stringValue
         startSeq = reset ? .int(0) : Checkpointer.startSequence(source: sourceDoc, target: targetDoc)
+        if let since, !reset, startSeq == .int(0) { startSeq = since }
         lastRecorded = startSeq
     }
 
@@ -101,6 +102,14 @@ struct Checkpointer: Sendable {
         ]
     }
 
+    /// The history as it stands after recording `seq`: this session's entry, then the earlier sessions the
+    /// target's checkpoint held (the source's when the target had none), at most ``historyLimit`` entries.
+    func history(_ seq: JSON, stats: ReplicatorStatus) -> [JSON] {
+        let previous = (targetDoc?["history"]?.arrayValue ?? sourceDoc?["history"]?.arrayValue ?? [])
+            .filter { $0["session_id"]?.stringValue != sessionID }
+        return Array(([JSON.object(historyEntry(seq, stats: stats))] + previous).prefix(Checkpointer.historyLimit))
+    }
+
     /// Writes the checkpoint document on one side, re-reading its revision once if it changed underneath.
     private func save(_ entry: JSONObject, seq: JSON, previous: JSONObject?, rev: String?,
                       on endpoint: any Endpoint) async throws -> String {
@@ -135,10 +144,11 @@ struct Checkpointer: Sendable {
     /// The replication id: an MD5 over both endpoints' identities and the filter, so the same replication
     /// finds its checkpoints again and a differently filtered one does not.
     static func replicationID(source: any Endpoint, target: any Endpoint, documentIDs: [String]?,
-                              selector: JSON?) -> String {
+                              selector: JSON?, sinceSequence: JSON? = nil) -> String {
         var parts: [JSON] = ["settee-replication", .int(Int64(version)), .string(source.identity), .string(target.identity)]
         if let ids = documentIDs { parts.append(["doc_ids": .array(ids.sorted().map(JSON.string))]) }
         if let selector { parts.append(["selector": selector]) }
+        if let sinceSequence { parts.append(["since_seq": sinceSequence]) }
         return MD5.hex(JSON.array(parts).serializedBytes)
     }
 }

@@ -18,6 +18,9 @@ public struct ReplicationOptions: Sendable {
     public var batchSize = 500
     /// Ignore checkpoints and start from the beginning (Couchbase Lite's `start(reset: true)`).
     public var reset = false
+    /// Start from this source sequence instead of the checkpoint's (CouchDB's `since_seq`); part of the
+    /// replication id, so such a replication keeps checkpoints of its own.
+    public var sinceSequence: JSON?
     /// Failed attempts (peer unreachable, 5xx) before a one-shot replication gives up; continuous ones never do.
     public var maxAttempts = 10
     /// The first retry delay; each further attempt doubles it (with jitter) up to ``maxRetryDelay``.
@@ -40,7 +43,8 @@ public struct ReplicationResult: Sendable {
     public var sessionID: String
     public var sourceLastSeq: JSON
     public var status: ReplicatorStatus
-    /// This run's checkpoint history entry (CouchDB's fields), when it got as far as reading checkpoints.
+    /// The checkpoint history: this run's entry (CouchDB's fields) first, then earlier sessions' (at most 50 in
+    /// all); empty when the run didn't get as far as reading checkpoints.
     public var history: [JSON]
     /// True when the replication caught up and finished; false when it was stopped first (or is continuous).
     public var completed: Bool
@@ -76,7 +80,8 @@ public final class Replication: @unchecked Sendable {
         self.options = options
         self.logger = logger
         self.replicationID = Checkpointer.replicationID(source: source, target: target,
-                                                        documentIDs: options.documentIDs, selector: options.selector)
+                                                        documentIDs: options.documentIDs, selector: options.selector,
+                                                        sinceSequence: options.sinceSequence)
         self.box = StatusBox(onChange: onStatus)
         self.counters = ReplicationCounters(factory: options.metricsFactory)
     }
@@ -138,7 +143,7 @@ public final class Replication: @unchecked Sendable {
 
     private func result(completed: Bool = false) -> ReplicationResult {
         let cp = lock.withLock { checkpointer }
-        let history: [JSON] = cp.map { [.object($0.historyEntry($0.lastRecorded, stats: box.current))] } ?? []
+        let history: [JSON] = cp.map { $0.history($0.lastRecorded, stats: box.current) } ?? []
         return ReplicationResult(replicationID: replicationID, sessionID: cp?.sessionID ?? "",
                                  sourceLastSeq: cp?.lastRecorded ?? .int(0), status: box.current, history: history,
                                  completed: completed)
@@ -166,7 +171,7 @@ public final class Replication: @unchecked Sendable {
         let sourceInfo = try await source.databaseInfo()
         try await targetCheck
         var cp = Checkpointer(replicationID: replicationID, source: source, target: target)
-        try await cp.load(reset: options.reset)
+        try await cp.load(reset: options.reset, since: options.sinceSequence)
         lock.withLock { checkpointer = cp }
         logger.debug("replication \(replicationID) from \(source.displayName) to \(target.displayName) since \(cp.startSeq)")
         box.update {

@@ -184,12 +184,9 @@ enum Auth {
         let s = call.segments, m = call.method
         let read = m == .get || m == .head
         if s.count == 1 && !(read || m == .post) { try checkAdmin(call) }
-        let db: Database
-        do { db = try call.node.database(target.database) } catch {
-            // Don't tell anonymous callers which databases exist.
-            if call.user == nil { throw CouchError.unauthorized }
-            throw error
-        }
+        // A missing database is 404 for everyone, anonymous callers included, as in CouchDB (replicators rely on
+        // it to tell a missing source from missing credentials).
+        let db = try call.node.database(target.database)
         if target.database == UserDirectory.database {
             // `_users`' own database admins (its `_security.admins`) manage users; everyone else reaches only user
             // documents, under the `_users` rules (see UserDirectory.prepare), whatever `_security.members` says.

@@ -45,7 +45,9 @@ struct Call: Sendable {
                 guard encoding == "gzip" || encoding == "x-gzip" || encoding == "deflate" else {
                     throw CouchError(.unsupportedMediaType, "bad_content_type", "Unsupported Content-Encoding: \(encoding)")
                 }
-                return try Gzip.decompress(bytes, limit: limit)
+                do { return try Gzip.decompress(bytes, limit: limit) } catch let e as SetteeError where e.code == .badRequest {
+                    throw CouchError.badRequest("Request body is not valid \(encoding) data")
+                }
             }
             return bytes
         } catch let error as HTTPError where error.status == .contentTooLarge {

@@ -16,6 +16,8 @@ final class ReplicationManager: @unchecked Sendable {
         var createTarget = false
         var documentIDs: [String]?
         var selector: JSON?
+        /// `since_seq`: where a replication without checkpoints starts.
+        var sinceSequence: JSON?
         /// `allow_insecure_credentials`: credentials may go over plain HTTP to a non-loopback host.
         var allowInsecureCredentials = false
 
@@ -24,6 +26,7 @@ final class ReplicationManager: @unchecked Sendable {
             var o: JSONObject = ["source": source, "target": target, "continuous": .bool(continuous),
                                  "create_target": .bool(createTarget)]
             if let documentIDs { o["doc_ids"] = .array(documentIDs.map(JSON.string)) }
+            if let sinceSequence { o["since_seq"] = sinceSequence }
             if let selector { o["selector"] = selector }
             if allowInsecureCredentials { o["allow_insecure_credentials"] = true }
             return JSON.object(o).jsonString
@@ -123,6 +126,7 @@ final class ReplicationManager: @unchecked Sendable {
             do { _ = try MangoSelector(selector) } catch { throw CouchError.badRequest("Invalid selector: \(error)") }
             spec.selector = selector
         }
+        if let since = body["since_seq"], !since.isNull { spec.sinceSequence = since }
         if let filter = body["filter"]?.stringValue, filter != "_doc_ids", filter != "_selector" {
             throw CouchError.badRequest("Filter functions are not supported; use `doc_ids` or `selector`")
         }
@@ -175,6 +179,7 @@ final class ReplicationManager: @unchecked Sendable {
         o.createTarget = spec.createTarget
         o.documentIDs = spec.documentIDs
         o.selector = spec.selector
+        o.sinceSequence = spec.sinceSequence
         return o
     }
 
@@ -223,7 +228,7 @@ final class ReplicationManager: @unchecked Sendable {
             } onCancel: {
                 run.cancel()
             }
-            var report = Self.report(result)
+            var report = Self.report(result, documentIDs: spec.documentIDs != nil)
             if !result.completed {
                 report["ok"] = false
                 report["error"] = "cancelled"
@@ -249,13 +254,25 @@ final class ReplicationManager: @unchecked Sendable {
     }
 
     /// The `_replicate` answer for a finished one-shot replication (CouchDB's shape).
-    static func report(_ result: ReplicationResult) -> JSONObject {
+    /// A `doc_ids` replication answers without checkpoint history, as CouchDB's (which keeps no checkpoints for
+    /// them): `start_time`, `end_time` and the counters.
+    static func report(_ result: ReplicationResult, documentIDs: Bool = false) -> JSONObject {
         let s = result.status
         var entry = result.history.first?.objectValue ?? ["session_id": .string(result.sessionID)]
         entry["replication_id"] = .string(result.replicationID)
+        if documentIDs {
+            var out: JSONObject = ["ok": true]
+            for key in ["start_time", "end_time", "docs_read", "docs_written", "doc_write_failures"] {
+                out[key] = entry[key] ?? .null
+            }
+            if s.revisionsChecked == 0 { out["no_changes"] = true }
+            return out
+        }
+        var history = result.history
+        if history.isEmpty { history = [.object(entry)] } else { history[0] = .object(entry) }
         var out: JSONObject = ["ok": true, "session_id": .string(result.sessionID),
                                "source_last_seq": result.sourceLastSeq, "replication_id_version": 4,
-                               "history": [.object(entry)]]
+                               "history": .array(history)]
         if s.revisionsChecked == 0 { out["no_changes"] = true }
         return out
     }

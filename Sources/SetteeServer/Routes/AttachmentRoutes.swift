@@ -15,28 +15,17 @@ enum AttachmentRoutes {
                 guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
                 return r
             }
-            let (meta, data): (JSONObject, [UInt8]) = try await blocking {
+            let (meta, stored): (JSONObject, Database.StoredBlob) = try await blocking {
                 guard let record = try c.record(id: id, withTree: rev != nil) else { throw CouchError.notFound("missing") }
                 if rev == nil && record.deleted { throw CouchError.notFound("deleted") }
                 guard let revision = record.revision(rev ?? record.revID),
                       case .object(let body) = try JSON.parse(revision.body),
                       case .object(let meta)? = body["_attachments"]?[name],
-                      let digest = meta["digest"]?.stringValue, let data = try db.blob(digest: digest)
+                      let digest = meta["digest"]?.stringValue, let stored = try db.storedBlob(digest: digest)
                 else { throw CouchError.notFound("Document is missing attachment") }
-                return (meta, data)
+                return (meta, stored)
             }
-            let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
-            var headers: HTTPFields = [.contentType: contentType, .eTag: "\"\(meta["digest"]?.stringValue ?? "")\"",
-                                       .acceptRanges: "none", .cacheControl: "must-revalidate",
-                                       // As CouchDB's [csp] attachments_header_value: an HTML attachment opened in a
-                                       // browser runs no script on the node's origin.
-                                       HTTPField.Name("Content-Security-Policy")!: "sandbox",
-                                       HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
-            if call.method == .head {
-                headers[.contentLength] = String(data.count)
-                return Response(status: .ok, headers: headers)
-            }
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            return try read(call, meta: meta, stored: stored)
         case .put:
             try DocumentInput.validateAttachmentName(name)
             let data = try await call.bodyBytes()
@@ -44,6 +33,7 @@ enum AttachmentRoutes {
                 throw CouchError(.contentTooLarge, "attachment_too_large", name)
             }
             let contentType = call.header(.contentType) ?? "application/octet-stream"
+            let compression = call.node.configuration.attachments
             let rev = try (call.query["rev"] ?? DocumentRoutes.ifMatch(call)).map { s in
                 guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
                 return r
@@ -59,16 +49,20 @@ enum AttachmentRoutes {
                 } else if let existing = try c.record(id: id), !existing.deleted {
                     throw CouchError.conflict
                 }
-                let digest = Database.attachmentDigest(data)
+                let stored = try StoredAttachment(data, contentType: contentType, compression: compression)
                 var atts = body["_attachments"]?.objectValue ?? [:]
                 atts[name] = ["content_type": .string(contentType), "revpos": .int(Int64((rev?.generation ?? 0) + 1)),
-                              "digest": .string(digest), "length": .int(Int64(data.count)), "stub": true]
+                              "digest": .string(stored.digest), "length": .int(Int64(stored.length)), "stub": true]
                 body["_attachments"] = .object(atts)
-                return try c.write([RevisionWrite(id: id, body: body, mode: .edit(parent: rev),
-                                                  blobs: [(digest, data)])])[0].get()
+                var write = RevisionWrite(id: id, body: body, mode: .edit(parent: rev), blobs: [(stored.digest, stored.bytes)])
+                if let encoding = stored.encoding { write.blobEncodings[stored.digest] = encoding }
+                return try c.write([write])[0].get()
             }
+            let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id) + "/"
+                                            + name.split(separator: "/", omittingEmptySubsequences: false)
+                                                .map { Call.escapePathSegment(String($0)) }.joined(separator: "/"))
             return Reply.json(.created, ["ok": true, "id": .string(id), "rev": .string(newRev.description)],
-                              headers: [.eTag: "\"\(newRev)\""])
+                              headers: [.eTag: "\"\(newRev)\"", .location: location])
         case .delete:
             guard let revText = call.query["rev"] ?? DocumentRoutes.ifMatch(call) else { throw CouchError.conflict }
             guard let rev = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
@@ -88,5 +82,88 @@ enum AttachmentRoutes {
         default:
             throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
         }
+    }
+
+    /// Answers a GET or HEAD of an attachment as CouchDB does: the ETag is the digest (`If-None-Match` → 304); a
+    /// gzip-stored attachment goes out compressed (`Content-Encoding: gzip`) to clients that accept gzip and
+    /// decoded to others; `Range` asks for byte ranges of the attachment's own bytes (206, `multipart/byteranges`
+    /// for several, 416 when none can be served).
+    static func read(_ call: Call, meta: JSONObject, stored: Database.StoredBlob) throws -> Response {
+        let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
+        let etag = "\"\(meta["digest"]?.stringValue ?? "")\""
+        var headers: HTTPFields = [.contentType: contentType, .eTag: etag,
+                                   .acceptRanges: "bytes", .cacheControl: "must-revalidate",
+                                   // As CouchDB's [csp] attachments_header_value: an HTML attachment opened in a
+                                   // browser runs no script on the node's origin.
+                                   HTTPField.Name("Content-Security-Policy")!: "sandbox",
+                                   HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
+        if let match = call.header(.ifNoneMatch), ETags.matches(match, etag) {
+            return Response(status: .notModified, headers: [.eTag: etag])
+        }
+        let acceptsGzip = call.header(.acceptEncoding)?.lowercased().contains("gzip") ?? false
+        let range = call.header(.range)
+        var data: [UInt8]
+        if stored.encoding == "gzip" && acceptsGzip && range == nil {
+            headers[.contentEncoding] = "gzip"
+            data = stored.data
+        } else {
+            data = try stored.identity()
+        }
+        if let range, let ranges = ByteRanges.parse(range, length: data.count) {
+            guard !ranges.isEmpty else {
+                return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(data.count)"])
+            }
+            if ranges.count == 1 {
+                let r = ranges[0]
+                headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(data.count)"
+                data = Array(data[r])
+                if call.method == .head {
+                    headers[.contentLength] = String(data.count)
+                    return Response(status: .partialContent, headers: headers)
+                }
+                return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            }
+            let boundary = Multipart.makeBoundary()
+            let parts = ranges.map { r in
+                MultipartPart(headers: [("Content-Type", contentType),
+                                        ("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(data.count)")],
+                              body: Array(data[r]))
+            }
+            headers[.contentType] = "multipart/byteranges; boundary=\(boundary)"
+            let body = Multipart.write(parts, boundary: boundary)
+            return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        }
+        if call.method == .head {
+            headers[.contentLength] = String(data.count)
+            return Response(status: .ok, headers: headers)
+        }
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// HTTP byte ranges (`Range: bytes=0-9, 20-, -5`), resolved against a length.
+enum ByteRanges {
+    /// The half-open ranges asked for; nil when the header isn't a `bytes=` range (then it is ignored, and the
+    /// whole body sent); empty when no range overlaps the body (416). A range covering the whole body is served
+    /// as one range.
+    static func parse(_ header: String, length: Int) -> [Range<Int>]? {
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.lowercased().hasPrefix("bytes=") else { return nil }
+        var ranges: [Range<Int>] = []
+        for spec in text.dropFirst(6).split(separator: ",") {
+            let part = spec.trimmingCharacters(in: .whitespaces)
+            guard let dash = part.firstIndex(of: "-") else { return nil }
+            let first = part[..<dash], last = part[part.index(after: dash)...]
+            if first.isEmpty {
+                guard let suffix = Int(last), suffix > 0 else { return nil }
+                if length > 0 { ranges.append(max(0, length - suffix)..<length) }
+            } else {
+                guard let start = Int(first) else { return nil }
+                let end = last.isEmpty ? length - 1 : (Int(last) ?? -1)
+                guard end >= start else { return nil }
+                if start < length { ranges.append(start..<(min(end, length - 1) + 1)) }
+            }
+        }
+        return ranges
     }
 }

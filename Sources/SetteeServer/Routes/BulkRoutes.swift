@@ -26,6 +26,7 @@ enum BulkRoutes {
         let users = UsersWrite(call, c)
         let canWriteDesign = call.access >= .admin
         let maxAttachment = call.node.configuration.maxAttachmentSize
+        let compression = call.node.configuration.attachments
         let rows: [JSON] = try await blocking {
             // Validate each document; failures become per-document rows, the rest go in one transaction.
             var results = [JSON?](repeating: nil, count: docs.count)
@@ -53,7 +54,8 @@ enum BulkRoutes {
                     if let users, newEdits || parsed.body["password"] != nil {
                         parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted)
                     }
-                    let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c, maxAttachmentSize: maxAttachment)
+                    let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c, maxAttachmentSize: maxAttachment,
+                                                        compression: compression)
                     if maxDoc < (64 << 20), JSON.object(write.body).serializedBytes.count > maxDoc {
                         throw CouchError.tooLarge
                     }

@@ -70,7 +70,8 @@ enum DocumentInput {
     ///   - follows: attachment bodies from a multipart request, by attachment name.
     ///   - collection: used to resolve attachment stubs against the parent revision.
     static func write(_ doc: Parsed, newEdits: Bool, follows: [String: [UInt8]] = [:],
-                      collection: SetteeStore.Collection, maxAttachmentSize: Int = .max) throws -> RevisionWrite {
+                      collection: SetteeStore.Collection, maxAttachmentSize: Int = .max,
+                      compression: AttachmentSettings = AttachmentSettings()) throws -> RevisionWrite {
         if newEdits, !doc.deleted, doc.id.hasPrefix("_design/") {
             // Views are declared with SQL++ expressions; JavaScript functions are refused here, not at query time.
             // (Replicated design documents — new_edits=false — are stored as they are.)
@@ -96,6 +97,7 @@ enum DocumentInput {
         }
         var body = doc.body
         var blobs: [(digest: String, data: [UInt8])] = []
+        var encodings: [String: String] = [:]
         if let atts = doc.attachments, !atts.isEmpty {
             var out = JSONObject()
             var parentAtts: JSONObject?
@@ -137,11 +139,14 @@ enum DocumentInput {
                     throw CouchError.badRequest("Attachment \(name) needs data, follows or stub")
                 }
                 if data.count > maxAttachmentSize { throw CouchError(.contentTooLarge, "attachment_too_large", name) }
-                let digest = Database.attachmentDigest(data)
-                blobs.append((digest, data))
+                let stored = try StoredAttachment(data, contentType: contentType,
+                                                  givenEncoding: meta["follows"]?.boolValue == true ? meta["encoding"]?.stringValue : nil,
+                                                  givenLength: meta["length"]?.intValue, compression: compression)
+                blobs.append((stored.digest, stored.bytes))
+                if let encoding = stored.encoding { encodings[stored.digest] = encoding }
                 let revpos = newEdits ? Int64(generation) : (meta["revpos"]?.intValue ?? Int64(generation))
-                out[name] = ["content_type": .string(contentType), "revpos": .int(revpos), "digest": .string(digest),
-                             "length": .int(Int64(data.count)), "stub": true]
+                out[name] = ["content_type": .string(contentType), "revpos": .int(revpos), "digest": .string(stored.digest),
+                             "length": .int(Int64(stored.length)), "stub": true]
             }
             if !stubDigests.isEmpty {
                 let present = try collection.database.existingBlobs(stubDigests)
@@ -152,7 +157,9 @@ enum DocumentInput {
             }
             body["_attachments"] = .object(out)
         }
-        return RevisionWrite(id: doc.id, body: body, deleted: doc.deleted, mode: mode, blobs: blobs)
+        var write = RevisionWrite(id: doc.id, body: body, deleted: doc.deleted, mode: mode, blobs: blobs)
+        write.blobEncodings = encodings
+        return write
     }
 
     /// Attachment names: non-empty, at most 1,024 bytes, no control characters (NUL included), not starting with
@@ -174,5 +181,36 @@ enum DocumentInput {
         guard let record = try collection.record(id: id, withTree: true), let revision = record.revision(rev),
               case .object(let body) = try JSON.parse(revision.body) else { return nil }
         return body["_attachments"]?.objectValue
+    }
+}
+
+/// An attachment body as it will be stored: gzip-compressed when its content type is compressible
+/// (`[attachments] compressible_types`), even when that doesn't make it smaller, as CouchDB stores them; the digest is of
+/// the stored bytes (CouchDB's), the length the attachment's own.
+struct StoredAttachment {
+    var bytes: [UInt8]
+    var encoding: String?
+    var digest: String
+    var length: Int
+
+    /// `givenEncoding` is the encoding a replicator sent the data in (`multipart/related` with
+    /// `"encoding": "gzip"`): such bytes are stored as they came.
+    init(_ data: [UInt8], contentType: String, givenEncoding: String? = nil, givenLength: Int64? = nil,
+         compression: AttachmentSettings) throws {
+        if givenEncoding == "gzip" {
+            bytes = data
+            encoding = "gzip"
+            length = try givenLength.map(Int.init) ?? Gzip.decompress(data, limit: Int.max).count
+        } else if !data.isEmpty, compression.compresses(contentType),
+                  let packed = try? Gzip.compress(data, level: compression.compressionLevel) {
+            bytes = packed
+            encoding = "gzip"
+            length = data.count
+        } else {
+            bytes = data
+            encoding = nil
+            length = data.count
+        }
+        digest = Database.attachmentDigest(bytes)
     }
 }

@@ -11,6 +11,8 @@ struct DocumentOutput: Sendable {
     var attachments = false
     var attsSince: [RevID] = []
     var localSeq = false
+    /// Show how each attachment is stored (`encoding`, `encoded_length`) for gzip-stored ones.
+    var attEncodingInfo = false
 
     init() {}
 
@@ -22,6 +24,7 @@ struct DocumentOutput: Sendable {
         deletedConflicts = try q.bool("deleted_conflicts") || meta
         attachments = try q.bool("attachments")
         localSeq = try q.bool("local_seq") || meta
+        attEncodingInfo = try q.bool("att_encoding_info")
         if let since = try q.json("atts_since") {
             guard let list = since.arrayValue else { throw CouchError.badRequest("atts_since must be a JSON array") }
             attsSince = list.compactMap { $0.stringValue.flatMap(RevID.init) }
@@ -31,10 +34,11 @@ struct DocumentOutput: Sendable {
     /// Whether the plain splice of `_id`/`_rev` into the stored body is enough.
     var isPlain: Bool {
         !revs && !revsInfo && !conflicts && !deletedConflicts && !attachments && attsSince.isEmpty && !localSeq
+            && !attEncodingInfo
     }
 
     /// Whether only `_revisions` (and attachment options, which matter only for bodies with attachments) is asked.
-    var isPlainExceptRevs: Bool { !revsInfo && !conflicts && !deletedConflicts && !localSeq }
+    var isPlainExceptRevs: Bool { !revsInfo && !conflicts && !deletedConflicts && !localSeq && !attEncodingInfo }
 
     /// Whether a stored body may hold `_attachments` (a byte search: a false positive only costs the slow path).
     static func mayHaveAttachments(_ body: [UInt8]) -> Bool {
@@ -81,6 +85,16 @@ struct DocumentOutput: Sendable {
                       let digest = m["digest"]?.stringValue, let data = try database.blob(digest: digest) else { continue }
                 m.removeValue(forKey: "stub")
                 m["data"] = .string(Base64.encode(data))
+                atts[name] = .object(m)
+            }
+            out["_attachments"] = .object(atts)
+        }
+        if attEncodingInfo, case .object(var atts)? = out["_attachments"] {
+            for (name, meta) in atts {
+                guard case .object(var m) = meta, m["data"] == nil, let digest = m["digest"]?.stringValue,
+                      let stored = try database.storedBlob(digest: digest), let encoding = stored.encoding else { continue }
+                m["encoding"] = .string(encoding)
+                m["encoded_length"] = .int(Int64(stored.data.count))
                 atts[name] = .object(m)
             }
             out["_attachments"] = .object(atts)

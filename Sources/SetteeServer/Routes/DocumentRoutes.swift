@@ -156,11 +156,12 @@ enum DocumentRoutes {
         let metrics = call.node.metrics
         let users = UsersWrite(call, c)
         let maxAttachment = call.node.configuration.maxAttachmentSize
+        let compression = call.node.configuration.attachments
         let rev: RevID = try await blocking {
             var parsed = input
             if let users { parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted) }
             let write = try DocumentInput.write(parsed, newEdits: newEdits, follows: follows, collection: c,
-                                                 maxAttachmentSize: maxAttachment)
+                                                 maxAttachmentSize: maxAttachment, compression: compression)
             let rev = try c.write([write])[0].get()
             metrics.documentsWritten(1)
             return rev

@@ -82,11 +82,12 @@ extension Collection {
         }
         let db = session.db
         if !w.blobs.isEmpty {
-            let insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(digest, length, data) VALUES (?, ?, ?)")
+            let insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, ?, ?)")
             for blob in w.blobs {
                 insertBlob.bind(blob.digest, at: 1)
                 insertBlob.bind(blob.data.count, at: 2)
                 insertBlob.bind(bytes: blob.data, at: 3)
+                insertBlob.bind(w.blobEncodings[blob.digest], at: 4)
                 _ = try insertBlob.step()
                 insertBlob.reset()
             }

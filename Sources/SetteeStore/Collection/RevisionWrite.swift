@@ -24,6 +24,8 @@ public struct RevisionWrite: Sendable {
     /// Attachment bodies to store with the revision, keyed by digest (`md5-<base64>`). Stored once per digest,
     /// in the same transaction as the revision.
     public var blobs: [(digest: String, data: [UInt8])]
+    /// The encoding of blobs stored encoded (`gzip`), by digest; the others are identity.
+    public var blobEncodings: [String: String] = [:]
 
     public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode,
                 blobs: [(digest: String, data: [UInt8])] = []) {

@@ -7,13 +7,33 @@ extension Database {
         "md5-" + Base64.encode(MD5.hash(data))
     }
 
-    /// The bytes of an attachment body, or nil if no revision stored it.
+    /// The bytes of an attachment body (decoded when stored gzip-encoded), or nil if no revision stored it.
     public func blob(digest: String) throws -> [UInt8]? {
+        guard let stored = try storedBlob(digest: digest) else { return nil }
+        return try stored.identity()
+    }
+
+    /// An attachment body as stored: its bytes and their encoding.
+    public struct StoredBlob: Sendable {
+        /// The stored bytes (compressed when ``encoding`` is set).
+        public var data: [UInt8]
+        /// `gzip`, or nil for identity.
+        public var encoding: String?
+
+        /// The attachment's own bytes.
+        public func identity() throws -> [UInt8] {
+            guard encoding == "gzip" else { return data }
+            return try Gzip.decompress(data, limit: Int.max)
+        }
+    }
+
+    /// An attachment body as stored (compressed ones stay compressed), or nil if no revision stored it.
+    public func storedBlob(digest: String) throws -> StoredBlob? {
         try read { db in
-            let stmt = try db.prepare("SELECT data FROM blobs WHERE digest = ?")
+            let stmt = try db.prepare("SELECT data, encoding FROM blobs WHERE digest = ?")
             defer { stmt.reset() }
             stmt.bind(digest, at: 1)
-            return try stmt.step() ? (stmt.blob(0) ?? []) : nil
+            return try stmt.step() ? StoredBlob(data: stmt.blob(0) ?? [], encoding: stmt.string(1)) : nil
         }
     }
 

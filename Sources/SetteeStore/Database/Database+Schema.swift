@@ -7,7 +7,8 @@ import SetteeCore
 /// collections(id, scope, name)               _default._default is id 1
 /// docs_<cid>(rowid, id UNIQUE, seq UNIQUE, rev, flags, body, tree)
 /// local_<cid>(id PRIMARY KEY, rev, body)     _local documents
-/// blobs(digest PRIMARY KEY, length, data)    attachment bodies, stored once by digest
+/// blobs(digest PRIMARY KEY, length, data, encoding)   attachment bodies, stored once by digest; encoding
+///                                            NULL (identity) or 'gzip' (data compressed, digest of those bytes)
 /// purges(seq, collection, id)                purged documents, so feed followers (indexes) can drop them
 /// ```
 extension Database {
@@ -26,6 +27,10 @@ extension Database {
             try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("revs_limit"), .integer(Int64(revsLimit))])
             try db.prepare("INSERT INTO meta(key, value) VALUES (?, ?)").run([.text("last_seq"), .integer(0)])
             try createCollectionTables(db, scope: "_default", name: "_default")
+        }
+        migrator.register(2) { db in
+            // Attachments of compressible types are stored gzip-encoded, as CouchDB stores them.
+            try db.execute("ALTER TABLE blobs ADD COLUMN encoding TEXT")
         }
         return migrator
     }
