@@ -21,6 +21,10 @@ public final class Node: @unchecked Sendable {
     let users = UserDirectory()
     /// Signs and checks `_session` cookies with the node's secret.
     let cookies: SessionCookies
+    /// Refuses writes that a `validate_doc_update` this node can't run would have judged.
+    let validation = ValidationGuard()
+    /// Databases created, updated and deleted, for `/_db_updates`.
+    let databaseUpdates = DatabaseUpdates()
     /// `/_uuids`' generator (CouchDB's algorithms).
     let uuids = UUIDGenerator()
     /// Server admins' password checks (with a cache of verified passwords).
@@ -94,6 +98,7 @@ public final class Node: @unchecked Sendable {
         let db = try Database(name: name, config: databaseConfiguration, create: false)
         // Keep this database's indexes current in the background from now on.
         _ = try IndexManager.shared(for: db)
+        watchCommits(db)
         open[name] = db
         metrics.openDatabases(open.count)
         return db
@@ -125,6 +130,9 @@ public final class Node: @unchecked Sendable {
             throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
         }
         let db = try Database(name: name, config: databaseConfiguration, create: true)
+        if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
+        databaseUpdates.record(name, .created)
+        watchCommits(db)
         open[name] = db
         metrics.openDatabases(open.count)
         replications.databaseCreated(name)
@@ -139,8 +147,16 @@ public final class Node: @unchecked Sendable {
         if let db = open.removeValue(forKey: name) { db.close() }
         defaultCollections[name] = nil
         securityObjects[name] = nil
+        validation.invalidate(name)
         try Database.delete(name: name, inDirectory: configuration.dataDirectory)
+        databaseUpdates.record(name, .deleted)
         metrics.openDatabases(open.count)
+    }
+
+    /// Records an `updated` event for `/_db_updates` after each commit, until the database closes.
+    private func watchCommits(_ db: Database) {
+        let commits = db.commits(), updates = databaseUpdates, name = db.name
+        Task.detached { for await _ in commits { updates.record(name, .updated) } }
     }
 
     /// A database's `_security` object (cached; CouchDB 3's admin-only default when none was set).

@@ -19,6 +19,10 @@ enum BulkRoutes {
         guard docs.count <= call.node.configuration.maxBulkDocs else {
             throw CouchError(.contentTooLarge, "max_bulk_docs_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
         }
+        let ids = docs.map { $0["_id"]?.stringValue ?? "" }
+        let validation = call.node.validation, isAdmin = call.access >= .admin
+        try pointRead { try validation.check(db, ids: ids, isAdmin: isAdmin) }
+        defer { if ids.contains(where: { $0.hasPrefix("_design/") }) { validation.invalidate(db.name) } }
         let queryNewEdits = try call.query.bool("new_edits", default: true)
         let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits
         let maxDoc = call.node.configuration.maxDocumentSize

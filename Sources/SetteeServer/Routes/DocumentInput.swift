@@ -72,8 +72,9 @@ enum DocumentInput {
     static func write(_ doc: Parsed, newEdits: Bool, follows: [String: [UInt8]] = [:],
                       collection: SetteeStore.Collection, maxAttachmentSize: Int = .max,
                       compression: AttachmentSettings = AttachmentSettings()) throws -> RevisionWrite {
-        if newEdits, !doc.deleted, doc.id.hasPrefix("_design/") {
-            // Views are declared with SQL++ expressions; JavaScript functions are refused here, not at query time.
+        if newEdits, !doc.deleted, doc.id.hasPrefix("_design/"), !isJavaScript(doc.body) {
+            // Settee's declarative views (SQL++ expressions) are checked on write. JavaScript design documents are
+            // stored as CouchDB stores them; using their functions answers a clear error until the node runs them.
             // (Replicated design documents — new_edits=false — are stored as they are.)
             do { _ = try DesignView.all(in: doc.body, id: doc.id) } catch let e as SetteeError {
                 throw CouchError(.badRequest, "invalid_design_doc", e.reason)
@@ -160,6 +161,20 @@ enum DocumentInput {
         var write = RevisionWrite(id: doc.id, body: body, deleted: doc.deleted, mode: mode, blobs: blobs)
         write.blobEncodings = encodings
         return write
+    }
+
+    /// Whether a design document is CouchDB's JavaScript kind: its `language` is `javascript` (or absent with a
+    /// view whose `map` is function source), rather than Settee's SQL++ views or Mango's `query`.
+    static func isJavaScript(_ body: JSONObject) -> Bool {
+        if let language = body["language"]?.stringValue { return language.lowercased() == "javascript" }
+        guard case .object(let views)? = body["views"] else {
+            return body["validate_doc_update"] != nil || body["shows"] != nil || body["lists"] != nil
+                || body["updates"] != nil || body["filters"] != nil || body["rewrites"] != nil
+        }
+        for (_, view) in views {
+            if case .string? = view["map"] { return true }
+        }
+        return false
     }
 
     /// Attachment names: non-empty, at most 1,024 bytes, no control characters (NUL included), not starting with

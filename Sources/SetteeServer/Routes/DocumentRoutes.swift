@@ -151,6 +151,8 @@ enum DocumentRoutes {
                      follows: [String: [UInt8]]) async throws -> Response {
         if id.hasPrefix("_local/") { throw CouchError.badRequest("Use /{db}/_local/{id} for local documents") }
         try Auth.checkDocumentWrite(call, id: id)
+        let guardDB = c.database, validation = call.node.validation, isAdmin = call.access >= .admin
+        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin) }
         let input = try DocumentInput.parse(doc, id: id)
         let batch = call.query["batch"] == "ok"
         let metrics = call.node.metrics
@@ -166,6 +168,7 @@ enum DocumentRoutes {
             metrics.documentsWritten(1)
             return rev
         }
+        if id.hasPrefix("_design/") { validation.invalidate(guardDB.name) }
         let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id))
         if batch {
             // CouchDB's batch mode answers before the write is durable, without the new revision.
@@ -182,6 +185,9 @@ enum DocumentRoutes {
         }
         guard let parent = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
         try Auth.checkDocumentWrite(call, id: id)
+        let guardDB = c.database, validation = call.node.validation, isAdmin = call.access >= .admin
+        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin) }
+        if id.hasPrefix("_design/") { validation.invalidate(guardDB.name) }
         let users = UsersWrite(call, c)
         let rev: RevID = try await blocking {
             guard try c.record(id: id) != nil else { throw CouchError.notFound("missing") }

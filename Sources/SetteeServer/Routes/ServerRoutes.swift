@@ -23,6 +23,7 @@ enum ServerRoutes {
         let known = ["_up", "_all_dbs", "_dbs_info", "_uuids", "_active_tasks", "_metrics", "_session", "_replicate", "_scheduler"]
         call.route = known.contains(name) ? name : "unknown"
         if name == "_node" { return try await NodeRoutes.handle(&call) }
+        if name == "_db_updates" && call.segments.count == 1 { call.route = "db_updates"; return try await DatabaseUpdatesRoutes.handle(call) }
         if name == "_membership" && call.segments.count == 1 { call.route = "membership"; return try NodeRoutes.membership(call) }
         if name == "_scheduler" && call.method == .get {
             try Auth.checkAdmin(call)

@@ -144,3 +144,54 @@ final class UserDirectory: @unchecked Sendable {
         return out
     }
 }
+
+extension UserDirectory {
+    /// `_users`' design document `_design/_auth`, as CouchDB puts one in every authentication database. Settee
+    /// enforces these rules natively (``prepare(id:body:deleted:existing:caller:isAdmin:iterations:)``); the
+    /// function states the same rules in CouchDB's JavaScript form, for tools and replicas that read it.
+    static let authDesignDocument: JSONObject = [
+        "_id": "_design/_auth",
+        "language": "javascript",
+        "validate_doc_update": .string("""
+            function(newDoc, oldDoc, userCtx, secObj) {
+              var isAdmin = userCtx.roles.indexOf('_admin') !== -1 ||
+                (secObj && secObj.admins && ((secObj.admins.names || []).indexOf(userCtx.name) !== -1 ||
+                  (secObj.admins.roles || []).some(function(r) { return userCtx.roles.indexOf(r) !== -1; })));
+              if (newDoc._deleted === true) {
+                if (isAdmin || (oldDoc && userCtx.name === oldDoc.name)) { return; }
+                throw({forbidden: 'You may only delete your own user document.'});
+              }
+              if (newDoc.type !== 'user') { throw({forbidden: 'doc.type must be user'}); }
+              if (!newDoc.name) { throw({forbidden: 'doc.name is required'}); }
+              if (!newDoc.roles || !Array.isArray(newDoc.roles)) { throw({forbidden: 'doc.roles must be an array'}); }
+              if (newDoc._id !== 'org.couchdb.user:' + newDoc.name) {
+                throw({forbidden: 'Doc ID must be of the form org.couchdb.user:name'});
+              }
+              if (newDoc.name.charAt(0) === '_') { throw({forbidden: 'Username may not start with underscore.'}); }
+              newDoc.roles.forEach(function(role) {
+                if (typeof role !== 'string') { throw({forbidden: 'doc.roles can only contain strings'}); }
+                if (role.charAt(0) === '_') { throw({forbidden: 'No system roles (starting with underscore) in users db.'}); }
+              });
+              if (oldDoc && oldDoc.name !== newDoc.name) { throw({forbidden: 'Usernames can not be changed.'}); }
+              if (!isAdmin) {
+                if (oldDoc && userCtx.name !== newDoc.name) {
+                  throw({forbidden: 'You may only update your own user document.'});
+                }
+                var oldRoles = oldDoc ? oldDoc.roles : [];
+                if (JSON.stringify(oldRoles) !== JSON.stringify(newDoc.roles)) {
+                  throw({forbidden: 'Only _admin may edit roles'});
+                }
+              }
+            }
+            """),
+    ]
+
+    /// Writes `_design/_auth` into a new `_users` database.
+    static func installAuthDesignDocument(_ db: Database) throws {
+        let c = try db.defaultCollection()
+        if try c.record(id: "_design/_auth") != nil { return }
+        var body = authDesignDocument
+        body.removeValue(forKey: "_id")
+        _ = try c.write([RevisionWrite(id: "_design/_auth", body: body, mode: .edit(parent: nil))])[0].get()
+    }
+}
