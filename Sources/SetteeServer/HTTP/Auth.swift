@@ -27,9 +27,16 @@ enum Auth {
             }
             return
         }
+        let settings = node.configuration
+        // The proxy handler comes before basic and cookie authentication in CouchDB's handler list: a trusted
+        // proxy's headers name the user even when the request also carries other credentials.
+        if settings.security.proxy.enabled, let context = try proxyUser(call, settings.security.proxy) {
+            call.userCtx = context
+            return
+        }
         if let header = call.header(.authorization) {
             let lower = header.prefix(7).lowercased()
-            if lower.hasPrefix("basic ") {
+            if lower.hasPrefix("basic "), !isAnonymousBasic(header) {
                 guard let (name, password) = basicCredentials(header) else { throw CouchError.badCredentials }
                 guard let (context, _) = try await login(call, name: name, password: password) else {
                     throw CouchError.badCredentials
@@ -54,11 +61,6 @@ enum Auth {
         if let cookie = sessionToken(call), let (context, refreshed) = try cookieUser(call, cookie) {
             call.userCtx = context
             call.setCookie = refreshed
-            return
-        }
-        let settings = node.configuration
-        if settings.security.proxy.enabled, let context = try proxyUser(call, settings.security.proxy) {
-            call.userCtx = context
             return
         }
         call.userCtx = .anonymous
@@ -86,6 +88,11 @@ enum Auth {
         let roles = (header(proxy.rolesHeader) ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         return UserContext(name: name, roles: roles, method: "proxy")
+    }
+
+    /// `Basic base64("_:_")`, which CouchDB reads as no credentials at all.
+    static func isAnonymousBasic(_ header: String) -> Bool {
+        basicCredentials(header).map { $0.0 == "_" && $0.1 == "_" } ?? false
     }
 
     /// `Basic base64(name:password)` → name and password.

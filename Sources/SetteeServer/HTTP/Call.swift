@@ -78,7 +78,8 @@ struct Call: Sendable {
             return try JSON.parse(bytes, limits: JSONLimits(maxDepth: node.configuration.maxJSONDepth,
                                                             maxBytes: node.configuration.maxRequestSize))
         } catch {
-            throw CouchError.badRequest("invalid UTF-8 JSON: \(error)")
+            // CouchDB's exact reason (clients match on it); what was wrong goes to the debug log.
+            throw CouchError.badRequest("invalid UTF-8 JSON")
         }
     }
 
@@ -89,6 +90,13 @@ struct Call: Sendable {
         guard let type = header(.contentType)?.lowercased(), type.hasPrefix("application/json") else {
             throw CouchError.badContentType
         }
+    }
+
+    /// A write's success status under CouchDB's quorum rule: one node holds one copy of each document, so a
+    /// request asking for more copies (`w` > 1) than were written is 202 Accepted instead of `status`.
+    func quorumStatus(_ status: HTTPResponse.Status) -> HTTPResponse.Status {
+        guard let w = query["w"].flatMap(Int.init), w > 1 else { return status }
+        return .accepted
     }
 
     /// An absolute URL for a path on this node, as CouchDB writes `Location`: the scheme, then the host from
@@ -103,7 +111,7 @@ struct Call: Sendable {
 
     /// A document id or attachment name as one path segment (`/` escaped, as CouchDB escapes it).
     static func escapePathSegment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? text
+        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/+"))) ?? text
     }
 
     /// Whether the client accepts a content type (`Accept` header contains it).

@@ -53,7 +53,7 @@ struct CouchError: Error, Sendable {
     static func from(any error: any Error) -> CouchError {
         if let e = error as? CouchError { return e }
         if let e = error as? SetteeError { return from(e) }
-        if let e = error as? JSONError { return badRequest("invalid UTF-8 JSON: \(e)") }
+        if error is JSONError { return badRequest("invalid UTF-8 JSON") }
         if let e = error as? HTTPError, e.status == .contentTooLarge { return tooLarge }
         return CouchError(.internalServerError, "internal_server_error", "\(error)")
     }

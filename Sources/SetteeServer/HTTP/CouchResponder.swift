@@ -23,7 +23,8 @@ struct CouchResponder: HTTPResponder {
             request = Request(head: head, body: request.body)
         }
         var call = Call(request: request, node: node, query: QueryOptions(request.uri.query),
-                        segments: CouchResponder.segments(of: request.uri.path), remoteAddress: context.clientAddress)
+                        segments: CouchResponder.segments(of: request.uri.path, plusIsSpace: node.configuration.decodePlusToSpace),
+                        remoteAddress: context.clientAddress)
         var response: Response
         let cors = node.configuration.cors
         if let cors, let preflight = cors.preflight(request) {
@@ -40,6 +41,9 @@ struct CouchResponder: HTTPResponder {
                 }
                 response = Reply.error(couch)
             }
+            if call.method == .get, let callback = call.query["callback"], node.configuration.allowJSONP {
+                response = await CouchResponder.jsonp(response, callback: callback, call: call)
+            }
             cors?.decorate(&response, origin: request.headers[.origin])
         }
         if let cookie = call.setCookie, response.headers[.setCookie] == nil { response.headers[.setCookie] = cookie }
@@ -53,6 +57,30 @@ struct CouchResponder: HTTPResponder {
         context.logger.info("\(request.method) \(request.uri) \(response.status.code)",
                             metadata: ["ms": "\(Int(seconds * 1000))", "user": "\(call.user ?? "-")"])
         return response
+    }
+
+    /// CouchDB's JSONP (`[chttpd] allow_jsonp`): a JSON answer to a GET with `callback=NAME` becomes
+    /// `/* CouchDB */ NAME(…);` as `application/javascript`. Live feeds are not wrapped. A name that isn't a
+    /// JavaScript identifier path is 400.
+    static func jsonp(_ response: Response, callback: String, call: Call) async -> Response {
+        guard callback.range(of: #"^[A-Za-z_$][A-Za-z0-9_$.\[\]]*$"#, options: .regularExpression) != nil else {
+            return Reply.error(CouchError(.badRequest, "bad_request", "invalid callback name"))
+        }
+        guard response.headers[.contentType]?.hasPrefix("application/json") == true,
+              ["normal", nil].contains(call.query["feed"]) else { return response }
+        let sink = ByteSink()
+        var body = response.body
+        do { try await body.write(CollectingWriter(sink: sink)) } catch { return response }
+        var out = Array("/* CouchDB */ \(callback)(".utf8)
+        var json = sink.bytes
+        while let last = json.last, last == 0x0a || last == 0x0d { json.removeLast() }
+        out += json
+        out += Array(");".utf8)
+        var headers = response.headers
+        headers[.contentType] = "application/javascript"
+        headers[.contentLength] = nil
+        headers[.transferEncoding] = nil
+        return Response(status: response.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: out)))
     }
 
     static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
@@ -71,20 +99,25 @@ struct CouchResponder: HTTPResponder {
     ///
     /// Scans the path's UTF-8 bytes once (a `Character`-wise split costs more than the rest of a point read's
     /// routing); a segment without `%` is copied as is.
-    static func segments(of path: String) -> [String] {
+    /// With `plusIsSpace` (CouchDB's `decode_plus_to_space`), a raw `+` becomes a space; `%2B` stays a `+`.
+    static func segments(of path: String, plusIsSpace: Bool = false) -> [String] {
         var path = path
         return path.withUTF8 { bytes in
             var result: [String] = []
             var start = 0
             var escaped = false
+            var plus = false
             for i in 0...bytes.count {
                 let byte: UInt8 = i < bytes.count ? bytes[i] : UInt8(ascii: "/")
                 if byte == UInt8(ascii: "%") { escaped = true }
+                if byte == UInt8(ascii: "+") { plus = plusIsSpace }
                 guard byte == UInt8(ascii: "/") else { continue }
                 if i > start {
-                    let raw = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    var raw = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    if plus { raw = raw.replacingOccurrences(of: "+", with: " ") }
                     result.append(escaped ? (raw.removingPercentEncoding ?? raw) : raw)
                 }
+                plus = false
                 start = i + 1
                 escaped = false
             }
@@ -106,6 +139,11 @@ struct CouchResponder: HTTPResponder {
         try Auth.authorize(&call, target)
         if s.count == 1 { return try await DatabaseRoutes.handle(&call, target) }
         let second = s[1]
+        if second.hasPrefix("_design/") && s.count == 2 {
+            // `/{db}/_design%2F{ddoc}`: the design document named with an escaped slash, as CouchDB allows.
+            call.route = "doc"
+            return try await DocumentRoutes.handle(&call, target, id: second)
+        }
         switch second {
         case "_all_docs": call.route = "all_docs"; return try await BulkRoutes.allDocs(&call, target)
         case "_design_docs" where s.count == 2:
@@ -121,7 +159,9 @@ struct CouchResponder: HTTPResponder {
         case "_changes": call.route = "changes"; return try await ChangesRoutes.handle(&call, target)
         case "_local":
             call.route = "local"
-            guard s.count == 3 else { throw CouchError.notFound() }
+            guard s.count == 3 else {
+                throw CouchError(.badRequest, "illegal_docid", "Illegal document id `\(s.dropFirst().joined(separator: "/"))`")
+            }
             return try await LocalRoutes.handle(&call, target, id: "_local/" + s[2])
         case "_design":
             guard s.count >= 3 else { throw CouchError.notFound() }

@@ -20,7 +20,7 @@ enum Reply {
                     headers extra: HTTPFields = [:]) -> Response {
         var headers = fields(extra)
         headers.add(.contentType, contentType)
-        headers.add(.cacheControl, "must-revalidate")
+        if !extra.contains(.cacheControl) { headers.append(HTTPField(name: .cacheControl, value: "must-revalidate")) }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 

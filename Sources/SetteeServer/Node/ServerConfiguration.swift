@@ -55,6 +55,9 @@ public struct ServerConfiguration: Sendable {
     public var nodeName = "settee@127.0.0.1"
     /// Create `_users` and `_replicator` when the node starts without them, as CouchDB's single-node setup does.
     public var createSystemDatabases = true
+    /// A `+` in the request path means a space (CouchDB's `[chttpd] decode_plus_to_space`, on by default); `%2B`
+    /// is always a `+`.
+    public var decodePlusToSpace = true
     /// Refuse anonymous requests, even to `GET /` (CouchDB's `[chttpd] require_valid_user`).
     public var requireValidUser = false
     /// Wrap JSON answers of GET requests with `callback=` in a JavaScript call (CouchDB's `[chttpd] allow_jsonp`).

@@ -32,6 +32,7 @@ enum ServerSettings {
             "require_valid_user": String(c.requireValidUser),
             "enable_cors": String(c.cors != nil),
             "allow_jsonp": String(c.allowJSONP),
+            "decode_plus_to_space": String(c.decodePlusToSpace),
             "max_connections": String(c.maxConnections),
             "authentication_handlers": "{chttpd_auth, cookie_authentication_handler}, {chttpd_auth, default_authentication_handler}",
         ]
@@ -101,6 +102,7 @@ enum ServerSettings {
         if let v = int("chttpd", "max_http_request_size"), v > 0 { c.maxRequestSize = v }
         if let v = bool("chttpd", "require_valid_user") { c.requireValidUser = v }
         if let v = bool("chttpd", "allow_jsonp") { c.allowJSONP = v }
+        if let v = bool("chttpd", "decode_plus_to_space") { c.decodePlusToSpace = v }
         if let v = auth("timeout").flatMap(Double.init), v > 0 { c.security.sessionTimeout = v }
         if let v = auth("iterations").flatMap(Int.init), (1...10_000_000).contains(v) { c.security.pbkdf2Iterations = v }
         if let v = auth("allow_persistent_cookies").flatMap(Bool.init) { c.security.allowPersistentCookies = v }

@@ -12,6 +12,8 @@ final class UUIDGenerator: Sendable {
     }
 
     private let sequence = Mutex(Sequence())
+    /// The last time prefix handed out, so `utc_*` ids made in the same microsecond still increase.
+    private let lastMicros = Mutex<Int>(0)
 
     func next(_ count: Int, _ settings: UUIDSettings) -> [String] {
         (0..<count).map { _ in next(settings) }
@@ -39,7 +41,12 @@ final class UUIDGenerator: Sendable {
 
     /// Microseconds since 1970 as 14 hex digits.
     private func utcPrefix() -> String {
-        hex(Int(Date().timeIntervalSince1970 * 1_000_000), width: 14)
+        let now = Int(Date().timeIntervalSince1970 * 1_000_000)
+        let micros = lastMicros.withLock { last in
+            last = max(now, last + 1)
+            return last
+        }
+        return hex(micros, width: 14)
     }
 
     private func hex(_ value: Int, width: Int) -> String {

@@ -61,7 +61,7 @@ enum AttachmentRoutes {
             let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id) + "/"
                                             + name.split(separator: "/", omittingEmptySubsequences: false)
                                                 .map { Call.escapePathSegment(String($0)) }.joined(separator: "/"))
-            return Reply.json(.created, ["ok": true, "id": .string(id), "rev": .string(newRev.description)],
+            return Reply.json(call.quorumStatus(.created), ["ok": true, "id": .string(id), "rev": .string(newRev.description)],
                               headers: [.eTag: "\"\(newRev)\"", .location: location])
         case .delete:
             guard let revText = call.query["rev"] ?? DocumentRoutes.ifMatch(call) else { throw CouchError.conflict }
@@ -69,7 +69,8 @@ enum AttachmentRoutes {
             let newRev: RevID = try await blocking {
                 guard let record = try c.record(id: id, withTree: true) else { throw CouchError.notFound("missing") }
                 guard let revision = record.revision(rev), case .object(var body) = try JSON.parse(revision.body) else {
-                    throw CouchError.conflict
+                    // CouchDB's answer for a revision the document doesn't have.
+                    throw CouchError(.conflict, "not_found", "missing_rev")
                 }
                 guard var atts = body["_attachments"]?.objectValue, atts[name] != nil else {
                     throw CouchError.notFound("Document is missing attachment")
@@ -78,7 +79,7 @@ enum AttachmentRoutes {
                 if atts.isEmpty { body.removeValue(forKey: "_attachments") } else { body["_attachments"] = .object(atts) }
                 return try c.write([RevisionWrite(id: id, body: body, mode: .edit(parent: rev))])[0].get()
             }
-            return Reply.json(.ok, ["ok": true, "id": .string(id), "rev": .string(newRev.description)])
+            return Reply.json(call.quorumStatus(.ok), ["ok": true, "id": .string(id), "rev": .string(newRev.description)])
         default:
             throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
         }
@@ -90,7 +91,9 @@ enum AttachmentRoutes {
     /// for several, 416 when none can be served).
     static func read(_ call: Call, meta: JSONObject, stored: Database.StoredBlob) throws -> Response {
         let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
-        let etag = "\"\(meta["digest"]?.stringValue ?? "")\""
+        // CouchDB's attachment ETag: the digest's base64 MD5, without its `md5-` prefix.
+        let digest = meta["digest"]?.stringValue ?? ""
+        let etag = "\"\(digest.hasPrefix("md5-") ? String(digest.dropFirst(4)) : digest)\""
         var headers: HTTPFields = [.contentType: contentType, .eTag: etag,
                                    .acceptRanges: "bytes", .cacheControl: "must-revalidate",
                                    // As CouchDB's [csp] attachments_header_value: an HTML attachment opened in a
@@ -98,7 +101,7 @@ enum AttachmentRoutes {
                                    HTTPField.Name("Content-Security-Policy")!: "sandbox",
                                    HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
         if let match = call.header(.ifNoneMatch), ETags.matches(match, etag) {
-            return Response(status: .notModified, headers: [.eTag: etag])
+            return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"])
         }
         let acceptsGzip = call.header(.acceptEncoding)?.lowercased().contains("gzip") ?? false
         let range = call.header(.range)
@@ -109,7 +112,8 @@ enum AttachmentRoutes {
         } else {
             data = try stored.identity()
         }
-        if let range, let ranges = ByteRanges.parse(range, length: data.count) {
+        if let range, let ranges = ByteRanges.parse(range, length: data.count),
+           !(ranges.count == 1 && ranges[0] == 0..<data.count) {
             guard !ranges.isEmpty else {
                 return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(data.count)"])
             }

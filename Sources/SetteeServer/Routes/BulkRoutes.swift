@@ -13,8 +13,17 @@ enum BulkRoutes {
         try call.requireJSONContentType()
         let (db, c) = try target.open(call.node)
         let body = try await call.bodyObject()
-        guard let docs = body["docs"]?.arrayValue else {
-            throw CouchError.badRequest("POST body must include `docs` parameter.")
+        guard let docsValue = body["docs"] else { throw CouchError.badRequest("POST body must include `docs` parameter.") }
+        guard let docs = docsValue.arrayValue else { throw CouchError.badRequest("`docs` parameter must be an array.") }
+        if let value = body["new_edits"], value.boolValue == nil {
+            throw CouchError.badRequest("`new_edits` parameter must be a boolean.")
+        }
+        if body["all_or_nothing"]?.boolValue == true {
+            // CouchDB 3 dropped all-or-nothing commits; it answers every document so, with 417.
+            let rows = docs.map { doc -> JSON in
+                ["id": doc["_id"] ?? .null, "error": "not_implemented", "reason": "all_or_nothing is not supported"]
+            }
+            return Reply.json(.expectationFailed, .array(rows))
         }
         guard docs.count <= call.node.configuration.maxBulkDocs else {
             throw CouchError(.contentTooLarge, "max_bulk_docs_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
@@ -52,6 +61,7 @@ enum BulkRoutes {
                         results[i] = ["ok": true, "id": .string(id), "rev": .string(newRev)]
                         continue
                     }
+                    _ = try DocumentID.validate(id)
                     if id.hasPrefix("_design/") && !canWriteDesign { throw Auth.notDatabaseAdmin }
                     var parsed = try DocumentInput.parse(o, id: id)
                     parsed.id = id
@@ -67,7 +77,8 @@ enum BulkRoutes {
                     positions.append(i)
                 } catch {
                     let e = CouchError.from(any: error)
-                    if e.status == .internalServerError { throw error }
+                    // An illegal id fails the whole request, as in CouchDB; other errors are per document.
+                    if e.status == .internalServerError || e.error == "illegal_docid" { throw error }
                     var row: JSONObject = ["id": .string(doc["_id"]?.stringValue ?? "")]
                     row["error"] = .string(e.error)
                     row["reason"] = .string(e.reason)
@@ -89,7 +100,7 @@ enum BulkRoutes {
             if !newEdits { return results.compactMap { $0 }.filter { $0["error"] != nil } }
             return results.compactMap { $0 }
         }
-        return Reply.json(.created, .array(rows))
+        return Reply.json(call.quorumStatus(.created), .array(rows))
     }
 
     // MARK: _bulk_get
@@ -252,7 +263,7 @@ enum BulkRoutes {
                 return nil
             }
             if let k = try option("keys") {
-                guard let list = k.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
+                guard let list = k.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }
                 keys = list.map { $0.stringValue ?? $0.jsonString }
             }
             options.startKey = try option("startkey", "start_key").map { $0.stringValue ?? $0.jsonString }

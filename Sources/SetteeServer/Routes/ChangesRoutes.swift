@@ -69,7 +69,7 @@ enum ChangesRoutes {
     /// A normal or longpoll feed's body in CouchDB's layout, which line-based readers depend on: `{"results":[` on
     /// a line of its own, one change per line (separated by `,\r\n`), then `],` and `last_seq` on lines of their own.
     static func feedBody(_ rows: [[UInt8]], last: UInt64, pending: Int, sequences: CouchSequence) -> [UInt8] {
-        var out: [UInt8] = Array("{\"results\":[\n".utf8)
+        var out = feedHead
         out.reserveCapacity(rows.reduce(64) { $0 + $1.count + 3 })
         for (i, row) in rows.enumerated() {
             if i > 0 { out.append(contentsOf: ",\r\n".utf8) }
@@ -84,7 +84,8 @@ enum ChangesRoutes {
     static func parse(_ q: QueryOptions, body: JSONObject) throws -> Options {
         var o = Options()
         if let feed = q["feed"] {
-            guard let f = Feed(rawValue: feed) else { throw CouchError.badRequest("Supported `feed` types: normal, continuous, longpoll, eventsource") }
+            // `live` is CouchDB's other name for `continuous`.
+            guard let f = Feed(rawValue: feed == "live" ? "continuous" : feed) else { throw CouchError.badRequest("Supported `feed` types: normal, continuous, longpoll, eventsource") }
             o.feed = f
         }
         if let since = q["since"] ?? body["since"].map({ $0.stringValue ?? $0.jsonString }) {
@@ -106,7 +107,10 @@ enum ChangesRoutes {
         o.attachments = try q.bool("attachments")
         if let hb = q["heartbeat"] {
             if hb == "true" { o.heartbeat = 60_000 } else if hb != "false" {
-                guard let ms = Int(hb), ms > 0 else { throw CouchError.badRequest("Invalid heartbeat value: \(hb)") }
+                guard let ms = Int(hb) else {
+                    throw CouchError.badRequest("Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
+                }
+                guard ms > 0 else { throw CouchError.badRequest("The heartbeat value should be a positive integer (in milliseconds).") }
                 o.heartbeat = max(ms, 100)
             }
         }
@@ -293,6 +297,7 @@ enum ChangesRoutes {
         let opts = o
         let body = ResponseBody { writer in
             defer { stop() }
+            try await writer.write(ByteBuffer(bytes: feedHead))
             let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(opts.timeout) * 1_000_000
             var lastBeat = DispatchTime.now().uptimeNanoseconds
             var (rows, last, pending) = try await blocking { try scan(c, db, opts, since: opts.since) }
@@ -310,12 +315,16 @@ enum ChangesRoutes {
                     }
                 }
             }
+            // The head went out when the wait began (as CouchDB sends it), so the rest follows it.
             let out = feedBody(rows, last: last, pending: pending, sequences: opts.sequences)
-            try await writer.write(ByteBuffer(bytes: out))
+            try await writer.write(ByteBuffer(bytes: out[feedHead.count...]))
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"], body: body)
     }
+
+    /// What a normal or longpoll feed's body starts with.
+    static let feedHead = Array("{\"results\":[\n".utf8)
 
     static func stream(_ db: Database, _ c: SetteeStore.Collection, _ options: Options, node: Node) -> Response {
         var o = options

@@ -15,7 +15,8 @@ enum DatabaseRoutes {
             try Auth.checkAdmin(call)
             if target.isDefaultCollection || (target.scope == "_default" && target.collection == "_default") {
                 _ = try await blocking { try node.createDatabase(target.database) }
-                return Reply.json(.created, ["ok": true], headers: [.location: "/\(target.database)"])
+                return Reply.json(.created, ["ok": true],
+                                  headers: [.location: call.absoluteURL("/" + Call.escapePathSegment(target.database))])
             }
             let created: Bool = try await blocking {
                 let db = try node.database(target.database)
@@ -37,7 +38,7 @@ enum DatabaseRoutes {
         case .delete:
             try Auth.checkAdmin(call)
             if call.query.has("rev") {
-                throw CouchError.badRequest("You tried to DELETE a database with a ?rev= parameter. Did you mean to DELETE a document instead?")
+                throw CouchError.badRequest("You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?")
             }
             if target.isDefaultCollection {
                 try await blocking { try node.deleteDatabase(target.database) }

@@ -18,7 +18,7 @@ enum DocumentRoutes {
         case .put: return try await put(&call, db, c, id: id)
         case .delete: return try await delete(call, c, id: id)
         case DocumentRoutes.copyMethod: return try await copy(call, db, c, id: id)
-        case .post: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
+        case .post: return try await formUpload(&call, db, c, id: id)
         default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
         }
     }
@@ -50,7 +50,7 @@ enum DocumentRoutes {
         // CouchDB sends no ETag when the answer shows conflicts: it changes when they are resolved, the rev doesn't.
         let etag = output.conflicts || output.deletedConflicts ? nil : "\"\(rev)\""
         if let etag, call.header(.ifNoneMatch).map({ ETags.matches($0, etag) }) == true {
-            return Response(status: .notModified, headers: [.eTag: etag])
+            return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"])
         }
         var headers = HTTPFields()
         if let etag { headers[.eTag] = etag }
@@ -125,7 +125,9 @@ enum DocumentRoutes {
         }
         let given = call.query["rev"] ?? ifMatch(call)
         if let given, let body = doc["_rev"], body.stringValue != given {
-            throw CouchError.badRequest("Document rev from request body and query string have different values")
+            throw CouchError.badRequest(call.query["rev"] != nil
+                ? "Document rev from request body and query string have different values"
+                : "Document rev and etag have different values")
         }
         if doc["_rev"] == nil, let given { doc["_rev"] = .string(given) }
         let newEdits = try call.query.bool("new_edits", default: true)
@@ -159,14 +161,22 @@ enum DocumentRoutes {
         let users = UsersWrite(call, c)
         let maxAttachment = call.node.configuration.maxAttachmentSize
         let compression = call.node.configuration.attachments
-        let rev: RevID = try await blocking {
+        let rev: RevID? = try await blocking {
             var parsed = input
             if let users { parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted) }
             let write = try DocumentInput.write(parsed, newEdits: newEdits, follows: follows, collection: c,
                                                  maxAttachmentSize: maxAttachment, compression: compression)
-            let rev = try c.write([write])[0].get()
-            metrics.documentsWritten(1)
-            return rev
+            switch try c.write([write])[0] {
+            case .success(let rev):
+                metrics.documentsWritten(1)
+                return rev
+            case .failure(let error) where batch && error.code == .conflict:
+                // Batch mode has already said "accepted" in CouchDB by the time a conflict is found; the
+                // conflicting write is dropped, as there.
+                return nil
+            case .failure(let error):
+                throw error
+            }
         }
         if id.hasPrefix("_design/") { validation.invalidate(guardDB.name) }
         let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id))
@@ -174,7 +184,8 @@ enum DocumentRoutes {
             // CouchDB's batch mode answers before the write is durable, without the new revision.
             return Reply.json(.accepted, ["ok": true, "id": .string(id)], headers: [.location: location])
         }
-        return Reply.json(.created, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
+        guard let rev else { throw CouchError.conflict }
+        return Reply.json(call.quorumStatus(.created), ["ok": true, "id": .string(id), "rev": .string(rev.description)],
                           headers: [.eTag: "\"\(rev)\"", .location: location])
     }
 
@@ -194,11 +205,62 @@ enum DocumentRoutes {
             if let users { _ = try users.prepare(id: id, body: [:], deleted: true) }
             return try c.write([RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))])[0].get()
         }
-        return Reply.json(.ok, ["ok": true, "id": .string(id), "rev": .string(rev.description)],
+        return Reply.json(call.quorumStatus(.ok), ["ok": true, "id": .string(id), "rev": .string(rev.description)],
                           headers: [.eTag: "\"\(rev)\""])
     }
 
     static let copyMethod = HTTPRequest.Method("COPY")!
+
+    /// `POST /{db}/{docid}` with `multipart/form-data` (an HTML form): the `_rev` field names the revision to
+    /// update and each `_attachments` file field adds an attachment, as CouchDB's form upload. Like CouchDB it
+    /// requires a `Referer` on this host, so another site's page can't submit the form as a signed-in user.
+    static func formUpload(_ call: inout Call, _ db: Database, _ c: SetteeStore.Collection, id: String) async throws -> Response {
+        let contentType = call.header(.contentType) ?? ""
+        guard contentType.lowercased().hasPrefix("multipart/form-data"), let boundary = Multipart.boundary(fromContentType: contentType) else {
+            throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be multipart/form-data")
+        }
+        guard let referer = call.header(HTTPField.Name("Referer")!) else { throw CouchError.badRequest("Referer header required.") }
+        let host = call.request.head.authority ?? call.header(HTTPField.Name("Host")!) ?? ""
+        guard URLComponents(string: referer).map({ c in c.host.map { $0 + (c.port.map { ":\($0)" } ?? "") } == host }) == true else {
+            throw CouchError.badRequest("Referer header must match host.")
+        }
+        let bytes = try await call.bodyBytes()
+        let parts: [MultipartPart]
+        do { parts = try Multipart.parse(bytes, boundary: boundary) } catch {
+            throw CouchError.badRequest("Invalid multipart/form-data body: \(error)")
+        }
+        var rev: String?
+        var files: [(name: String, type: String, data: [UInt8])] = []
+        for part in parts {
+            guard let disposition = part.header("Content-Disposition"),
+                  let field = Multipart.parameter(named: "name", in: disposition) else { continue }
+            if field == "_rev" {
+                rev = String(decoding: part.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            } else if field == "_attachments", let name = Multipart.filename(fromContentDisposition: disposition), !name.isEmpty {
+                files.append((name, part.header("Content-Type") ?? "application/octet-stream", part.body))
+            }
+        }
+        var doc: JSONObject = [:]
+        let current: JSONObject? = try await blocking {
+            guard let record = try c.record(id: id), !record.deleted, case .object(let body) = try JSON.parse(record.body) else {
+                return nil
+            }
+            return body
+        }
+        if let current { doc = current }
+        if let rev { doc["_rev"] = .string(rev) }
+        var atts = doc["_attachments"]?.objectValue ?? [:]
+        for (name, meta) in atts {
+            guard case .object(var m) = meta else { continue }
+            m["stub"] = true
+            atts[name] = .object(m)
+        }
+        for file in files {
+            atts[file.name] = ["content_type": .string(file.type), "data": .string(Base64.encode(file.data))]
+        }
+        if !atts.isEmpty { doc["_attachments"] = .object(atts) }
+        return try await save(call, c, doc: doc, id: id, newEdits: true, follows: [:])
+    }
 
     /// `COPY /{db}/{docid}` with `Destination: newid` (or `newid?rev=R` to overwrite revision R): copies the
     /// document's current (or `?rev=`) revision, attachments included, to another id.
@@ -206,6 +268,7 @@ enum DocumentRoutes {
         guard let destination = call.header(HTTPField.Name("Destination")!), !destination.isEmpty else {
             throw CouchError.badRequest("Destination header is mandatory for COPY.")
         }
+        if destination.contains("://") { throw CouchError.badRequest("Destination URL must be relative.") }
         var targetID = destination
         var targetRev: String?
         if let q = destination.firstIndex(of: "?") {

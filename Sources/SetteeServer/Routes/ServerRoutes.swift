@@ -208,7 +208,9 @@ enum ServerRoutes {
         let node = call.node
         switch call.method {
         case .get, .head:
-            var info: JSONObject = ["authentication_handlers": .array((node.jwt == nil ? ["cookie", "default"] : ["cookie", "default", "jwt"]).map(JSON.string)),
+            var handlers = node.jwt == nil ? ["cookie", "default"] : ["cookie", "default", "jwt"]
+            if node.configuration.security.proxy.enabled { handlers.insert("proxy", at: 0) }
+            var info: JSONObject = ["authentication_handlers": .array(handlers.map(JSON.string)),
                                     "authentication_db": .string(UserDirectory.database)]
             if let method = call.userCtx.method { info["authenticated"] = .string(method) }
             return Reply.json(.ok, ["ok": true, "userCtx": call.userCtx.json, "info": .object(info)])

@@ -42,7 +42,7 @@ final class Lockout: @unchecked Sendable {
             entries[key(user, address)] = nil
             return false
         }
-        return e.failures > threshold
+        return e.failures >= threshold
     }
 
     /// Counts a failed login; returns true when this failure locks the pair.
@@ -66,7 +66,7 @@ final class Lockout: @unchecked Sendable {
                 entries = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
             }
         }
-        return e.failures == threshold + 1
+        return e.failures == threshold
     }
 
     /// A successful login clears the pair's failures.

@@ -24,12 +24,13 @@ struct APIResult: Sendable {
     }
 }
 
-/// Collects a response body in memory (the UI's internal API calls; never used for continuous feeds).
-private final class ByteSink: @unchecked Sendable {
+/// Collects a response body in memory (the UI's internal API calls and JSONP; never used for continuous feeds).
+/// `@unchecked`: written only by the one writer a response body has, and read after that writer finished.
+final class ByteSink: @unchecked Sendable {
     var bytes: [UInt8] = []
 }
 
-private struct CollectingWriter: ResponseBodyWriter {
+struct CollectingWriter: ResponseBodyWriter {
     let sink: ByteSink
     mutating func write(_ buffer: ByteBuffer) async throws { sink.bytes.append(contentsOf: buffer.readableBytesView) }
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
@@ -66,7 +67,7 @@ extension AdminUI {
     /// Percent-encodes one path segment (so `_design/x` stays one segment and `/` inside ids survives).
     static func encodeSegment(_ s: String) -> String {
         var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: "/?#%")
+        allowed.remove(charactersIn: "/?#%+")  // a raw `+` in a path means a space (decode_plus_to_space)
         return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
     }
 
