@@ -194,7 +194,7 @@ enum Auth {
         // A missing database is 404 for everyone, anonymous callers included, as in CouchDB (replicators rely on
         // it to tell a missing source from missing credentials).
         let db = try call.node.database(target.database)
-        if target.database == UserDirectory.database {
+        if target.database == call.node.configuration.security.authenticationDB {
             // `_users`' own database admins (its `_security.admins`) manage users; everyone else reaches only user
             // documents, under the `_users` rules (see UserDirectory.prepare), whatever `_security.members` says.
             if try call.node.securityObject(db).access(for: call.userCtx) == .admin {

@@ -34,7 +34,16 @@ public final class Node: @unchecked Sendable {
     /// Failed-login lockout per (user, address).
     let lockout: Lockout
     /// JWT bearer authentication, when configured.
-    let jwt: JWTAuthenticator?
+    var jwt: JWTAuthenticator? {
+        let snapshot = config.snapshot
+        if let cached = jwtCache.withLock({ $0 }), cached.snapshot === snapshot { return cached.authenticator }
+        // Keys changed through the config API: a key that doesn't parse turns JWT off (and is logged), as a
+        // malformed key does in CouchDB.
+        let authenticator = snapshot.server.security.jwt.flatMap { try? JWTAuthenticator($0) }
+        jwtCache.withLock { $0 = (snapshot, authenticator) }
+        return authenticator
+    }
+    private let jwtCache = Mutex<(snapshot: NodeConfig.Snapshot, authenticator: JWTAuthenticator?)?>(nil)
     let tasks = ActiveTasks()
     let metrics: ServerMetrics
     /// Raised when the HTTP server begins its graceful shutdown: open `_changes` feeds end with their `last_seq`.
@@ -72,7 +81,8 @@ public final class Node: @unchecked Sendable {
             let security = config.snapshot.server.security
             return (security.lockoutThreshold, security.lockoutDuration)
         }
-        jwt = try configuration.security.jwt.map { try JWTAuthenticator($0) }
+        // Bad start-up keys fail the start with a clear message.
+        _ = try configuration.security.jwt.map { try JWTAuthenticator($0) }
         replications = ReplicationManager(node: self)
         if configuration.createSystemDatabases {
             // CouchDB's single-node setup makes these; clients and replicators expect them on a fresh node.
@@ -130,7 +140,9 @@ public final class Node: @unchecked Sendable {
             throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
         }
         let db = try Database(name: name, config: databaseConfiguration, create: true)
-        if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
+        if name == UserDirectory.database || name == configuration.security.authenticationDB {
+            try UserDirectory.installAuthDesignDocument(db)
+        }
         databaseUpdates.record(name, .created)
         watchCommits(db)
         open[name] = db

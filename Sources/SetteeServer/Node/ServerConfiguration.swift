@@ -115,6 +115,8 @@ public struct SecurityConfiguration: Sendable {
     public var lockoutDuration: TimeInterval = 300
     /// JWT bearer authentication; nil disables it.
     public var jwt: JWTConfiguration?
+    /// The database holding user documents (CouchDB's `[chttpd_auth] authentication_db`, `_users`).
+    public var authenticationDB = "_users"
     /// Marks cookies `Secure` (set when serving TLS).
     public var secureCookies = false
     /// Session cookies carry `Max-Age` (persist across browser restarts); CouchDB's `allow_persistent_cookies`.
@@ -134,6 +136,12 @@ public struct JWTConfiguration: Sendable {
     public var hmacSecrets: [[UInt8]] = []
     /// RS256/RS384/RS512 public keys, PEM (`-----BEGIN PUBLIC KEY-----`).
     public var rsaPublicKeysPEM: [String] = []
+    /// ES256/ES384/ES512 public keys, PEM (`[jwt_keys] ec:…`).
+    public var ecPublicKeysPEM: [String] = []
+    /// The algorithms a token may use (`[jwt_auth] allowed_algorithms`); empty allows every one a key exists for.
+    public var allowedAlgorithms: [String] = []
+    /// Claims that must have a given value (`[jwt_auth] required_claims = {iss, "issuer"}`).
+    public var requiredClaimValues: [String: String] = [:]
     /// When set, a token's `aud` must include this value.
     public var audience: String?
     /// When set, a token's `iss` must equal this value.

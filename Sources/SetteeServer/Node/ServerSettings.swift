@@ -1,4 +1,5 @@
 import Foundation
+import SetteeCore
 
 /// The settings Settee uses, under CouchDB's section and key names: how a ``ServerConfiguration`` is shown in
 /// `/_node/{node}/_config` and how a change there is applied to it. A value that doesn't parse leaves the start-up
@@ -42,7 +43,7 @@ enum ServerSettings {
             "iterations": String(security.pbkdf2Iterations),
             "pbkdf2_prf": "sha256",
             "allow_persistent_cookies": String(security.allowPersistentCookies),
-            "authentication_db": "_users",
+            "authentication_db": security.authenticationDB,
             "proxy_use_secret": String(security.proxy.useSecret),
             "x_auth_username": security.proxy.userHeader,
             "x_auth_roles": security.proxy.rolesHeader,
@@ -72,6 +73,53 @@ enum ServerSettings {
         ]
         s["log"] = ["level": "info"]
         return s
+    }
+
+    /// JWT settings from CouchDB's `[jwt_keys]` (`hmac:KID` base64 secrets, `rsa:KID` and `ec:KID` PEM public keys
+    /// with `\n` for newlines) and `[jwt_auth]` (`allowed_algorithms`, `required_claims` as `exp, iat` or
+    /// `{iss, "value"}`, `roles_claim_path`/`roles_claim_name`), on top of the start-up ones; nil when neither
+    /// section says anything.
+    static func jwtConfiguration(_ s: [String: [String: String]], base: JWTConfiguration?) -> JWTConfiguration? {
+        let keys = s["jwt_keys"] ?? [:], auth = s["jwt_auth"] ?? [:]
+        guard !keys.isEmpty || !auth.isEmpty else { return nil }
+        var jwt = base ?? JWTConfiguration()
+        if base == nil { jwt.requiredClaims = [] }
+        for (name, value) in keys.sorted(by: { $0.key < $1.key }) {
+            let pem = value.replacingOccurrences(of: "\\n", with: "\n")
+            if name.hasPrefix("hmac:"), let secret = Base64.decode(value.trimmingCharacters(in: .whitespaces)) {
+                jwt.hmacSecrets.append(secret)
+            } else if name.hasPrefix("rsa:") {
+                jwt.rsaPublicKeysPEM.append(pem)
+            } else if name.hasPrefix("ec:") {
+                jwt.ecPublicKeysPEM.append(pem)
+            }
+        }
+        if let algs = auth["allowed_algorithms"] {
+            jwt.allowedAlgorithms = algs.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        if let required = auth["required_claims"] {
+            // Top-level items: a bare claim name, or `{name, "value"}`.
+            var depth = 0, item = ""
+            var items: [String] = []
+            for ch in required {
+                if ch == "{" { depth += 1 } else if ch == "}" { depth -= 1 }
+                if ch == "," && depth == 0 { items.append(item); item = "" } else { item.append(ch) }
+            }
+            items.append(item)
+            for raw in items.map({ $0.trimmingCharacters(in: .whitespaces) }) where !raw.isEmpty {
+                if raw.hasPrefix("{"), raw.hasSuffix("}") {
+                    let inner = raw.dropFirst().dropLast().split(separator: ",", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                    guard inner.count == 2 else { continue }
+                    let value = inner[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"<>"))
+                    jwt.requiredClaimValues[inner[0]] = value
+                    if !jwt.requiredClaims.contains(inner[0]) { jwt.requiredClaims.append(inner[0]) }
+                } else if !jwt.requiredClaims.contains(raw) {
+                    jwt.requiredClaims.append(raw)
+                }
+            }
+        }
+        if let path = auth["roles_claim_path"] ?? auth["roles_claim_name"], !path.isEmpty { jwt.rolesClaim = path }
+        return jwt
     }
 
     /// The start-up configuration with the config's values applied.
@@ -106,6 +154,7 @@ enum ServerSettings {
         if let v = auth("timeout").flatMap(Double.init), v > 0 { c.security.sessionTimeout = v }
         if let v = auth("iterations").flatMap(Int.init), (1...10_000_000).contains(v) { c.security.pbkdf2Iterations = v }
         if let v = auth("allow_persistent_cookies").flatMap(Bool.init) { c.security.allowPersistentCookies = v }
+        if let v = auth("authentication_db"), !v.isEmpty { c.security.authenticationDB = v }
         if let v = auth("proxy_use_secret").flatMap(Bool.init) { c.security.proxy.useSecret = v }
         if let v = auth("secret"), !v.isEmpty { c.security.proxy.secret = v }
         if let v = auth("x_auth_username"), !v.isEmpty { c.security.proxy.userHeader = v }
@@ -137,6 +186,7 @@ enum ServerSettings {
                 c.cors = nil
             }
         }
+        if let jwt = jwtConfiguration(s, base: c.security.jwt) { c.security.jwt = jwt }
         if let v = value("uuids", "algorithm").flatMap(UUIDSettings.Algorithm.init(rawValue:)) { c.uuids.algorithm = v }
         c.uuids.utcIDSuffix = value("uuids", "utc_id_suffix") ?? ""
         if let v = int("uuids", "max_count"), v > 0 { c.uuids.maxCount = v }

@@ -38,8 +38,8 @@ final class ValidationGuard: Sendable {
     }
 
     /// Throws 403 when writing `ids` needs a validation function this node cannot run.
-    func check(_ db: Database, ids: [String], isAdmin: Bool) throws {
-        guard db.name != UserDirectory.database else { return }
+    func check(_ db: Database, ids: [String], isAdmin: Bool, authenticationDB: String) throws {
+        guard db.name != UserDirectory.database, db.name != authenticationDB else { return }
         let validators = try validators(db)
         guard let first = validators.first else { return }
         if isAdmin && ids.allSatisfy({ $0.hasPrefix("_design/") }) { return }

@@ -30,7 +30,7 @@ enum BulkRoutes {
         }
         let ids = docs.map { $0["_id"]?.stringValue ?? "" }
         let validation = call.node.validation, isAdmin = call.access >= .admin
-        try pointRead { try validation.check(db, ids: ids, isAdmin: isAdmin) }
+        try pointRead { try validation.check(db, ids: ids, isAdmin: isAdmin, authenticationDB: call.node.configuration.security.authenticationDB) }
         defer { if ids.contains(where: { $0.hasPrefix("_design/") }) { validation.invalidate(db.name) } }
         let queryNewEdits = try call.query.bool("new_edits", default: true)
         let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits

@@ -8,7 +8,7 @@ import SetteeStore
 enum DocumentRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace, id: String) async throws -> Response {
         let (db, c) = try target.open(call.node)
-        if db.name == UserDirectory.database, !call.isAdmin, call.access < .admin,
+        if db.name == call.node.configuration.security.authenticationDB, !call.isAdmin, call.access < .admin,
            [.get, .head, .delete].contains(call.method), UserDirectory.userName(ofDocument: id) != call.user {
             // Nobody reads or deletes another user's document (nor learns whether it exists).
             throw CouchError.notFound("missing")
@@ -154,7 +154,7 @@ enum DocumentRoutes {
         if id.hasPrefix("_local/") { throw CouchError.badRequest("Use /{db}/_local/{id} for local documents") }
         try Auth.checkDocumentWrite(call, id: id)
         let guardDB = c.database, validation = call.node.validation, isAdmin = call.access >= .admin
-        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin) }
+        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin, authenticationDB: call.node.configuration.security.authenticationDB) }
         let input = try DocumentInput.parse(doc, id: id)
         let batch = call.query["batch"] == "ok"
         let metrics = call.node.metrics
@@ -197,7 +197,7 @@ enum DocumentRoutes {
         guard let parent = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
         try Auth.checkDocumentWrite(call, id: id)
         let guardDB = c.database, validation = call.node.validation, isAdmin = call.access >= .admin
-        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin) }
+        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin, authenticationDB: call.node.configuration.security.authenticationDB) }
         if id.hasPrefix("_design/") { validation.invalidate(guardDB.name) }
         let users = UsersWrite(call, c)
         let rev: RevID = try await blocking {
@@ -352,7 +352,7 @@ struct UsersWrite: Sendable {
 
     /// nil unless `c` is `_users`' default collection.
     init?(_ call: Call, _ c: SetteeStore.Collection) {
-        guard c.database.name == UserDirectory.database, c.scope == "_default", c.name == "_default" else { return nil }
+        guard c.database.name == call.node.configuration.security.authenticationDB, c.scope == "_default", c.name == "_default" else { return nil }
         collection = c
         caller = call.userCtx
         isAdmin = call.isAdmin || call.access >= .admin

@@ -211,7 +211,7 @@ enum ServerRoutes {
             var handlers = node.jwt == nil ? ["cookie", "default"] : ["cookie", "default", "jwt"]
             if node.configuration.security.proxy.enabled { handlers.insert("proxy", at: 0) }
             var info: JSONObject = ["authentication_handlers": .array(handlers.map(JSON.string)),
-                                    "authentication_db": .string(UserDirectory.database)]
+                                    "authentication_db": .string(node.configuration.security.authenticationDB)]
             if let method = call.userCtx.method { info["authenticated"] = .string(method) }
             return Reply.json(.ok, ["ok": true, "userCtx": call.userCtx.json, "info": .object(info)])
         case .post:

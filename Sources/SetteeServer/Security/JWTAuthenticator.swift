@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import JWTKit
 import SetteeCore
@@ -8,22 +9,63 @@ import SetteeCore
 /// The token's `alg` picks the key family, so an RSA public key can never be used as an HMAC secret.
 final class JWTAuthenticator: Sendable {
     let configuration: JWTConfiguration
-    private let rsaPublicKeys: [Insecure.RSA.PublicKey]
+    private let rsaPublicKeys: [JWTKit.Insecure.RSA.PublicKey]
+    private let ecPublicKeys: [ECKey]
+
+    /// An ES256/384/512 verification key.
+    enum ECKey: Sendable {
+        case p256(P256.Signing.PublicKey), p384(P384.Signing.PublicKey), p521(P521.Signing.PublicKey)
+
+        func verifies(_ signature: [UInt8], of message: [UInt8], alg: String) -> Bool {
+            switch (self, alg) {
+            case (.p256(let k), "ES256"):
+                guard let s = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                return k.isValidSignature(s, for: SHA256.hash(data: message))
+            case (.p384(let k), "ES384"):
+                guard let s = try? P384.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                return k.isValidSignature(s, for: SHA384.hash(data: message))
+            case (.p521(let k), "ES512"):
+                guard let s = try? P521.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                return k.isValidSignature(s, for: SHA512.hash(data: message))
+            default: return false
+            }
+        }
+    }
+
+    /// HS256/384/512: the HMAC of the signing input under any configured secret (any length, as CouchDB).
+    private func hmacVerifies(_ signature: [UInt8], of message: [UInt8], alg: String) -> Bool {
+        configuration.hmacSecrets.contains { secret in
+            let key = SymmetricKey(data: secret)
+            let mac: [UInt8]
+            switch alg {
+            case "HS256": mac = Array(HMAC<SHA256>.authenticationCode(for: message, using: key))
+            case "HS384": mac = Array(HMAC<SHA384>.authenticationCode(for: message, using: key))
+            default: mac = Array(HMAC<SHA512>.authenticationCode(for: message, using: key))
+            }
+            return Passwords.constantTimeEquals(mac, signature)
+        }
+    }
     private let keys = KeyCollections()
 
     /// Validates the configured keys (a bad PEM fails here, at start).
     init(_ configuration: JWTConfiguration) throws {
         self.configuration = configuration
         rsaPublicKeys = try configuration.rsaPublicKeysPEM.enumerated().map { i, pem in
-            do { return try Insecure.RSA.PublicKey(pem: pem) } catch {
+            do { return try JWTKit.Insecure.RSA.PublicKey(pem: pem) } catch {
                 throw SetteeError(.badRequest, "JWT RSA public key \(i + 1) is not a usable PEM public key: \(error)")
             }
         }
-        if configuration.hmacSecrets.contains(where: { $0.count < 32 }) {
-            throw SetteeError(.badRequest, "JWT HMAC secrets must be at least 32 bytes")
+        ecPublicKeys = try configuration.ecPublicKeysPEM.enumerated().map { i, pem in
+            if let key = try? P256.Signing.PublicKey(pemRepresentation: pem) { return .p256(key) }
+            if let key = try? P384.Signing.PublicKey(pemRepresentation: pem) { return .p384(key) }
+            if let key = try? P521.Signing.PublicKey(pemRepresentation: pem) { return .p521(key) }
+            throw SetteeError(.badRequest, "JWT EC public key \(i + 1) is not a usable PEM P-256, P-384 or P-521 public key")
         }
-        if configuration.hmacSecrets.isEmpty && rsaPublicKeys.isEmpty {
-            throw SetteeError(.badRequest, "JWT authentication needs at least one HMAC secret or RSA public key")
+        if configuration.hmacSecrets.contains(where: { $0.isEmpty }) {
+            throw SetteeError(.badRequest, "JWT HMAC secrets must not be empty")
+        }
+        if configuration.hmacSecrets.isEmpty && rsaPublicKeys.isEmpty && ecPublicKeys.isEmpty {
+            throw SetteeError(.badRequest, "JWT authentication needs at least one HMAC secret, RSA or EC public key")
         }
     }
 
@@ -31,7 +73,7 @@ final class JWTAuthenticator: Sendable {
     private actor KeyCollections {
         private var built: (hmac: JWTKeyCollection?, rsa: JWTKeyCollection?)?
 
-        func get(secrets: [[UInt8]], rsa: [Insecure.RSA.PublicKey]) async -> (hmac: JWTKeyCollection?, rsa: JWTKeyCollection?) {
+        func get(secrets: [[UInt8]], rsa: [JWTKit.Insecure.RSA.PublicKey]) async -> (hmac: JWTKeyCollection?, rsa: JWTKeyCollection?) {
             if let built { return built }
             var hmacKeys: JWTKeyCollection?
             if !secrets.isEmpty {
@@ -99,21 +141,30 @@ final class JWTAuthenticator: Sendable {
               case .object(let payload)? = try? JSON.parse(payloadBytes),
               let alg = header["alg"]?.stringValue
         else { throw .malformed }
-        let collections = await self.keys.get(secrets: configuration.hmacSecrets, rsa: rsaPublicKeys)
-        let keys: JWTKeyCollection
-        switch alg {
-        case "HS256", "HS384", "HS512": guard let k = collections.hmac else { throw .unsupportedAlgorithm(alg) }; keys = k
-        case "RS256", "RS384", "RS512": guard let k = collections.rsa else { throw .unsupportedAlgorithm(alg) }; keys = k
-        default: throw .unsupportedAlgorithm(alg)
+        if !configuration.allowedAlgorithms.isEmpty && !configuration.allowedAlgorithms.contains(alg) {
+            throw .unsupportedAlgorithm(alg)
         }
         for claim in ["sub"] + configuration.requiredClaims where payload[claim] == nil {
             throw .missingClaim(claim)
         }
-        let claims: Claims
-        do {
-            claims = try await keys.verify(token, as: Claims.self, iteratingKeys: true)
-        } catch {
-            throw .badSignature
+        for (claim, value) in configuration.requiredClaimValues where payload[claim]?.stringValue != value {
+            throw .missingClaim("\(claim) = \(value)")
+        }
+        let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard let signature = Base64.urlDecode(String(parts[2])) else { throw .malformed }
+        switch alg {
+        case "HS256", "HS384", "HS512":
+            guard !configuration.hmacSecrets.isEmpty else { throw .unsupportedAlgorithm(alg) }
+            guard hmacVerifies(signature, of: signingInput, alg: alg) else { throw .badSignature }
+        case "ES256", "ES384", "ES512":
+            guard !ecPublicKeys.isEmpty else { throw .unsupportedAlgorithm(alg) }
+            guard ecPublicKeys.contains(where: { $0.verifies(signature, of: signingInput, alg: alg) }) else { throw .badSignature }
+        case "RS256", "RS384", "RS512":
+            let collections = await self.keys.get(secrets: [], rsa: rsaPublicKeys)
+            guard let keys = collections.rsa else { throw .unsupportedAlgorithm(alg) }
+            do { _ = try await keys.verify(token, as: Claims.self, iteratingKeys: true) } catch { throw .badSignature }
+        default:
+            throw .unsupportedAlgorithm(alg)
         }
         let now = Date().timeIntervalSince1970
         let leeway = 60.0
@@ -124,10 +175,11 @@ final class JWTAuthenticator: Sendable {
             guard let t = nbf.doubleValue, now + leeway >= t else { throw .expired }
         }
         if let audience = configuration.audience {
-            guard let aud = claims.aud, aud.value.contains(audience) else { throw .audience }
+            let aud = payload["aud"]?.arrayValue?.compactMap(\.stringValue) ?? payload["aud"]?.stringValue.map { [$0] } ?? []
+            guard aud.contains(audience) else { throw .audience }
         }
         if let issuer = configuration.issuer {
-            guard claims.iss?.value == issuer else { throw .issuer }
+            guard payload["iss"]?.stringValue == issuer else { throw .issuer }
         }
         guard let sub = payload["sub"]?.stringValue, !sub.isEmpty else { throw .missingClaim("sub") }
         return UserContext(name: sub, roles: roles(in: payload), method: "jwt")

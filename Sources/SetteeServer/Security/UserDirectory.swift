@@ -29,7 +29,7 @@ final class UserDirectory: @unchecked Sendable {
 
     /// The user's document (winning, live revision), or nil when there is no `_users` database or no such user.
     func document(named name: String, node: Node) throws -> JSONObject? {
-        guard let db = try? node.database(Self.database) else { return nil }
+        guard let db = try? node.database(node.configuration.security.authenticationDB) else { return nil }
         let c = try db.defaultCollection()
         guard let record = try c.record(id: Self.prefix + name), !record.deleted,
               case .object(let doc) = try JSON.parse(record.body) else { return nil }
