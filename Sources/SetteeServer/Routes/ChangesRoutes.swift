@@ -23,6 +23,8 @@ enum ChangesRoutes {
         var includeDocs = false
         var conflicts = false
         var attachments = false
+        /// `att_encoding_info`: show how gzip-stored attachments are stored.
+        var attEncodingInfo = false
         var docIDs: [String]?
         var selector: MangoSelector?
         var designOnly = false
@@ -105,6 +107,7 @@ enum ChangesRoutes {
         o.includeDocs = try q.bool("include_docs")
         o.conflicts = try q.bool("conflicts")
         o.attachments = try q.bool("attachments")
+        o.attEncodingInfo = try q.bool("att_encoding_info")
         if let hb = q["heartbeat"] {
             if hb == "true" { o.heartbeat = 60_000 } else if hb != "false" {
                 guard let ms = Int(hb) else {
@@ -231,7 +234,7 @@ enum ChangesRoutes {
         if row.deleted { out.append(contentsOf: #","deleted":true"#.utf8) }
         if let doc {
             out.append(contentsOf: #","doc":"#.utf8)
-            if (o.conflicts && row.conflicts?.isEmpty == false) || o.attachments {
+            if (o.conflicts && row.conflicts?.isEmpty == false) || o.attachments || o.attEncodingInfo {
                 guard case .object(var d) = try JSON.parse(doc) else { throw SetteeError(.internalError, "bad doc") }
                 if let conflicts = row.conflicts, !conflicts.isEmpty {
                     d["_conflicts"] = .array(conflicts.map { .string($0.description) })
@@ -242,6 +245,16 @@ enum ChangesRoutes {
                               let data = try db.blob(digest: digest) else { continue }
                         m.removeValue(forKey: "stub")
                         m["data"] = .string(Base64.encode(data))
+                        atts[name] = .object(m)
+                    }
+                    d["_attachments"] = .object(atts)
+                }
+                if o.attEncodingInfo, case .object(var atts)? = d["_attachments"] {
+                    for (name, meta) in atts {
+                        guard case .object(var m) = meta, m["data"] == nil, let digest = m["digest"]?.stringValue,
+                              let stored = try db.storedBlob(digest: digest), let encoding = stored.encoding else { continue }
+                        m["encoding"] = .string(encoding)
+                        m["encoded_length"] = .int(Int64(stored.data.count))
                         atts[name] = .object(m)
                     }
                     d["_attachments"] = .object(atts)

@@ -116,7 +116,9 @@ enum DocumentInput {
                     if parentAtts == nil, let parent = doc.rev {
                         parentAtts = try attachments(of: doc.id, rev: parent, collection: collection)
                     }
-                    guard let previous = parentAtts?[name] else {
+                    // A stub names the parent's attachment; a `revpos` it gives must be that attachment's.
+                    guard let previous = parentAtts?[name],
+                          meta["revpos"] == nil || meta["revpos"]?.intValue == previous["revpos"]?.intValue else {
                         throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(doc.id) for \(name)")
                     }
                     out[name] = previous
