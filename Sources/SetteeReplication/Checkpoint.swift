@@ -22,6 +22,8 @@ struct Checkpointer: Sendable {
     var sourceReadOnly = false
     var startSeq: JSON = .int(0)
     var lastRecorded: JSON = .int(0)
+    /// The counters of the session this one resumes from: CouchDB's history counters add up across sessions.
+    var previousCounters: JSONObject = [:]
 
     init(replicationID: String, source: any Endpoint, target: any Endpoint) {
         self.replicationID = replicationID
@@ -42,6 +44,9 @@ struct Checkpointer: Sendable {
         startSeq = reset ? .int(0) : Checkpointer.startSequence(source: sourceDoc, target: targetDoc)
         if let since, !reset, startSeq == .int(0) { startSeq = since }
         lastRecorded = startSeq
+        if startSeq != .int(0), case .object(let head)? = (targetDoc?["history"] ?? sourceDoc?["history"])?.arrayValue?.first {
+            previousCounters = head
+        }
     }
 
     /// CouchDB's `compare_replication_logs`: the same session on both sides → the source's `source_last_seq`;
@@ -85,6 +90,11 @@ struct Checkpointer: Sendable {
         lastRecorded = seq
     }
 
+    /// A counter of this session added to the resumed session's (CouchDB's cumulative history counters).
+    private func counter(_ name: String, _ value: Int) -> JSON {
+        .int(Int64(value) + (previousCounters[name]?.intValue ?? 0))
+    }
+
     /// This session's history entry (CouchDB's fields) with `seq` recorded and the counters so far.
     func historyEntry(_ seq: JSON, stats: ReplicatorStatus) -> JSONObject {
         [
@@ -94,11 +104,11 @@ struct Checkpointer: Sendable {
             "start_last_seq": startSeq,
             "end_last_seq": seq,
             "recorded_seq": seq,
-            "missing_checked": .int(Int64(stats.revisionsChecked)),
-            "missing_found": .int(Int64(stats.missingRevisionsFound)),
-            "docs_read": .int(Int64(stats.docsRead)),
-            "docs_written": .int(Int64(stats.docsWritten)),
-            "doc_write_failures": .int(Int64(stats.docWriteFailures)),
+            "missing_checked": counter("missing_checked", stats.revisionsChecked),
+            "missing_found": counter("missing_found", stats.missingRevisionsFound),
+            "docs_read": counter("docs_read", stats.docsRead),
+            "docs_written": counter("docs_written", stats.docsWritten),
+            "doc_write_failures": counter("doc_write_failures", stats.docWriteFailures),
         ]
     }
 

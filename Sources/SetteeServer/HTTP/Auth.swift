@@ -53,6 +53,8 @@ enum Auth {
                     call.userCtx = try await jwt.authenticate(token)
                 } catch {
                     node.metrics.authFailed()
+                    // As CouchDB: a token lacking a required claim (or with the wrong value) is a bad request.
+                    if case .missingClaim = error { throw CouchError.badRequest("Invalid bearer token: \(error)") }
                     throw CouchError(.unauthorized, "unauthorized", "Invalid bearer token: \(error)")
                 }
                 return

@@ -71,7 +71,7 @@ struct CouchResponder: HTTPResponder {
         let sink = ByteSink()
         var body = response.body
         do { try await body.write(CollectingWriter(sink: sink)) } catch { return response }
-        var out = Array("/* CouchDB */ \(callback)(".utf8)
+        var out = Array("/* CouchDB */\(callback)(".utf8)
         var json = sink.bytes
         while let last = json.last, last == 0x0a || last == 0x0d { json.removeLast() }
         out += json
@@ -160,7 +160,7 @@ struct CouchResponder: HTTPResponder {
         case "_local":
             call.route = "local"
             guard s.count == 3 else {
-                throw CouchError(.badRequest, "illegal_docid", "Illegal document id `\(s.dropFirst().joined(separator: "/"))`")
+                throw CouchError.badRequest("Illegal document id `\(s.dropFirst().joined(separator: "/"))`")
             }
             return try await LocalRoutes.handle(&call, target, id: "_local/" + s[2])
         case "_design":

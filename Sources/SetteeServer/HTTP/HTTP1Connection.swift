@@ -566,8 +566,9 @@ enum ResponseEncoding {
             case .connection, .transferEncoding:
                 continue
             case .contentLength:
-                guard statusAllowsBody else { continue }
-                hasLength = true
+                // A 304 may say `Content-Length: 0` (CouchDB's answer does; it frames nothing either way).
+                guard statusAllowsBody || (code == 304 && field.value == "0") else { continue }
+                hasLength = statusAllowsBody
                 writeField(field, into: &buffer)
             default:
                 writeField(field, into: &buffer)

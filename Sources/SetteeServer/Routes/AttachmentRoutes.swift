@@ -113,8 +113,9 @@ enum AttachmentRoutes {
         } else {
             data = try stored.identity()
         }
-        if let range, let ranges = ByteRanges.parse(range, length: data.count),
-           !(ranges.count == 1 && ranges[0] == 0..<data.count) {
+        // `bytes=0-` asks for the whole attachment: a plain 200, as CouchDB answers it.
+        let wholeOpenRange = range?.replacingOccurrences(of: " ", with: "").lowercased() == "bytes=0-"
+        if let range, !wholeOpenRange, let ranges = ByteRanges.parse(range, length: data.count) {
             guard !ranges.isEmpty else {
                 return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(data.count)"])
             }

@@ -67,7 +67,8 @@ enum ServerRoutes {
             let ids = call.node.uuids.next(count, settings)
             return Reply.json(.ok, ["uuids": .array(ids.map(JSON.string))],
                               headers: [.cacheControl: "must-revalidate, no-cache", HTTPField.Name("Pragma")!: "no-cache",
-                                        .expires: "Fri, 01 Jan 1990 00:00:00 GMT"])
+                                        .expires: "Fri, 01 Jan 1990 00:00:00 GMT",
+                                        .eTag: "\"\(MD5.hex(Array(ids.joined().utf8)))\""])
         case ("_active_tasks", .get):
             try Auth.checkAdmin(call)
             return Reply.json(.ok, .array(call.node.tasks.list + call.node.replications.activeTasks))

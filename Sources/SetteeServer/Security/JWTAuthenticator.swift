@@ -18,14 +18,18 @@ final class JWTAuthenticator: Sendable {
 
         func verifies(_ signature: [UInt8], of message: [UInt8], alg: String) -> Bool {
             switch (self, alg) {
+            // JWS signatures are the raw r‖s; some issuers send DER, which is accepted too.
             case (.p256(let k), "ES256"):
-                guard let s = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                guard let s = (try? P256.Signing.ECDSASignature(rawRepresentation: signature))
+                        ?? (try? P256.Signing.ECDSASignature(derRepresentation: signature)) else { return false }
                 return k.isValidSignature(s, for: SHA256.hash(data: message))
             case (.p384(let k), "ES384"):
-                guard let s = try? P384.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                guard let s = (try? P384.Signing.ECDSASignature(rawRepresentation: signature))
+                        ?? (try? P384.Signing.ECDSASignature(derRepresentation: signature)) else { return false }
                 return k.isValidSignature(s, for: SHA384.hash(data: message))
             case (.p521(let k), "ES512"):
-                guard let s = try? P521.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                guard let s = (try? P521.Signing.ECDSASignature(rawRepresentation: signature))
+                        ?? (try? P521.Signing.ECDSASignature(derRepresentation: signature)) else { return false }
                 return k.isValidSignature(s, for: SHA512.hash(data: message))
             default: return false
             }

@@ -39,7 +39,10 @@ extension Database {
         try checkOpen()
         do {
             try pool.write { db in
+                let limit = revsLimit
                 try db.transaction(.immediate) {
+                    // A lowered _revs_limit applies to every document at compaction, as in CouchDB.
+                    try Database.stemTrees(db, limit: limit)
                     try Database.deleteUnreferencedBlobs(db)
                 }
                 try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -50,6 +53,32 @@ extension Database {
             throw error
         } catch {
             throw storageError(error)
+        }
+    }
+
+    /// Stems every document's revision tree to `limit` revisions per path (the winner's body stays in `body`).
+    static func stemTrees(_ db: Connection, limit: Int) throws {
+        let cols = try db.prepare("SELECT id FROM collections")
+        var cids: [Int64] = []
+        while try cols.step() { cids.append(cols.int64(0)) }
+        cols.reset()
+        for cid in cids {
+            let read = try db.prepareUncached("SELECT rowid, rev, tree FROM docs_\(cid)")
+            var updates: [(Int64, [UInt8])] = []
+            while try read.step() {
+                guard let bytes = read.blob(2), var tree = try? RevTree(encoded: bytes), tree.nodes.count > limit else { continue }
+                if tree.stem(limit: limit) > 0 {
+                    updates.append((read.int64(0), tree.encoded(omitBodyOf: read.string(1).flatMap(RevID.init))))
+                }
+            }
+            read.reset()
+            let write = try db.prepareUncached("UPDATE docs_\(cid) SET tree = ? WHERE rowid = ?")
+            for (rowid, tree) in updates {
+                write.bind(bytes: tree, at: 1)
+                write.bind(rowid, at: 2)
+                _ = try write.step()
+                write.reset()
+            }
         }
     }
 
