@@ -144,6 +144,7 @@ struct CouchResponder: HTTPResponder {
             call.route = "doc"
             return try await DocumentRoutes.handle(&call, target, id: second)
         }
+        if second == "_local/" { throw CouchError.badRequest("Invalid _local document id.") }
         switch second {
         case "_all_docs": call.route = "all_docs"; return try await BulkRoutes.allDocs(&call, target)
         case "_design_docs" where s.count == 2:
@@ -160,7 +161,7 @@ struct CouchResponder: HTTPResponder {
         case "_local":
             call.route = "local"
             guard s.count == 3 else {
-                throw CouchError.badRequest("Illegal document id `\(s.dropFirst().joined(separator: "/"))`")
+                throw CouchError.badRequest(s.count == 2 ? "Invalid _local document id." : "_local documents do not accept attachments.")
             }
             return try await LocalRoutes.handle(&call, target, id: "_local/" + s[2])
         case "_design":

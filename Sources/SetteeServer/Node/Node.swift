@@ -140,9 +140,9 @@ public final class Node: @unchecked Sendable {
             throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
         }
         let db = try Database(name: name, config: databaseConfiguration, create: true)
-        if name == UserDirectory.database || name == configuration.security.authenticationDB {
-            try UserDirectory.installAuthDesignDocument(db)
-        }
+        // `_users` starts with its `_design/_auth`. A custom authentication_db gets none here (CouchDB's auth cache
+        // adds it later); until it has one, only password hashing applies there.
+        if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
         databaseUpdates.record(name, .created)
         watchCommits(db)
         open[name] = db

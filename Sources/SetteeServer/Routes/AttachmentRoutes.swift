@@ -113,9 +113,7 @@ enum AttachmentRoutes {
         } else {
             data = try stored.identity()
         }
-        // `bytes=0-` asks for the whole attachment: a plain 200, as CouchDB answers it.
-        let wholeOpenRange = range?.replacingOccurrences(of: " ", with: "").lowercased() == "bytes=0-"
-        if let range, !wholeOpenRange, let ranges = ByteRanges.parse(range, length: data.count) {
+        if let range, let ranges = ByteRanges.parse(range, length: data.count) {
             guard !ranges.isEmpty else {
                 return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(data.count)"])
             }
@@ -152,11 +150,16 @@ enum ByteRanges {
     /// The half-open ranges asked for; nil when the header isn't a `bytes=` range (then it is ignored, and the
     /// whole body sent); empty when no range overlaps the body (416). A range covering the whole body is served
     /// as one range.
+    ///
+    /// As CouchDB's `parse_ranges`: a set with an open `0-` range, or of 10 ranges or more, is the whole body (nil);
+    /// an inverted range (`5-3`) can't be served (empty).
     static func parse(_ header: String, length: Int) -> [Range<Int>]? {
         let text = header.trimmingCharacters(in: .whitespaces)
         guard text.lowercased().hasPrefix("bytes=") else { return nil }
+        let specs = text.dropFirst(6).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        if specs.count >= 10 || specs.contains("0-") { return nil }
         var ranges: [Range<Int>] = []
-        for spec in text.dropFirst(6).split(separator: ",") {
+        for spec in specs {
             let part = spec.trimmingCharacters(in: .whitespaces)
             guard let dash = part.firstIndex(of: "-") else { return nil }
             let first = part[..<dash], last = part[part.index(after: dash)...]
@@ -166,7 +169,7 @@ enum ByteRanges {
             } else {
                 guard let start = Int(first) else { return nil }
                 let end = last.isEmpty ? length - 1 : (Int(last) ?? -1)
-                guard end >= start else { return nil }
+                guard end >= start else { return [] }
                 if start < length { ranges.append(start..<(min(end, length - 1) + 1)) }
             }
         }

@@ -35,6 +35,9 @@ enum DocumentRoutes {
         if q.has("open_revs") {
             return try await openRevs(call, db, c, id: id, output: output)
         }
+        if (output.attachments || !output.attsSince.isEmpty) && call.accepts("multipart/related") {
+            return try await relatedDocument(call, db, c, id: id, rev: requestedRev, output: output)
+        }
         let needTree = output.needsTree || requestedRev != nil
         let metrics = call.node.metrics
         // A point read takes microseconds: it runs inline on the request's task (Swift's cooperative pool,
@@ -96,15 +99,39 @@ enum DocumentRoutes {
         }
         if !multipart { return Reply.json(.ok, .array(results)) }
         let boundary = Multipart.makeBoundary()
-        let parts = results.map { result -> MultipartPart in
-            if let doc = result["ok"] {
-                return MultipartPart(headers: [("Content-Type", "application/json")], body: doc.serializedBytes)
+        let sendEncoded = finalOutput.attEncodingInfo || call.header(HTTPField.Name("X-CouchDB-Send-Encoded-Atts")!) == "true"
+        let parts = try results.map { result -> MultipartPart in
+            if case .object(let doc)? = result["ok"] {
+                // A revision with attachment bytes is a nested multipart/related part, as CouchDB sends it.
+                if MultipartDocuments.sendsAttachments(doc) {
+                    let (inner, bytes) = try MultipartDocuments.related(doc, database: db, sendEncoded: sendEncoded)
+                    return MultipartPart(headers: [("Content-Type", "multipart/related; boundary=\"\(inner)\"")], body: bytes)
+                }
+                return MultipartPart(headers: [("Content-Type", "application/json")], body: JSON.object(doc).serializedBytes)
             }
             return MultipartPart(headers: [("Content-Type", "application/json; error=\"true\"")],
                                  body: result.serializedBytes)
         }
         return Reply.raw(.ok, Multipart.write(parts, boundary: boundary),
                          contentType: "multipart/mixed; boundary=\"\(boundary)\"")
+    }
+
+    /// `GET /{db}/{docid}?attachments=true` (or `atts_since`) with `Accept: multipart/related`: the document and
+    /// its attachments as one `multipart/related` body (plain JSON when no attachment bytes go).
+    static func relatedDocument(_ call: Call, _ db: Database, _ c: SetteeStore.Collection, id: String, rev: RevID?,
+                                output: DocumentOutput) async throws -> Response {
+        let sendEncoded = output.attEncodingInfo || call.header(HTTPField.Name("X-CouchDB-Send-Encoded-Atts")!) == "true"
+        let (doc, rendered): (JSONObject, (boundary: String, bytes: [UInt8])?) = try await blocking {
+            guard let record = try c.record(id: id, withTree: true) else { throw CouchError.notFound("missing") }
+            let wanted = rev ?? record.revID
+            if rev == nil && record.deleted { throw CouchError.notFound("deleted") }
+            guard let revision = record.revision(wanted) else { throw CouchError.notFound("missing") }
+            let doc = try output.render(record, rev: wanted, body: revision.body, deleted: revision.deleted, database: db)
+            guard MultipartDocuments.sendsAttachments(doc) else { return (doc, nil) }
+            return (doc, try MultipartDocuments.related(doc, database: db, sendEncoded: sendEncoded))
+        }
+        guard let rendered else { return Reply.json(.ok, .object(doc)) }
+        return Reply.raw(.ok, rendered.bytes, contentType: "multipart/related; boundary=\"\(rendered.boundary)\"")
     }
 
     // MARK: Write
@@ -349,10 +376,19 @@ struct UsersWrite: Sendable {
     let caller: UserContext
     let isAdmin: Bool
     let iterations: Int
+    /// The user-document rules apply: in `_users`, and in any database with the authentication `_design/_auth`
+    /// (a custom `authentication_db` once it has one, a replica of `_users`), as CouchDB applies that function.
+    let enforceRules: Bool
+    /// Plain `password`s are hashed: in the authentication database, as CouchDB's `before_doc_update` does.
+    let hashPasswords: Bool
 
-    /// nil unless `c` is `_users`' default collection.
+    /// nil unless `c` is a default collection that is the authentication database or has its rules.
     init?(_ call: Call, _ c: SetteeStore.Collection) {
-        guard c.database.name == call.node.configuration.security.authenticationDB, c.scope == "_default", c.name == "_default" else { return nil }
+        guard c.scope == "_default", c.name == "_default" else { return nil }
+        let name = c.database.name
+        hashPasswords = name == call.node.configuration.security.authenticationDB
+        enforceRules = name == UserDirectory.database || ((try? call.node.validation.rules(c.database).userRules) ?? false)
+        guard hashPasswords || enforceRules else { return nil }
         collection = c
         caller = call.userCtx
         isAdmin = call.isAdmin || call.access >= .admin
@@ -361,6 +397,7 @@ struct UsersWrite: Sendable {
 
     /// Validates the write and returns the body to store. Runs PBKDF2 when a password is set: call off the event loop.
     func prepare(id: String, body: JSONObject, deleted: Bool) throws -> JSONObject {
+        guard enforceRules else { return try UserDirectory.hashPassword(in: body, iterations: iterations) }
         var existing: JSONObject?
         if let record = try collection.record(id: id), !record.deleted, case .object(let o) = try JSON.parse(record.body) {
             existing = o

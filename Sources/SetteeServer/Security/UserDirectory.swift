@@ -186,6 +186,16 @@ extension UserDirectory {
             """),
     ]
 
+    /// A user document with its plain `password` replaced by the stored PBKDF2 fields (the rest as given).
+    static func hashPassword(in body: JSONObject, iterations: Int) throws -> JSONObject {
+        guard let text = body["password"]?.stringValue, !text.isEmpty else { return body }
+        var out = body
+        out.removeValue(forKey: "password")
+        out.removeValue(forKey: "password_sha")
+        for (k, v) in try Passwords.hash(text, iterations: iterations).fields { out[k] = v }
+        return out
+    }
+
     /// Writes `_design/_auth` into a new `_users` database.
     static func installAuthDesignDocument(_ db: Database) throws {
         let c = try db.defaultCollection()

@@ -230,12 +230,15 @@ public final class Database: @unchecked Sendable {
         return _revsLimit
     }
 
-    /// Changes `_revs_limit`; applies to documents as they are next written.
+    /// Changes `_revs_limit`. A lower limit stems every document's history now (reads show at most `limit`
+    /// revisions per path, as in CouchDB); a higher one applies as documents gain revisions.
     /// - Throws: `.badRequest` for a limit below 1.
     public func setRevsLimit(_ limit: Int) throws {
         guard limit >= 1 else { throw SetteeError(.badRequest, "revs_limit must be a positive integer") }
+        let lower = limit < revsLimit
         try write { db in
             try db.prepare("UPDATE meta SET value = ? WHERE key = 'revs_limit'").run([.integer(Int64(limit))])
+            if lower { try Database.stemTrees(db, limit: limit) }
         }
         lock.lock()
         _revsLimit = limit
