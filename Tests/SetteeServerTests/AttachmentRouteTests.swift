@@ -1,11 +1,14 @@
 import Foundation
 import HTTPTypes
 import SetteeCore
+import SetteeStore
 import Testing
 
 @testable import SetteeServer
 
-private let helloDigest = "md5-XUFAKrxLKna5cZ2REBfFkg=="    // md5("hello")
+/// text/plain is stored gzip-compressed (CouchDB's `compressible_types`), and the digest is of the stored bytes, as
+/// CouchDB's is: md5 of "hello" gzipped at level 8.
+private let helloDigest = Database.attachmentDigest((try? Gzip.compress(Array("hello".utf8), level: 8)) ?? [])
 private let secondDigest = "md5-qfDmGhN9hqqdtTRl4IAWEg=="   // md5("second")
 
 /// `/db/doc` with an inline `hello.txt` ("hello"); returns rev 1.
@@ -34,7 +37,8 @@ struct AttachmentRouteTests {
             #expect(r.status == .ok)
             #expect(r.text == "hello")
             #expect(r.header(.contentType) == "text/plain")
-            #expect(r.header(.eTag) == "\"\(helloDigest)\"")
+            // CouchDB's attachment ETag: the digest's base64 MD5 without its `md5-` prefix.
+            #expect(r.header(.eTag) == "\"\(helloDigest.dropFirst(4))\"")
             let head = try await c.request(.head, "/db/doc/hello.txt")
             #expect(head.status == .ok)
             #expect(head.header(.contentLength) == "5")

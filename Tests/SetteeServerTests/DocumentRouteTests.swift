@@ -332,10 +332,24 @@ struct DocumentRouteTests {
         }
     }
 
-    @Test func postToDocumentIs405() async throws {
+    @Test func postToDocumentTakesOnlyFormUploads() async throws {
         try await withServer { c in
             try await c.createDB("db")
-            expectError(try await c.post("/db/doc", "{}"), .methodNotAllowed, "method_not_allowed")
+            // POST to a document is CouchDB's form upload: anything but multipart/form-data is 415.
+            expectError(try await c.post("/db/doc", "{}"), .unsupportedMediaType, "bad_content_type")
+            let rev = try await c.putDoc("/db/doc", #"{"v":1}"#)
+            let form = "--B\r\nContent-Disposition: form-data; name=\"_rev\"\r\n\r\n\(rev)\r\n"
+                + "--B\r\nContent-Disposition: form-data; name=\"_attachments\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nhi\r\n--B--"
+            let type: HTTPFields = [.contentType: "multipart/form-data; boundary=B"]
+            // A form needs a Referer on this host (another site's page can't submit it).
+            expectError(try await c.request(.post, "/db/doc", body: Array(form.utf8), headers: type), .badRequest, "bad_request")
+            var headers = type
+            headers[HTTPField.Name("Referer")!] = "http://localhost/_utils/"
+            let posted = try await c.request(.post, "/db/doc", body: Array(form.utf8), headers: headers)
+            #expect(posted.status == .created)
+            let doc = try await c.get("/db/doc")
+            #expect(doc["v"] == 1)
+            #expect(doc["_attachments"]?["a.txt"]?["length"] == 2)
         }
     }
 }
@@ -383,7 +397,7 @@ struct LocalDocumentTests {
         try await withServer { c in
             try await c.createDB("db")
             expectError(try await c.get("/db/_local/none"), .notFound, "not_found", reason: "missing")
-            expectError(try await c.get("/db/_local"), .notFound, "not_found")
+            expectError(try await c.get("/db/_local"), .badRequest, "bad_request")
         }
     }
 }

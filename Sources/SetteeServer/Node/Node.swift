@@ -140,9 +140,10 @@ public final class Node: @unchecked Sendable {
             throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
         }
         let db = try Database(name: name, config: databaseConfiguration, create: true)
-        // `_users` starts with its `_design/_auth`. A custom authentication_db gets none here (CouchDB's auth cache
-        // adds it later); until it has one, only password hashing applies there.
+        // `_users` starts with its `_design/_auth`. A custom authentication_db gets its own a few seconds later, as
+        // CouchDB's auth cache adds it; until then only password hashing applies there.
         if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
+        if name != UserDirectory.database && name == configuration.security.authenticationDB { scheduleAuthDesignDocument() }
         databaseUpdates.record(name, .created)
         watchCommits(db)
         open[name] = db
@@ -163,6 +164,19 @@ public final class Node: @unchecked Sendable {
         try Database.delete(name: name, inDirectory: configuration.dataDirectory)
         databaseUpdates.record(name, .deleted)
         metrics.openDatabases(open.count)
+    }
+
+    /// Adds `_design/_auth` to the configured authentication database after a few seconds (when it exists and has
+    /// none), as CouchDB's auth cache does when it starts watching a database.
+    func scheduleAuthDesignDocument(after delay: Duration = .seconds(5)) {
+        Task.detached { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard let self else { return }
+            let name = self.configuration.security.authenticationDB
+            guard let db = try? self.database(name) else { return }
+            try? await blocking { try UserDirectory.installAuthDesignDocument(db) }
+            self.validation.invalidate(name)
+        }
     }
 
     /// Records an `updated` event for `/_db_updates` after each commit, until the database closes.

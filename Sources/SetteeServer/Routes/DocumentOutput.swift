@@ -91,7 +91,7 @@ struct DocumentOutput: Sendable {
         }
         if attEncodingInfo, case .object(var atts)? = out["_attachments"] {
             for (name, meta) in atts {
-                guard case .object(var m) = meta, m["data"] == nil, let digest = m["digest"]?.stringValue,
+                guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
                       let stored = try database.storedBlob(digest: digest), let encoding = stored.encoding else { continue }
                 m["encoding"] = .string(encoding)
                 m["encoded_length"] = .int(Int64(stored.data.count))

@@ -82,9 +82,13 @@ enum DocumentRoutes {
         }
         let latest = try q.bool("latest")
         let wanted = requested
-        let multipart = call.accepts("multipart/mixed") && !call.accepts("application/json")
+        // As CouchDB (mochiweb's accepts_content_type): multipart/mixed when the client accepts it, or accepts
+        // anything (`*/*`, `multipart/*`) without asking for JSON by name.
+        let multipart = call.accepts("multipart/mixed")
+            || ((call.accepts("*/*") || call.accepts("multipart/*")) && !call.accepts("application/json"))
         var output = output
-        if multipart { output.attachments = output.attachments || output.attsSince.isEmpty == false }
+        // A multipart answer always carries attachments, only those newer than `atts_since` when it is given.
+        if multipart && output.attsSince.isEmpty { output.attachments = true }
         let finalOutput = output
         let results: [JSON] = try await blocking {
             guard let record = try c.record(id: id, withTree: true) else {

@@ -66,6 +66,9 @@ enum NodeRoutes {
                 value = try await AdminPasswords.hashForStorage(value, iterations: call.node.configuration.security.pbkdf2Iterations)
             }
             let old = try config.set(section, key, value, persist: persist)
+            if key == "authentication_db" && ["chttpd_auth", "couch_httpd_auth"].contains(section) {
+                call.node.scheduleAuthDesignDocument()
+            }
             return Reply.json(.ok, .string(old))
         case (2, .delete):
             let (section, key) = (path[0], path[1])
