@@ -217,6 +217,9 @@ enum Auth {
         if call.user == nil { throw CouchError.unauthorized }
         switch (access, needed) {
         case (.none, _): throw CouchError.forbidden
+        case (_, .admin) where call.segments.count > 1 && ["_design", "_security"].contains(call.segments[1]):
+            // A signed-in non-admin writing a design document or `_security`: 403, as CouchDB answers.
+            throw CouchError(.forbidden, "forbidden", "You are not a db or server admin.")
         case (_, .admin): throw notDatabaseAdmin
         default: throw CouchError(.forbidden, "forbidden", "You have read-only access to this database.")
         }
@@ -253,7 +256,9 @@ enum Auth {
 
     /// Design documents are written by database admins only (also inside `_bulk_docs` and `POST /{db}`).
     static func checkDocumentWrite(_ call: Call, id: String) throws {
-        if id.hasPrefix("_design/") && call.access < .admin { throw notDatabaseAdmin }
+        if id.hasPrefix("_design/") && call.access < .admin {
+            throw call.user == nil ? notDatabaseAdmin : CouchError(.forbidden, "forbidden", "You are not a db or server admin.")
+        }
     }
 
     static func constantTimeEquals(_ a: String, _ b: String) -> Bool { Passwords.constantTimeEquals(a, b) }
