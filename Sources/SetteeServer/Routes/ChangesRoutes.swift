@@ -249,16 +249,7 @@ enum ChangesRoutes {
                     }
                     d["_attachments"] = .object(atts)
                 }
-                if o.attEncodingInfo, case .object(var atts)? = d["_attachments"] {
-                    for (name, meta) in atts {
-                        guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
-                              let stored = try db.storedBlob(digest: digest), let encoding = stored.encoding else { continue }
-                        m["encoding"] = .string(encoding)
-                        m["encoded_length"] = .int(Int64(stored.data.count))
-                        atts[name] = .object(m)
-                    }
-                    d["_attachments"] = .object(atts)
-                }
+                if o.attEncodingInfo { try DocumentOutput.addEncodingInfo(&d, database: db) }
                 JSON.object(d).serialize(into: &out)
             } else {
                 out.append(contentsOf: doc)

@@ -89,16 +89,7 @@ struct DocumentOutput: Sendable {
             }
             out["_attachments"] = .object(atts)
         }
-        if attEncodingInfo, case .object(var atts)? = out["_attachments"] {
-            for (name, meta) in atts {
-                guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
-                      let stored = try database.storedBlob(digest: digest), let encoding = stored.encoding else { continue }
-                m["encoding"] = .string(encoding)
-                m["encoded_length"] = .int(Int64(stored.data.count))
-                atts[name] = .object(m)
-            }
-            out["_attachments"] = .object(atts)
-        }
+        if attEncodingInfo { try Self.addEncodingInfo(&out, database: database) }
         if let tree = record.tree {
             if conflicts && rev == record.revID && !tree.conflicts.isEmpty {
                 out["_conflicts"] = .array(tree.conflicts.map { .string($0.description) })
@@ -117,6 +108,19 @@ struct DocumentOutput: Sendable {
         }
         if localSeq && rev == record.revID { out["_local_seq"] = .int(Int64(record.sequence)) }
         return out
+    }
+
+    /// `att_encoding_info`: each gzip-stored attachment of a document gets `encoding` and `encoded_length`.
+    static func addEncodingInfo(_ doc: inout JSONObject, database: Database) throws {
+        guard case .object(var atts)? = doc["_attachments"] else { return }
+        for (name, meta) in atts {
+            guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
+                  let stored = try database.storedBlob(digest: digest), let encoding = stored.encoding else { continue }
+            m["encoding"] = .string(encoding)
+            m["encoded_length"] = .int(Int64(stored.data.count))
+            atts[name] = .object(m)
+        }
+        doc["_attachments"] = .object(atts)
     }
 
     /// Serialized JSON of a revision (the splice fast path when no option needs more).
