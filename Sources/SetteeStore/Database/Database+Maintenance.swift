@@ -56,12 +56,18 @@ extension Database {
         }
     }
 
-    /// Stems every document's revision tree to `limit` revisions per path (the winner's body stays in `body`).
-    static func stemTrees(_ db: Connection, limit: Int) throws {
+    /// The ids of every collection (their tables are `docs_<id>`).
+    static func collectionIDs(_ db: Connection) throws -> [Int64] {
         let cols = try db.prepare("SELECT id FROM collections")
+        defer { cols.reset() }
         var cids: [Int64] = []
         while try cols.step() { cids.append(cols.int64(0)) }
-        cols.reset()
+        return cids
+    }
+
+    /// Stems every document's revision tree to `limit` revisions per path (the winner's body stays in `body`).
+    static func stemTrees(_ db: Connection, limit: Int) throws {
+        let cids = try collectionIDs(db)
         for cid in cids {
             let read = try db.prepareUncached("SELECT rowid, rev, tree FROM docs_\(cid)")
             var updates: [(Int64, [UInt8])] = []
@@ -89,10 +95,7 @@ extension Database {
         count.reset()
         guard blobCount > 0 else { return }
         var referenced = Set<String>()
-        let cols = try db.prepare("SELECT id FROM collections")
-        var cids: [Int64] = []
-        while try cols.step() { cids.append(cols.int64(0)) }
-        cols.reset()
+        let cids = try collectionIDs(db)
         for cid in cids {
             let stmt = try db.prepareUncached("SELECT body, tree FROM docs_\(cid) WHERE flags & 4 != 0 OR flags & 2 != 0 OR length(tree) > 64")
             while try stmt.step() {
