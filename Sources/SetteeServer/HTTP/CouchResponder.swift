@@ -23,11 +23,13 @@ struct CouchResponder: HTTPResponder {
             head.method = method
             request = Request(head: head, body: request.body)
         }
+        // The settings this request runs with, read once (a snapshot; a config change applies to the next request).
+        let settings = node.configuration
         var call = Call(request: request, node: node, query: QueryOptions(request.uri.query),
-                        segments: CouchResponder.segments(of: request.uri.path, plusIsSpace: node.configuration.decodePlusToSpace),
+                        segments: CouchResponder.segments(of: request.uri.path, plusIsSpace: settings.decodePlusToSpace),
                         remoteAddress: context.clientAddress)
         var response: Response
-        let cors = node.configuration.cors
+        let cors = settings.cors
         if let cors, let preflight = cors.preflight(request) {
             call.route = "preflight"
             response = preflight
@@ -42,7 +44,7 @@ struct CouchResponder: HTTPResponder {
                 }
                 response = Reply.error(couch)
             }
-            if call.method == .get, let callback = call.query["callback"], node.configuration.allowJSONP {
+            if call.method == .get, settings.allowJSONP, let callback = call.query["callback"] {
                 response = await CouchResponder.jsonp(response, callback: callback, call: call)
             }
             cors?.decorate(&response, origin: request.headers[.origin])
@@ -61,7 +63,7 @@ struct CouchResponder: HTTPResponder {
     }
 
     /// CouchDB's JSONP (`[chttpd] allow_jsonp`): a JSON answer to a GET with `callback=NAME` becomes
-    /// `/* CouchDB */ NAME(…);` as `application/javascript`. Live feeds are not wrapped. A name that isn't a
+    /// `/* CouchDB */NAME(…);` as `application/javascript`. Live feeds are not wrapped. A name that isn't a
     /// JavaScript identifier path is 400.
     static func jsonp(_ response: Response, callback: String, call: Call) async -> Response {
         guard callback.range(of: #"^[A-Za-z_$][A-Za-z0-9_$.\[\]]*$"#, options: .regularExpression) != nil else {
