@@ -1,8 +1,9 @@
 /// A revision identifier: `generation-digest`, e.g. `3-917fa2381192822767f010b95b45325b`.
 ///
-/// The generation counts edits from the document's first revision (1). The digest is 32 lowercase hex
-/// characters computed by ``RevID/next(after:deleted:canonicalBody:)`` from the parent revision, the deleted
-/// flag and the canonical JSON of the body, so the same edit made on two nodes gets the same id.
+/// The generation counts edits from the document's first revision (1). The digest of a revision Settee makes is
+/// 32 lowercase hex characters computed by ``RevID/next(after:deleted:body:)`` exactly as CouchDB computes it
+/// (an MD5 of the parent, the deleted flag, the body and the attachments' digests), so the same edit made on
+/// CouchDB or on any Settee node gets the same id.
 /// Revisions arriving by replication may carry any non-empty digest; they are kept as given.
 ///
 /// Ordering is CouchDB's: generation first, then the digest compared as a byte string.
@@ -65,46 +66,27 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
         // Digests are printable ASCII (see init), where String order is byte order.
         return lhs.digest < rhs.digest
     }
+}
 
-    /// The id of a new revision that follows `parent` (or starts a document when `parent` is nil).
-    ///
-    /// Deterministic: a 128-bit MurmurHash3 over the parent id, the deleted flag and the canonical body
-    /// bytes, so the same edit made on any node gets the same id.
-    public static func next(after parent: RevID?, deleted: Bool, canonicalBody: [UInt8]) -> RevID {
-        canonicalBody.withUnsafeBytes { next(after: parent, deleted: deleted, canonicalBody: $0) }
+// MARK: - Hex digests
+
+extension RevID {
+    /// Whether `digest` is 32 hex characters (either case): the shape CouchDB keeps as 16 bytes.
+    @inline(__always)
+    static func isHexDigest(_ digest: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard digest.count == 32 else { return false }
+        for byte in digest where hexValue(byte) > 15 { return false }
+        return true
     }
 
-    /// ``next(after:deleted:canonicalBody:)`` over bytes the caller holds (no copy of the body is made).
-    public static func next(after parent: RevID?, deleted: Bool, canonicalBody: UnsafeRawBufferPointer) -> RevID {
-        // The hashed input is `parent text · 0 · deleted · 0 · canonical body`; the prefix is built on the
-        // stack and the body is hashed where it lies.
-        var parentDigest = parent?.digest ?? ""
-        let (h1, h2) = parentDigest.withUTF8 { digest -> (UInt64, UInt64) in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: digest.count + 24) { buffer -> (UInt64, UInt64) in
-                var n = 0
-                if let parent {
-                    var g = parent.generation.magnitude
-                    var digits = 0
-                    repeat { digits += 1; g /= 10 } while g > 0
-                    g = parent.generation.magnitude
-                    for i in stride(from: digits - 1, through: 0, by: -1) {
-                        buffer[i] = UInt8(truncatingIfNeeded: 48 &+ g % 10)
-                        g /= 10
-                    }
-                    buffer[digits] = UInt8(ascii: "-")
-                    n = digits + 1
-                    for byte in digest {
-                        buffer[n] = byte
-                        n += 1
-                    }
-                }
-                buffer[n] = 0
-                buffer[n + 1] = deleted ? 1 : 0
-                buffer[n + 2] = 0
-                return Murmur3.hash128(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n + 3), canonicalBody)
-            }
+    /// The value of a hex digit, or 255.
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> UInt8 {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte &- UInt8(ascii: "A") &+ 10
+        default: return 255
         }
-        let digest = withUnsafeBytes(of: (h1.littleEndian, h2.littleEndian)) { Hex.encode($0) }
-        return RevID(generation: (parent?.generation ?? 0) + 1, digest: digest)
     }
 }
