@@ -10,7 +10,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     /// `SQLPPParser.parseSelect` / `parseExpression` / `parseExpressionList`; printed text parses back equal.
     case sqlpp
-    /// `RevID(_:)`; description and `write(into:)` agree and parse back equal.
+    /// `RevID(_:)`; description and `write(into:)` agree and parse back equal; the order is total.
     case revid
     /// The `_revisions` object (`{"start":N,"ids":[…]}`, given as JSON text) → a revision path.
     case revisions
@@ -133,7 +133,16 @@ extension FuzzTarget {
         rev.write(into: &written)
         guard written.elementsEqual(description.utf8) else { violated(.revid, "write(into:) differs from description") }
         guard !(rev < again), !(again < rev) else { violated(.revid, "ordering is not irreflexive") }
+        // CouchDB's order is total against ids of every digest shape.
+        for other in Self.revidShapes where [rev < other, other < rev, rev == other].filter({ $0 }).count != 1 {
+            violated(.revid, "\(rev) and \(other) are not ordered exactly one way")
+        }
     }
+
+    /// Revision ids of the digest shapes CouchDB orders differently (hex as bytes, anything else as text).
+    static let revidShapes: [RevID] = ["1-z", "1-ab", "1-61620000000000000000000000000000", "1-abcdefghijklmnop",
+                                       "1-6162636465666768696a6b6c6d6e6f70", "1-FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
+                                       "1-ffffffffffffffffffffffffffffffff", "2-0"].map { RevID($0)! }
 
     static func revtree(_ data: UnsafeRawBufferPointer) {
         guard let tree = try? RevTree(encoded: data) else {

@@ -106,4 +106,28 @@ private struct RecordedWrite: Sendable, CustomTestStringConvertible {
         #expect(r6 == RevID.next(after: r5, deleted: false, body: obj(#"{"back": true}"#)))
         #expect(r6.generation == 3)
     }
+
+    @Test func theWinnerAmongMixedDigestShapesIsCouchDBs() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        let root = rev("1-967a00dff5e02add41819138abb3284d")
+        // Bytes 61 62 00 … (32 hex) against the text "ab": CouchDB's winner is the hex one (its bytes have "ab" as
+        // a prefix and are longer); comparing the texts would pick "2-ab".
+        let hex = rev("2-61620000000000000000000000000000")
+        for leaf in [rev("2-ab"), hex] {
+            try c.write(RevisionWrite(id: "d", body: ["leaf": .string(leaf.description)],
+                                      mode: .replicated(history: [leaf, root])))
+        }
+        let record = try #require(try c.record(id: "d", withTree: true))
+        #expect(record.revID == hex)
+        #expect(record.tree?.conflicts == [rev("2-ab")])
+        // A 32-hex digest in capitals is the same bytes: "2-FF…" beats "2-z" (0xff > 0x7a) although "F" < "z".
+        let upper = rev("2-" + String(repeating: "F", count: 32))
+        for leaf in [rev("2-z"), upper] {
+            try c.write(RevisionWrite(id: "e", body: [:], mode: .replicated(history: [leaf, root])))
+        }
+        #expect(try c.record(id: "e")?.revID == upper)
+    }
 }

@@ -6,7 +6,14 @@
 /// CouchDB or on any Settee node gets the same id.
 /// Revisions arriving by replication may carry any non-empty digest; they are kept as given.
 ///
-/// Ordering is CouchDB's: generation first, then the digest compared as a byte string.
+/// Ordering is CouchDB's (it picks the winning revision and orders `_conflicts`): generation first, then the
+/// digest as CouchDB holds it in memory — a 32-character hex digest as its 16 bytes, any other digest as its
+/// text — compared as Erlang compares binaries (bytewise, a prefix first). For two 32-hex digests that is the
+/// order of their lowercase text, but a 32-hex digest against one of another shape (PouchDB and old clients make
+/// those) compares its raw bytes, not its text: `1-f0…` (bytes `f0 …`) sorts after `1-z` (byte `7a`).
+/// Ids whose digests CouchDB holds as the same bytes — the same hex in two letter cases, or a 16-character digest
+/// and the hex of its 16 bytes — are one revision to CouchDB; Settee keeps each text as given and orders such ids
+/// by their text (`A–F` before `a–f`), so the order stays total.
 public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, LosslessStringConvertible {
     /// Number of edits since the document was created; the first revision is 1.
     public let generation: Int
@@ -61,16 +68,47 @@ public struct RevID: Hashable, Sendable, Comparable, CustomStringConvertible, Lo
         digest.withUTF8 { out.append(contentsOf: $0) }
     }
 
+    /// CouchDB's order: generation, then the digest as CouchDB holds it (see the type's documentation), then —
+    /// only for digests CouchDB would hold as the same bytes — the text.
     public static func < (lhs: RevID, rhs: RevID) -> Bool {
         if lhs.generation != rhs.generation { return lhs.generation < rhs.generation }
-        // Digests are printable ASCII (see init), where String order is byte order.
-        return lhs.digest < rhs.digest
+        return RevID.digestPrecedes(lhs.digest, rhs.digest)
     }
 }
 
-// MARK: - Hex digests
+// MARK: - CouchDB's digest order
 
 extension RevID {
+    /// Whether digest `a` sorts before digest `b` in CouchDB's order: each taken as CouchDB holds it (32 hex
+    /// characters as 16 bytes, anything else as its UTF-8), compared bytewise with a prefix first; equal bytes
+    /// (hex differing only in letter case) fall back to the text.
+    static func digestPrecedes(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let xHex = isHexDigest(x), yHex = isHexDigest(y)
+                if xHex && yHex {
+                    // Lowercase hex text orders as the bytes it spells; compare case-folded, then as text.
+                    for i in 0..<32 where x[i] | 0x20 != y[i] | 0x20 {
+                        return hexValue(x[i]) < hexValue(y[i])
+                    }
+                    return x.lexicographicallyPrecedes(y)
+                }
+                if !xHex && !yHex { return x.lexicographicallyPrecedes(y) }
+                // One 16-byte binary against a text binary.
+                let (hex, text) = xHex ? (x, y) : (y, x)
+                let n = min(16, text.count)
+                for i in 0..<n {
+                    let h = hexValue(hex[2 * i]) << 4 | hexValue(hex[2 * i + 1])
+                    if h != text[i] { return xHex ? h < text[i] : text[i] < h }
+                }
+                // Equal over the shorter length: the shorter binary sorts first; the same 16 bytes, by text.
+                if text.count == 16 { return x.lexicographicallyPrecedes(y) }
+                return xHex ? 16 < text.count : text.count < 16
+            }
+        }
+    }
+
     /// Whether `digest` is 32 hex characters (either case): the shape CouchDB keeps as 16 bytes.
     @inline(__always)
     static func isHexDigest(_ digest: UnsafeBufferPointer<UInt8>) -> Bool {
