@@ -89,7 +89,7 @@ struct NodeConfigTests {
 
     @Test func adminsSetThroughTheAPIAreStoredHashedAndCanSignIn() async throws {
         try await withServer(admin: true) { c in
-            let auth = [.authorization: basicAuth(testAdmin.username, testAdmin.password)]
+            let auth: HTTPFields = [.authorization: basicAuth(testAdmin.username, testAdmin.password)]
             let shown = try await c.get("/_node/_local/_config/admins", headers: auth)
             #expect(shown[testAdmin.username]?.stringValue?.hasPrefix("-pbkdf2:sha256-") == true)
             _ = try await c.put("/_node/_local/_config/chttpd_auth/iterations", #""1000""#, headers: auth)
