@@ -68,6 +68,24 @@ struct AttachmentRouteTests {
         }
     }
 
+    /// The attachment writes recorded from CouchDB 3.5.0 (Tests/Fixtures/couchdb-revids.jsonl) get CouchDB's revision
+    /// ids over HTTP: text/plain and application/json are stored gzipped and digested as CouchDB digests them.
+    @Test(arguments: [
+        ("att0", "a.txt", "text/plain", "aGVsbG8=", "1-b4dc42f2c1845a6493492184c55020e2"),
+        ("att1", "b.bin", "application/octet-stream", Base64.encode((0..<256).map { UInt8($0) }),
+         "1-beef291ac239fcb066fe8b327d9279db"),
+        ("att2", "c.json", "application/json", "eyJ4IjoxfQ==", "1-b4acc0769042095b505647ab57fc3014"),
+    ])
+    func inlineAttachmentsGetCouchDBsRevisionIDs(id: String, name: String, type: String, data: String,
+                                                 couchRev: String) async throws {
+        try await withServer { c in
+            try await c.createDB("db")
+            let rev = try await c.putDoc("/db/\(id)", #"{"title": "\#(id)", "_attachments": {"\#(name)": "#
+                                         + #"{"content_type": "\#(type)", "data": "\#(data)"}}}"#)
+            #expect(rev == couchRev)
+        }
+    }
+
     /// CouchDB puts a standalone PUT's attachment first (chttpd_db), and the order is part of the revision id's hash:
     /// these are the ids CouchDB 3.5 gives the same three writes.
     @Test func standalonePutPutsTheNewAttachmentFirstAsCouchDBDoes() async throws {
