@@ -203,6 +203,27 @@ struct CouchDBRevisionRecord: Sendable, CustomTestStringConvertible {
         #expect(hashed == MD5.hash(bytes))
     }
 
+    /// The store serializes a body and computes its revision id in one pass: the text is exactly `serialize(into:)`'s
+    /// and the id the same as computed alone.
+    @Test func serializingWhileHashingWritesTheSameTextAndID() throws {
+        var bodies = try CouchDBRevisionRecord.all.map { try Self.body(of: $0) }
+        var big = JSONObject()
+        for i in 0..<300 { big["k\(i)"] = [.string(String(repeating: "é\"\n", count: i)), .double(Double(i) / 7), 3] }
+        bodies += [[:], big, ["_id": "x", "_rev": "1-a", "a": ["_id": 1], "_attachments": ["f": Self.stub("a/b", "z")]],
+                   ["n": .double(.nan), "i": .double(-.infinity), "e": "", "z": .array(Array(repeating: 0, count: 70_000))]]
+        for body in bodies {
+            var text: [UInt8] = [1, 2]
+            let fused = RevID.next(after: r("3-x"), deleted: false, body: body, serializingInto: &text)
+            #expect(text == [1, 2] + JSON.object(body).serializedBytes)
+            #expect(fused == RevID.next(after: r("3-x"), deleted: false, body: body))
+        }
+        // An attachment without MD5: a random id, and the text still written.
+        var text: [UInt8] = []
+        let body: JSONObject = ["a": 1, "_attachments": ["f": ["content_type": "text/plain"]]]
+        _ = RevID.next(after: nil, deleted: false, body: body, serializingInto: &text)
+        #expect(text == JSON.object(body).serializedBytes)
+    }
+
     // MARK: Parent, attachments
 
     @Test func aHexParentDigestIsHashedAsItsBytesInEitherCase() {

@@ -16,9 +16,7 @@
 /// | list of integers 0…255, at most 65,535 | `STRING_EXT` (107), 2-byte length, the bytes |
 /// | other list | `LIST_EXT` (108), 4-byte length, elements, `NIL_EXT` |
 ///
-/// JSON maps to terms as jiffy decodes it (CouchDB's "EJSON"): an object is `{[{Key, Value}, …]}` (a 1-tuple
-/// holding a list of 2-tuples, keys as binaries), an array a list, a string its UTF-8 binary, `true`/`false`/`null`
-/// atoms, a number an integer or a float as the JSON value says.
+/// JSON values map to terms as jiffy decodes them (`ErlangTermHasher+JSON.swift`).
 ///
 /// Bytes gather in a stack buffer that is fed to the hasher whenever it fills; long strings go to the hasher
 /// directly. No heap memory is used. Not copyable; lives inside one ``withHasher(_:)`` call.
@@ -170,76 +168,21 @@ struct ErlangTermHasher: ~Copyable {
     }
 
     mutating func binary(_ raw: UnsafeRawBufferPointer) {
-        tagged(109, UInt32(truncatingIfNeeded: raw.count))
-        bytes(raw)
+        let n = raw.count
+        guard let source = raw.baseAddress, n <= capacity / 4 else {
+            tagged(109, UInt32(truncatingIfNeeded: n))
+            return bytes(raw)
+        }
+        // The common short binary: tag, length and bytes with one capacity check.
+        reserve(5 &+ n)
+        buffer[count] = 109
+        UnsafeMutableRawPointer(buffer + (count &+ 1)).storeBytes(of: UInt32(truncatingIfNeeded: n).bigEndian, as: UInt32.self)
+        UnsafeMutableRawPointer(buffer + (count &+ 5)).copyMemory(from: source, byteCount: n)
+        count &+= 5 &+ n
     }
 
     mutating func binary(_ string: String) {
         let done: Void? = string.utf8.withContiguousStorageIfAvailable { binary(UnsafeRawBufferPointer($0)) }
         if done == nil { Array(string.utf8).withUnsafeBytes { binary($0) } }
-    }
-
-    // MARK: JSON as jiffy decodes it
-
-    mutating func json(_ value: JSON) {
-        switch value {
-        case .null: nullAtom()
-        case .bool(let flag): atom(flag)
-        case .int(let number): integer(number)
-        case .double(let number):
-            // What is stored: the serializer writes a non-finite double (only the Swift API can make one) as null.
-            if number.isFinite { float(number) } else { nullAtom() }
-        case .string(let string): binary(string)
-        case .array(let elements): array(elements)
-        case .object(let members): object(members, skippingSpecials: false)
-        }
-    }
-
-    mutating func array(_ elements: [JSON]) {
-        elements.withUnsafeBufferPointer { elements in
-            guard !elements.isEmpty else { return nilList() }
-            if elements.count <= 65_535 && elements.allSatisfy(\.isByteInteger) {
-                // term_to_binary writes a list of small integers as a string.
-                bytes(107, UInt8(truncatingIfNeeded: elements.count >> 8))
-                byte(UInt8(truncatingIfNeeded: elements.count))
-                for element in elements {
-                    if case .int(let v) = element { byte(UInt8(truncatingIfNeeded: v)) }
-                }
-                return
-            }
-            listHeader(elements.count)
-            for element in elements { json(element) }
-            nilList()
-        }
-    }
-
-    /// `{[{Key, Value}, …]}` in the object's order. With `skippingSpecials`, leaves out the top-level members
-    /// CouchDB takes out of a document's body (``RevID/bodySpecials``).
-    mutating func object(_ object: JSONObject, skippingSpecials: Bool) {
-        tupleHeader(1)
-        object.entries.withUnsafeBufferPointer { members in
-            var n = members.count
-            if skippingSpecials {
-                for member in members where RevID.isBodySpecial(member.key) { n -= 1 }
-            }
-            guard n > 0 else { return nilList() }
-            listHeader(n)
-            for member in members {
-                if skippingSpecials && RevID.isBodySpecial(member.key) { continue }
-                tupleHeader(2)
-                binary(member.key)
-                json(member.value)
-            }
-            nilList()
-        }
-    }
-}
-
-extension JSON {
-    /// An integer 0…255: an element `term_to_binary` can pack into a `STRING_EXT`.
-    @inline(__always)
-    fileprivate var isByteInteger: Bool {
-        if case .int(let v) = self { return v >= 0 && v <= 255 }
-        return false
     }
 }

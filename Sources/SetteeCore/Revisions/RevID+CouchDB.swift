@@ -44,15 +44,40 @@ extension RevID {
     /// let second = RevID.next(after: first, deleted: false, body: ["a": 1])   // 2-…
     /// ```
     public static func next(after parent: RevID?, deleted: Bool, body: JSONObject) -> RevID {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { storage in
+            var scratch = ByteWriter(initialStorage: storage)
+            return next(after: parent, deleted: deleted, body: body, text: &scratch)
+        }
+    }
+
+    /// ``next(after:deleted:body:)``, appending the body's JSON text to `json` on the way — exactly the bytes
+    /// `JSON.object(body).serialize(into:)` appends — so that a write visits its body once.
+    public static func next(after parent: RevID?, deleted: Bool, body: JSONObject,
+                            serializingInto json: inout [UInt8]) -> RevID {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { storage in
+            var text = ByteWriter(initialStorage: storage)
+            let rev = next(after: parent, deleted: deleted, body: body, text: &text)
+            text.withBytes { json.append(contentsOf: $0) }
+            return rev
+        }
+    }
+
+    private static func next(after parent: RevID?, deleted: Bool, body: JSONObject, text: inout ByteWriter) -> RevID {
         let generation = (parent?.generation ?? 0) + 1
         var attachments: [DigestedAttachment] = []
-        for member in body.entries where member.key.utf8.first == UInt8(ascii: "_") && member.key == "_attachments" {
-            guard case .object(let stubs) = member.value, !stubs.isEmpty else { break }
-            guard let digested = digestedAttachments(stubs) else {
-                // couch_db:new_revid: "We must have old style non-md5 attachments".
-                return RevID(generation: generation, digest: String(UInt32.random(in: .min ... .max)))
+        var digestless = false
+        body.entries.withUnsafeBufferPointer { members in
+            guard let base = members.baseAddress else { return }
+            for i in 0..<members.count where base[i].key.utf8.count == 12 && base[i].key == "_attachments" {
+                guard case .object(let stubs) = base[i].value, !stubs.isEmpty else { return }
+                if let digested = digestedAttachments(stubs) { attachments = digested } else { digestless = true }
+                return
             }
-            attachments = digested
+        }
+        if digestless {
+            // couch_db:new_revid: "We must have old style non-md5 attachments".
+            JSONWriter.write(.object(body), sortingKeys: false, into: &text)
+            return RevID(generation: generation, digest: String(UInt32.random(in: .min ... .max)))
         }
         let md5 = ErlangTermHasher.withHasher { term -> [UInt8] in
             term.versionMagic()
@@ -75,7 +100,7 @@ extension RevID {
                 term.integer(0)
                 term.integer(0)
             }
-            term.object(body, skippingSpecials: true)
+            term.object(body, skippingSpecials: true, text: &text)
             if attachments.isEmpty {
                 term.nilList()
             } else {

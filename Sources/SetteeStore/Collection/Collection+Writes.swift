@@ -85,10 +85,18 @@ extension Collection {
             }
         }
         session.body.removeAll(keepingCapacity: true)
-        JSON.object(w.body).serialize(into: &session.body)
-        // A new edit's id: CouchDB's, from the parent, the deleted flag and the body with its attachment stubs.
+        // A new edit's id is CouchDB's, from the parent, the deleted flag and the body with its attachment stubs.
+        // For an edit of a given parent (or a new document) it is computed while the body is serialized, in one
+        // pass; another parent (a tombstone re-created, an overwrite's winner) hashes the body again.
+        var givenParentRev: RevID?
+        if case .edit(let parent) = w.mode {
+            givenParentRev = RevID.next(after: parent, deleted: w.deleted, body: w.body, serializingInto: &session.body)
+        } else {
+            JSON.object(w.body).serialize(into: &session.body)
+        }
         func nextRev(after parent: RevID?) -> RevID {
-            RevID.next(after: parent, deleted: w.deleted, body: w.body)
+            if let givenParentRev, case .edit(let given) = w.mode, given == parent { return givenParentRev }
+            return RevID.next(after: parent, deleted: w.deleted, body: w.body)
         }
         var createdRev: RevID?
         if case .edit(parent: nil) = w.mode {
