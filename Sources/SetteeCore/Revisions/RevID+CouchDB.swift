@@ -24,9 +24,10 @@
 /// Where Settee cannot give CouchDB's id (the same edit gets another, equally valid id; nothing breaks):
 /// - Attachments are hashed by the `md5-` digest their stub carries. For types CouchDB compresses (`text/*`,
 ///   `application/json`, `application/javascript`, `application/xml` by default) that is the MD5 of the gzip
-///   stream CouchDB stores, which Settee's server matches by storing them the same way (zlib level 8); attachments
-///   stored before Settee did (digest of the bytes sent), or gzipped by a zlib whose output differs, give
-///   another id.
+///   stream CouchDB stores, which Settee's server matches by storing them the same way (zlib level 8). Attachments
+///   stored before Settee did, or pulled by the replicator (which stores and digests the bytes as received), carry
+///   the MD5 of the bytes sent, and gzip from a zlib whose output differs gives another MD5: edits of such a
+///   document get other ids than on CouchDB.
 /// - Numbers outside `Int64` written as integers: jiffy keeps them exact (a bignum), Settee's ``JSON`` holds them
 ///   as doubles and stores them so; the id hashes what is stored, a float.
 /// - An object with a repeated key: jiffy keeps the last value at the last key's position, ``JSONObject`` the last
