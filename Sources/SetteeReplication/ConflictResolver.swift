@@ -46,7 +46,7 @@ public enum ConflictResolver {
             guard let remote = conflict.remoteDocument else { return local }
             let l = local.revisionID.flatMap(RevID.init), r = remote.revisionID.flatMap(RevID.init)
             guard let l, let r else { return local }
-            return (l.generation, l.digest) >= (r.generation, r.digest) ? local : remote
+            return l < r ? remote : local  // CouchDB's order (RevID's), as the winning revision is picked
         }
     }
 }

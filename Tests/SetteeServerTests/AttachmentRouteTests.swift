@@ -72,6 +72,41 @@ struct AttachmentRouteTests {
         }
     }
 
+    /// The attachment writes recorded from CouchDB 3.5.0 (Tests/Fixtures/couchdb-revids.jsonl) get CouchDB's revision
+    /// ids over HTTP: text/plain and application/json are stored gzipped and digested as CouchDB digests them.
+    @Test(arguments: [
+        ("att0", "a.txt", "text/plain", "aGVsbG8=", "1-b4dc42f2c1845a6493492184c55020e2"),
+        ("att1", "b.bin", "application/octet-stream", Base64.encode((0..<256).map { UInt8($0) }),
+         "1-beef291ac239fcb066fe8b327d9279db"),
+        ("att2", "c.json", "application/json", "eyJ4IjoxfQ==", "1-b4acc0769042095b505647ab57fc3014"),
+    ])
+    func inlineAttachmentsGetCouchDBsRevisionIDs(id: String, name: String, type: String, data: String,
+                                                 couchRev: String) async throws {
+        try await withServer { c in
+            try await c.createDB("db")
+            let rev = try await c.putDoc("/db/\(id)", #"{"title": "\#(id)", "_attachments": {"\#(name)": "#
+                                         + #"{"content_type": "\#(type)", "data": "\#(data)"}}}"#)
+            #expect(rev == couchRev)
+        }
+    }
+
+    /// CouchDB puts a standalone PUT's attachment first (chttpd_db), and the order is part of the revision id's hash:
+    /// these are the ids CouchDB 3.5 gives the same three writes.
+    @Test func standalonePutPutsTheNewAttachmentFirstAsCouchDBDoes() async throws {
+        try await withServer { c in
+            try await c.createDB("db")
+            let rev1 = try await c.putDoc("/db/doc", #"{"v":1}"#)
+            #expect(rev1 == "1-7a7e4b29f3af401e69b6f86e4c26b727")
+            let put2 = try await c.request(.put, "/db/doc/a.bin?rev=\(rev1)", body: Array("one".utf8),
+                                           headers: [.contentType: "application/octet-stream"])
+            #expect(put2["rev"] == "2-e800cc999528a79eee233d5946325884")
+            let put3 = try await c.request(.put, "/db/doc/b.png?rev=2-e800cc999528a79eee233d5946325884",
+                                           body: Array("two".utf8), headers: [.contentType: "image/png"])
+            #expect(put3["rev"] == "3-4e5e57279d78f8dd3932333821693cf6")
+            #expect(try await c.get("/db/doc")["_attachments"]?.objectValue?.keys == ["b.png", "a.bin"])
+        }
+    }
+
     @Test func standalonePutCreatesDocumentAndNeedsRevForExisting() async throws {
         try await withServer { c in
             try await c.createDB("db")

@@ -230,7 +230,8 @@ enum JSONWriter {
         buffer.append(UInt8(ascii: "\""))
     }
 
-    private static func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>, into buffer: inout ByteWriter) {
+    /// Writes string contents (without the quotes), escaping what JSON requires.
+    static func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>, into buffer: inout ByteWriter) {
         guard let base = utf8.baseAddress else { return }
         let count = utf8.count
         var run = 0

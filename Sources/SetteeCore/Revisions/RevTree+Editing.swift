@@ -70,7 +70,7 @@ extension RevTree {
         var lo = 0, hi = nodes.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if nodes[mid].rev < node.rev { lo = mid + 1 } else { hi = mid }
+            if RevTree.storedBefore(nodes[mid].rev, node.rev) { lo = mid + 1 } else { hi = mid }
         }
         let pos = lo
         if pos < nodes.count {

@@ -2,9 +2,11 @@
 /// leaves are tombstones, and the bodies of the leaves.
 ///
 /// ## How it works
-/// Nodes are kept sorted by `(generation, digest)`, so a parent always precedes its children and two trees
-/// holding the same revisions are equal no matter the order the revisions arrived in. Each node points at
-/// its parent by index; a node whose parent was stemmed away is a root.
+/// Nodes are kept sorted by generation, then digest text — ``RevTree/storedBefore(_:_:)`` — so a
+/// parent always precedes its children and two trees holding the same revisions are equal no matter the order
+/// the revisions arrived in. Each node points at its parent by index; a node whose parent was stemmed away is a
+/// root. That storage order is not the winner's ranking, which is CouchDB's (``RevID``'s `<`, comparing a hex
+/// digest's bytes): keeping the text order keeps every stored tree's bytes valid as they are.
 ///
 /// Example: a document edited once on two replicas that then replicated to each other:
 ///
@@ -40,7 +42,7 @@ public struct RevTree: Sendable, Hashable {
         }
     }
 
-    /// Nodes sorted by `(generation, digest)`; parents precede children.
+    /// Nodes sorted by ``storedBefore(_:_:)``; parents precede children.
     public internal(set) var nodes: [Node]
 
     /// An empty tree (a document that does not exist yet).
@@ -57,13 +59,21 @@ public struct RevTree: Sendable, Hashable {
     public var isEmpty: Bool { nodes.isEmpty }
     public var count: Int { nodes.count }
 
+    /// The order nodes are kept and stored in: generation, then the digest's text (`String` order, which for the
+    /// printable ASCII of digests is byte order). Not CouchDB's order of revisions, which ranks leaves: see
+    /// ``ranksBefore(_:_:)``.
+    public static func storedBefore(_ a: RevID, _ b: RevID) -> Bool {
+        if a.generation != b.generation { return a.generation < b.generation }
+        return a.digest < b.digest
+    }
+
     /// Index of the node with this revision id, or nil.
     public func index(of rev: RevID) -> Int? {
         // Binary search over the sorted nodes.
         var lo = 0, hi = nodes.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if nodes[mid].rev < rev { lo = mid + 1 } else { hi = mid }
+            if RevTree.storedBefore(nodes[mid].rev, rev) { lo = mid + 1 } else { hi = mid }
         }
         return lo < nodes.count && nodes[lo].rev == rev ? lo : nil
     }
@@ -98,7 +108,8 @@ public struct RevTree: Sendable, Hashable {
         leafIndices.map { nodes[$0] }.sorted(by: RevTree.ranksBefore)
     }
 
-    /// CouchDB's ordering of leaves: `{not deleted, generation, digest}` descending.
+    /// CouchDB's ordering of leaves: `{not deleted, {generation, digest}}` descending, the digests compared as
+    /// CouchDB holds them (``RevID``'s `<`).
     public static func ranksBefore(_ a: Node, _ b: Node) -> Bool {
         if a.deleted != b.deleted { return !a.deleted }
         return b.rev < a.rev

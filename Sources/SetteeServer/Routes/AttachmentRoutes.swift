@@ -50,9 +50,13 @@ enum AttachmentRoutes {
                     throw CouchError.conflict
                 }
                 let stored = try StoredAttachment(data, contentType: contentType, compression: compression)
-                var atts = body["_attachments"]?.objectValue ?? [:]
-                atts[name] = ["content_type": .string(contentType), "revpos": .int(Int64((rev?.generation ?? 0) + 1)),
-                              "digest": .string(stored.digest), "length": .int(Int64(stored.length)), "stub": true]
+                // As CouchDB (chttpd_db): the new attachment first, then the others in their order. The order is
+                // part of the revision id's hash.
+                var atts: JSONObject = [name: ["content_type": .string(contentType),
+                                               "revpos": .int(Int64((rev?.generation ?? 0) + 1)),
+                                               "digest": .string(stored.digest), "length": .int(Int64(stored.length)),
+                                               "stub": true]]
+                for (other, stub) in body["_attachments"]?.objectValue ?? [:] where other != name { atts[other] = stub }
                 body["_attachments"] = .object(atts)
                 var write = RevisionWrite(id: id, body: body, mode: .edit(parent: rev), blobs: [(stored.digest, stored.bytes)])
                 if let encoding = stored.encoding { write.blobEncodings[stored.digest] = encoding }

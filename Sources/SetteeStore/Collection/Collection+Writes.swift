@@ -36,7 +36,6 @@ extension Collection {
         private let sql: SQL
         var changed: [String] = []
         var body: [UInt8] = []
-        var canonical: [UInt8] = []
         var tree: [UInt8] = []
         var rev: [UInt8] = []
 
@@ -50,7 +49,6 @@ extension Collection {
             updateTree = try db.prepare(sql.updateTree)
             insert = try db.prepare(sql.insert)
             body.reserveCapacity(1024)
-            canonical.reserveCapacity(1024)
             tree.reserveCapacity(256)
         }
 
@@ -59,12 +57,6 @@ extension Collection {
             defer { fetch.reset() }
             fetch.bind(rowid, at: 1)
             return try fetch.step() ? fetch.blob(0) : nil
-        }
-
-        /// The revision id for a new edit: a hash over parent, deleted flag and the canonical body, which
-        /// `apply` has put in `canonical` together with `body`.
-        func nextRev(after parent: RevID?, deleted: Bool) -> RevID {
-            RevID.next(after: parent, deleted: deleted, canonicalBody: canonical)
         }
     }
 
@@ -92,18 +84,24 @@ extension Collection {
                 insertBlob.reset()
             }
         }
-        let bodyJSON = JSON.object(w.body)
         session.body.removeAll(keepingCapacity: true)
-        session.canonical.removeAll(keepingCapacity: true)
-        if case .replicated = w.mode {
-            bodyJSON.serialize(into: &session.body)  // the revision id is given: no canonical form to hash
+        // A new edit's id is CouchDB's, from the parent, the deleted flag and the body with its attachment stubs.
+        // For an edit of a given parent (or a new document) it is computed while the body is serialized, in one
+        // pass; another parent (a tombstone re-created, an overwrite's winner) hashes the body again.
+        var givenParentRev: RevID?
+        if case .edit(let parent) = w.mode {
+            givenParentRev = RevID.next(after: parent, deleted: w.deleted, body: w.body, serializingInto: &session.body)
         } else {
-            bodyJSON.serialize(into: &session.body, canonical: &session.canonical)
+            JSON.object(w.body).serialize(into: &session.body)
+        }
+        func nextRev(after parent: RevID?) -> RevID {
+            if let givenParentRev, case .edit(let given) = w.mode, given == parent { return givenParentRev }
+            return RevID.next(after: parent, deleted: w.deleted, body: w.body)
         }
         var createdRev: RevID?
         if case .edit(parent: nil) = w.mode {
             // Most new-document saves: insert directly, and fall back to the full path if the id exists.
-            let rev = session.nextRev(after: nil, deleted: w.deleted)
+            let rev = nextRev(after: nil)
             if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted,
                                   hasAttachments: w.body.contains(key: "_attachments"), session) {
                 return .success(rev)
@@ -125,7 +123,7 @@ extension Collection {
             var edge: (parent: RevID, child: RevID)?
             switch w.mode {
             case .edit(let parent?):
-                let child = session.nextRev(after: parent, deleted: w.deleted)
+                let child = nextRev(after: parent)
                 chainChild = child
                 edge = (parent, child)
             case .replicated(let history) where history.count >= 2 && history.isConsecutive:
@@ -174,7 +172,7 @@ extension Collection {
             } else if let chainChild, parent == given {
                 newRev = chainChild
             } else {
-                newRev = session.nextRev(after: parent, deleted: w.deleted)
+                newRev = nextRev(after: parent)
             }
             do {
                 try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
@@ -183,7 +181,7 @@ extension Collection {
             }
         case .overwrite:
             let parent = tree.winner?.rev
-            newRev = session.nextRev(after: parent, deleted: w.deleted)
+            newRev = nextRev(after: parent)
             do {
                 try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
             } catch {
