@@ -1,3 +1,4 @@
+import Crypto
 import CryptoExtras
 import Foundation
 import HTTPTypes
@@ -418,5 +419,50 @@ struct SecurityTests {
             #expect(quick["rows"]?[0]?["n"] == 3000)
         }
         node.closeAll()
+    }
+}
+
+@Suite("CouchDB's JWT and password rules, as jwtf and couch_users_db apply them")
+struct CouchAuthRuleTests {
+    /// jwtf signs ES384/ES512 with any EC key and pads r and s to the algorithm's bits (48 and 64 bytes);
+    /// one P-256 public key verifies all three, in the raw form and in DER.
+    @Test func oneP256KeyVerifiesEveryESAlgorithm() throws {
+        let key = P256.Signing.PrivateKey()
+        let ec = JWTAuthenticator.ECKey.p256(key.publicKey)
+        let message = Array("header.payload".utf8)
+        for (alg, size) in [("ES256", 32), ("ES384", 48), ("ES512", 64)] {
+            let signature: P256.Signing.ECDSASignature
+            switch alg {
+            case "ES256": signature = try key.signature(for: SHA256.hash(data: message))
+            case "ES384": signature = try key.signature(for: SHA384.hash(data: message))
+            default: signature = try key.signature(for: SHA512.hash(data: message))
+            }
+            let raw = Array(signature.rawRepresentation)
+            let padded = Array(repeating: 0, count: size - 32) + raw[0..<32] + Array(repeating: 0, count: size - 32) + raw[32...]
+            #expect(ec.verifies(padded, of: message, alg: alg), "\(alg) padded to \(size)")
+            #expect(ec.verifies(raw, of: message, alg: alg), "\(alg) raw")
+            #expect(ec.verifies(Array(signature.derRepresentation), of: message, alg: alg), "\(alg) DER")
+            #expect(!ec.verifies(padded, of: Array("other".utf8), alg: alg))
+        }
+    }
+
+    @Test func passwordRegexpIsReadAsCouchDBReadsIt() throws {
+        let rules = ErlangTermList.passwordRequirements(#"[{".{10,}"}, {"[A-Z]+", "Requirement 2."}, {"[a-z]+", ""}, {"\\d+", "Req 4."}, "[!.,()]+"]"#)
+        guard case .rules(let list) = rules else { Issue.record("not read: \(rules)"); return }
+        #expect(list.map(\.pattern) == [".{10,}", "[A-Z]+", "[a-z]+", #"\d+"#, "[!.,()]+"])
+        #expect(list.map(\.reason) == [nil, "Requirement 2.", nil, "Req 4.", nil])
+        #expect(ErlangTermList.passwordRequirements("") == .none)
+        #expect(ErlangTermList.passwordRequirements("[]") == .none)
+        #expect(ErlangTermList.passwordRequirements(#"{{".{10,}"}}"#) == .invalid)
+        #expect(ErlangTermList.passwordRequirements(#"[{".{10,}"]"#) == .invalid)
+
+        func reason(_ password: String) -> String? {
+            do { try UserDirectory.checkPassword(password, rules); return nil } catch let e as CouchError { return e.reason } catch { return "\(error)" }
+        }
+        #expect(reason("funnybone") == "Password does not conform to requirements.")
+        #expect(reason("funnnnnybone") == "Password does not conform to requirements. Requirement 2.")
+        #expect(reason("funnnnnyBONE1") == "Password does not conform to requirements.")
+        #expect(reason("funnnnnyBONE1.") == nil)
+        #expect(throws: CouchError.self) { try UserDirectory.checkPassword("anything", .invalid) }
     }
 }

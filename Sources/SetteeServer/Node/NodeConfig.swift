@@ -283,6 +283,36 @@ enum ErlangTermList {
         }
     }
 
+    /// `[couch_httpd_auth] password_regexp` read as CouchDB reads it (`couch_users_db:validate_password/1`).
+    static func passwordRequirements(_ text: String) -> PasswordRequirements {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty || trimmed == "[]" { return .none }
+        var chars = Array(text.unicodeScalars)[...]
+        guard case .list(let items)? = parse(&chars) else { return .invalid }
+        skipSpace(&chars)
+        guard chars.isEmpty || (chars.first == "." && chars.dropFirst().allSatisfy { $0.properties.isWhitespace }) else {
+            return .invalid
+        }
+        var rules: [PasswordRequirements.Rule] = []
+        for item in items {
+            switch item {
+            case .text(let pattern):
+                rules.append(.init(pattern: pattern))
+            case .tuple(let t) where t.count == 1 || t.count == 2:
+                guard case .text(let pattern) = t[0] else { return .invalid }
+                var reason: String?
+                if t.count == 2 {
+                    guard case .text(let r) = t[1] else { return .invalid }
+                    reason = r.isEmpty ? nil : r
+                }
+                rules.append(.init(pattern: pattern, reason: reason))
+            default:
+                return .invalid
+            }
+        }
+        return .rules(rules)
+    }
+
     private static func skipSpace(_ s: inout ArraySlice<Unicode.Scalar>) {
         while let c = s.first, c.properties.isWhitespace { s.removeFirst() }
     }
@@ -309,7 +339,21 @@ enum ErlangTermList {
         case "\"":
             s.removeFirst()
             var out = ""
-            while let ch = s.first, ch != "\"" { out.unicodeScalars.append(ch); s.removeFirst() }
+            while let ch = s.first, ch != "\"" {
+                s.removeFirst()
+                if ch == "\\", let escaped = s.first {
+                    // Erlang string escapes: \\ \" and the control characters.
+                    s.removeFirst()
+                    switch escaped {
+                    case "n": out.unicodeScalars.append("\n")
+                    case "t": out.unicodeScalars.append("\t")
+                    case "r": out.unicodeScalars.append("\r")
+                    default: out.unicodeScalars.append(escaped)
+                    }
+                } else {
+                    out.unicodeScalars.append(ch)
+                }
+            }
             guard !s.isEmpty else { return nil }
             s.removeFirst()
             return .text(out)

@@ -119,7 +119,9 @@ final class ReplicationManager: @unchecked Sendable {
             guard let list = ids.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
                 throw CouchError.badRequest("`doc_ids` must be an array of strings")
             }
-            spec.documentIDs = list.compactMap(\.stringValue)
+            // As CouchDB's replicator: ids are URL-unquoted (`_design%2Ffoo` is `_design/foo`), sorted, deduplicated.
+            let ids = list.compactMap(\.stringValue).map { $0.removingPercentEncoding ?? $0 }
+            spec.documentIDs = Array(Set(ids)).sorted()
         }
         if let selector = body["selector"], !selector.isNull {
             guard selector.objectValue != nil else { throw CouchError.badRequest("`selector` must be a JSON object") }

@@ -125,8 +125,27 @@ public struct SecurityConfiguration: Sendable {
     public var lockoutWarnOnly = false
     /// Proxy authentication (`X-Auth-CouchDB-UserName`…), off unless enabled in `authentication_handlers`.
     public var proxy = ProxyAuthConfiguration()
+    /// Rules a new `_users` password must meet (CouchDB's `[couch_httpd_auth] password_regexp`).
+    public var passwordRequirements = PasswordRequirements.none
 
     public init() {}
+}
+
+/// CouchDB's `password_regexp`: an Erlang list of regular expressions, each alone or in a tuple with the reason
+/// shown when a password doesn't match it (`[{".{10,}", "At least 10 characters."}, "[A-Z]+"]`).
+public enum PasswordRequirements: Sendable, Equatable {
+    /// No rules (the setting is absent, empty or `[]`).
+    case none
+    /// Each pattern must match somewhere in the password; the first that doesn't gives the reason.
+    case rules([Rule])
+    /// The setting is not a list of patterns: CouchDB then refuses to hash any password.
+    case invalid
+
+    public struct Rule: Sendable, Equatable {
+        public var pattern: String
+        public var reason: String?
+        public init(pattern: String, reason: String? = nil) { self.pattern = pattern; self.reason = reason }
+    }
 }
 
 /// JWT bearer tokens (`Authorization: Bearer …`) issued by an identity provider: `sub` names the user and a

@@ -155,6 +155,7 @@ enum ServerSettings {
         if let v = auth("iterations").flatMap(Int.init), (1...10_000_000).contains(v) { c.security.pbkdf2Iterations = v }
         if let v = auth("allow_persistent_cookies").flatMap(Bool.init) { c.security.allowPersistentCookies = v }
         if let v = auth("authentication_db"), !v.isEmpty { c.security.authenticationDB = v }
+        if let v = auth("password_regexp") { c.security.passwordRequirements = ErlangTermList.passwordRequirements(v) }
         if let v = auth("proxy_use_secret").flatMap(Bool.init) { c.security.proxy.useSecret = v }
         if let v = auth("secret"), !v.isEmpty { c.security.proxy.secret = v }
         if let v = auth("x_auth_username"), !v.isEmpty { c.security.proxy.userHeader = v }

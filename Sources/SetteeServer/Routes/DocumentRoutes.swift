@@ -380,6 +380,7 @@ struct UsersWrite: Sendable {
     let caller: UserContext
     let isAdmin: Bool
     let iterations: Int
+    let requirements: PasswordRequirements
     /// The user-document rules apply: in `_users`, and in any database with the authentication `_design/_auth`
     /// (a custom `authentication_db` once it has one, a replica of `_users`), as CouchDB applies that function.
     let enforceRules: Bool
@@ -397,16 +398,19 @@ struct UsersWrite: Sendable {
         caller = call.userCtx
         isAdmin = call.isAdmin || call.access >= .admin
         iterations = call.node.configuration.security.pbkdf2Iterations
+        requirements = call.node.configuration.security.passwordRequirements
     }
 
     /// Validates the write and returns the body to store. Runs PBKDF2 when a password is set: call off the event loop.
     func prepare(id: String, body: JSONObject, deleted: Bool) throws -> JSONObject {
-        guard enforceRules else { return try UserDirectory.hashPassword(in: body, iterations: iterations) }
+        guard enforceRules else {
+            return try UserDirectory.hashPassword(in: body, iterations: iterations, requirements: requirements)
+        }
         var existing: JSONObject?
         if let record = try collection.record(id: id), !record.deleted, case .object(let o) = try JSON.parse(record.body) {
             existing = o
         }
         return try UserDirectory.prepare(id: id, body: body, deleted: deleted, existing: existing, caller: caller,
-                                         isAdmin: isAdmin, iterations: iterations)
+                                         isAdmin: isAdmin, iterations: iterations, requirements: requirements)
     }
 }

@@ -16,23 +16,58 @@ final class JWTAuthenticator: Sendable {
     enum ECKey: Sendable {
         case p256(P256.Signing.PublicKey), p384(P384.Signing.PublicKey), p521(P521.Signing.PublicKey)
 
+        /// Whether `signature` signs `message` under this key with `alg`'s hash. As CouchDB (jwtf), the hash comes
+        /// from the algorithm and the curve from the key: a P-256 key verifies ES384 and ES512 tokens too (the
+        /// digest is truncated to the curve's size, as ECDSA does), whose r and s are padded to the hash's size.
         func verifies(_ signature: [UInt8], of message: [UInt8], alg: String) -> Bool {
-            switch (self, alg) {
-            // JWS signatures are the raw r‖s; some issuers send DER, which is accepted too.
-            case (.p256(let k), "ES256"):
-                guard let s = (try? P256.Signing.ECDSASignature(rawRepresentation: signature))
-                        ?? (try? P256.Signing.ECDSASignature(derRepresentation: signature)) else { return false }
-                return k.isValidSignature(s, for: SHA256.hash(data: message))
-            case (.p384(let k), "ES384"):
-                guard let s = (try? P384.Signing.ECDSASignature(rawRepresentation: signature))
-                        ?? (try? P384.Signing.ECDSASignature(derRepresentation: signature)) else { return false }
-                return k.isValidSignature(s, for: SHA384.hash(data: message))
-            case (.p521(let k), "ES512"):
-                guard let s = (try? P521.Signing.ECDSASignature(rawRepresentation: signature))
-                        ?? (try? P521.Signing.ECDSASignature(derRepresentation: signature)) else { return false }
-                return k.isValidSignature(s, for: SHA512.hash(data: message))
+            let hashSize: Int
+            switch alg {
+            case "ES256": hashSize = 32
+            case "ES384": hashSize = 48
+            case "ES512": hashSize = 64
             default: return false
             }
+            func digest<H: HashFunction>(_: H.Type) -> H.Digest { H.hash(data: message) }
+            func verify<D: Digest>(_ d: D) -> Bool {
+                switch self {
+                case .p256(let k):
+                    if let raw = Self.fit(signature, to: 32),
+                       let s = try? P256.Signing.ECDSASignature(rawRepresentation: raw), k.isValidSignature(s, for: d) { return true }
+                    if let s = try? P256.Signing.ECDSASignature(derRepresentation: signature) { return k.isValidSignature(s, for: d) }
+                case .p384(let k):
+                    if let raw = Self.fit(signature, to: 48),
+                       let s = try? P384.Signing.ECDSASignature(rawRepresentation: raw), k.isValidSignature(s, for: d) { return true }
+                    if let s = try? P384.Signing.ECDSASignature(derRepresentation: signature) { return k.isValidSignature(s, for: d) }
+                case .p521(let k):
+                    if let raw = Self.fit(signature, to: 66),
+                       let s = try? P521.Signing.ECDSASignature(rawRepresentation: raw), k.isValidSignature(s, for: d) { return true }
+                    if let s = try? P521.Signing.ECDSASignature(derRepresentation: signature) { return k.isValidSignature(s, for: d) }
+                }
+                return false
+            }
+            switch hashSize {
+            case 32: return verify(digest(SHA256.self))
+            case 48: return verify(digest(SHA384.self))
+            default: return verify(digest(SHA512.self))
+            }
+        }
+
+        /// A raw JWS signature (r‖s, two halves of equal size: the curve's, the hash's, or as jwtf pads them, the
+        /// algorithm's bits) as r‖s of `to` bytes each: leading zero bytes dropped or added. nil when a number
+        /// doesn't fit the curve.
+        static func fit(_ signature: [UInt8], to: Int) -> [UInt8]? {
+            guard !signature.isEmpty, signature.count % 2 == 0 else { return nil }
+            let half = signature.count / 2
+            var out: [UInt8] = []
+            out.reserveCapacity(2 * to)
+            for part in [signature[0..<half], signature[half...]] {
+                var bytes = part.drop(while: { $0 == 0 })
+                if bytes.count > to { return nil }
+                out.append(contentsOf: repeatElement(0, count: to - bytes.count))
+                out.append(contentsOf: bytes)
+                bytes = []
+            }
+            return out
         }
     }
 

@@ -28,11 +28,17 @@ final class UserDirectory: @unchecked Sendable {
     }()
 
     /// The user's document (winning, live revision), or nil when there is no `_users` database or no such user.
+    /// - Throws: 401 `unauthorized` when the document is in conflict, as CouchDB refuses to authenticate against
+    ///   a user document until its conflicts are resolved.
     func document(named name: String, node: Node) throws -> JSONObject? {
         guard let db = try? node.database(node.configuration.security.authenticationDB) else { return nil }
         let c = try db.defaultCollection()
         guard let record = try c.record(id: Self.prefix + name), !record.deleted,
               case .object(let doc) = try JSON.parse(record.body) else { return nil }
+        if record.conflicted {
+            throw CouchError(.unauthorized, "unauthorized",
+                             "User document conflicts must be resolved before the document is used for authentication purposes.")
+        }
         return doc
     }
 
@@ -81,7 +87,8 @@ final class UserDirectory: @unchecked Sendable {
     ///   - body: the document body (without `_id`/`_rev`/`_deleted`).
     ///   - existing: the current live body, if any.
     static func prepare(id: String, body: JSONObject, deleted: Bool, existing: JSONObject?, caller: UserContext,
-                        isAdmin: Bool, iterations: Int) throws -> JSONObject {
+                        isAdmin: Bool, iterations: Int,
+                        requirements: PasswordRequirements = .none) throws -> JSONObject {
         if id.hasPrefix("_design/") || id.hasPrefix("_local/") {
             guard isAdmin else { throw CouchError(.forbidden, "forbidden", "Only admins may write design documents to _users.") }
             return body
@@ -97,17 +104,19 @@ final class UserDirectory: @unchecked Sendable {
             }
         }
         if deleted { return body }
-        guard body["type"]?.stringValue == "user" else { throw CouchError(.forbidden, "forbidden", "doc.type must be user") }
-        guard let docName = body["name"]?.stringValue else { throw CouchError(.forbidden, "forbidden", "doc.name is required") }
-        guard docName == name else {
-            throw CouchError(.forbidden, "forbidden", "Doc ID must be of the form org.couchdb.user:name")
+        // In the order of CouchDB's `_design/_auth` checks, with its messages.
+        func forbid(_ reason: String) -> CouchError { CouchError(.forbidden, "forbidden", reason) }
+        guard body["type"]?.stringValue == "user" else { throw forbid("doc.type must be user") }
+        guard let docName = body["name"]?.stringValue, !docName.isEmpty else { throw forbid("doc.name is required") }
+        guard let rolesValue = body["roles"], rolesValue != .null else { throw forbid("doc.roles must exist") }
+        guard let roles = rolesValue.arrayValue else { throw forbid("doc.roles must be an array") }
+        guard roles.allSatisfy({ $0.stringValue != nil }) else { throw forbid("doc.roles can only contain strings") }
+        guard docName == name else { throw forbid("Doc ID must be of the form org.couchdb.user:name") }
+        if let existingName = existing?["name"]?.stringValue, existingName != docName {
+            throw forbid("Usernames can not be changed.")
         }
-        guard !name.isEmpty, !name.hasPrefix("_") else {
-            throw CouchError(.forbidden, "forbidden", "Username may not start with underscore.")
-        }
-        guard let roles = body["roles"]?.arrayValue, roles.allSatisfy({ $0.stringValue != nil }) else {
-            throw CouchError(.forbidden, "forbidden", "doc.roles must be an array of strings")
-        }
+        guard !name.hasPrefix("_") else { throw forbid("Username may not start with underscore.") }
+        guard !name.contains(":") else { throw forbid("Character `:` is not allowed in usernames.") }
         // As CouchDB: nobody, not even an admin, gives a `_users` user a system role (`_admin` would make them a
         // server admin).
         if roles.contains(where: { $0.stringValue?.hasPrefix("_") == true }) {
@@ -124,6 +133,7 @@ final class UserDirectory: @unchecked Sendable {
             guard let text = password.stringValue, !text.isEmpty else {
                 throw CouchError(.badRequest, "bad_request", "password must be a non-empty string")
             }
+            try checkPassword(text, requirements)
             let hashed = try Passwords.hash(text, iterations: iterations)
             out.removeValue(forKey: "password")
             out.removeValue(forKey: "password_sha")
@@ -187,13 +197,36 @@ extension UserDirectory {
     ]
 
     /// A user document with its plain `password` replaced by the stored PBKDF2 fields (the rest as given).
-    static func hashPassword(in body: JSONObject, iterations: Int) throws -> JSONObject {
+    static func hashPassword(in body: JSONObject, iterations: Int,
+                             requirements: PasswordRequirements = .none) throws -> JSONObject {
         guard let text = body["password"]?.stringValue, !text.isEmpty else { return body }
+        try checkPassword(text, requirements)
         var out = body
         out.removeValue(forKey: "password")
         out.removeValue(forKey: "password_sha")
         for (k, v) in try Passwords.hash(text, iterations: iterations).fields { out[k] = v }
         return out
+    }
+
+    /// Refuses a new password that doesn't meet `[couch_httpd_auth] password_regexp`, with CouchDB's errors: 400
+    /// naming the first unmet rule's reason, or 403 when the setting itself can't be read.
+    static func checkPassword(_ password: String, _ requirements: PasswordRequirements) throws {
+        let serverError = CouchError(.forbidden, "forbidden", "Server cannot hash passwords at this time.")
+        switch requirements {
+        case .none:
+            return
+        case .invalid:
+            throw serverError
+        case .rules(let rules):
+            for rule in rules {
+                guard let regex = try? NSRegularExpression(pattern: rule.pattern) else { throw serverError }
+                let range = NSRange(password.startIndex..., in: password)
+                if regex.firstMatch(in: password, range: range) == nil {
+                    let reason = ["Password does not conform to requirements.", rule.reason].compactMap { $0 }
+                    throw CouchError(.badRequest, "bad_request", reason.joined(separator: " "))
+                }
+            }
+        }
     }
 
     /// Writes `_design/_auth` into a new `_users` database.
