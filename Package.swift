@@ -43,12 +43,14 @@ let package = Package(
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
         .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite", "CZlib"]),
+        // CouchDB's JavaScript design functions, run in a pool of `settee-js` query-server processes.
+        .target(name: "SetteeJS", dependencies: ["SetteeCore"]),
         // Pure: SQL++ lexer/parser → AST, the QueryBuilder expression API, the expression evaluator over JSON.
         .target(name: "SetteeSQLPP", dependencies: ["SetteeCore"]),
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
         .target(name: "SetteeVector", dependencies: ["SetteeCore"]),
         // The index manager (indexes follow the change feed) and the index kinds.
-        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"]),
+        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeJS", "CICU"]),
         // Planner (access paths over the document and index tables), executor, result sets, live queries.
         .target(name: "SetteeQuery", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"]),
         // The CouchDB replication protocol over an Endpoint protocol: local databases and HTTP peers.
@@ -68,7 +70,7 @@ let package = Package(
         .target(
             name: "SetteeServer",
             dependencies: [
-                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
+                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication", "SetteeJS",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what Settee needs beyond the Swift toolchain: the system SQLite and ICU libraries and headers,
+# Installs what Settee needs beyond the Swift toolchain: the system SQLite, ICU and SpiderMonkey libraries and headers,
 # iproute2 for the network-partition test (as root), openssl for the TLS tests, Chromium and chromedriver for the browser
 # tests (Tests/SetteeBrowserTests), and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
 set -euo pipefail
@@ -9,6 +9,9 @@ need_apt=()
 [ -f /usr/include/unicode/ucol.h ] || need_apt+=(libicu-dev)
 # zlib: gzip request bodies (Content-Encoding: gzip) and attachments stored compressed.
 [ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)
+# SpiderMonkey 102: `settee-js`, the JavaScript query server (design-document views, validate_doc_update, filters,
+# show/list/update functions), embeds it as CouchDB's couchjs does.
+[ -f /usr/include/mozjs-102/jsapi.h ] || need_apt+=(libmozjs-102-dev)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # openssl: the TLS tests make a throwaway CA and server certificates with it.

@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --server
 swift build -c release --product settee
+# The JavaScript query server the node runs design functions with (found beside `settee`).
+swift build -c release --product settee-js
 exec .build/release/settee serve --data "${SETTEE_DATA:-./settee-data}" "$@"

@@ -9,13 +9,14 @@ import Testing
         "SetteeVector": ["SetteeCore"],
         "SetteeStore": ["SetteeCore", "CSQLite", "CZlib"],
         "SetteeSQLPP": ["SetteeCore"],
-        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"],
-        "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
+        "SetteeJS": ["SetteeCore"],
+        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeJS", "CICU"],
+        "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeJS", "SetteeIndex"],
         "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient"],
         "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
-                         "SetteeReplication", "Hummingbird", "Mustache"],
+                         "SetteeReplication", "SetteeJS", "Hummingbird", "Mustache"],
         "Settee": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
-                   "SetteeReplication"],
+                   "SetteeReplication", "SetteeJS"],
     ]
     /// Modules only their owner (and the CLI / benchmarks, which sit on top) may import.
     static let owned: Set<String> = ["CSQLite", "CZlib", "CICU", "Hummingbird", "AsyncHTTPClient", "ArgumentParser", "Mustache"]

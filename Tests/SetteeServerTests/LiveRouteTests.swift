@@ -14,7 +14,7 @@ struct LiveRouteTests {
             #expect(r.status == .ok)
             #expect(r["couchdb"] == "Welcome")
             #expect(r["uuid"]?.stringValue == c.node.uuid)
-            #expect(r.header(.server) == "Settee/0.1.0")
+            #expect(r.header(.server) == "CouchDB/3.5.0 (Settee/0.1.0)")
         }
     }
 

@@ -32,13 +32,21 @@ import Testing
         ]
         #expect(try await Self.send(client, .post, "/people/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#).0 == 201)
 
-        // A JavaScript design document is stored as CouchDB stores it; querying its view says why it can't run yet.
-        let js = try await Self.send(client, .put, "/people/_design/js", #"{"views":{"v":{"map":"function(doc){emit(doc._id)}"}}}"#)
+        // A JavaScript view runs in settee-js, beside the SQL++ ones.
+        let js = try await Self.send(client, .put, "/people/_design/js", #"{"views":{"v":{"map":"function(doc){ if (doc.type == 'person') emit(doc.name, doc.age) }","reduce":"function(keys, values, rereduce) { return sum(values) }"}}}"#)
         #expect(js.0 == 201)
-        let jsView = try await Self.send(client, .get, "/people/_design/js/_view/v")
-        #expect(jsView.0 == 400)
-        #expect(jsView.1["error"] == "invalid_design_doc")
-        #expect(jsView.1["reason"]?.stringValue?.contains("JavaScript") == true)
+        let jsView = try await Self.send(client, .get, "/people/_design/js/_view/v?reduce=false")
+        #expect(jsView.0 == 200)
+        #expect(jsView.1["total_rows"] == 4)
+        #expect(jsView.1["rows"]?.arrayValue?.map { $0["key"] } == ["ann", "Ann", "bob", "Carl"])
+        #expect(jsView.1["rows"]?[0]?["value"] == 60)
+        let jsSum = try await Self.send(client, .get, "/people/_design/js/_view/v")
+        #expect(jsSum.1["rows"] == [["key": nil, "value": 163]])
+        let jsBroken = try await Self.send(client, .put, "/people/_design/jsbad", #"{"views":{"v":{"map":"function(doc){ emit(doc._id"}}}"#)
+        #expect(jsBroken.0 == 201)
+        let jsBrokenView = try await Self.send(client, .get, "/people/_design/jsbad/_view/v")
+        #expect(jsBrokenView.0 == 400)
+        #expect(jsBrokenView.1["error"] == "compilation_error")
         // Malformed SQL++ definitions are refused with the reason.
         let badExpr = try await Self.send(client, .put, "/people/_design/bad", #"{"views":{"v":{"map":{"key":"name ="}}}}"#)
         #expect(badExpr.0 == 400)

@@ -1,4 +1,6 @@
+import Foundation
 import SetteeCore
+import SetteeJS
 import SetteeSQLPP
 import SetteeStore
 
@@ -14,9 +16,12 @@ import SetteeStore
 ///
 /// Each document passing `where` emits one row: `key` (a missing key emits nothing) and `value` (missing: null);
 /// `text` instead of `key` makes a full-text view. `reduce` is `_count`, `_sum` or `_stats`. Design documents are not
-/// mapped unless the design document says `"options": {"include_design": true}`, as in CouchDB. JavaScript map and
-/// reduce functions (strings) are refused. The view's version is its definition's JSON, so editing the design
-/// document rebuilds it.
+/// mapped unless the design document says `"options": {"include_design": true}`, as in CouchDB.
+///
+/// A `map` that is a string is CouchDB's JavaScript map function (`"function(doc) { emit(doc.type, 1) }"`), run by
+/// the ``JavaScriptEngine``; its `reduce` is then a built-in (`_count`, `_sum`, `_stats`, `_approx_count_distinct`)
+/// or a JavaScript reduce function, and `require()` finds modules under the design document's `views.lib`. The
+/// view's version is its definition's JSON (and `views.lib`), so editing the design document rebuilds it.
 public struct DesignView: Sendable {
     /// The design document's id (`_design/…`) and the view's name in it.
     public let designDocumentID: String
@@ -26,6 +31,12 @@ public struct DesignView: Sendable {
     public let value: SQLExpression?
     public let whereClause: SQLExpression?
     public let reduce: BuiltInReduce?
+    /// The JavaScript map function's source, for a JavaScript view.
+    public let javascriptMap: String?
+    /// The JavaScript reduce function's source, when the reduce is one.
+    public let javascriptReduce: String?
+    /// The design document's `views.lib` (CommonJS modules for `require` in map functions).
+    public let library: JSON?
     /// Whether design documents are mapped too (the design document's `"options": {"include_design": true}`).
     public let includeDesign: Bool
     /// The definition's canonical JSON: the registered version.
@@ -43,16 +54,38 @@ public struct DesignView: Sendable {
             throw SetteeError(.badRequest, "`views` must be an object of view definitions")
         }
         let include = try includeDesign(body)
-        return try members.map { try DesignView(id: id, name: $0.key, definition: $0.value, includeDesign: include) }
+        try checkLanguage(body)
+        return try members.filter { $0.key != "lib" }.map {
+            try DesignView(id: id, name: $0.key, definition: $0.value, includeDesign: include, library: library(body))
+        }
     }
 
     /// The view `name` of a design document.
     /// - Throws: `.notFound` (`missing_named_view`) when it has none of that name; the errors of ``all(in:id:)``.
     public static func named(_ name: String, in body: JSONObject, id: String) throws -> DesignView {
-        guard case .object(let views)? = body["views"], let definition = views[name] else {
+        guard case .object(let views)? = body["views"], let definition = views[name], name != "lib" else {
             throw SetteeError(.notFound, "missing_named_view")
         }
-        return try DesignView(id: id, name: name, definition: definition, includeDesign: try includeDesign(body))
+        try checkLanguage(body)
+        return try DesignView(id: id, name: name, definition: definition, includeDesign: try includeDesign(body),
+                              library: library(body))
+    }
+
+    /// `views.lib`, the modules JavaScript map functions may `require`.
+    static func library(_ body: JSONObject) -> JSON? {
+        guard case .object(let views)? = body["views"], let lib = views["lib"], case .object = lib else { return nil }
+        return .object(["views": .object(["lib": lib])])
+    }
+
+    /// Only JavaScript (the default) runs here; CouchDB's Erlang query server and other languages don't.
+    static func checkLanguage(_ body: JSONObject) throws {
+        switch body["language"] {
+        case nil, .null?, .string("javascript")?, .string("query")?: return
+        case .string(let other)?:
+            throw SetteeError(.badRequest, "unknown_query_language: \(other) (this node runs JavaScript design functions)")
+        default:
+            throw SetteeError(.badRequest, "`language` must be a string")
+        }
     }
 
     /// The design document's `options.include_design` (CouchDB's switch for mapping design documents too).
@@ -69,7 +102,7 @@ public struct DesignView: Sendable {
         }
     }
 
-    init(id: String, name: String, definition: JSON, includeDesign: Bool) throws {
+    init(id: String, name: String, definition: JSON, includeDesign: Bool, library: JSON? = nil) throws {
         self.includeDesign = includeDesign
         func invalid(_ why: String) -> SetteeError {
             SetteeError(.badRequest, "view '\(name)' of \(id): \(why)")
@@ -78,9 +111,16 @@ public struct DesignView: Sendable {
         self.name = name
         guard case .object(let view) = definition else { throw invalid("a view must be an object with a `map`") }
         switch view["map"] {
-        case .string?:
-            throw invalid("JavaScript map functions are not supported by Settee. Declare the view with SQL++ expressions: {\"map\": {\"key\": \"[type, name]\", \"value\": \"phone\", \"where\": \"type = 'person'\"}}")
+        case .string(let source)?:
+            javascriptMap = source
+            self.library = library
+            key = nil
+            text = nil
+            value = nil
+            whereClause = nil
         case .object(let map)?:
+            javascriptMap = nil
+            self.library = nil
             func expression(_ member: String) throws -> SQLExpression? {
                 switch map[member] {
                 case nil, .null?: return nil
@@ -100,23 +140,41 @@ public struct DesignView: Sendable {
             whereClause = try expression("where")
             if (key == nil) == (text == nil) { throw invalid("the map needs exactly one of `key` and `text`") }
         default:
-            throw invalid("a view needs a `map`: {\"key\": \"…\", \"value\": \"…\", \"where\": \"…\"}")
+            throw invalid("a view needs a `map`: a JavaScript function, or SQL++ expressions {\"key\": \"…\", \"value\": \"…\", \"where\": \"…\"}")
         }
         switch view["reduce"] {
-        case nil, .null?: reduce = nil
-        case .string(let r)?:
-            guard let builtIn = BuiltInReduce(rawValue: r) else {
-                throw invalid("reduce must be one of _count, _sum, _stats (JavaScript reduce functions are not supported), got \(r)")
+        case nil, .null?:
+            reduce = nil
+            javascriptReduce = nil
+        case .string(let r)? where r.hasPrefix("_"):
+            let trimmed = r.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let builtIn = BuiltInReduce(rawValue: trimmed) else {
+                throw invalid("Builtin reduce function invalid: \(r) (expected _count, _sum, _stats or _approx_count_distinct)")
             }
             if text != nil { throw invalid("a full-text view can't have a reduce") }
             reduce = builtIn
-        default: throw invalid("reduce must be one of _count, _sum, _stats")
+            javascriptReduce = nil
+        case .string(let source)?:
+            guard javascriptMap != nil else {
+                throw invalid("reduce must be one of _count, _sum, _stats (a JavaScript reduce needs a JavaScript map), got \(source)")
+            }
+            reduce = nil
+            javascriptReduce = source
+        default: throw invalid("reduce must be a string: a built-in (_count, _sum, _stats) or a JavaScript function")
         }
         version = String(decoding: definition.canonicalBytes, as: UTF8.self) + (includeDesign ? "+design" : "")
+            + (self.library.map { "+lib:" + String(decoding: $0.canonicalBytes, as: UTF8.self) } ?? "")
     }
 
-    /// The map function the expressions describe.
+    /// The map function the expressions (or the JavaScript function) describe.
     var map: MapBlock {
+        if let source = javascriptMap {
+            let library = self.library
+            return { document, emit in
+                let rows = try JavaScriptEngine.shared.map(functions: [source], library: library, document: .object(document))
+                for (key, value) in rows[0] { emit(key, value) }
+            }
+        }
         let key = self.key, text = self.text, value = self.value, condition = self.whereClause
         return { document, emit in
             let evaluator = Evaluator()
@@ -132,11 +190,16 @@ public struct DesignView: Sendable {
         }
     }
 
+    /// The view's reduce, if it has one.
+    public var reducer: Reducer? {
+        if let javascriptReduce { return .javascript(javascriptReduce) }
+        return reduce.map(Reducer.builtIn)
+    }
+
     /// Registers this view's functions on `collection` and returns it, ready to query.
     public func register(on collection: Collection) -> View {
         let view = collection.view(named: viewName)
-        let definition = ViewDefinition(map: map, reduce: reduce.map(Reducer.builtIn), version: version,
-                                        includeDesign: includeDesign)
+        let definition = ViewDefinition(map: map, reduce: reducer, version: version, includeDesign: includeDesign)
         ViewManager.register(definition, view: viewName, collection: collection)
         return view
     }

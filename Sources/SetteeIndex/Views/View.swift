@@ -1,4 +1,5 @@
 import SetteeCore
+import SetteeJS
 import SetteeStore
 
 /// A map function: receives a document (its body with `_id` and `_rev`) and emits any number of key/value rows.
@@ -60,16 +61,37 @@ public enum BuiltInReduce: String, Sendable, CaseIterable {
     case stats = "_stats"
 }
 
-/// A view's reduce: a built-in or a closure.
+/// A view's reduce: a built-in, a closure, or a JavaScript function of a design document.
 public enum Reducer: Sendable {
     case builtIn(BuiltInReduce)
     case custom(ReduceBlock)
+    /// A JavaScript reduce function's source, run by the ``JavaScriptEngine``. It is given keys as CouchDB gives
+    /// them, `[key, document id]` pairs (``usesDocumentIDs``).
+    case javascript(String)
+
+    /// Whether the keys it is given are `[key, document id]` pairs rather than keys.
+    var usesDocumentIDs: Bool {
+        if case .javascript = self { return true }
+        return false
+    }
 
     /// Reduces rows (`rereduce` false) or previous results (`rereduce` true).
     public func reduce(keys: [JSON], values: [JSON], rereduce: Bool) throws -> JSON {
         switch self {
         case .builtIn(let b): return try BuiltInReducers.reduce(b, values: values, rereduce: rereduce)
         case .custom(let block): return try block(keys, values, rereduce)
+        case .javascript(let source):
+            if rereduce { return try JavaScriptEngine.shared.rereduce(functions: [source], values: values)[0] }
+            var rows: [(key: JSON, id: String, value: JSON)] = []
+            rows.reserveCapacity(values.count)
+            for (key, value) in zip(keys, values) {
+                if case .array(let pair) = key, pair.count == 2 {
+                    rows.append((pair[0], pair[1].stringValue ?? "", value))
+                } else {
+                    rows.append((key, "", value))
+                }
+            }
+            return try JavaScriptEngine.shared.reduce(functions: [source], rows: rows)[0]
         }
     }
 }

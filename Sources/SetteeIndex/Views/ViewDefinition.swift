@@ -16,7 +16,7 @@ struct ViewDefinition: @unchecked Sendable {
         switch reduce {
         case nil: return ""
         case .builtIn(let b)?: return b.rawValue
-        case .custom?: return "custom:" + version
+        case .custom?, .javascript?: return "custom:" + version
         }
     }
 }

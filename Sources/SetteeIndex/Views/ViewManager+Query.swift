@@ -260,6 +260,7 @@ extension ViewManager {
         var rawKeys: [JSON] = []
         var rawValues: [JSON] = []
         let isCount: Bool = { if case .builtIn(.count) = reduce { return true }; return false }()
+        let withIDs = reduce.usesDocumentIDs
 
         func flushRaw() throws {
             guard !rawKeys.isEmpty else { return }
@@ -316,7 +317,7 @@ extension ViewManager {
             // Rows of this chunk in the range.
             var values: [SQLiteValue] = []
             let condition = range.sql(&values)
-            let stmt = try db.prepare("SELECT key, k, v FROM \(view.table) WHERE (key, docid) >= (?, ?) AND (key, docid) <= (?, ?) AND \(condition) ORDER BY key, docid")
+            let stmt = try db.prepare("SELECT key, k, v, docid FROM \(view.table) WHERE (key, docid) >= (?, ?) AND (key, docid) <= (?, ?) AND \(condition) ORDER BY key, docid")
             defer { stmt.reset() }
             stmt.bind([.blob(first.0), .text(first.1), .blob(last.0), .text(last.1)] + values)
             while try stmt.step() {
@@ -325,7 +326,8 @@ extension ViewManager {
                 if isCount {
                     rawKeys.append(.null)
                 } else {
-                    rawKeys.append(try stmt.withTextBytes(1) { try JSON.parse($0) })
+                    let key = try stmt.withTextBytes(1) { try JSON.parse($0) }
+                    rawKeys.append(withIDs ? .array([key, .string(stmt.string(3) ?? "")]) : key)
                     rawValues.append(stmt.isNull(2) ? .null : try stmt.withTextBytes(2) { try JSON.parse($0) })
                 }
                 if rawKeys.count >= 2 * ViewManager.chunkSize { try flushRaw() }

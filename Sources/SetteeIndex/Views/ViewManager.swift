@@ -1,5 +1,6 @@
 import Foundation
 import SetteeCore
+import SetteeJS
 import SetteeStore
 
 /// A view index as the registry holds it.
@@ -447,6 +448,10 @@ final class ViewManager: @unchecked Sendable {
         var all: [MapOutput] = []
         all.reserveCapacity(changes.count)
         for w in 0..<workers { all += try results.get(w) }
+        // A JavaScript map function that doesn't compile, runs past its time limit or crashes its process fails
+        // the update (and the query waiting on it), as in CouchDB; a function that throws for one document has
+        // already been answered with no rows for it by the query server.
+        for case .failed(let error as JavaScriptError) in all { throw error }
         return all
     }
 
@@ -621,8 +626,10 @@ final class ViewManager: @unchecked Sendable {
         var values: [JSON] = []
         keys.reserveCapacity(rows.count)
         values.reserveCapacity(rows.count)
+        let withIDs = reduce.usesDocumentIDs
         for row in rows {
-            keys.append((try? JSON.parse(Array(row.k.utf8))) ?? .null)
+            let key = (try? JSON.parse(Array(row.k.utf8))) ?? .null
+            keys.append(withIDs ? .array([key, .string(row.doc)]) : key)
             values.append(row.v.flatMap { try? JSON.parse(Array($0.utf8)) } ?? .null)
         }
         return try reduce.reduce(keys: keys, values: values, rereduce: false)

@@ -244,6 +244,9 @@ enum Auth {
             return .admin
         case "_design":
             if read || (m == .post && s.count == 5 && s[3] == "_view") { return .reader }
+            // Show, list and rewrite functions read; an update function's write is the caller's own (validated).
+            if s.count >= 4 && ["_show", "_list", "_rewrite"].contains(s[3]) { return .reader }
+            if s.count >= 4 && s[3] == "_update" { return .member }
             return .admin
         case "_local", "_all_docs", "_design_docs", "_local_docs", "_changes", "_bulk_get", "_revs_diff", "_missing_revs", "_query", "_explain", "_find",
              "_ensure_full_commit":

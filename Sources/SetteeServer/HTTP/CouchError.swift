@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import SetteeCore
+import SetteeJS
 
 /// An error rendered as CouchDB renders errors: a status and `{"error": …, "reason": …}`.
 struct CouchError: Error, Sendable {
@@ -49,10 +50,24 @@ struct CouchError: Error, Sendable {
         }
     }
 
+    /// A design function's failure, as CouchDB answers it.
+    static func from(_ error: JavaScriptError) -> CouchError {
+        switch error {
+        case .compilation(let reason): return CouchError(.badRequest, "compilation_error", reason)
+        case .forbidden(let reason): return CouchError(.forbidden, "forbidden", reason)
+        case .unauthorized(let reason): return CouchError(.unauthorized, "unauthorized", reason)
+        case .notFound(let reason): return CouchError(.notFound, "not_found", reason)
+        case .thrown(let name, let reason): return CouchError(.internalServerError, name, reason)
+        case .timeout, .crashed, .protocolError, .unavailable:
+            return CouchError(.internalServerError, "os_process_error", error.description)
+        }
+    }
+
     /// Any error as a CouchError (unknown errors are 500s).
     static func from(any error: any Error) -> CouchError {
         if let e = error as? CouchError { return e }
         if let e = error as? SetteeError { return from(e) }
+        if let e = error as? JavaScriptError { return from(e) }
         if error is JSONError { return badRequest("invalid UTF-8 JSON") }
         if let e = error as? HTTPError, e.status == .contentTooLarge { return tooLarge }
         return CouchError(.internalServerError, "internal_server_error", "\(error)")

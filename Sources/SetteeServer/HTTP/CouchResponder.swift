@@ -185,7 +185,24 @@ struct CouchResponder: HTTPResponder {
                 return try await ViewRoutes.info(&call, target, designID: id)
             }
             if s.count == 4 && s[3] == "_view" { throw CouchError.notFound("missing_named_view") }
-            if s.count >= 4 && ["_view", "_show", "_list", "_update", "_rewrite", "_search"].contains(s[3]) {
+            if s.count >= 4 && (s[3] == "_show" || s[3] == "_update") {
+                guard s.count >= 5, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
+                let docID = s.count > 5 ? s[5...].joined(separator: "/") : nil
+                if s[3] == "_show" {
+                    call.route = "show"
+                    return try await DesignFunctionRoutes.show(&call, target, designID: id, name: s[4], docID: docID)
+                }
+                call.route = "update"
+                return try await DesignFunctionRoutes.update(&call, target, designID: id, name: s[4], docID: docID)
+            }
+            if s.count >= 4 && s[3] == "_list" {
+                guard s.count == 6 || s.count == 7, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
+                call.route = "list"
+                let viewDesign = s.count == 7 ? "_design/" + s[5] : id
+                return try await DesignFunctionRoutes.list(&call, target, designID: id, name: s[4], viewDesignID: viewDesign,
+                                                           view: s[s.count - 1])
+            }
+            if s.count >= 4 && ["_view", "_rewrite", "_search"].contains(s[3]) {
                 throw CouchError(.notFound, "not_found", "\(s[3]) is not supported on this node (views: /{db}/_design/{ddoc}/_view/{view})")
             }
             call.route = "attachment"

@@ -6,7 +6,9 @@ import SetteeCore
 
 /// Building CouchDB-style responses.
 enum Reply {
-    static let serverHeader = "Settee/0.1.0"
+    /// `Server`: CouchDB's product token first, as the CouchDB version this node speaks (clients and CouchDB's own
+    /// tests look for `^CouchDB`), then Settee's own.
+    static let serverHeader = "CouchDB/3.5.0 (Settee/0.1.0)"
 
     /// A JSON response.
     static func json(_ status: HTTPResponse.Status = .ok, _ value: JSON, headers extra: HTTPFields = [:]) -> Response {

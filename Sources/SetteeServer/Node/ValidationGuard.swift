@@ -1,21 +1,28 @@
 import Foundation
 import Synchronization
 import SetteeCore
+import SetteeJS
 import SetteeStore
 
-/// Fails closed on `validate_doc_update` functions this node cannot run yet (JavaScript): while a database has a
-/// design document with one, writes to it are refused with 403 instead of being stored unchecked, since CouchDB
-/// would have run the function and perhaps refused them. Server and database admins may still write design
-/// documents (to fix or remove the function). `_users` is exempt: its rules are enforced natively
-/// (``UserDirectory``), and its `_design/_auth` states the same rules.
+/// Runs the `validate_doc_update` functions of a database's design documents on every write CouchDB runs them on
+/// (interactive writes, `_bulk_docs`, replicated revisions), in the ``JavaScriptEngine``. `_users` (and any
+/// database holding the authentication `_design/_auth`) has its rules enforced natively (``UserDirectory``)
+/// instead; its `_design/_auth` states the same rules.
 ///
-/// Which databases have such a function is cached per database and recomputed after a design document is written
-/// through the HTTP API.
+/// Which design documents have a function is cached per database and recomputed after a design document is
+/// written through the HTTP API (or replicated in).
 final class ValidationGuard: Sendable {
+    /// One design document's validation function.
+    struct Validator: Sendable {
+        let id: String
+        let revision: String
+        let designDocument: JSON
+    }
+
     /// What a database's design documents ask of writes.
     struct Rules: Sendable {
-        /// Design documents with a `validate_doc_update` this node can't run.
-        var validators: [String] = []
+        /// Design documents with a `validate_doc_update`.
+        var validators: [Validator] = []
         /// A `_design/_auth` holding the authentication database's rules (``UserDirectory/authDesignDocument``),
         /// which Settee enforces natively wherever it is (e.g. a replica of `_users`).
         var userRules = false
@@ -40,20 +47,72 @@ final class ValidationGuard: Sendable {
         var found = Rules()
         let native = UserDirectory.authDesignDocument["validate_doc_update"]
         for row in try c.allDocs(options).rows {
-            guard let body = row.body, case .object(let doc)? = try? JSON.parse(body) else { continue }
+            guard let body = row.body, case .object(var doc)? = try? JSON.parse(body) else { continue }
             guard let f = doc["validate_doc_update"], !f.isNull else { continue }
-            if row.id == "_design/_auth" && f == native { found.userRules = true } else { found.validators.append(row.id) }
+            if row.id == "_design/_auth" && f == native {
+                found.userRules = true
+            } else {
+                doc["_id"] = .string(row.id)
+                doc["_rev"] = .string(row.rev.description)
+                found.validators.append(Validator(id: row.id, revision: row.rev.description, designDocument: .object(doc)))
+            }
         }
         cache.withLock { $0[db.name] = found }
         return found
     }
 
-    /// Throws 403 when writing `ids` needs a validation function this node cannot run.
-    func check(_ db: Database, ids: [String], isAdmin: Bool, authenticationDB: String) throws {
-        guard db.name != UserDirectory.database, db.name != authenticationDB else { return }
-        guard let first = try rules(db).validators.first else { return }
-        if isAdmin && ids.allSatisfy({ $0.hasPrefix("_design/") }) { return }
-        throw CouchError(.forbidden, "forbidden",
-                         "\(first) has a validate_doc_update function, and this node does not run JavaScript design functions yet: writes to this database are refused rather than stored unchecked. Remove the function or write from a node that runs it.")
+    /// The validation of writes to `db` by a caller, or nil when nothing is to be checked there.
+    func validator(_ db: Database, caller: UserContext, authenticationDB: String,
+                   security: @autoclosure () throws -> JSON) throws -> DocumentValidator? {
+        guard db.name != UserDirectory.database, db.name != authenticationDB else { return nil }
+        let validators = try rules(db).validators
+        guard !validators.isEmpty else { return nil }
+        var context = caller.json.objectValue ?? [:]
+        context["db"] = .string(db.name)
+        return DocumentValidator(validators: validators, userContext: .object(context), security: try security())
+    }
+}
+
+/// The `validate_doc_update` functions of one database, for one caller's writes.
+struct DocumentValidator: Sendable {
+    let validators: [ValidationGuard.Validator]
+    let userContext: JSON
+    let security: JSON
+
+    /// Runs every function on a write (design and `_local` documents are not validated, as in CouchDB: writing a
+    /// design document takes an admin instead). `current` is the document's current winning revision, if live.
+    /// - Throws: ``JavaScriptError`` `.forbidden`/`.unauthorized` when a function refuses the write.
+    func validate(_ write: RevisionWrite, current: (rev: String, body: JSONObject)?) throws {
+        if write.id.hasPrefix("_design/") || write.id.hasPrefix("_local/") { return }
+        var new = write.body
+        new["_id"] = .string(write.id)
+        switch write.mode {
+        case .edit(let parent?): new["_rev"] = .string(parent.description)
+        case .replicated(let history): if let first = history.first { new["_rev"] = .string(first.description) }
+        default: break
+        }
+        if write.deleted { new["_deleted"] = true }
+        var old: JSON = .null
+        if let current {
+            var body = current.body
+            body["_id"] = .string(write.id)
+            body["_rev"] = .string(current.rev)
+            old = .object(body)
+        }
+        for v in validators {
+            try JavaScriptEngine.shared.validate(designDocumentID: v.id, revision: v.revision, designDocument: v.designDocument,
+                                                 newDocument: .object(new), oldDocument: old, userContext: userContext,
+                                                 security: security)
+        }
+    }
+
+    /// ``validate(_:current:)`` with the current revision read from `collection`.
+    func validate(_ write: RevisionWrite, in collection: SetteeStore.Collection) throws {
+        if write.id.hasPrefix("_design/") || write.id.hasPrefix("_local/") { return }
+        var current: (String, JSONObject)?
+        if let record = try collection.record(id: write.id), !record.deleted, case .object(let body) = try JSON.parse(record.body) {
+            current = (record.revID.description, body)
+        }
+        try validate(write, current: current)
     }
 }

@@ -29,8 +29,9 @@ enum BulkRoutes {
             throw CouchError(.contentTooLarge, "max_bulk_docs_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
         }
         let ids = docs.map { $0["_id"]?.stringValue ?? "" }
-        let validation = call.node.validation, isAdmin = call.access >= .admin
-        try pointRead { try validation.check(db, ids: ids, isAdmin: isAdmin, authenticationDB: call.node.configuration.security.authenticationDB) }
+        let validation = call.node.validation
+        let validator = try pointRead { try validation.validator(db, caller: call.userCtx, authenticationDB: call.node.configuration.security.authenticationDB,
+                                                               security: try db.metadata("security") ?? SecurityObject.adminOnlyJSON) }
         defer { if ids.contains(where: { $0.hasPrefix("_design/") }) { validation.invalidate(db.name) } }
         let queryNewEdits = try call.query.bool("new_edits", default: true)
         let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits
@@ -73,6 +74,7 @@ enum BulkRoutes {
                     if maxDoc < (64 << 20), JSON.object(write.body).serializedBytes.count > maxDoc {
                         throw CouchError.tooLarge
                     }
+                    try validator?.validate(write, in: c)
                     writes.append(write)
                     positions.append(i)
                 } catch {

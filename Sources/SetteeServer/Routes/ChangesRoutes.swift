@@ -28,6 +28,9 @@ enum ChangesRoutes {
         var docIDs: [String]?
         var selector: MangoSelector?
         var designOnly = false
+        /// `filter=ddoc/name` or `filter=_view` with `view=ddoc/name`, until resolved into ``javascript``.
+        var javascriptFilterName: (spec: String, view: Bool)?
+        var javascript: JavaScriptFilter?
         var heartbeat: Int?          // milliseconds
         var timeout: Int = 60_000     // milliseconds
         /// How sequences are written (set for the feed's database).
@@ -51,6 +54,11 @@ enum ChangesRoutes {
         }
         var options = try parse(call.query, body: body)
         options.sequences = call.sequences(db.uuid)
+        if let (spec, view) = options.javascriptFilterName {
+            let request = JavaScriptRequest.make(call, database: db, body: body.isEmpty ? nil : JSON.object(body).serializedBytes,
+                                                 security: (try? db.metadata("security")) ?? SecurityObject.adminOnlyJSON)
+            options.javascript = try await blocking { try JavaScriptFilter.resolve(spec, view: view, collection: c, request: request) }
+        }
         if options.feed == .eventsource, let lastEventID = call.header(HTTPField.Name("Last-Event-ID")!) {
             options.since = try parseSequence(lastEventID)
         }
@@ -131,9 +139,10 @@ enum ChangesRoutes {
             case "_design":
                 o.designOnly = true
             case "_view":
-                throw CouchError.badRequest("filter=_view is not supported by this node")
+                guard let view = q["view"] else { throw CouchError.badRequest("`view` filter parameter is not provided.") }
+                o.javascriptFilterName = (view, true)
             default:
-                throw CouchError(.notFound, "not_found", "missing filter function \(filter): this node runs no JavaScript filters")
+                o.javascriptFilterName = (filter, false)
             }
         }
         return o
@@ -152,9 +161,9 @@ enum ChangesRoutes {
         opts.descending = o.descending
         opts.allLeaves = o.allLeaves
         opts.conflicts = o.conflicts && o.includeDocs
-        opts.includeDocs = o.includeDocs || o.selector != nil
+        opts.includeDocs = o.includeDocs || o.selector != nil || o.javascript != nil
         opts.documentIDs = o.docIDs
-        let filtered = o.selector != nil || o.designOnly
+        let filtered = o.selector != nil || o.designOnly || o.javascript != nil
         if !filtered { opts.limit = o.limit }
         var rows: [[UInt8]] = []
         var last = o.descending ? 0 : since
@@ -168,6 +177,10 @@ enum ChangesRoutes {
             }
             if let selector = o.selector {
                 guard let bytes = docBytes, let doc = try? JSON.parse(bytes), selector.matches(doc) else { return true }
+            }
+            if let js = o.javascript {
+                let bytes = docBytes ?? DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: Array("{}".utf8))
+                guard let doc = try? JSON.parse(bytes), try js.passes(doc) else { return true }
             }
             rows.append(try render(row, doc: o.includeDocs ? docBytes : nil, db: db, o: o))
             if let limit = o.limit, rows.count >= limit {
@@ -188,12 +201,16 @@ enum ChangesRoutes {
         } else if limitReached && !o.descending {
             var rest = SetteeStore.Collection.ChangesOptions(since: last)
             rest.documentIDs = o.docIDs
-            rest.includeDocs = o.selector != nil
+            rest.includeDocs = o.selector != nil || o.javascript != nil
             try c.forEachChange(rest) { row in
                 if o.designOnly && !row.id.hasPrefix("_design/") { return true }
                 if let selector = o.selector {
                     let bytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: row.body ?? [])
                     guard let doc = try? JSON.parse(bytes), selector.matches(doc) else { return true }
+                }
+                if let js = o.javascript {
+                    let bytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: row.body ?? Array("{}".utf8))
+                    guard let doc = try? JSON.parse(bytes), try js.passes(doc) else { return true }
                 }
                 pending += 1
                 return true

@@ -184,8 +184,9 @@ enum DocumentRoutes {
                      follows: [String: [UInt8]]) async throws -> Response {
         if id.hasPrefix("_local/") { throw CouchError.badRequest("Use /{db}/_local/{id} for local documents") }
         try Auth.checkDocumentWrite(call, id: id)
-        let guardDB = c.database, validation = call.node.validation, isAdmin = call.access >= .admin
-        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin, authenticationDB: call.node.configuration.security.authenticationDB) }
+        let guardDB = c.database, validation = call.node.validation
+        let validator = try pointRead { try validation.validator(guardDB, caller: call.userCtx, authenticationDB: call.node.configuration.security.authenticationDB,
+                                                               security: try guardDB.metadata("security") ?? SecurityObject.adminOnlyJSON) }
         let input = try DocumentInput.parse(doc, id: id)
         let batch = call.query["batch"] == "ok"
         let metrics = call.node.metrics
@@ -197,6 +198,7 @@ enum DocumentRoutes {
             if let users { parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted) }
             let write = try DocumentInput.write(parsed, newEdits: newEdits, follows: follows, collection: c,
                                                  maxAttachmentSize: maxAttachment, compression: compression)
+            try validator?.validate(write, in: c)
             switch try c.write([write])[0] {
             case .success(let rev):
                 metrics.documentsWritten(1)
@@ -227,14 +229,17 @@ enum DocumentRoutes {
         }
         guard let parent = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
         try Auth.checkDocumentWrite(call, id: id)
-        let guardDB = c.database, validation = call.node.validation, isAdmin = call.access >= .admin
-        try pointRead { try validation.check(guardDB, ids: [id], isAdmin: isAdmin, authenticationDB: call.node.configuration.security.authenticationDB) }
+        let guardDB = c.database, validation = call.node.validation
+        let validator = try pointRead { try validation.validator(guardDB, caller: call.userCtx, authenticationDB: call.node.configuration.security.authenticationDB,
+                                                               security: try guardDB.metadata("security") ?? SecurityObject.adminOnlyJSON) }
         if id.hasPrefix("_design/") { validation.invalidate(guardDB.name) }
         let users = UsersWrite(call, c)
         let rev: RevID = try await blocking {
             guard try c.record(id: id) != nil else { throw CouchError.notFound("missing") }
             if let users { _ = try users.prepare(id: id, body: [:], deleted: true) }
-            return try c.write([RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))])[0].get()
+            let write = RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))
+            try validator?.validate(write, in: c)
+            return try c.write([write])[0].get()
         }
         return Reply.json(call.quorumStatus(.ok), ["ok": true, "id": .string(id), "rev": .string(rev.description)],
                           headers: [.eTag: "\"\(rev)\""])

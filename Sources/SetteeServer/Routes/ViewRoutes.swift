@@ -9,10 +9,19 @@ import SetteeStore
 /// (``DesignView``), queried with CouchDB's parameters and answered in CouchDB's shape.
 enum ViewRoutes {
     static func query(_ call: inout Call, _ target: Keyspace, designID: String, view name: String) async throws -> Response {
+        let (_, collection) = try target.open(call.node)
+        let options = try await queryOptions(&call)
+        return try await blocking {
+            let (result, reduced) = try run(collection, designID: designID, view: name, options: options)
+            return Reply.raw(.ok, render(result, options: options, reduced: reduced))
+        }
+    }
+
+    /// The view query parameters of a call: the query string, and for POST the JSON body's members and `keys`.
+    static func queryOptions(_ call: inout Call) async throws -> Options {
         guard call.method == .get || call.method == .post || call.method == .head else {
             throw CouchError.methodNotAllowed("GET,POST,HEAD")
         }
-        let (db, collection) = try target.open(call.node)
         var keys: [JSON]?
         var bodyOptions: [String: String] = [:]
         if call.method == .post {
@@ -42,46 +51,49 @@ enum ViewRoutes {
             guard case .array(let list) = k else { throw CouchError(.badRequest, "query_parse_error", "`keys` must be a JSON array") }
             keys = list
         }
-        let options = try Options(o, keys: keys)
-        return try await blocking {
-            guard let record = try collection.record(id: designID) else { throw CouchError.notFound("missing") }
-            if record.deleted { throw CouchError.notFound("deleted") }
-            guard case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
-            let design: DesignView
-            do {
-                design = try DesignView.named(name, in: body, id: designID)
-            } catch let e as SetteeError where e.code == .badRequest {
-                throw CouchError(.badRequest, "invalid_design_doc", e.reason)
-            }
-            var q = design.register(on: collection).createQuery()
-            q.key = options.key
-            q.keys = options.keys
-            q.startKey = options.startKey
-            q.endKey = options.endKey
-            q.startKeyDocID = options.startKeyDocID
-            q.endKeyDocID = options.endKeyDocID
-            q.inclusiveEnd = options.inclusiveEnd
-            q.descending = options.descending
-            q.limit = options.limit
-            q.skip = options.skip
-            q.includeDocs = options.includeDocs
-            q.mapOnly = !options.reduce
-            q.group = options.group
-            q.groupLevel = options.groupLevel
-            q.indexUpdateMode = options.update
-            q.fullTextQuery = options.fullText
-            q.fullTextSnippets = options.snippets
-            if options.reduce && design.reduce == nil && options.reduceExplicit {
-                throw CouchError(.badRequest, "query_parse_error", "Reduce is invalid for map-only views.")
-            }
-            let result: ViewQueryResult
-            do {
-                result = try q.run()
-            } catch let e as SetteeError where e.code == .badRequest && e.reason.hasPrefix("builtin_reduce_error: ") {
-                throw CouchError(.badRequest, "builtin_reduce_error", String(e.reason.dropFirst("builtin_reduce_error: ".count)))
-            }
-            return Reply.raw(.ok, render(result, options: options, reduced: design.reduce != nil && options.reduce && options.fullText == nil))
+        return try Options(o, keys: keys)
+    }
+
+    /// Runs a design view's query; whether the result is reduced rows.
+    static func run(_ collection: SetteeStore.Collection, designID: String, view name: String,
+                    options: Options) throws -> (ViewQueryResult, reduced: Bool) {
+        guard let record = try collection.record(id: designID) else { throw CouchError.notFound("missing") }
+        if record.deleted { throw CouchError.notFound("deleted") }
+        guard case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
+        let design: DesignView
+        do {
+            design = try DesignView.named(name, in: body, id: designID)
+        } catch let e as SetteeError where e.code == .badRequest {
+            throw CouchError(.badRequest, "invalid_design_doc", e.reason)
         }
+        var q = design.register(on: collection).createQuery()
+        q.key = options.key
+        q.keys = options.keys
+        q.startKey = options.startKey
+        q.endKey = options.endKey
+        q.startKeyDocID = options.startKeyDocID
+        q.endKeyDocID = options.endKeyDocID
+        q.inclusiveEnd = options.inclusiveEnd
+        q.descending = options.descending
+        q.limit = options.limit
+        q.skip = options.skip
+        q.includeDocs = options.includeDocs
+        q.mapOnly = !options.reduce
+        q.group = options.group
+        q.groupLevel = options.groupLevel
+        q.indexUpdateMode = options.update
+        q.fullTextQuery = options.fullText
+        q.fullTextSnippets = options.snippets
+        if options.reduce && design.reducer == nil && options.reduceExplicit {
+            throw CouchError(.badRequest, "query_parse_error", "Reduce is invalid for map-only views.")
+        }
+        let result: ViewQueryResult
+        do {
+            result = try q.run()
+        } catch let e as SetteeError where e.code == .badRequest && e.reason.hasPrefix("builtin_reduce_error: ") {
+            throw CouchError(.badRequest, "builtin_reduce_error", String(e.reason.dropFirst("builtin_reduce_error: ".count)))
+        }
+        return (result, design.reducer != nil && options.reduce && options.fullText == nil)
     }
 
     static func render(_ result: ViewQueryResult, options: Options, reduced: Bool) -> [UInt8] {
@@ -99,30 +111,35 @@ enum ViewRoutes {
         }
         for (i, row) in result.enumerated() {
             if i > 0 { append(",\n") }
-            var o = JSONObject()
-            if reduced {
-                o["key"] = row.key
-                o["value"] = row.value ?? .null
-            } else if row.fullText != nil {
-                o["id"] = .string(row.sourceDocumentID ?? "")
-                o["matches"] = .array(row.matches.map { m in
-                    ["range": [.int(Int64(m.offset)), .int(Int64(m.length))], "term": .int(Int64(m.term))]
-                })
-                o["value"] = row.value ?? .null
-                if let snippet = row.snippet(wordStart: "<b>", wordEnd: "</b>"), options.snippets {
-                    o["snippet"] = .string(snippet)
-                }
-                if options.includeDocs { o["doc"] = row.document ?? .null }
-            } else {
-                o["id"] = .string(row.sourceDocumentID ?? "")
-                o["key"] = row.key
-                o["value"] = row.value ?? .null
-                if options.includeDocs { o["doc"] = row.document ?? .null }
-            }
-            JSON.object(o).serialize(into: &out)
+            rowJSON(row, options: options, reduced: reduced).serialize(into: &out)
         }
         append("]}")
         return out
+    }
+
+    /// One row of a view's answer, in CouchDB's shape (also a list function's `getRow()`).
+    static func rowJSON(_ row: ViewQueryRow, options: Options, reduced: Bool) -> JSON {
+        var o = JSONObject()
+        if reduced {
+            o["key"] = row.key
+            o["value"] = row.value ?? .null
+        } else if row.fullText != nil {
+            o["id"] = .string(row.sourceDocumentID ?? "")
+            o["matches"] = .array(row.matches.map { m in
+                ["range": [.int(Int64(m.offset)), .int(Int64(m.length))], "term": .int(Int64(m.term))]
+            })
+            o["value"] = row.value ?? .null
+            if let snippet = row.snippet(wordStart: "<b>", wordEnd: "</b>"), options.snippets {
+                o["snippet"] = .string(snippet)
+            }
+            if options.includeDocs { o["doc"] = row.document ?? .null }
+        } else {
+            o["id"] = .string(row.sourceDocumentID ?? "")
+            o["key"] = row.key
+            o["value"] = row.value ?? .null
+            if options.includeDocs { o["doc"] = row.document ?? .null }
+        }
+        return .object(o)
     }
 
     /// CouchDB's view query parameters.

@@ -1,0 +1,319 @@
+import Foundation
+import Synchronization
+import SetteeCore
+
+/// Runs CouchDB's JavaScript design functions in a pool of query-server processes (`settee-js`, SpiderMonkey),
+/// speaking CouchDB's query-server protocol to them as CouchDB speaks it to `couchjs`.
+///
+/// Each call takes one process for itself, so calls run in parallel up to ``Configuration/maxProcesses``; more
+/// wait. A function that runs past ``Configuration/timeout`` has its process killed (the call fails with
+/// ``JavaScriptError/timeout``) and a new process takes its place on the next call; so does a process that crashes.
+/// Functions run in another process with no file system, network or process access, under a heap cap.
+///
+/// Processes remember what was loaded into them (map functions, design documents by revision), and a call prefers
+/// an idle process that already has what it needs.
+public final class JavaScriptEngine: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// The query server to run; nil finds `settee-js` beside the running executable (or `SETTEE_JS`).
+        public var executable: String?
+        /// Processes at most (CouchDB's `[query_server_config] os_process_limit`-like); default: the cores, ≥ 2.
+        public var maxProcesses: Int
+        /// A call's time limit (CouchDB's `[couchdb] os_process_timeout`, 5 s).
+        public var timeout: Duration
+        /// A process's JavaScript heap cap, in MiB.
+        public var maxHeapMB: Int
+        /// CouchDB's `[query_server_config] reduce_limit`: a reduce whose output doesn't shrink fails.
+        public var reduceLimit: Bool
+        /// Commands a process answers before it is replaced (bounds what a long-lived process accumulates).
+        public var commandsPerProcess: Int
+
+        public init(executable: String? = nil, maxProcesses: Int = max(2, ProcessInfo.processInfo.activeProcessorCount),
+                    timeout: Duration = .seconds(5), maxHeapMB: Int = 256, reduceLimit: Bool = true,
+                    commandsPerProcess: Int = 1_000_000) {
+            self.executable = executable
+            self.maxProcesses = maxProcesses
+            self.timeout = timeout
+            self.maxHeapMB = maxHeapMB
+            self.reduceLimit = reduceLimit
+            self.commandsPerProcess = commandsPerProcess
+        }
+    }
+
+    private struct State {
+        var configuration: Configuration
+        var idle: [QueryServerProcess] = []
+        var running = 0
+        var started = 0
+    }
+
+    private let state: Mutex<State>
+    /// Signalled when a process is returned (or a slot frees up).
+    private let returned = NSCondition()
+    /// Where `log()` calls of design functions go.
+    private let logSink: Mutex<@Sendable (String) -> Void>
+
+    /// The engine views, validation and filters use unless given another.
+    public static let shared = JavaScriptEngine()
+
+    public init(configuration: Configuration = Configuration()) {
+        state = Mutex(State(configuration: configuration))
+        logSink = Mutex({ message in FileHandle.standardError.write(Data(("[js] " + message + "\n").utf8)) })
+    }
+
+    public var configuration: Configuration {
+        get { state.withLock { $0.configuration } }
+    }
+
+    /// Applies new settings; processes already running keep theirs until replaced (idle ones are replaced now).
+    public func configure(_ configuration: Configuration) {
+        let stale = state.withLock { s -> [QueryServerProcess] in
+            guard s.configuration != configuration else { return [] }
+            s.configuration = configuration
+            let old = s.idle
+            s.idle = []
+            return old
+        }
+        for p in stale { p.kill() }
+        returned.broadcast()
+    }
+
+    /// Where design functions' `log(…)` messages go (default: standard error).
+    public func setLogger(_ sink: @escaping @Sendable (String) -> Void) {
+        logSink.withLock { $0 = sink }
+    }
+
+    /// How many query-server processes were started so far (crashes and time-outs start new ones).
+    public var processesStarted: Int { state.withLock { $0.started } }
+
+    /// Stops every idle process (the node shutting down).
+    public func shutdown() {
+        let all = state.withLock { s -> [QueryServerProcess] in
+            let old = s.idle
+            s.idle = []
+            return old
+        }
+        for p in all { p.kill() }
+    }
+
+    // MARK: Calls
+
+    /// Maps one document with `functions` (map function sources; `library` is the design document's `views.lib`
+    /// for `require`): for each function, the rows it emitted as `[key, value]` pairs.
+    public func map(functions: [String], library: JSON?, document: JSON) throws(JavaScriptError) -> [[(key: JSON, value: JSON)]] {
+        try withProcess(prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
+            if p.loadedMapFunctions != functions || p.loadedLibrary != library {
+                try reset(p, config)
+                if let library { try expectTrue(p.call(.array([.string("add_lib"), library]), timeout: config.timeout, log: log), p) }
+                for f in functions { try expectTrue(p.call(.array([.string("add_fun"), .string(f)]), timeout: config.timeout, log: log), p) }
+                p.loadedMapFunctions = functions
+                p.loadedLibrary = library
+            }
+            let answer = try p.call(.array([.string("map_doc"), document]), timeout: config.timeout, log: log)
+            if let error = JavaScriptError.from(answer: answer) { throw error }
+            guard case .array(let perFunction) = answer, perFunction.count == functions.count else {
+                throw JavaScriptError.protocolError("map_doc answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+            }
+            return perFunction.map { rows in
+                (rows.arrayValue ?? []).compactMap { row -> (key: JSON, value: JSON)? in
+                    guard case .array(let kv) = row, kv.count == 2 else { return nil }
+                    return (kv[0], kv[1])
+                }
+            }
+        }
+    }
+
+    /// Reduces `rows` (key, document id, value) with each of `functions`: one result per function.
+    public func reduce(functions: [String], rows: [(key: JSON, id: String, value: JSON)]) throws(JavaScriptError) -> [JSON] {
+        let args = JSON.array(rows.map { .array([.array([$0.key, .string($0.id)]), $0.value]) })
+        return try reduceCall(.array([.string("reduce"), .array(functions.map(JSON.string)), args]), count: functions.count)
+    }
+
+    /// Re-reduces earlier reduce results with each of `functions`.
+    public func rereduce(functions: [String], values: [JSON]) throws(JavaScriptError) -> [JSON] {
+        try reduceCall(.array([.string("rereduce"), .array(functions.map(JSON.string)), .array(values)]), count: functions.count)
+    }
+
+    private func reduceCall(_ command: JSON, count: Int) throws(JavaScriptError) -> [JSON] {
+        try withProcess(prefer: { _ in true }) { p, config throws(JavaScriptError) in
+            let answer = try p.call(command, timeout: config.timeout, log: log)
+            if let error = JavaScriptError.from(answer: answer) { throw error }
+            guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true),
+                  case .array(let results) = items[1], results.count == count else {
+                throw JavaScriptError.protocolError("reduce answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+            }
+            return results
+        }
+    }
+
+    /// Calls a design document's function: `path` as CouchDB's (`["validate_doc_update"]`, `["filters", name]`,
+    /// `["shows", name]`, `["updates", name]`, `["views", name, "map"]`, `["rewrites"]`), with `args`. The design
+    /// document is sent to a process first unless it has this revision already. Returns the raw answer; errors
+    /// the function threw (`["error", …]`) are thrown, except `{"forbidden": …}`-style answers of validation, which
+    /// ``validate(designDocumentID:revision:designDocument:newDocument:oldDocument:userContext:security:)`` reads.
+    public func call(designDocumentID id: String, revision: String, designDocument: JSON, path: [String],
+                     arguments: [JSON]) throws(JavaScriptError) -> JSON {
+        try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
+            try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
+            let command = JSON.array([.string("ddoc"), .string(id), .array(path.map(JSON.string)), .array(arguments)])
+            let answer = try p.call(command, timeout: config.timeout, log: log)
+            if case .array(let items) = answer, items.first == .string("error"), let error = JavaScriptError.from(answer: answer) {
+                throw error
+            }
+            return answer
+        }
+    }
+
+    /// Runs a `validate_doc_update` function. Returns normally when it accepts the write.
+    /// - Throws: ``JavaScriptError/forbidden(_:)`` or ``JavaScriptError/unauthorized(_:)`` when it refuses it; other
+    ///   errors when it fails (CouchDB then refuses the write too).
+    public func validate(designDocumentID id: String, revision: String, designDocument: JSON, newDocument: JSON,
+                         oldDocument: JSON, userContext: JSON, security: JSON) throws(JavaScriptError) {
+        let answer = try call(designDocumentID: id, revision: revision, designDocument: designDocument,
+                              path: ["validate_doc_update"], arguments: [newDocument, oldDocument, userContext, security])
+        if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return }
+        if let error = JavaScriptError.from(answer: answer) { throw error }
+        throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+    }
+
+    /// Runs a filter function (`["filters", name]`) or a view's map as a filter (`["views", name, "map"]`) over
+    /// documents: whether each passes.
+    public func filter(designDocumentID id: String, revision: String, designDocument: JSON, path: [String],
+                       documents: [JSON], request: JSON) throws(JavaScriptError) -> [Bool] {
+        let arguments: [JSON] = path.first == "views" ? [.array(documents)] : [.array(documents), request]
+        let answer = try call(designDocumentID: id, revision: revision, designDocument: designDocument, path: path,
+                              arguments: arguments)
+        guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true), case .array(let passes) = items[1],
+              passes.count == documents.count else {
+            if let error = JavaScriptError.from(answer: answer) { throw error }
+            throw .protocolError("filter answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+        }
+        return passes.map { $0 == .bool(true) }
+    }
+
+    /// Runs `body` with one process that has `designDocument` loaded, for exchanges of several messages (list
+    /// functions: `start`, then `list_row` per row, then `list_end`). `send` sends one message and returns the answer.
+    public func withDesignDocument<T>(id: String, revision: String, designDocument: JSON,
+                                      _ body: (_ send: (JSON) throws(JavaScriptError) -> JSON) throws(JavaScriptError) -> T) throws(JavaScriptError) -> T {
+        try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
+            try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
+            return try body { message throws(JavaScriptError) in try p.call(message, timeout: config.timeout, log: log) }
+        }
+    }
+
+    // MARK: Processes
+
+    private func log(_ message: String) {
+        let sink = logSink.withLock { $0 }
+        sink(message)
+    }
+
+    private func reset(_ p: QueryServerProcess, _ config: Configuration) throws(JavaScriptError) {
+        let options: JSON = .object(["reduce_limit": .bool(config.reduceLimit),
+                                     "timeout": .int(Int64(config.timeout.components.seconds * 1000))])
+        try expectTrue(p.call(.array([.string("reset"), options]), timeout: config.timeout, log: log), p)
+        p.loadedMapFunctions = []
+        p.loadedLibrary = nil
+    }
+
+    private func load(id: String, revision: String, designDocument: JSON, into p: QueryServerProcess,
+                      _ config: Configuration) throws(JavaScriptError) {
+        guard p.designDocuments[id] != revision else { return }
+        let answer = try p.call(.array([.string("ddoc"), .string("new"), .string(id), designDocument]),
+                                timeout: config.timeout, log: log)
+        try expectTrue(answer, p)
+        p.designDocuments[id] = revision
+    }
+
+    private func expectTrue(_ answer: JSON, _ p: QueryServerProcess) throws(JavaScriptError) {
+        if answer == .bool(true) { return }
+        if let error = JavaScriptError.from(answer: answer) { throw error }
+        p.kill()
+        throw .protocolError("expected true, got \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+    }
+
+    /// Takes a process (an idle one `prefer` likes, any idle one, a new one, or waits), runs `body`, and gives it
+    /// back unless it died.
+    private func withProcess<T>(prefer: (QueryServerProcess) -> Bool,
+                                _ body: (QueryServerProcess, Configuration) throws(JavaScriptError) -> T) throws(JavaScriptError) -> T {
+        let (process, config) = try checkout(prefer: prefer)
+        defer { checkin(process) }
+        return try body(process, config)
+    }
+
+    private enum Checkout { case idle(QueryServerProcess), start, wait }
+
+    private func checkout(prefer: (QueryServerProcess) -> Bool) throws(JavaScriptError) -> (QueryServerProcess, Configuration) {
+        while true {
+            let (decision, config) = state.withLock { s -> (Checkout, Configuration) in
+                if let i = s.idle.lastIndex(where: prefer) ?? (s.idle.isEmpty ? nil : s.idle.count - 1) {
+                    s.running += 1
+                    return (.idle(s.idle.remove(at: i)), s.configuration)
+                }
+                if s.running < s.configuration.maxProcesses {
+                    s.running += 1
+                    s.started += 1
+                    return (.start, s.configuration)
+                }
+                return (.wait, s.configuration)
+            }
+            switch decision {
+            case .idle(let p):
+                return (p, config)
+            case .start:
+                do {
+                    let p = try QueryServerProcess(executable: try Self.executable(config), arguments: [
+                        "--timeout-ms", String(config.timeout.components.seconds * 1000 + config.timeout.components.attoseconds / 1_000_000_000_000_000),
+                        "--max-heap-mb", String(config.maxHeapMB),
+                    ])
+                    p.loadedMapFunctions = nil
+                    return (p, config)
+                } catch {
+                    state.withLock { $0.running -= 1 }
+                    returned.broadcast()
+                    throw error
+                }
+            case .wait:
+                returned.lock()
+                _ = returned.wait(until: Date(timeIntervalSinceNow: 0.05))
+                returned.unlock()
+            }
+        }
+    }
+
+    private func checkin(_ p: QueryServerProcess) {
+        let discard = state.withLock { s -> Bool in
+            s.running -= 1
+            if p.dead || p.commands >= s.configuration.commandsPerProcess || s.idle.count >= s.configuration.maxProcesses {
+                return true
+            }
+            s.idle.append(p)
+            return false
+        }
+        if discard { p.kill() }
+        returned.lock()
+        returned.signal()
+        returned.unlock()
+    }
+
+    /// The query server executable: configured, `SETTEE_JS`, or `settee-js` beside the running executable (or
+    /// beside the test bundle).
+    static func executable(_ config: Configuration) throws(JavaScriptError) -> String {
+        if let path = config.executable { return path }
+        if let path = ProcessInfo.processInfo.environment["SETTEE_JS"], !path.isEmpty { return path }
+        var candidates: [String] = []
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.append((exe as NSString).deletingLastPathComponent)
+        }
+        if let main = Bundle.main.executableURL?.deletingLastPathComponent().path { candidates.append(main) }
+        for dir in candidates {
+            var d = dir
+            // A test bundle (…/debug/SetteePackageTests.xctest/Contents/MacOS on macOS) sits beside the products.
+            for _ in 0..<4 {
+                let path = d + "/settee-js"
+                if FileManager.default.isExecutableFile(atPath: path) { return path }
+                d = (d as NSString).deletingLastPathComponent
+            }
+        }
+        throw .unavailable("settee-js (the JavaScript query server) was not found beside \(candidates.first ?? "this program"); build it with `swift build` or set SETTEE_JS")
+    }
+}

@@ -1,0 +1,171 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import SetteeCore
+
+/// One running query-server process (`settee-js`, or CouchDB's `couchjs` with its `main.js`): JSON commands on its
+/// standard input, one JSON answer per line on its standard output, as CouchDB's query-server protocol has it.
+///
+/// A process is used by one caller at a time: ``JavaScriptEngine`` hands it out exclusively and takes it back, so its
+/// mutable state (the read buffer, what it has loaded) is never shared between threads at once.
+final class QueryServerProcess: @unchecked Sendable {
+    let pid: pid_t
+    private let toChild: Int32
+    private let fromChild: Int32
+    private var buffer: [UInt8] = []
+    private var bufferStart = 0
+    /// The map functions `add_fun` loaded since the last `reset` (nil: unknown, reset first).
+    var loadedMapFunctions: [String]?
+    /// The `views.lib` added with them.
+    var loadedLibrary: JSON?
+    /// Design documents it knows (`["ddoc", "new", …]`), by id, with the revision it was given.
+    var designDocuments: [String: String] = [:]
+    /// Whether it failed (crashed, timed out, broke the protocol); it is then killed and never reused.
+    private(set) var dead = false
+    /// Commands answered so far (a process is replaced after many, as CouchDB's `os_process_limit` does).
+    private(set) var commands = 0
+
+    /// Starts `executable` with `arguments`. Its standard error is inherited (the node's log).
+    init(executable: String, arguments: [String]) throws(JavaScriptError) {
+        var input: [Int32] = [0, 0], output: [Int32] = [0, 0]
+        guard pipe(&input) == 0 else { throw .unavailable("pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&output) == 0 else {
+            close(input[0]); close(input[1])
+            throw .unavailable("pipe: \(String(cString: strerror(errno)))")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        for fd in [input[0], input[1], output[0], output[1]] { posix_spawn_file_actions_addclose(&actions, fd) }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, executable, &actions, nil, argv, environ)
+        close(input[0])
+        close(output[1])
+        guard spawned == 0 else {
+            close(input[1]); close(output[0])
+            throw .unavailable("cannot start the JavaScript query server \(executable): \(String(cString: strerror(spawned)))")
+        }
+        // The parent's ends must not leak into other children the node starts.
+        _ = fcntl(input[1], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(output[0], F_SETFD, FD_CLOEXEC)
+        pid = child
+        toChild = input[1]
+        fromChild = output[0]
+    }
+
+    deinit {
+        kill()
+    }
+
+    /// Kills the process (SIGKILL) and reaps it. Idempotent.
+    func kill() {
+        if pid > 0 && !reaped {
+            signalKill(pid)
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            reaped = true
+            close(toChild)
+            close(fromChild)
+        }
+        dead = true
+    }
+    private var reaped = false
+
+    /// Sends one command and returns its answer, passing `["log", message]` lines to `log`. Fails — and kills the
+    /// process — when it doesn't answer within `timeout`, exits, or answers something that isn't JSON.
+    func call(_ command: JSON, timeout: Duration, log: (String) -> Void) throws(JavaScriptError) -> JSON {
+        guard !dead else { throw .crashed("the query server process is gone") }
+        commands += 1
+        var line = command.serializedBytes
+        line.append(UInt8(ascii: "\n"))
+        try write(line)
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let answer = try readLine(deadline: deadline)
+            let value: JSON
+            do { value = try JSON.parse(answer, limits: .unlimitedForQueryServer) } catch {
+                kill()
+                throw .protocolError("the query server answered something that is not JSON: \(String(decoding: answer.prefix(200), as: UTF8.self))")
+            }
+            if case .array(let items) = value, items.count == 2, items[0] == .string("log") {
+                log(items[1].stringValue ?? String(decoding: items[1].serializedBytes, as: UTF8.self))
+                continue
+            }
+            return value
+        }
+    }
+
+    /// Sends a line without waiting for an answer (the list protocol's follow-up messages use ``call`` too).
+    private func write(_ bytes: [UInt8]) throws(JavaScriptError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { systemWrite(toChild, $0.baseAddress! + offset, bytes.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                kill()
+                throw .crashed("the query server process exited (write: \(String(cString: strerror(errno))))")
+            }
+            offset += n
+        }
+    }
+
+    private func readLine(deadline: ContinuousClock.Instant) throws(JavaScriptError) -> [UInt8] {
+        while true {
+            if let newline = buffer[bufferStart...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[bufferStart..<newline])
+                bufferStart = newline + 1
+                if bufferStart == buffer.count {
+                    buffer.removeAll(keepingCapacity: true)
+                    bufferStart = 0
+                }
+                return line
+            }
+            if bufferStart > 0 {
+                buffer.removeSubrange(0..<bufferStart)
+                bufferStart = 0
+            }
+            let remaining = deadline - ContinuousClock.now
+            let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            if ms <= 0 {
+                kill()
+                throw .timeout
+            }
+            var poller = pollfd(fd: fromChild, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(clamping: ms))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                kill()
+                throw .crashed("poll: \(String(cString: strerror(errno)))")
+            }
+            if ready == 0 { continue }  // the deadline check above ends it
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            let n = chunk.withUnsafeMutableBytes { systemRead(fromChild, $0.baseAddress!, $0.count) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                kill()
+                throw .crashed("read: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 {
+                kill()
+                throw .crashed("the query server process exited")
+            }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+}
+
+// The C calls, under names the class's own methods don't shadow.
+private func signalKill(_ pid: pid_t) { _ = kill(pid, SIGKILL) }
+private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { write(fd, p, n) }
+private func systemRead(_ fd: Int32, _ p: UnsafeMutableRawPointer, _ n: Int) -> Int { read(fd, p, n) }
+
+extension JSONLimits {
+    /// Answers from our own child process: as large as what a design function may build (1 GiB).
+    static var unlimitedForQueryServer: JSONLimits { JSONLimits(maxDepth: 1024, maxBytes: 1 << 30) }
+}
