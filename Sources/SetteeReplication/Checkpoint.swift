@@ -154,11 +154,12 @@ struct Checkpointer: Sendable {
     /// The replication id: an MD5 over both endpoints' identities and the filter, so the same replication
     /// finds its checkpoints again and a differently filtered one does not.
     static func replicationID(source: any Endpoint, target: any Endpoint, documentIDs: [String]?,
-                              selector: JSON?, sinceSequence: JSON? = nil) -> String {
+                              selector: JSON?, sinceSequence: JSON? = nil, filter: JSON? = nil) -> String {
         var parts: [JSON] = ["settee-replication", .int(Int64(version)), .string(source.identity), .string(target.identity)]
         if let ids = documentIDs { parts.append(["doc_ids": .array(ids.sorted().map(JSON.string))]) }
         if let selector { parts.append(["selector": selector]) }
         if let sinceSequence { parts.append(["since_seq": sinceSequence]) }
+        if let filter { parts.append(filter) }
         return MD5.hex(JSON.array(parts).serializedBytes)
     }
 }

@@ -87,13 +87,19 @@ public struct ChangesRequest: Sendable {
     public var documentIDs: [String]?
     /// `filter=_selector`: only documents matching this Mango selector.
     public var selector: JSON?
+    /// `filter=ddoc/name`: a design document's filter function, given `queryParams` as `req.query`.
+    public var filter: String?
+    public var queryParams: [String: String] = [:]
 
-    public init(since: JSON, limit: Int, feed: Feed = .normal, documentIDs: [String]? = nil, selector: JSON? = nil) {
+    public init(since: JSON, limit: Int, feed: Feed = .normal, documentIDs: [String]? = nil, selector: JSON? = nil,
+                filter: String? = nil, queryParams: [String: String] = [:]) {
         self.since = since
         self.limit = limit
         self.feed = feed
         self.documentIDs = documentIDs
         self.selector = selector
+        self.filter = filter
+        self.queryParams = queryParams
     }
 }
 

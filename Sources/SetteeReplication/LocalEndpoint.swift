@@ -9,6 +9,11 @@ import SetteeStore
 /// ``changes(_:)`` waits on the database's commit notifications (the local commit feed).
 public struct LocalEndpoint: Endpoint {
     public let collection: SetteeStore.Collection
+    /// Runs a design document's filter function (`ddoc/name`) on a document (with `_id`, `_rev`, `_deleted`), given
+    /// the replication's query parameters. The replication layer runs no JavaScript: a node supplies this.
+    public typealias FilterEvaluator = @Sendable (_ collection: SetteeStore.Collection, _ filter: String,
+                                                  _ queryParams: [String: String], _ document: JSON) throws -> Bool
+    public var filterEvaluator: FilterEvaluator?
 
     /// The default collection of `database`.
     public init(database: Database) throws {
@@ -73,23 +78,33 @@ public struct LocalEndpoint: Endpoint {
     private func read(since: UInt64, _ request: ChangesRequest) async throws -> ChangesBatch {
         let c = collection
         let selector = try request.selector.map { try MangoSelector($0) }
+        var filterFunction: (@Sendable (JSON) throws -> Bool)?
+        if let name = request.filter {
+            guard let evaluator = filterEvaluator else {
+                throw ReplicationError(.badRequest, "filter \(name): filter functions need a node that runs them")
+            }
+            let params = request.queryParams, c = collection
+            filterFunction = { doc in try evaluator(c, name, params, doc) }
+        }
+        let filter = filterFunction
         return try await offload {
             var options = Collection.ChangesOptions(since: since)
             options.allLeaves = true
             options.documentIDs = request.documentIDs
-            options.includeDocs = selector != nil
-            if selector == nil { options.limit = request.limit }
+            options.includeDocs = selector != nil || filter != nil
+            if selector == nil && filter == nil { options.limit = request.limit }
             var rows: [ChangeEntry] = []
             var last = since
             try c.forEachChange(options) { row in
                 last = row.sequence
-                if let selector {
+                if selector != nil || filter != nil {
                     var doc = JSONObject()
                     if let body = row.body, case .object(let o) = try JSON.parse(body) { doc = o }
                     doc["_id"] = .string(row.id)
                     doc["_rev"] = .string(row.rev.description)
                     if row.deleted { doc["_deleted"] = true }
-                    guard selector.matches(.object(doc)) else { return true }  // an empty batch means caught up
+                    if let selector, !selector.matches(.object(doc)) { return true }  // an empty batch means caught up
+                    if let filter, try !filter(.object(doc)) { return true }
                 }
                 rows.append(ChangeEntry(seq: .int(Int64(row.sequence)), id: row.id, revs: row.leaves ?? [row.rev],
                                         deleted: row.deleted))

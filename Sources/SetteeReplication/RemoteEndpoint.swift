@@ -191,6 +191,9 @@ public struct RemoteEndpoint: Endpoint {
         } else if let selector = request.selector {
             query.append(("filter", "_selector"))
             body = ["selector": selector]
+        } else if let filter = request.filter {
+            query.append(("filter", filter))
+            for (k, v) in request.queryParams.sorted(by: { $0.key < $1.key }) where k != "filter" { query.append((k, v)) }
         }
         let o = try await jsonObject(body == nil ? .GET : .POST, "/_changes", query: query, body: body, deadline: deadline)
         guard let results = o["results"]?.arrayValue else {
@@ -284,6 +287,16 @@ public struct RemoteEndpoint: Endpoint {
             }
         }
         return out
+    }
+
+    /// A document's current revision (nil when missing or deleted): the replicator reads a filter function's
+    /// source from the source's design document this way.
+    public func document(id: String) async throws -> JSONObject? {
+        let r = try await send(.GET, "/" + Self.escapeDocID(id))
+        if r.status == 404 { return nil }
+        guard (200..<300).contains(r.status) else { throw error(for: r, "GET \(id)") }
+        guard case .object(let o) = try parse(r.body) else { return nil }
+        return o
     }
 
     private func openRevs(_ request: FetchRequest) async throws -> [ReplicatedRevision] {

@@ -14,6 +14,11 @@ public struct ReplicationOptions: Sendable {
     public var documentIDs: [String]?
     /// Only documents matching this Mango selector (`selector`).
     public var selector: JSON?
+    /// Only documents a filter function of the source passes (`filter: "ddoc/name"`), given `queryParams`.
+    public var filter: String?
+    public var queryParams: [String: String] = [:]
+    /// The filter function's source, when known: part of the replication id, so editing the function starts over.
+    public var filterSource: String?
     /// Changes per batch; each batch is diffed, fetched, written and checkpointed as a unit.
     public var batchSize = 500
     /// Ignore checkpoints and start from the beginning (Couchbase Lite's `start(reset: true)`).
@@ -81,7 +86,11 @@ public final class Replication: @unchecked Sendable {
         self.logger = logger
         self.replicationID = Checkpointer.replicationID(source: source, target: target,
                                                         documentIDs: options.documentIDs, selector: options.selector,
-                                                        sinceSequence: options.sinceSequence)
+                                                        sinceSequence: options.sinceSequence,
+                                                        filter: options.filter.map { f -> JSON in
+                                                            ["filter": .string(f), "code": options.filterSource.map(JSON.string) ?? .null,
+                                                             "query_params": .object(JSONObject(options.queryParams.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }))]
+                                                        })
         self.box = StatusBox(onChange: onStatus)
         self.counters = ReplicationCounters(factory: options.metricsFactory)
     }
@@ -254,7 +263,8 @@ public final class Replication: @unchecked Sendable {
         let request = ChangesRequest(
             since: since, limit: options.batchSize,
             feed: wait && options.continuous ? .longpoll(timeout: options.longpollTimeout, heartbeat: options.heartbeat) : .normal,
-            documentIDs: options.documentIDs, selector: options.documentIDs == nil ? options.selector : nil)
+            documentIDs: options.documentIDs, selector: options.documentIDs == nil ? options.selector : nil,
+            filter: options.documentIDs == nil && options.selector == nil ? options.filter : nil, queryParams: options.queryParams)
         let source = self.source, target = self.target, box = self.box, stages = self.stages
         return Task {
             let batch = try await stages.time("changes") { try await source.changes(request) }

@@ -16,6 +16,10 @@ final class ReplicationManager: @unchecked Sendable {
         var createTarget = false
         var documentIDs: [String]?
         var selector: JSON?
+        /// `filter: "ddoc/name"` and its `query_params`; `filterSource` is the function's code when it was read.
+        var filter: String?
+        var queryParams: [String: String] = [:]
+        var filterSource: String?
         /// `since_seq`: where a replication without checkpoints starts.
         var sinceSequence: JSON?
         /// `allow_insecure_credentials`: credentials may go over plain HTTP to a non-loopback host.
@@ -28,6 +32,10 @@ final class ReplicationManager: @unchecked Sendable {
             if let documentIDs { o["doc_ids"] = .array(documentIDs.map(JSON.string)) }
             if let sinceSequence { o["since_seq"] = sinceSequence }
             if let selector { o["selector"] = selector }
+            if let filter {
+                o["filter"] = .string(filter)
+                o["query_params"] = .object(JSONObject(queryParams.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }))
+            }
             if allowInsecureCredentials { o["allow_insecure_credentials"] = true }
             return JSON.object(o).jsonString
         }
@@ -130,7 +138,16 @@ final class ReplicationManager: @unchecked Sendable {
         }
         if let since = body["since_seq"], !since.isNull { spec.sinceSequence = since }
         if let filter = body["filter"]?.stringValue, filter != "_doc_ids", filter != "_selector" {
-            throw CouchError.badRequest("Filter functions are not supported; use `doc_ids` or `selector`")
+            guard filter.split(separator: "/").count == 2 else {
+                throw CouchError.badRequest("`filter` must be of the form `designname/filtername`")
+            }
+            spec.filter = filter
+            switch body["query_params"] {
+            case nil, .null?: break
+            case .object(let params)?:
+                for (k, v) in params { spec.queryParams[k] = v.stringValue ?? v.jsonString }
+            default: throw CouchError.badRequest("`query_params` must be an object")
+            }
         }
         return spec
     }
@@ -168,7 +185,9 @@ final class ReplicationManager: @unchecked Sendable {
         }
         do {
             let (_, collection) = try keyspace.open(node)
-            return LocalEndpoint(collection: collection)
+            var local = LocalEndpoint(collection: collection)
+            local.filterEvaluator = Self.filterEvaluator
+            return local
         } catch let e as SetteeError where e.code == .notFound {
             throw CouchError(.notFound, "db_not_found", "could not open \(url)")
         }
@@ -182,7 +201,37 @@ final class ReplicationManager: @unchecked Sendable {
         o.documentIDs = spec.documentIDs
         o.selector = spec.selector
         o.sinceSequence = spec.sinceSequence
+        o.filter = spec.filter
+        o.queryParams = spec.queryParams
+        o.filterSource = spec.filterSource
         return o
+    }
+
+    /// Runs a local source's filter function for the replicator (`filter: "ddoc/name"`), `req.query` being the
+    /// replication's `query_params`.
+    static let filterEvaluator: LocalEndpoint.FilterEvaluator = { collection, filter, params, document in
+        var query = JSONObject()
+        for (k, v) in params.sorted(by: { $0.key < $1.key }) { query[k] = .string(v) }
+        let request: JSON = ["query": .object(query), "method": "GET", "headers": [:], "body": "undefined",
+                             "userCtx": ["db": .string(collection.database.name), "name": nil, "roles": ["_admin"]],
+                             "info": ["db_name": .string(collection.database.name)], "form": [:], "cookie": [:]]
+        return try JavaScriptFilter.resolve(filter, view: false, collection: collection, request: request).passes(document)
+    }
+
+    /// The source's filter function code, to tell a replication with an edited filter from the one before it.
+    static func filterSource(_ spec: Spec, _ source: any Endpoint) async -> String? {
+        guard let filter = spec.filter else { return nil }
+        let parts = filter.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        var ddoc: JSONObject?
+        if let local = source as? LocalEndpoint {
+            ddoc = try? local.collection.record(id: "_design/" + parts[0]).flatMap { r in
+                r.deleted ? nil : (try? JSON.parse(r.body))?.objectValue
+            }
+        } else if let remote = source as? RemoteEndpoint {
+            ddoc = try? await remote.document(id: "_design/" + parts[0])
+        }
+        return ddoc?["filters"]?[parts[1]]?.stringValue
     }
 
     static func suffix(_ spec: Spec) -> String {
@@ -208,9 +257,10 @@ final class ReplicationManager: @unchecked Sendable {
             job.cancel()
             return (200, ["ok": true, "_local_id": .string(id)])
         }
-        let spec = try Self.spec(body)
+        var spec = try Self.spec(body)
         let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
         try await checkSourceBeforeCreating(spec, source)
+        spec.filterSource = await Self.filterSource(spec, source)
         let target = try endpoint(spec.target, create: spec.createTarget,
                                   allowInsecureCredentials: spec.allowInsecureCredentials)
         let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
