@@ -202,7 +202,11 @@ struct CouchResponder: HTTPResponder {
                 return try await DesignFunctionRoutes.list(&call, target, designID: id, name: s[4], viewDesignID: viewDesign,
                                                            view: s[s.count - 1])
             }
-            if s.count >= 4 && ["_view", "_rewrite", "_search"].contains(s[3]) {
+            if s.count >= 4 && s[3] == "_rewrite" {
+                call.route = "rewrite"
+                return try await rewrite(&call, target, designID: id)
+            }
+            if s.count >= 4 && ["_view", "_search"].contains(s[3]) {
                 throw CouchError(.notFound, "not_found", "\(s[3]) is not supported on this node (views: /{db}/_design/{ddoc}/_view/{view})")
             }
             call.route = "attachment"

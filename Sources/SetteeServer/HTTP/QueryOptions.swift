@@ -31,6 +31,18 @@ struct QueryOptions: Sendable {
 
     func has(_ name: String) -> Bool { values[name] != nil }
 
+    /// Sets one option (a rewrite's query).
+    mutating func set(_ name: String, _ value: String) { values[name] = value }
+
+    /// The options as a query string, percent-encoded, in name order.
+    var encoded: String {
+        values.sorted { $0.key < $1.key }.map { k, v in
+            let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+            return (k.addingPercentEncoding(withAllowedCharacters: allowed) ?? k) + "="
+                + (v.addingPercentEncoding(withAllowedCharacters: allowed) ?? v)
+        }.joined(separator: "&")
+    }
+
     /// `true`/`false`; absent → default; anything else → 400.
     func bool(_ name: String, default def: Bool = false) throws -> Bool {
         guard let v = values[name] else { return def }
