@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SetteeCore
+import SetteeJS
 
 /// The node's settings as CouchDB presents them: sections of string keys and string values, read and changed at run
 /// time through `/_node/{node}/_config` and kept across restarts in `<data>/local.ini` (CouchDB's ini format).
@@ -90,6 +91,7 @@ final class NodeConfig: Sendable {
         let snapshot = NodeConfig.derive(startup: startup, startupSections: sections, layers: [persisted])
         state = Mutex(State(startup: startup, startupSections: sections, persisted: persisted, runtime: [:],
                             snapshot: snapshot))
+        JavaScriptEngine.shared.configure(snapshot.server.javascript)
     }
 
     /// The current settings (cheap: one lock, one reference).
@@ -128,6 +130,7 @@ final class NodeConfig: Sendable {
             s.persisted = persisted
             s.runtime = runtime
             s.snapshot = NodeConfig.derive(startup: s.startup, startupSections: s.startupSections, layers: [persisted, runtime])
+            JavaScriptEngine.shared.configure(s.snapshot.server.javascript)
             return old
         }
     }
@@ -139,6 +142,7 @@ final class NodeConfig: Sendable {
             s.persisted = persisted
             s.runtime = [:]
             s.snapshot = NodeConfig.derive(startup: s.startup, startupSections: s.startupSections, layers: [persisted])
+            JavaScriptEngine.shared.configure(s.snapshot.server.javascript)
         }
     }
 

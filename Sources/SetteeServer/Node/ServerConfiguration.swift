@@ -1,4 +1,5 @@
 import Foundation
+import SetteeJS
 
 /// How a Settee node serves HTTP.
 public struct ServerConfiguration: Sendable {
@@ -53,6 +54,9 @@ public struct ServerConfiguration: Sendable {
     public var allowInsecureCredentials = false
     /// The node's name in `/_membership` and `/_node/{name}` (CouchDB's Erlang node name, `-name` in vm.args).
     public var nodeName = "settee@127.0.0.1"
+    /// The JavaScript query servers design functions run in: their time limit (`[couchdb] os_process_timeout`),
+    /// `[query_server_config] reduce_limit` and `os_process_limit`.
+    public var javascript = JavaScriptEngine.Configuration()
     /// Create `_users` and `_replicator` when the node starts without them, as CouchDB's single-node setup does.
     public var createSystemDatabases = true
     /// A `+` in the request path means a space (CouchDB's `[chttpd] decode_plus_to_space`, on by default); `%2B`

@@ -14,6 +14,7 @@ import SetteeCore
 /// | `cors` | `origins`, `credentials`, `methods`, `headers`, `max_age` |
 /// | `uuids` | `algorithm` (`random`, `sequential`, `utc_random`, `utc_id`), `utc_id_suffix`, `max_count` |
 /// | `attachments` | `compressible_types`, `compression_level` |
+/// | `couchdb` / `query_server_config` | `os_process_timeout` (ms); `reduce_limit`, `os_process_limit` (JavaScript) |
 /// | `settee` | `query_timeout`, `idle_timeout` (start-up only), `max_json_depth`, `full_sync` (start-up only) |
 enum ServerSettings {
     static func sections(of c: ServerConfiguration) -> [String: [String: String]] {
@@ -25,6 +26,12 @@ enum ServerSettings {
             "max_bulk_get_count": String(c.maxBulkDocs),
             "single_node": "true",
             "default_security": "admin_only",
+            "os_process_timeout": String(c.javascript.timeout.components.seconds * 1000
+                                         + c.javascript.timeout.components.attoseconds / 1_000_000_000_000_000),
+        ]
+        s["query_server_config"] = [
+            "reduce_limit": String(c.javascript.reduceLimit),
+            "os_process_limit": String(c.javascript.maxProcesses),
         ]
         s["chttpd"] = [
             "port": String(c.port),
@@ -155,6 +162,9 @@ enum ServerSettings {
         if let v = auth("iterations").flatMap(Int.init), (1...10_000_000).contains(v) { c.security.pbkdf2Iterations = v }
         if let v = auth("allow_persistent_cookies").flatMap(Bool.init) { c.security.allowPersistentCookies = v }
         if let v = auth("authentication_db"), !v.isEmpty { c.security.authenticationDB = v }
+        if let v = int("couchdb", "os_process_timeout"), v > 0 { c.javascript.timeout = .milliseconds(v) }
+        if let v = value("query_server_config", "reduce_limit") { c.javascript.reduceLimit = v.lowercased() != "false" }
+        if let v = int("query_server_config", "os_process_limit"), v > 0 { c.javascript.maxProcesses = min(v, 64) }
         if let v = auth("password_regexp") { c.security.passwordRequirements = ErlangTermList.passwordRequirements(v) }
         if let v = auth("proxy_use_secret").flatMap(Bool.init) { c.security.proxy.useSecret = v }
         if let v = auth("secret"), !v.isEmpty { c.security.proxy.secret = v }
