@@ -71,6 +71,12 @@ public struct DesignView: Sendable {
                               library: library(body))
     }
 
+    /// Whether a design document's views are JavaScript functions (the first view's `map` is a string).
+    public static func isJavaScript(_ body: JSONObject) -> Bool {
+        guard case .object(let views)? = body["views"] else { return true }
+        return !views.contains { $0.key != "lib" && $0.value["map"]?.objectValue != nil }
+    }
+
     /// `views.lib`, the modules JavaScript map functions may `require`.
     static func library(_ body: JSONObject) -> JSON? {
         guard case .object(let views)? = body["views"], let lib = views["lib"], case .object = lib else { return nil }
@@ -149,7 +155,7 @@ public struct DesignView: Sendable {
         case .string(let r)? where r.hasPrefix("_"):
             let trimmed = r.trimmingCharacters(in: .whitespacesAndNewlines)
             guard let builtIn = BuiltInReduce(rawValue: trimmed) else {
-                throw invalid("Builtin reduce function invalid: \(r) (expected _count, _sum, _stats or _approx_count_distinct)")
+                throw invalid("Builtin reduce function invalid: \(r) (expected _count, _sum, _stats, _approx_count_distinct, _top_N, _bottom_N, _first or _last)")
             }
             if text != nil { throw invalid("a full-text view can't have a reduce") }
             reduce = builtIn

@@ -52,13 +52,54 @@ public final class Emitter {
 
 /// The built-in reduce functions CouchDB offers (and Settee stores partial results of, so a reduce over a whole view
 /// reads a few hundred stored values, not every row).
-public enum BuiltInReduce: String, Sendable, CaseIterable {
+public enum BuiltInReduce: Sendable, Hashable {
     /// The number of rows.
-    case count = "_count"
+    case count
     /// The sum of numeric values (arrays of numbers and objects of numbers are summed member-wise).
-    case sum = "_sum"
+    case sum
     /// `{"sum", "count", "min", "max", "sumsqr"}` of numeric values.
-    case stats = "_stats"
+    case stats
+    /// An estimate of the number of distinct keys (HyperLogLog, 2¹¹ registers, as CouchDB's).
+    case approxCountDistinct
+    /// The `n` (1…100) greatest values, greatest first, in view collation (`_top_N`).
+    case top(Int)
+    /// The `n` (1…100) least values, least first (`_bottom_N`).
+    case bottom(Int)
+    /// The value of the first row in key order (`_first`), of the last (`_last`).
+    case first
+    case last
+
+    /// CouchDB's name of it: `_count`, `_sum`, `_stats`, `_approx_count_distinct`, `_top_N`, `_bottom_N`, `_first`, `_last`.
+    public var rawValue: String {
+        switch self {
+        case .count: return "_count"
+        case .sum: return "_sum"
+        case .stats: return "_stats"
+        case .approxCountDistinct: return "_approx_count_distinct"
+        case .top(let n): return "_top_\(n)"
+        case .bottom(let n): return "_bottom_\(n)"
+        case .first: return "_first"
+        case .last: return "_last"
+        }
+    }
+
+    public init?(rawValue: String) {
+        switch rawValue {
+        case "_count": self = .count
+        case "_sum": self = .sum
+        case "_stats": self = .stats
+        case "_approx_count_distinct": self = .approxCountDistinct
+        case "_first": self = .first
+        case "_last": self = .last
+        default:
+            for (prefix, make) in [("_top_", BuiltInReduce.top), ("_bottom_", BuiltInReduce.bottom)] where rawValue.hasPrefix(prefix) {
+                guard let n = Int(rawValue.dropFirst(prefix.count)), (1...100).contains(n) else { return nil }
+                self = make(n)
+                return
+            }
+            return nil
+        }
+    }
 }
 
 /// A view's reduce: a built-in, a closure, or a JavaScript function of a design document.
@@ -69,6 +110,13 @@ public enum Reducer: Sendable {
     /// them, `[key, document id]` pairs (``usesDocumentIDs``).
     case javascript(String)
 
+    /// The answer for a group from its (re)reduced value: `_approx_count_distinct` keeps a HyperLogLog sketch
+    /// until then, and answers its estimate.
+    public func finalize(_ value: JSON) -> JSON {
+        if case .builtIn(.approxCountDistinct) = self { return BuiltInReducers.estimate(value) }
+        return value
+    }
+
     /// Whether the keys it is given are `[key, document id]` pairs rather than keys.
     var usesDocumentIDs: Bool {
         if case .javascript = self { return true }
@@ -78,7 +126,7 @@ public enum Reducer: Sendable {
     /// Reduces rows (`rereduce` false) or previous results (`rereduce` true).
     public func reduce(keys: [JSON], values: [JSON], rereduce: Bool) throws -> JSON {
         switch self {
-        case .builtIn(let b): return try BuiltInReducers.reduce(b, values: values, rereduce: rereduce)
+        case .builtIn(let b): return try BuiltInReducers.reduce(b, keys: keys, values: values, rereduce: rereduce)
         case .custom(let block): return try block(keys, values, rereduce)
         case .javascript(let source):
             if rereduce { return try JavaScriptEngine.shared.rereduce(functions: [source], values: values)[0] }

@@ -272,7 +272,7 @@ extension ViewManager {
             try flushRaw()
             guard !partials.isEmpty else { return }
             let value = partials.count == 1 ? partials[0] : try reduce.reduce(keys: [], values: partials, rereduce: true)
-            out.append((grouping == .none ? .null : currentKey, value))
+            out.append((grouping == .none ? .null : currentKey, reduce.finalize(value)))
             partials.removeAll(keepingCapacity: true)
         }
         func enter(_ group: [UInt8], _ keyJSON: String) throws {

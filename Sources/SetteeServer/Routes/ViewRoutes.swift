@@ -251,7 +251,7 @@ enum ViewRoutes {
                 seq = max(seq, info.lastSequence)
             }
             return Reply.json(.ok, ["name": .string(String(designID.dropFirst("_design/".count))),
-                                    "view_index": ["language": "sqlpp", "views": .int(Int64(views.count)),
+                                    "view_index": ["language": .string(DesignView.isJavaScript(body) ? "javascript" : "sqlpp"), "views": .int(Int64(views.count)),
                                                    "rows": .int(Int64(rows)), "update_seq": .int(Int64(seq)),
                                                    "updater_running": false]])
         }
