@@ -588,11 +588,12 @@ int runEngine() {
         JS_SetGlobalJitCompilerOption(cx, JSJITCOMPILER_BASELINE_ENABLE, 0);
         JS_SetGlobalJitCompilerOption(cx, JSJITCOMPILER_ION_ENABLE, 0);
     }
+    // Promise jobs (async functions in design functions) run on an internal queue, drained after each call.
+    if (!js::UseInternalJobQueues(cx)) return 1;
     if (!JS::InitSelfHostedCode(cx)) {
         fprintf(stderr, "settee-js: cannot initialise SpiderMonkey's self-hosted code\n");
         return 1;
     }
-    if (!js::UseInternalJobQueues(cx)) return 1;
     JS::SetWarningReporter(cx, ignoreWarning);
     JS_SetSecurityCallbacks(cx, &kSecurityCallbacks);
     JS_AddInterruptCallback(cx, interruptCallback);
