@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Settee", targets: ["Settee"]),
         .executable(name: "settee", targets: ["settee"]),
         .executable(name: "settee-bench", targets: ["settee-bench"]),
+        .executable(name: "settee-js", targets: ["settee-js"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -45,6 +46,13 @@ let package = Package(
         .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite", "CZlib"]),
         // CouchDB's JavaScript design functions, run in a pool of `settee-js` query-server processes.
         .target(name: "SetteeJS", dependencies: ["SetteeCore"]),
+        // The JavaScript query server: SpiderMonkey 102 (libmozjs-102-dev) speaking CouchDB's query-server protocol.
+        .executableTarget(
+            name: "settee-js",
+            path: "Sources/settee-js",
+            cxxSettings: [.unsafeFlags(["-isystem", "/usr/include/mozjs-102", "-std=c++17", "-UDEBUG"])],
+            linkerSettings: [.linkedLibrary("mozjs-102")]
+        ),
         // Pure: SQL++ lexer/parser → AST, the QueryBuilder expression API, the expression evaluator over JSON.
         .target(name: "SetteeSQLPP", dependencies: ["SetteeCore"]),
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.

@@ -207,8 +207,22 @@ final class ViewManager: @unchecked Sendable {
         while true {
             let target = database.lastSequence
             if lock.withLock({ (upToDate[view.id] ?? 0) >= target && upToDate[view.id] != nil }) { return }
-            let done = try database.write { db in
-                try self.catchUpBatch(view, definition: definition, collection: collection, db: db)
+            // A JavaScript map function's failure reaches the caller as itself (CouchDB's error for the query),
+            // not as the storage error the write transaction would make of it.
+            var javascriptError: JavaScriptError?
+            let done: Bool
+            do {
+                done = try database.write { db in
+                    do {
+                        return try self.catchUpBatch(view, definition: definition, collection: collection, db: db)
+                    } catch let error as JavaScriptError {
+                        javascriptError = error
+                        throw error
+                    }
+                }
+            } catch {
+                if let javascriptError { throw javascriptError }
+                throw error
             }
             if done {
                 lock.withLock {
