@@ -1,12 +1,13 @@
 // The JavaScript half of settee-js, kept here as C++ raw string literals so the executable builds with one compiler
 // command and no generator.
 //
-// kRuntimeSource runs in the host realm. It is a function expression; main.cpp calls it with the natives and the
-// sandbox prelude and gets back {dispatch(line), aborted()}. dispatch handles one command line of CouchDB's
+// kRuntimeSource runs in the host realm. It is a function expression; main.cpp calls it with the natives and gets
+// back {dispatch(line), aborted()}. dispatch handles one command line of CouchDB's
 // query-server protocol and writes the answer (and any log lines) with natives.print; it returns a non-zero exit
 // status when the process must end (CouchDB's "fatal" errors).
 //
-// kSandboxPrelude is evaluated in every sandbox realm. It is a function expression too; the runtime calls it with the
+// kSandboxPrelude is compiled once (to a stencil) and instantiated in every sandbox realm. It is a function expression
+// too; the runtime calls it with the
 // sandbox's host hooks and the JSON of the sandbox's require root (the design document, or {views: {lib}} for a view
 // map function). It defines CouchDB's helpers as globals of the sandbox (emit, log, sum, toJSON, isArray, provides,
 // registerType, start, send, getRow, require) and returns a small kit the runtime uses to bring data into the
@@ -17,7 +18,7 @@
 #pragma once
 
 static const char kRuntimeSource[] = R"JS(
-(function (natives, preludeSource) {
+(function (natives) {
 "use strict";
 
 var print = natives.print;
@@ -28,6 +29,7 @@ var setTimeoutMs = natives.setTimeout;
 var newSandbox = natives.newSandbox;
 var evaluate = natives.evaluate;
 var syntaxError = natives.syntaxError;
+var instantiatePrelude = natives.prelude;
 
 var parse = JSON.parse;
 var stringify = JSON.stringify;
@@ -356,7 +358,11 @@ function renderError(e, errType) {
   var res = resourceError(e);
   if (res) throw res;
   var stack = "";
-  try { stack = e !== null && e !== undefined ? String(e.stack) : ""; } catch (x) {}
+  try {
+    // The design function's frames only, not the runtime's.
+    stack = e !== null && e !== undefined && e.stack !== undefined ? String(e.stack) : "undefined";
+    stack = stack.split("\n").filter(function (l) { return l.indexOf("@settee:") < 0; }).join("\n");
+  } catch (x) {}
   var message = "function raised error: " + errstr(e) + " \nstacktrace: " + stack;
   log(message);
   throw ["error", errType || "render_error", message];
@@ -539,7 +545,7 @@ function createBox(rootJSON) {
       return evaluate(sb, "(function (module, exports, require) { " + source + "\n })", "module " + id);
     }
   };
-  var install = evaluate(sb, preludeSource, "settee:prelude");
+  var install = instantiatePrelude(sb);
   var kit = install(host, rootJSON);
   box.kit = {parse: kit.parse, splitKVs: kit.splitKVs};
   box.ddoc = kit.root;

@@ -45,6 +45,8 @@
 #include <js/RealmOptions.h>
 #include <js/String.h>
 #include <js/Object.h>
+#include <js/experimental/JSStencil.h>
+#include <mozilla/RefPtr.h>
 
 #include <atomic>
 #include <chrono>
@@ -281,10 +283,20 @@ struct Watchdog {
 
 Watchdog g_watchdog;
 
+// After each collection during a command: when the live heap is still close to the cap, stop the command now (as an
+// out-of-memory error) instead of letting SpiderMonkey collect again and again until the cap is hit.
+uint32_t g_heapAbortBytes = 0;
+
+void gcCallback(JSContext* cx, JSGCStatus status, JS::GCReason, void*) {
+    if (status != JSGC_END || g_heapAbortBytes == 0) return;
+    int64_t s = g_watchdog.start.load();
+    if (s == 0 || g_watchdog.firedFor.load() == s) return;
+    if (JS_GetGCParameter(cx, JSGC_BYTES) > g_heapAbortBytes) g_watchdog.fire(s, kMemory);
+}
+
 bool interruptCallback(JSContext*) {
     int64_t s = g_watchdog.start.load();
-    if (g_watchdog.reason.load() != kNone && s != 0 && g_watchdog.firedFor.load() == s) return false;
-    return true;
+    return !(g_watchdog.reason.load() != kNone && s != 0 && g_watchdog.firedFor.load() == s);
 }
 
 // MARK: Engine state
@@ -430,12 +442,30 @@ bool nativeGC(JSContext* cx, unsigned argc, JS::Value* vp) {
     return true;
 }
 
+bool interruptedNow() {
+    int64_t s = g_watchdog.start.load();
+    return g_watchdog.reason.load() != kNone && s != 0 && g_watchdog.firedFor.load() == s;
+}
+
+// Runs the queued promise jobs. SpiderMonkey's queue carries on past a job stopped by the interrupt callback, so the
+// interrupt is passed on here: the command then ends as timed out.
 bool nativeRunJobs(JSContext* cx, unsigned argc, JS::Value* vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
     js::RunJobs(cx);
+    if (interruptedNow()) return false;
     args.rval().setUndefined();
     return true;
 }
+
+// An exception escaping a promise job is dropped (SpiderMonkey needs an environment to report it in).
+struct DropExceptions : js::ScriptEnvironmentPreparer {
+    void invoke(JS::HandleObject global, Closure& closure) override {
+        JSContext* cx = g_cx;
+        JSAutoRealm ar(cx, global);
+        if (!closure(cx)) JS_ClearPendingException(cx);
+    }
+};
+DropExceptions g_preparer;
 
 bool nativeSetTimeout(JSContext* cx, unsigned argc, JS::Value* vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
@@ -525,6 +555,28 @@ bool nativeSyntaxError(JSContext* cx, unsigned argc, JS::Value* vp) {
     return true;
 }
 
+// The sandbox prelude, compiled once; each sandbox instantiates it (no parsing per sandbox).
+RefPtr<JS::Stencil> g_prelude;
+
+// prelude(sandbox): runs the prelude in the sandbox's realm; the installer function it evaluates to.
+bool nativePrelude(JSContext* cx, unsigned argc, JS::Value* vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    if (!args.get(0).isObject() || !JS_IsGlobalObject(&args[0].toObject())) {
+        JS_ReportErrorASCII(cx, "a sandbox is expected");
+        return false;
+    }
+    JS::RootedObject global(cx, &args[0].toObject());
+    JS::RootedValue result(cx);
+    {
+        JSAutoRealm ar(cx, global);
+        JS::InstantiateOptions options;
+        JS::RootedScript script(cx, JS::InstantiateGlobalStencil(cx, options, g_prelude.get()));
+        if (!script || !JS_ExecuteScript(cx, script, &result)) return false;
+    }
+    args.rval().set(result);
+    return true;
+}
+
 const JSFunctionSpec kNatives[] = {
     JS_FN("print", nativePrint, 1, 0),
     JS_FN("readline", nativeReadline, 0, 0),
@@ -534,6 +586,7 @@ const JSFunctionSpec kNatives[] = {
     JS_FN("newSandbox", nativeNewSandbox, 0, 0),
     JS_FN("evaluate", nativeEvaluate, 3, 0),
     JS_FN("syntaxError", nativeSyntaxError, 3, 0),
+    JS_FN("prelude", nativePrelude, 1, 0),
     JS_FS_END,
 };
 
@@ -558,8 +611,9 @@ void reportFailure(JSContext* cx, int64_t stamp) {
     } else if (fired && reason == kTimeout) {
         writeError("timeout", "the function ran longer than " + std::to_string(g_watchdog.timeoutMs.load()) + " ms");
     } else if (fired && reason == kMemory) {
-        writeError("out_of_memory", "the query server grew past " + std::to_string(g_watchdog.maxRssMB) +
-                                        " MB of resident memory");
+        writeError("out_of_memory", "the function used more memory than allowed (JavaScript heap " +
+                                        std::to_string(g_options.maxHeapMB) + " MB, resident " +
+                                        std::to_string(g_watchdog.maxRssMB) + " MB)");
     } else {
         writeError("out_of_memory", "the function was stopped (out of memory or an uncatchable error)");
     }
@@ -595,8 +649,13 @@ int runEngine() {
         return 1;
     }
     JS::SetWarningReporter(cx, ignoreWarning);
+    js::SetScriptEnvironmentPreparer(cx, &g_preparer);
     JS_SetSecurityCallbacks(cx, &kSecurityCallbacks);
     JS_AddInterruptCallback(cx, interruptCallback);
+    if (maxBytes != 0xffffffffu) {
+        g_heapAbortBytes = uint32_t(uint64_t(maxBytes) * 85 / 100);
+        JS_SetGCCallback(cx, gcCallback, nullptr);
+    }
 
     int status = 0;
     {
@@ -612,7 +671,7 @@ int runEngine() {
         JS::RootedObject natives(cx, JS_NewPlainObject(cx));
         if (!natives || !JS_DefineFunctions(cx, natives, kNatives)) return 1;
 
-        // The runtime is a function expression: (function (natives, prelude) { …; return {dispatch, aborted}; })
+        // The runtime is a function expression: (function (natives) { …; return {dispatch, aborted}; })
         JS::RootedValue runtimeFactory(cx);
         {
             JS::CompileOptions opts(cx);
@@ -625,11 +684,20 @@ int runEngine() {
                 return 1;
             }
         }
-        JS::RootedString prelude(cx, JS_NewStringCopyUTF8N(cx, JS::UTF8Chars(kSandboxPrelude, strlen(kSandboxPrelude))));
-        if (!prelude) return 1;
-        JS::RootedValueArray<2> factoryArgs(cx);
+        {
+            JS::CompileOptions opts(cx);
+            opts.setFileAndLine("settee:prelude.js", 1);
+            JS::SourceText<mozilla::Utf8Unit> text;
+            if (!text.init(cx, kSandboxPrelude, strlen(kSandboxPrelude), JS::SourceOwnership::Borrowed)) return 1;
+            g_prelude = JS::CompileGlobalScriptToStencil(cx, opts, text);
+            if (!g_prelude) {
+                JS::RootedValue exc(cx);
+                if (JS_GetPendingException(cx, &exc)) fprintf(stderr, "settee-js: prelude: %s\n", toStdString(cx, exc).c_str());
+                return 1;
+            }
+        }
+        JS::RootedValueArray<1> factoryArgs(cx);
         factoryArgs[0].setObject(*natives);
-        factoryArgs[1].setString(prelude);
         JS::RootedValue runtime(cx);
         if (!JS_CallFunctionValue(cx, nullptr, runtimeFactory, factoryArgs, &runtime) || !runtime.isObject()) {
             JS::RootedValue exc(cx);
@@ -688,6 +756,7 @@ int runEngine() {
         flushOutput();
         g_watchdog.shutdown();
         g_hostGlobal = nullptr;
+        g_prelude = nullptr;
     }
     JS_DestroyContext(cx);
     return status;
