@@ -524,9 +524,10 @@ function createBox(rootJSON) {
     },
     log: function (message) { log(message); },
     provides: function (type, fun) {
+      var key = String(type);
       if (render === null) return;
       render.providesUsed = true;
-      render.mimeFuns.push([String(type), fun]);
+      render.mimeFuns.push([key, fun]);
     },
     registerType: function (args) {
       if (box.mimes === null) box.mimes = newMimeRegistry();

@@ -45,6 +45,7 @@
 #include <js/RealmOptions.h>
 #include <js/String.h>
 #include <js/Object.h>
+#include <js/ArrayBuffer.h>
 #include <js/experimental/JSStencil.h>
 #include <mozilla/RefPtr.h>
 
@@ -799,6 +800,9 @@ int main(int argc, char** argv) {
     if (g_options.maxRssMB < 0) g_options.maxRssMB = g_options.maxHeapMB > 0 ? g_options.maxHeapMB * 2 + 64 : 0;
     signal(SIGPIPE, SIG_IGN);
 
+    // ArrayBuffers stay under 2 GB: one allocation cannot grow the process by more than that between two checks of
+    // the resident size. (RLIMIT_DATA is no use as a backstop: SpiderMonkey's JIT crashes when mprotect fails.)
+    JS::SetLargeArrayBuffersEnabled(false);
     if (!JS_Init()) {
         fprintf(stderr, "settee-js: JS_Init failed\n");
         return 1;
