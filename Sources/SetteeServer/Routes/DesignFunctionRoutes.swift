@@ -222,7 +222,6 @@ enum DesignFunctionRoutes {
         default:
             bytes = value.serializedBytes
         }
-        headers[.contentType] = contentType ?? defaultType
-        return Reply.raw(code, bytes, headers: headers)
+        return Reply.raw(code, bytes, contentType: contentType ?? defaultType, headers: headers)
     }
 }
