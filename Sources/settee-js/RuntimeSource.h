@@ -396,6 +396,8 @@ function runShow(fun, ddoc, args, box) {
       throw ["error", "render_error", "undefined response from show function"];
     }
   } catch (e) {
+    var res = resourceError(e);
+    if (res) throw res;
     var req = args[1];
     var path = req !== null && typeof req === "object" ? req.path : undefined;
     if (args[0] === null && path && path.length > 5) {

@@ -594,11 +594,9 @@ const JSFunctionSpec kNatives[] = {
 // MARK: Running
 
 // Reports the failure of a runtime call that escaped the runtime's own error handling: an interrupt (time or memory
-// limit), running out of memory, or an exception the runtime could not turn into an answer.
-void reportFailure(JSContext* cx, int64_t stamp) {
-    int reason = g_watchdog.reason.load();
-    bool fired = reason != kNone && g_watchdog.firedFor.load() != 0;
-    (void)stamp;
+// limit), running out of memory, or an exception the runtime could not turn into an answer. `interrupt`: the reason
+// of an interrupt requested for the stretch of work that failed (kNone if there was none).
+void reportFailure(JSContext* cx, int interrupt) {
     if (JS_IsExceptionPending(cx)) {
         bool oom = JS_IsThrowingOutOfMemory(cx);
         JS::RootedValue exc(cx);
@@ -609,9 +607,9 @@ void reportFailure(JSContext* cx, int64_t stamp) {
         } else {
             writeError("internal_error", toStdString(cx, exc));
         }
-    } else if (fired && reason == kTimeout) {
+    } else if (interrupt == kTimeout) {
         writeError("timeout", "the function ran longer than " + std::to_string(g_watchdog.timeoutMs.load()) + " ms");
-    } else if (fired && reason == kMemory) {
+    } else if (interrupt == kMemory) {
         writeError("out_of_memory", "the function used more memory than allowed (JavaScript heap " +
                                         std::to_string(g_options.maxHeapMB) + " MB, resident " +
                                         std::to_string(g_watchdog.maxRssMB) + " MB)");
@@ -717,7 +715,7 @@ int runEngine() {
         std::string line;
         while (g_in.next(line)) {
             if (line.empty()) continue;
-            int64_t stamp = g_watchdog.begin();
+            g_watchdog.begin();
             JS::RootedString str(cx, newString(cx, line.data(), line.size()));
             JS::RootedValue result(cx);
             bool ok = false;
@@ -726,9 +724,10 @@ int runEngine() {
                 argv[0].setString(str);
                 ok = JS_CallFunctionValue(cx, nullptr, dispatch, argv, &result);
             }
+            int interrupt = !ok && interruptedNow() ? g_watchdog.reason.load() : int(kNone);
             g_watchdog.end();
             if (!ok) {
-                reportFailure(cx, stamp);
+                reportFailure(cx, interrupt);
                 reclaim(cx);
                 // Drop what the interrupted command may have left half-built (module caches, sandboxes).
                 g_watchdog.begin();
