@@ -26,6 +26,12 @@
 //
 // Build: c++ -std=c++17 -O2 main.cpp $(pkg-config --cflags --libs mozjs-102) -lpthread -o settee-js
 
+// SwiftPM's debug builds define DEBUG; the headers of a release SpiderMonkey refuse it (struct layouts differ between
+// debug and release builds), and nothing here uses it.
+#ifdef DEBUG
+#undef DEBUG
+#endif
+
 #include <jsapi.h>
 #include <jsfriendapi.h>
 #include <js/CompilationAndEvaluation.h>
