@@ -172,6 +172,8 @@ public final class JavaScriptEngine: Sendable {
                               path: ["validate_doc_update"], arguments: [newDocument, oldDocument, userContext, security])
         if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return }
         if let error = JavaScriptError.from(answer: answer) { throw error }
+        // A plain thrown string (or object) refuses the write too, as CouchDB's `unknown_error`.
+        if case .string(let message) = answer { throw .thrown(name: "unknown_error", reason: message) }
         throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
     }
 

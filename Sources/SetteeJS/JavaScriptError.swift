@@ -44,6 +44,8 @@ public enum JavaScriptError: Error, Sendable, Equatable, CustomStringConvertible
             let reason = items.count > 2 ? (items[2].stringValue ?? String(decoding: items[2].serializedBytes, as: UTF8.self)) : ""
             switch name {
             case "compilation_error": return .compilation(reason)
+            case "timeout": return .timeout
+            case "out_of_memory": return .crashed("out of memory: \(reason)")
             case "forbidden": return .forbidden(reason)
             case "unauthorized": return .unauthorized(reason)
             case "not_found": return .notFound(reason)

@@ -25,7 +25,9 @@ enum BuiltInReducers {
             if rereduce { for v in values { all += v.arrayValue ?? [v] } } else { all = values }
             let collator = try ViewCollator()
             let descending: Bool = { if case .top = kind { return true }; return false }()
-            let sorted = all.map { ($0, collator.encode($0)) }
+            // Distinct values (as CouchDB's: a value emitted twice counts once), in collation order.
+            var seen = Set<[UInt8]>()
+            let sorted = all.map { ($0, collator.encode($0)) }.filter { seen.insert($0.1).inserted }
                 .sorted { a, b in descending ? b.1.lexicographicallyPrecedes(a.1) : a.1.lexicographicallyPrecedes(b.1) }
             return .array(sorted.prefix(n).map(\.0))
         case .first:

@@ -37,6 +37,8 @@ public struct DesignView: Sendable {
     public let javascriptReduce: String?
     /// The design document's `views.lib` (CommonJS modules for `require` in map functions).
     public let library: JSON?
+    /// The view's `options.collation` is `"raw"`: keys sort in Erlang term order instead of CouchDB's collation.
+    public let rawCollation: Bool
     /// Whether design documents are mapped too (the design document's `"options": {"include_design": true}`).
     public let includeDesign: Bool
     /// The definition's canonical JSON: the registered version.
@@ -116,6 +118,7 @@ public struct DesignView: Sendable {
         designDocumentID = id
         self.name = name
         guard case .object(let view) = definition else { throw invalid("a view must be an object with a `map`") }
+        rawCollation = view["options"]?["collation"]?.stringValue == "raw"
         switch view["map"] {
         case .string(let source)?:
             javascriptMap = source
@@ -205,7 +208,8 @@ public struct DesignView: Sendable {
     /// Registers this view's functions on `collection` and returns it, ready to query.
     public func register(on collection: Collection) -> View {
         let view = collection.view(named: viewName)
-        let definition = ViewDefinition(map: map, reduce: reducer, version: version, includeDesign: includeDesign)
+        var definition = ViewDefinition(map: map, reduce: reducer, version: version, includeDesign: includeDesign)
+        definition.rawCollation = rawCollation
         ViewManager.register(definition, view: viewName, collection: collection)
         return view
     }

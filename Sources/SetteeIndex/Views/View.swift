@@ -117,6 +117,14 @@ public enum Reducer: Sendable {
         return value
     }
 
+    /// `{"reduce_overflow_error": reason}` for a reduce refused by `reduce_limit`, else nil.
+    static func overflow(_ error: JavaScriptError) -> JSON? {
+        if case .thrown(let name, let reason) = error, name == "reduce_overflow_error" {
+            return ["reduce_overflow_error": .string(reason)]
+        }
+        return nil
+    }
+
     /// Whether the keys it is given are `[key, document id]` pairs rather than keys.
     var usesDocumentIDs: Bool {
         if case .javascript = self { return true }
@@ -129,7 +137,15 @@ public enum Reducer: Sendable {
         case .builtIn(let b): return try BuiltInReducers.reduce(b, keys: keys, values: values, rereduce: rereduce)
         case .custom(let block): return try block(keys, values, rereduce)
         case .javascript(let source):
-            if rereduce { return try JavaScriptEngine.shared.rereduce(functions: [source], values: values)[0] }
+            if rereduce {
+                if let overflow = values.first(where: { $0["reduce_overflow_error"] != nil }) { return overflow }
+                do {
+                    return try JavaScriptEngine.shared.rereduce(functions: [source], values: values)[0]
+                } catch {
+                    if let overflow = Self.overflow(error) { return overflow }
+                    throw error
+                }
+            }
             var rows: [(key: JSON, id: String, value: JSON)] = []
             rows.reserveCapacity(values.count)
             for (key, value) in zip(keys, values) {
@@ -139,7 +155,13 @@ public enum Reducer: Sendable {
                     rows.append((key, "", value))
                 }
             }
-            return try JavaScriptEngine.shared.reduce(functions: [source], rows: rows)[0]
+            do {
+                return try JavaScriptEngine.shared.reduce(functions: [source], rows: rows)[0]
+            } catch {
+                // As CouchDB: the reduction becomes `{"reduce_overflow_error": reason}`, shown as the row's error.
+                if let overflow = Self.overflow(error) { return overflow }
+                throw error
+            }
         }
     }
 }

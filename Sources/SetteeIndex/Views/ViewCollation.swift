@@ -21,6 +21,13 @@ public final class ViewCollator {
 
     static let null: UInt8 = 0x01, falseTag: UInt8 = 0x02, trueTag: UInt8 = 0x03, number: UInt8 = 0x04
     static let string: UInt8 = 0x05, array: UInt8 = 0x06, object: UInt8 = 0x07
+    /// `options.collation: "raw"` (Erlang's term order): numbers, then `false`, `null`, `true`, objects, arrays,
+    /// and strings by their bytes. Its tags are other bytes, so one encoded key never passes for the other kind.
+    static let rawNumber: UInt8 = 0x11, rawFalse: UInt8 = 0x12, rawNull: UInt8 = 0x13, rawTrue: UInt8 = 0x14
+    static let rawObject: UInt8 = 0x15, rawArray: UInt8 = 0x16, rawString: UInt8 = 0x17
+
+    /// Whether keys encode in raw order rather than CouchDB's default (ICU) collation.
+    public var raw = false
 
     /// Opens an ICU root collator. One instance is used by one thread at a time.
     public init() throws(SetteeError) {
@@ -58,6 +65,7 @@ public final class ViewCollator {
 
     /// Appends the encoding of `value`.
     public func append(_ value: JSON, to out: inout [UInt8]) {
+        if raw { appendRaw(value, to: &out); return }
         switch value {
         case .null: out.append(Self.null)
         case .bool(let b): out.append(b ? Self.trueTag : Self.falseTag)
@@ -79,6 +87,42 @@ public final class ViewCollator {
             }
             out.append(0)
         }
+    }
+
+    private func appendRaw(_ value: JSON, to out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(Self.rawNull)
+        case .bool(let b): out.append(b ? Self.rawTrue : Self.rawFalse)
+        case .int(let i):
+            out.append(Self.rawNumber)
+            Self.appendNumber(Double(i), to: &out)
+        case .double(let d):
+            out.append(Self.rawNumber)
+            Self.appendNumber(d, to: &out)
+        case .string(let s):
+            out.append(Self.rawString)
+            Self.appendRawBytes(s, to: &out)
+        case .array(let items):
+            out.append(Self.rawArray)
+            for item in items { appendRaw(item, to: &out) }
+            out.append(0)
+        case .object(let members):
+            out.append(Self.rawObject)
+            for (k, v) in members {
+                out.append(Self.rawString)
+                Self.appendRawBytes(k, to: &out)
+                appendRaw(v, to: &out)
+            }
+            out.append(0)
+        }
+    }
+
+    /// A string's UTF-8 bytes in byte order, ended by 0 (0 and 1 escaped as 1 1 and 1 2, so nothing else is 0).
+    static func appendRawBytes(_ s: String, to out: inout [UInt8]) {
+        for b in s.utf8 {
+            if b <= 1 { out.append(1); out.append(b + 1) } else { out.append(b) }
+        }
+        out.append(0)
     }
 
     private func appendSortKey(_ s: String, to out: inout [UInt8]) {
@@ -112,7 +156,7 @@ public final class ViewCollator {
     /// The encoding of the first `n` elements of an encoded array key (the key itself when it isn't an array):
     /// `group_level` grouping, computed on the encoding without decoding it.
     public static func prefix(of encoded: [UInt8], elements n: Int) -> [UInt8] {
-        guard encoded.first == array else { return encoded }
+        guard encoded.first == array || encoded.first == rawArray else { return encoded }
         var i = 1
         for _ in 0..<n {
             guard i < encoded.count, encoded[i] != 0 else { return encoded }
@@ -128,15 +172,16 @@ public final class ViewCollator {
         guard i < e.count else { return i }
         switch e[i] {
         case number: return i + 9
-        case string:
+        case rawNumber: return i + 10
+        case string, rawString:
             i += 1
             while i < e.count && e[i] != 0 { i += 1 }
             return i + 1
-        case array:
+        case array, rawArray:
             i += 1
             while i < e.count && e[i] != 0 { i = skip(e, at: i) }
             return i + 1
-        case object:
+        case object, rawObject:
             i += 1
             while i < e.count && e[i] != 0 {
                 i = skip(e, at: i)  // the member's key

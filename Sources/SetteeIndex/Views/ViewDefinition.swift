@@ -10,6 +10,8 @@ struct ViewDefinition: @unchecked Sendable {
     /// Whether design documents (`_design/…`) are mapped too. They are not by default, as in CouchDB and
     /// Couchbase Lite; a design view opts in with `"options": {"include_design": true}`.
     var includeDesign = false
+    /// Keys collate in raw (Erlang term) order: the view's `options.collation` is `"raw"`.
+    var rawCollation = false
 
     /// What the stored partial reductions were computed with: they are recomputed when it changes.
     var reduceIdentity: String {

@@ -33,6 +33,7 @@ extension ViewManager {
     private func query(_ q: ViewQuery, collator: ViewCollator) throws -> ViewQueryResult {
         let collection = q.view.collection
         let (view, definition) = try prepare(view: q.view.name, collection: collection)
+        collator.raw = definition.rawCollation
         if q.indexUpdateMode == .before { try update(view, definition: definition, collection: collection) }
         defer {
             if q.indexUpdateMode == .after {

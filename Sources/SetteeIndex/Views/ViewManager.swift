@@ -46,6 +46,7 @@ final class ViewManager: @unchecked Sendable {
     /// Runs `body` with a collator from a small pool (opening an ICU collator costs more than a short query).
     func withCollator<T>(_ body: (ViewCollator) throws -> T) throws -> T {
         let collator = try lock.withLock({ collators.popLast() }) ?? ViewCollator()
+        collator.raw = false
         defer { lock.withLock { if collators.count < 8 { collators.append(collator) } } }
         return try body(collator)
     }
@@ -449,6 +450,7 @@ final class ViewManager: @unchecked Sendable {
         let work: @Sendable (Int) -> Void = { w in
             do {
                 let collator = try ViewCollator()
+                collator.raw = definition.rawCollation
                 let emitter = Emitter()
                 var out: [MapOutput] = []
                 out.reserveCapacity(slices[w].count)

@@ -75,12 +75,9 @@ struct QueryOptions: Sendable {
     /// A JSON string option, also accepting a bare unquoted string.
     func jsonString(_ name: String) throws -> String? {
         guard let v = values[name] else { return nil }
-        if let parsed = try? JSON.parse(v) {
-            guard case .string(let s) = parsed else {
-                throw CouchError.badRequest("Invalid value for \(name): expected a JSON string")
-            }
-            return s
-        }
+        // CouchDB takes document ids here as they are (`startkey_docid=0` is the id "0"); a JSON string is
+        // accepted too, unquoted.
+        if case .string(let s)? = try? JSON.parse(v) { return s }
         return v
     }
 }

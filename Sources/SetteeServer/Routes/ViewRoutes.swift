@@ -122,7 +122,13 @@ enum ViewRoutes {
         var o = JSONObject()
         if reduced {
             o["key"] = row.key
-            o["value"] = row.value ?? .null
+            if case .object(let v)? = row.value, v.count == 1, let reason = v["reduce_overflow_error"] {
+                // A JavaScript reduce whose output didn't shrink (`[query_server_config] reduce_limit`).
+                o["error"] = "reduce_overflow_error"
+                o["reason"] = reason
+            } else {
+                o["value"] = row.value ?? .null
+            }
         } else if row.fullText != nil {
             o["id"] = .string(row.sourceDocumentID ?? "")
             o["matches"] = .array(row.matches.map { m in
