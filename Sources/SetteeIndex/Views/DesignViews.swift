@@ -50,13 +50,13 @@ public struct DesignView: Sendable {
     /// The SQL++ views of a design document (an empty list when it has no `views`).
     /// - Throws: ``SetteeError`` `.badRequest` with a reason naming the view for JavaScript functions, unknown
     ///   reduces, missing keys and expressions that don't parse.
-    public static func all(in body: JSONObject, id: String) throws -> [DesignView] {
+    public static func all(in body: JSONObject, id: String, checkingLanguage: Bool = true) throws -> [DesignView] {
         guard let views = body["views"] else { return [] }
         guard case .object(let members) = views else {
             throw SetteeError(.badRequest, "`views` must be an object of view definitions")
         }
         let include = try includeDesign(body)
-        try checkLanguage(body)
+        if checkingLanguage { try checkLanguage(body) }
         return try members.filter { $0.key != "lib" }.map {
             try DesignView(id: id, name: $0.key, definition: $0.value, includeDesign: include, library: library(body))
         }
@@ -156,10 +156,8 @@ public struct DesignView: Sendable {
             reduce = nil
             javascriptReduce = nil
         case .string(let r)? where r.hasPrefix("_"):
-            let trimmed = r.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let builtIn = BuiltInReduce(rawValue: trimmed) else {
-                throw invalid("Builtin reduce function invalid: \(r) (expected _count, _sum, _stats, _approx_count_distinct, _top_N, _bottom_N, _first or _last)")
-            }
+            let builtIn: BuiltInReduce
+            do { builtIn = try BuiltInReduce.parse(r) } catch { throw SetteeError(.badRequest, error.reason) }
             if text != nil { throw invalid("a full-text view can't have a reduce") }
             reduce = builtIn
             javascriptReduce = nil

@@ -83,6 +83,23 @@ public enum BuiltInReduce: Sendable, Hashable {
         }
     }
 
+    /// A design document's built-in reduce name, read as CouchDB reads it: a known name followed by anything
+    /// (`"_sum\n"` and `"_statsorama"` are `_sum` and `_stats`); `_top_N`/`_bottom_N` with N in 1…100.
+    /// - Throws: ``SetteeError`` `.badRequest` with CouchDB's reason for an unknown name or a bad rank.
+    public static func parse(_ text: String) throws(SetteeError) -> BuiltInReduce {
+        for (prefix, make) in [("_top_", BuiltInReduce.top), ("_bottom_", BuiltInReduce.bottom)] where text.hasPrefix(prefix) {
+            let digits = text.dropFirst(prefix.count).prefix { $0.isNumber }
+            guard !digits.isEmpty, let n = Int(digits) else { throw SetteeError(.badRequest, "invalid rank reducer") }
+            guard (1...100).contains(n) else { throw SetteeError(.badRequest, "rank value must be between 1 and 100") }
+            return make(n)
+        }
+        // Longest names first: `_count` is not read as a prefix of anything longer, but keep the rule general.
+        let names: [(String, BuiltInReduce)] = [("_approx_count_distinct", .approxCountDistinct), ("_count", .count),
+                                                ("_stats", .stats), ("_sum", .sum), ("_first", .first), ("_last", .last)]
+        for (name, kind) in names where text.hasPrefix(name) { return kind }
+        throw SetteeError(.badRequest, "`\(text)` is not a supported reduce function.")
+    }
+
     public init?(rawValue: String) {
         switch rawValue {
         case "_count": self = .count

@@ -66,15 +66,22 @@ extension ViewManager {
             throw SetteeError(.queryParseError, "A full-text view can't be reduced: query it with reduce=false (mapOnly)")
         }
 
-        // The ranges, in key order.
+        // The ranges, in key order. A key (or each of `keys`) with startkey_docid/endkey_docid is the rows of that
+        // key between those document ids, as CouchDB applies them.
+        func exactly(_ key: [UInt8]) -> ViewRange {
+            let first = q.descending ? q.endKeyDocID : q.startKeyDocID
+            let last = q.descending ? q.startKeyDocID : q.endKeyDocID
+            return ViewRange(lower: ViewRange.Bound(key: key, docID: first, inclusive: true),
+                             upper: ViewRange.Bound(key: key, docID: last, inclusive: q.inclusiveEnd || last == nil))
+        }
         var ranges: [ViewRange] = []
         if let keys = q.keys {
             if reduce != nil && grouping == .none {
                 throw SetteeError(.queryParseError, "Multi-key fetches for reduce views must use group=true")
             }
-            ranges = keys.map { ViewRange.exactly(collator.encode($0)) }
+            ranges = keys.map { exactly(collator.encode($0)) }
         } else if let key = q.key {
-            ranges = [ViewRange.exactly(collator.encode(key))]
+            ranges = [exactly(collator.encode(key))]
         } else {
             let start = q.startKey.map { ViewRange.Bound(key: collator.encode($0), docID: q.startKeyDocID, inclusive: true) }
             let end = q.endKey.map { ViewRange.Bound(key: collator.encode($0), docID: q.endKeyDocID, inclusive: q.inclusiveEnd) }

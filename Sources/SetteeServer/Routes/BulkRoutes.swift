@@ -289,6 +289,11 @@ enum BulkRoutes {
 
     /// `GET|POST /{db}/_all_docs`, and `/{db}/_design_docs` (`designOnly`: the rows of design documents only).
     static func allDocs(_ call: inout Call, _ target: Keyspace, designOnly: Bool = false) async throws -> Response {
+        Reply.raw(.ok, try await allDocsBody(&call, target, designOnly: designOnly))
+    }
+
+    /// The `_all_docs` answer's bytes (also the rows a list function reads from `_list/{name}/_all_docs`).
+    static func allDocsBody(_ call: inout Call, _ target: Keyspace, designOnly: Bool = false) async throws -> [UInt8] {
         let (db, c) = try target.open(call.node)
         let parsed = try await DocListRequest(&call)
         var options = parsed.options
@@ -365,7 +370,7 @@ enum BulkRoutes {
             out.append(contentsOf: "}\n".utf8)
             return out
         }
-        return Reply.raw(.ok, bytes)
+        return bytes
     }
 
     // MARK: _local_docs

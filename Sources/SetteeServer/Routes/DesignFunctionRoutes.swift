@@ -134,19 +134,37 @@ enum DesignFunctionRoutes {
     static func list(_ call: inout Call, _ target: Keyspace, designID: String, name: String,
                      viewDesignID: String, view: String) async throws -> Response {
         let (db, c) = try target.open(call.node)
-        let options = try await ViewRoutes.queryOptions(&call)
+        // The rows: a view's (a list answers OPTIONS like GET: its function may look at req.method), or _all_docs'.
+        var head: JSONObject = [:]
+        var rows: [JSON] = []
+        var viewOptions: ViewRoutes.Options?
+        if view == "_all_docs" && viewDesignID == designID {
+            guard case .object(let all) = try JSON.parse(try await BulkRoutes.allDocsBody(&call, target)) else {
+                throw CouchError(.internalServerError, "error", "_all_docs answered no object")
+            }
+            head["total_rows"] = all["total_rows"] ?? .null
+            head["offset"] = all["offset"] ?? .null
+            if let seq = all["update_seq"] { head["update_seq"] = seq }
+            rows = all["rows"]?.arrayValue ?? []
+        } else {
+            viewOptions = try await ViewRoutes.queryOptions(&call, allowOptions: true)
+        }
         let security = (try? db.metadata("security")) ?? SecurityObject.adminOnlyJSON
         let request = JavaScriptRequest.make(call, database: db, body: nil, security: security)
+        let (fixedHead, fixedRows, queryOptions) = (head, rows, viewOptions)
         return try await blocking {
             let design = try Design.load(c, id: designID)
             try design.requireFunction("lists", name)
-            let (result, reduced) = try ViewRoutes.run(c, designID: viewDesignID, view: view, options: options)
-            var head: JSONObject = [:]
-            if !reduced {
-                head["total_rows"] = .int(Int64(result.totalRows))
-                head["offset"] = .int(Int64(result.offset))
+            var head = fixedHead, rows = fixedRows
+            if let options = queryOptions {
+                let (result, reduced) = try ViewRoutes.run(c, designID: viewDesignID, view: view, options: options)
+                if !reduced {
+                    head["total_rows"] = .int(Int64(result.totalRows))
+                    head["offset"] = .int(Int64(result.offset))
+                }
+                if options.updateSeq { head["update_seq"] = .int(Int64(result.sequenceNumber)) }
+                rows = result.map { ViewRoutes.rowJSON($0, options: options, reduced: reduced) }
             }
-            if options.updateSeq { head["update_seq"] = .int(Int64(result.sequenceNumber)) }
             var body: [UInt8] = []
             func append(_ chunks: JSON) {
                 for chunk in chunks.arrayValue ?? [] { body.append(contentsOf: (chunk.stringValue ?? chunk.jsonString).utf8) }
@@ -162,8 +180,8 @@ enum DesignFunctionRoutes {
                 }
                 append(items[1])
                 var ended = false
-                for row in result {
-                    let answer = try send(.array([.string("list_row"), ViewRoutes.rowJSON(row, options: options, reduced: reduced)]))
+                for row in rows {
+                    let answer = try send(.array([.string("list_row"), row]))
                     guard case .array(let a) = answer, a.count == 2, let kind = a[0].stringValue else {
                         if let error = JavaScriptError.from(answer: answer) { throw error }
                         throw .protocolError("list_row answered \(answer.jsonString.prefix(200))")
@@ -181,7 +199,8 @@ enum DesignFunctionRoutes {
                 }
                 return items[2]
             }
-            var response = try render(start, defaultType: "text/html; charset=utf-8")
+            // CouchDB's list responses are JSON unless the function says otherwise (start({headers}) or provides).
+            var response = try render(start, defaultType: "application/json")
             response.body = ResponseBody(byteBuffer: ByteBuffer(bytes: body))
             response.headers[.contentLength] = nil
             response.headers[.vary] = "Accept"

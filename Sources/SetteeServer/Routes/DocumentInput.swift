@@ -72,11 +72,11 @@ enum DocumentInput {
     static func write(_ doc: Parsed, newEdits: Bool, follows: [String: [UInt8]] = [:],
                       collection: SetteeStore.Collection, maxAttachmentSize: Int = .max,
                       compression: AttachmentSettings = AttachmentSettings()) throws -> RevisionWrite {
-        if newEdits, !doc.deleted, doc.id.hasPrefix("_design/"), !isJavaScript(doc.body) {
-            // Settee's declarative views (SQL++ expressions) are checked on write. JavaScript design documents are
-            // stored as CouchDB stores them; using their functions answers a clear error until the node runs them.
-            // (Replicated design documents — new_edits=false — are stored as they are.)
-            do { _ = try DesignView.all(in: doc.body, id: doc.id) } catch let e as SetteeError {
+        if newEdits, !doc.deleted, doc.id.hasPrefix("_design/"), doc.body["language"]?.stringValue ?? "javascript" != "erlang" {
+            // Views are checked on write, as CouchDB checks them: SQL++ expressions parse, built-in reduces exist.
+            // JavaScript functions are compiled when first used. (Replicated design documents — new_edits=false —
+            // are stored as they are.)
+            do { _ = try DesignView.all(in: doc.body, id: doc.id, checkingLanguage: false) } catch let e as SetteeError {
                 throw CouchError(.badRequest, "invalid_design_doc", e.reason)
             }
         }

@@ -14,6 +14,8 @@ enum JavaScriptRequest {
         var query = JSONObject()
         for (k, v) in call.query.values.sorted(by: { $0.key < $1.key }) { query[k] = .string(v) }
         var headers = JSONObject()
+        // HTTP/1.1's Host travels as the request's authority in HTTPTypes.
+        if let host = call.request.head.authority { headers["Host"] = .string(host) }
         for field in call.request.headers {
             let name = field.name.canonicalName.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: "-")
             headers[name] = .string(field.value)

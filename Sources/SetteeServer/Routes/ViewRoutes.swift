@@ -18,8 +18,8 @@ enum ViewRoutes {
     }
 
     /// The view query parameters of a call: the query string, and for POST the JSON body's members and `keys`.
-    static func queryOptions(_ call: inout Call) async throws -> Options {
-        guard call.method == .get || call.method == .post || call.method == .head else {
+    static func queryOptions(_ call: inout Call, allowOptions: Bool = false) async throws -> Options {
+        guard call.method == .get || call.method == .post || call.method == .head || (allowOptions && call.method == .options) else {
             throw CouchError.methodNotAllowed("GET,POST,HEAD")
         }
         var keys: [JSON]?
