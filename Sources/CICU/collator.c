@@ -1,6 +1,8 @@
 #include "CICU.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <unicode/uversion.h>
 #include <unicode/ucol.h>
 #include <unicode/ustring.h>
 
@@ -48,4 +50,15 @@ int32_t settee_collator_compare(settee_collator *c, const char *a, int32_t a_len
     UCollationResult r = ucol_strcollUTF8(c->ucol, a, a_length, b, b_length, &status);
     if (U_FAILURE(status)) return 0;
     return r == UCOL_LESS ? -1 : (r == UCOL_GREATER ? 1 : 0);
+}
+
+int32_t settee_collator_version(settee_collator *collator, char *out, int32_t capacity) {
+    UVersionInfo version;
+    ucol_getVersion(collator->ucol, version);
+    char text[U_MAX_VERSION_STRING_LENGTH];
+    u_versionToString(version, text);
+    int32_t n = (int32_t)strlen(text);
+    if (n >= capacity) return -1;
+    memcpy(out, text, (size_t)n + 1);
+    return n;
 }

@@ -21,4 +21,8 @@ int32_t settee_collator_sort_key(settee_collator *collator, const char *utf8, in
 int32_t settee_collator_compare(settee_collator *collator, const char *a, int32_t a_length,
                                 const char *b, int32_t b_length);
 
+/// Writes the collator's version (ICU's collation data version, e.g. "153.120") into `out` and returns its length;
+/// -1 when it doesn't fit.
+int32_t settee_collator_version(settee_collator *collator, char *out, int32_t capacity);
+
 #endif

@@ -82,7 +82,7 @@ public struct DesignView: Sendable {
     /// `views.lib`, the modules JavaScript map functions may `require`.
     static func library(_ body: JSONObject) -> JSON? {
         guard case .object(let views)? = body["views"], let lib = views["lib"], case .object = lib else { return nil }
-        return .object(["views": .object(["lib": lib])])
+        return lib  // `add_lib` takes `views.lib` itself; `require('views/lib/…')` resolves in it
     }
 
     /// Only JavaScript (the default) runs here; CouchDB's Erlang query server and other languages don't.

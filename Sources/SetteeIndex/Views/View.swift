@@ -276,6 +276,10 @@ public struct ViewInfo: Sendable {
     public let isFullText: Bool
     /// Documents whose map function threw (skipped) since the index was built.
     public let mapErrors: Int
+    /// Bytes of the index's rows (encoded keys, key and value JSON).
+    public var dataSize: Int = 0
+    /// The version of the collation data keys are sorted with (ICU's).
+    public var collatorVersion: String = ""
 }
 
 extension Collection {

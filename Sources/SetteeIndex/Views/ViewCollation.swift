@@ -39,6 +39,13 @@ public final class ViewCollator {
 
     deinit { settee_collator_close(collator) }
 
+    /// The collation data's version (CouchDB's `collator_versions` in a design document's `_info`).
+    public var version: String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = settee_collator_version(collator, &buffer, 64)
+        return n < 0 ? "" : String(cString: buffer)
+    }
+
     /// The collatable encoding of `key`.
     public func encode(_ key: JSON) -> [UInt8] {
         var out: [UInt8] = []

@@ -187,8 +187,13 @@ final class ViewManager: @unchecked Sendable {
             stmt.bind(view.id, at: 1)
             guard try stmt.step() else { throw SetteeError(.notFound, "View '\(name)' was deleted") }
             let rows = try ViewManager.totalRows(view, db: db)  // (info is rare: no directory needed)
-            return ViewInfo(name: name, version: view.version, rowCount: rows, lastSequence: UInt64(stmt.int64(0)),
-                            isFullText: stmt.int64(1) != 0, mapErrors: stmt.int(2))
+            var info = ViewInfo(name: name, version: view.version, rowCount: rows, lastSequence: UInt64(stmt.int64(0)),
+                                isFullText: stmt.int64(1) != 0, mapErrors: stmt.int(2))
+            let size = try db.prepare("SELECT coalesce(sum(length(key) + length(k) + coalesce(length(v), 0)), 0) FROM \(view.table)")
+            defer { size.reset() }
+            if try size.step() { info.dataSize = size.int(0) }
+            info.collatorVersion = (try? withCollator { $0.version }) ?? ""
+            return info
         }
     }
 

@@ -220,6 +220,8 @@ struct CouchResponder: HTTPResponder {
         case "_index" where s.count <= 3:
             call.route = "index"
             return try await QueryRoutes.index(&call, target, name: s.count == 3 ? s[2] : nil)
+        case "_temp_view" where s.count == 2:
+            throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB")
         case "_revs_limit", "_compact", "_ensure_full_commit", "_purge", "_security", "_view_cleanup":
             return try await DatabaseRoutes.handleSub(&call, target, second)
         default:

@@ -243,6 +243,10 @@ enum BulkRoutes {
             switch call.method {
             case .get, .head: break
             case .post:
+                // As CouchDB: a body that says it is something else than JSON is 415.
+                if let type = call.header(.contentType)?.lowercased(), !type.hasPrefix("application/json") {
+                    throw CouchError.badContentType
+                }
                 bodyOptions = try await call.bodyObject()
             default: throw CouchError.methodNotAllowed("GET,HEAD,POST")
             }

@@ -105,9 +105,10 @@ enum DesignFunctionRoutes {
             var status: HTTPResponse.Status = .ok
             var extra = HTTPFields()
             if case .object(let newDoc) = items[1] {
-                guard let id = newDoc["_id"]?.stringValue ?? docID else {
-                    throw CouchError(.internalServerError, "error", "Document id must be set by the update function")
-                }
+                // The document's own `_id` (not the URL's), as CouchDB saves it.
+                let id = newDoc["_id"]?.stringValue ?? ""
+                if id.isEmpty { throw CouchError(.badRequest, "illegal_docid", "Document id must not be empty") }
+                _ = try DocumentID.validate(id)
                 if id.hasPrefix("_design/") && !canWriteDesign { throw Auth.notDatabaseAdmin }
                 var parsed = try DocumentInput.parse(newDoc, id: id)
                 parsed.id = id
@@ -180,13 +181,17 @@ enum DesignFunctionRoutes {
                 }
                 append(items[1])
                 var ended = false
+                var response = items[2]
                 for row in rows {
                     let answer = try send(.array([.string("list_row"), row]))
-                    guard case .array(let a) = answer, a.count == 2, let kind = a[0].stringValue else {
+                    if answer[0] == .string("error"), let error = JavaScriptError.from(answer: answer) { throw error }
+                    guard case .array(let a) = answer, a.count >= 2, let kind = a[0].stringValue else {
                         if let error = JavaScriptError.from(answer: answer) { throw error }
                         throw .protocolError("list_row answered \(answer.jsonString.prefix(200))")
                     }
                     append(a[1])
+                    // A function that calls start() only after getRow() has its response head sent with the end.
+                    if a.count == 3, case .object = a[2] { response = a[2] }
                     if kind == "end" { ended = true; break }
                 }
                 if !ended {
@@ -197,7 +202,7 @@ enum DesignFunctionRoutes {
                     }
                     append(a[1])
                 }
-                return items[2]
+                return response
             }
             // CouchDB's list responses are JSON unless the function says otherwise (start({headers}) or provides).
             var response = try render(start, defaultType: "application/json")

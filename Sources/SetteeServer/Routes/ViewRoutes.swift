@@ -28,7 +28,9 @@ enum ViewRoutes {
             guard call.header(.contentType)?.lowercased().hasPrefix("application/json") == true else {
                 throw CouchError.badContentType
             }
-            let body = try await call.bodyObject()
+            guard case .object(let body) = try call.parseJSON(try await call.bodyBytes()) else {
+                throw CouchError.badRequest("Request body must be a JSON object")
+            }
             // CouchDB takes the query parameters in a POST body too (JSON values, as in the query string).
             for (name, value) in body where name != "keys" && name != "queries" {
                 if case .string(let text) = value, ["stale", "update", "full_text"].contains(name) {
@@ -40,7 +42,7 @@ enum ViewRoutes {
             switch body["keys"] {
             case .array(let k)?: keys = k
             case nil: break
-            default: throw CouchError(.badRequest, "query_parse_error", "`keys` must be an array of keys")
+            default: throw CouchError.badRequest("`keys` member must be an array.")
             }
             if case .array? = body["queries"] {
                 throw CouchError(.badRequest, "query_parse_error", "Multiple `queries` are not supported; send one query per request")
@@ -249,17 +251,28 @@ enum ViewRoutes {
             do { views = try DesignView.all(in: body, id: designID) } catch let e as SetteeError {
                 throw CouchError(.badRequest, "invalid_design_doc", e.reason)
             }
-            var rows = 0
+            var rows = 0, size = 0
             var seq: UInt64 = 0
+            var collator = ""
             for design in views {
                 let info = try design.register(on: collection).info()
                 rows += info.rowCount
+                size += info.dataSize
                 seq = max(seq, info.lastSequence)
+                collator = info.collatorVersion
             }
+            // The signature names the views' definitions: it changes when (and only when) they do, as CouchDB's.
+            let signature = Hex.encode(MD5.hash(Array(views.sorted { $0.name < $1.name }
+                .map { $0.name + "\u{0}" + $0.version }.joined(separator: "\u{1}").utf8)))
             return Reply.json(.ok, ["name": .string(String(designID.dropFirst("_design/".count))),
-                                    "view_index": ["language": .string(DesignView.isJavaScript(body) ? "javascript" : "sqlpp"), "views": .int(Int64(views.count)),
-                                                   "rows": .int(Int64(rows)), "update_seq": .int(Int64(seq)),
-                                                   "updater_running": false]])
+                                    "view_index": ["language": .string(DesignView.isJavaScript(body) ? "javascript" : "sqlpp"),
+                                                   "signature": .string(signature), "views": .int(Int64(views.count)),
+                                                   "rows": .int(Int64(rows)), "update_seq": .int(Int64(seq)), "purge_seq": 0,
+                                                   "sizes": ["file": .int(Int64(size)), "active": .int(Int64(size)), "external": .int(Int64(size))],
+                                                   "updater_running": false, "compact_running": false, "waiting_commit": false,
+                                                   "waiting_clients": 0,
+                                                   "updates_pending": ["minimum": 0, "preferred": 0, "total": 0],
+                                                   "collator_versions": .array(collator.isEmpty ? [] : [.string(collator)])]])
         }
     }
 }
