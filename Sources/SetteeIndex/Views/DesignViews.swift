@@ -39,10 +39,14 @@ public struct DesignView: Sendable {
     public let library: JSON?
     /// The view's `options.collation` is `"raw"`: keys sort in Erlang term order instead of CouchDB's collation.
     public let rawCollation: Bool
+    /// The design document's `options.local_seq`: documents are mapped with their `_local_seq`.
+    public var localSeq = false
     /// Whether design documents are mapped too (the design document's `"options": {"include_design": true}`).
     public let includeDesign: Bool
-    /// The definition's canonical JSON: the registered version.
-    public let version: String
+    /// The definition's canonical JSON: the registered version (with the design document's options that change
+    /// what is emitted).
+    public var version: String { definitionVersion + (localSeq ? "+local_seq" : "") }
+    private let definitionVersion: String
 
     /// The view's internal name among the collection's views: `_design/{ddoc}/{view}`.
     public var viewName: String { designDocumentID + "/" + name }
@@ -57,8 +61,11 @@ public struct DesignView: Sendable {
         }
         let include = try includeDesign(body)
         if checkingLanguage { try checkLanguage(body) }
+        let localSeq = body["options"]?["local_seq"]?.boolValue ?? false
         return try members.filter { $0.key != "lib" }.map {
-            try DesignView(id: id, name: $0.key, definition: $0.value, includeDesign: include, library: library(body))
+            var view = try DesignView(id: id, name: $0.key, definition: $0.value, includeDesign: include, library: library(body))
+            view.localSeq = localSeq
+            return view
         }
     }
 
@@ -69,8 +76,10 @@ public struct DesignView: Sendable {
             throw SetteeError(.notFound, "missing_named_view")
         }
         try checkLanguage(body)
-        return try DesignView(id: id, name: name, definition: definition, includeDesign: try includeDesign(body),
-                              library: library(body))
+        var view = try DesignView(id: id, name: name, definition: definition, includeDesign: try includeDesign(body),
+                                  library: library(body))
+        view.localSeq = body["options"]?["local_seq"]?.boolValue ?? false
+        return view
     }
 
     /// Whether a design document's views are JavaScript functions (the first view's `map` is a string).
@@ -169,7 +178,8 @@ public struct DesignView: Sendable {
             javascriptReduce = source
         default: throw invalid("reduce must be a string: a built-in (_count, _sum, _stats) or a JavaScript function")
         }
-        version = String(decoding: definition.canonicalBytes, as: UTF8.self) + (includeDesign ? "+design" : "")
+        definitionVersion = String(decoding: definition.canonicalBytes, as: UTF8.self) + (includeDesign ? "+design" : "")
+            + (rawCollation ? "+raw" : "")
             + (self.library.map { "+lib:" + String(decoding: $0.canonicalBytes, as: UTF8.self) } ?? "")
     }
 
@@ -208,6 +218,7 @@ public struct DesignView: Sendable {
         let view = collection.view(named: viewName)
         var definition = ViewDefinition(map: map, reduce: reducer, version: version, includeDesign: includeDesign)
         definition.rawCollation = rawCollation
+        definition.localSeq = localSeq
         ViewManager.register(definition, view: viewName, collection: collection)
         return view
     }

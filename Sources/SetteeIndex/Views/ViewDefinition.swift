@@ -12,6 +12,8 @@ struct ViewDefinition: @unchecked Sendable {
     var includeDesign = false
     /// Keys collate in raw (Erlang term) order: the view's `options.collation` is `"raw"`.
     var rawCollation = false
+    /// Map functions see `_local_seq` (the document's sequence): the design document's `options.local_seq`.
+    var localSeq = false
 
     /// What the stored partial reductions were computed with: they are recomputed when it changes.
     var reduceIdentity: String {

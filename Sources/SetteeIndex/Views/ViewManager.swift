@@ -270,13 +270,24 @@ final class ViewManager: @unchecked Sendable {
         // 1. Read the batch's changes.
         var changed: [Change] = []
         var maxSeq = lastSeq
+        // A document in conflict is mapped with its `_conflicts`, as CouchDB's indexer opens it.
+        let treeOf = try db.prepare("SELECT tree FROM \(collection.docsTable) WHERE rowid = ?")
         while try changes.step() {
             let seq = changes.int64(2)
             maxSeq = max(maxSeq, seq)
-            let deleted = changes.int64(4) & DocFlags.deleted != 0
+            let flags = changes.int64(4)
+            let deleted = flags & DocFlags.deleted != 0
+            var conflicts: [String] = []
+            if !deleted && flags & DocFlags.conflicted != 0 {
+                treeOf.bind(changes.int64(0), at: 1)
+                if try treeOf.step(), let tree = try? RevTree(encoded: treeOf.blob(0) ?? []) {
+                    conflicts = tree.rankedLeaves.dropFirst().filter { !$0.deleted }.map(\.rev.description)
+                }
+                treeOf.reset()
+            }
             changed.append(Change(rowid: changes.int64(0), docID: changes.string(1) ?? "", seq: seq,
                                   rev: changes.string(3) ?? "", deleted: deleted,
-                                  body: deleted ? [] : changes.withTextBytes(5) { Array($0) }))
+                                  body: deleted ? [] : changes.withTextBytes(5) { Array($0) }, conflicts: conflicts))
         }
         let count = changed.count
 
@@ -431,6 +442,8 @@ final class ViewManager: @unchecked Sendable {
         let rev: String
         let deleted: Bool
         let body: [UInt8]
+        /// The live losing leaves of a document in conflict.
+        var conflicts: [String] = []
     }
 
     /// An emitted row ready to insert.
@@ -486,6 +499,8 @@ final class ViewManager: @unchecked Sendable {
         }
         document["_id"] = .string(change.docID)
         document["_rev"] = .string(change.rev)
+        if !change.conflicts.isEmpty { document["_conflicts"] = .array(change.conflicts.map(JSON.string)) }
+        if definition.localSeq { document["_local_seq"] = .int(change.seq) }
         emitter.rows.removeAll(keepingCapacity: true)
         do {
             try definition.map(document, emitter)

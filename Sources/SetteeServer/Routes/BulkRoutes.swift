@@ -360,7 +360,16 @@ enum BulkRoutes {
                 }
             } else {
                 let result = try c.allDocs(opts)
-                out.append(contentsOf: "{\"total_rows\":\(result.totalRows),\"offset\":\(result.offset),\"rows\":[".utf8)
+                var total = result.totalRows
+                if designOnly {
+                    // `_design_docs` counts design documents, as CouchDB 3 does.
+                    var all = SetteeStore.Collection.AllDocsOptions()
+                    all.startKey = "_design/"
+                    all.endKey = "_design0"
+                    all.inclusiveEnd = false
+                    total = try c.allDocs(all).rows.count
+                }
+                out.append(contentsOf: "{\"total_rows\":\(total),\"offset\":\(result.offset),\"rows\":[".utf8)
                 for (i, r) in result.rows.enumerated() {
                     if i > 0 { out.append(UInt8(ascii: ",")) }
                     try row(r, into: &out)

@@ -149,6 +149,7 @@ enum DesignFunctionRoutes {
             rows = all["rows"]?.arrayValue ?? []
         } else {
             viewOptions = try await ViewRoutes.queryOptions(&call, allowOptions: true)
+            viewOptions?.sequences = call.sequences(db.uuid)
         }
         let security = (try? db.metadata("security")) ?? SecurityObject.adminOnlyJSON
         let request = JavaScriptRequest.make(call, database: db, body: nil, security: security)
@@ -163,7 +164,7 @@ enum DesignFunctionRoutes {
                     head["total_rows"] = .int(Int64(result.totalRows))
                     head["offset"] = .int(Int64(result.offset))
                 }
-                if options.updateSeq { head["update_seq"] = .int(Int64(result.sequenceNumber)) }
+                if options.updateSeq { head["update_seq"] = options.sequences.json(result.sequenceNumber) }
                 rows = result.map { ViewRoutes.rowJSON($0, options: options, reduced: reduced) }
             }
             var body: [UInt8] = []

@@ -9,8 +9,10 @@ import SetteeStore
 /// (``DesignView``), queried with CouchDB's parameters and answered in CouchDB's shape.
 enum ViewRoutes {
     static func query(_ call: inout Call, _ target: Keyspace, designID: String, view name: String) async throws -> Response {
-        let (_, collection) = try target.open(call.node)
-        let options = try await queryOptions(&call)
+        let (db, collection) = try target.open(call.node)
+        var parsed = try await queryOptions(&call)
+        parsed.sequences = call.sequences(db.uuid)
+        let options = parsed
         return try await blocking {
             let (result, reduced) = try run(collection, designID: designID, view: name, options: options)
             return Reply.raw(.ok, render(result, options: options, reduced: reduced))
@@ -48,7 +50,8 @@ enum ViewRoutes {
                 throw CouchError(.badRequest, "query_parse_error", "Multiple `queries` are not supported; send one query per request")
             }
         }
-        let o = call.query.merging(bodyOptions)
+        // Parameters in both the body and the query string take the query string's (as CouchDB).
+        let o = QueryOptions(nil).merging(bodyOptions).merging(call.query.values)
         if keys == nil, let k = try o.json("keys") {
             guard case .array(let list) = k else { throw CouchError(.badRequest, "query_parse_error", "`keys` must be a JSON array") }
             keys = list
@@ -104,11 +107,19 @@ enum ViewRoutes {
         func append(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
         if reduced {
             append("{")
-            if options.updateSeq { append("\"update_seq\":\(result.sequenceNumber),") }
+            if options.updateSeq {
+                append("\"update_seq\":")
+                options.sequences.append(result.sequenceNumber, to: &out)
+                append(",")
+            }
             append("\"rows\":[")
         } else {
             append("{\"total_rows\":\(result.totalRows),\"offset\":\(result.offset),")
-            if options.updateSeq { append("\"update_seq\":\(result.sequenceNumber),") }
+            if options.updateSeq {
+                append("\"update_seq\":")
+                options.sequences.append(result.sequenceNumber, to: &out)
+                append(",")
+            }
             append("\"rows\":[")
         }
         for (i, row) in result.enumerated() {
@@ -169,6 +180,8 @@ enum ViewRoutes {
         var groupLevel = 0
         var update: ViewIndexUpdateMode = .before
         var updateSeq = false
+        /// How `update_seq` is written (CouchDB 3's opaque form).
+        var sequences = CouchSequence(node: "", databaseUUID: "")
         var fullText: String?
         var snippets = false
 
