@@ -158,7 +158,7 @@ extension ViewManager {
             if q.includeDocs {
                 rows = try rows.map { row in
                     ViewQueryRow(key: row.key, value: row.value, sourceDocumentID: row.sourceDocumentID,
-                                 documentID: row.documentID, document: try ViewManager.document(row.documentID ?? "", collection),
+                                 documentID: row.documentID, document: try ViewManager.document(row.documentID ?? "", collection, conflicts: q.conflicts),
                                  fullText: nil, matches: [], rank: nil, markedSnippet: nil)
                 }
             }
@@ -176,11 +176,16 @@ extension ViewManager {
     }
 
     /// A document as include_docs shows it: its body with `_id` and `_rev`, or null when missing or deleted.
-    static func document(_ id: String, _ collection: Collection) throws -> JSON {
-        guard let record = try collection.record(id: id), !record.deleted else { return .null }
+    static func document(_ id: String, _ collection: Collection, conflicts: Bool = false) throws -> JSON {
+        guard let record = try collection.record(id: id, withTree: conflicts), !record.deleted else { return .null }
         var out = JSONObject()
         out["_id"] = .string(record.id)
         out["_rev"] = .string(record.revID.description)
+        if conflicts, record.conflicted, let tree = record.tree {
+            // `conflicts=true` with `include_docs`: the live losing leaves, as CouchDB adds them.
+            let losers = tree.rankedLeaves.dropFirst().filter { !$0.deleted }.map { JSON.string($0.rev.description) }
+            if !losers.isEmpty { out["_conflicts"] = .array(losers) }
+        }
         if case .object(let body) = try JSON.parse(record.body) {
             for (k, v) in body where k != "_id" && k != "_rev" { out[k] = v }
         }
@@ -390,7 +395,7 @@ extension ViewManager {
         if q.includeDocs {
             rows = try rows.map { row in
                 ViewQueryRow(key: row.key, value: row.value, sourceDocumentID: row.sourceDocumentID, documentID: row.documentID,
-                             document: try ViewManager.document(row.documentID ?? "", collection), fullText: row.fullText,
+                             document: try ViewManager.document(row.documentID ?? "", collection, conflicts: q.conflicts), fullText: row.fullText,
                              matches: row.matches, rank: row.rank, markedSnippet: row.markedSnippet)
             }
         }

@@ -49,6 +49,8 @@ public struct ViewQuery: Sendable {
     public var skip = 0
     /// Load each row's document (the one its value's `_id` redirects to, if any) into ``ViewQueryRow/document``.
     public var includeDocs = false
+    /// With ``includeDocs``: each document's `_conflicts` (its live losing revisions), as CouchDB's `conflicts=true`.
+    public var conflicts = false
     /// Ignore the reduce function: return map rows.
     public var mapOnly = false
     /// Group reduced rows by the first `groupLevel` elements of array keys (0: one row for the whole range).

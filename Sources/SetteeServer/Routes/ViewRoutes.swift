@@ -83,6 +83,7 @@ enum ViewRoutes {
         q.limit = options.limit
         q.skip = options.skip
         q.includeDocs = options.includeDocs
+        q.conflicts = options.conflicts
         q.mapOnly = !options.reduce
         q.group = options.group
         q.groupLevel = options.groupLevel
@@ -180,6 +181,7 @@ enum ViewRoutes {
         var groupLevel = 0
         var update: ViewIndexUpdateMode = .before
         var updateSeq = false
+        var conflicts = false
         /// How `update_seq` is written (CouchDB 3's opaque form).
         var sequences = CouchSequence(node: "", databaseUUID: "")
         var fullText: String?
@@ -233,6 +235,7 @@ enum ViewRoutes {
             case let v?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for `update`: \(v) (true, false, lazy)")
             }
             updateSeq = try bool("update_seq")
+            conflicts = try bool("conflicts")
             fullText = o["full_text"]
             snippets = try bool("snippets")
         }
