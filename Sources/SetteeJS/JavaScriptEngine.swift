@@ -122,6 +122,38 @@ public final class JavaScriptEngine: Sendable {
         }
     }
 
+    /// Maps many documents with `functions` in one exchange (`map_doc` commands pipelined): for each document, for
+    /// each function, the rows it emitted. Faster than ``map(functions:library:document:)`` per document by the
+    /// round trips it saves. A command that fails (a time limit, memory) fails the batch, after every answer is read.
+    public func mapBatch(functions: [String], library: JSON?, documents: [JSON]) throws(JavaScriptError) -> [[[(key: JSON, value: JSON)]]] {
+        if documents.isEmpty { return [] }
+        return try withProcess(prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
+            if p.loadedMapFunctions != functions || p.loadedLibrary != library {
+                try reset(p, config)
+                if let library { try expectTrue(p.call(.array([.string("add_lib"), library]), timeout: config.timeout, log: log), p) }
+                for f in functions { try expectTrue(p.call(.array([.string("add_fun"), .string(f)]), timeout: config.timeout, log: log), p) }
+                p.loadedMapFunctions = functions
+                p.loadedLibrary = library
+            }
+            let answers = try p.callPipelined(documents.map { .array([.string("map_doc"), $0]) }, timeout: config.timeout, log: log)
+            var out: [[[(key: JSON, value: JSON)]]] = []
+            out.reserveCapacity(answers.count)
+            for answer in answers {
+                if let error = JavaScriptError.from(answer: answer) { throw error }
+                guard case .array(let perFunction) = answer, perFunction.count == functions.count else {
+                    throw JavaScriptError.protocolError("map_doc answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+                }
+                out.append(perFunction.map { rows in
+                    (rows.arrayValue ?? []).compactMap { row -> (key: JSON, value: JSON)? in
+                        guard case .array(let kv) = row, kv.count == 2 else { return nil }
+                        return (kv[0], kv[1])
+                    }
+                })
+            }
+            return out
+        }
+    }
+
     /// Reduces `rows` (key, document id, value) with each of `functions`: one result per function.
     public func reduce(functions: [String], rows: [(key: JSON, id: String, value: JSON)]) throws(JavaScriptError) -> [JSON] {
         let args = JSON.array(rows.map { .array([.array([$0.key, .string($0.id)]), $0.value]) })

@@ -101,6 +101,89 @@ final class QueryServerProcess: @unchecked Sendable {
         }
     }
 
+    /// Sends `commands` one after another without waiting for each answer (the process reads the next while this
+    /// side reads its answers, through both pipes at once, so neither side blocks on a full pipe), and returns the
+    /// answers in order. `["log", …]` lines go to `log`. The time limit restarts with every answer: a batch may take
+    /// long, one command may not.
+    func callPipelined(_ commands: [JSON], timeout: Duration, log: (String) -> Void) throws(JavaScriptError) -> [JSON] {
+        guard !dead else { throw .crashed("the query server process is gone") }
+        self.commands += commands.count
+        var pending: [UInt8] = []
+        pending.reserveCapacity(commands.count * 512)
+        for c in commands {
+            c.serialize(into: &pending)
+            pending.append(UInt8(ascii: "\n"))
+        }
+        var written = 0
+        var answers: [JSON] = []
+        answers.reserveCapacity(commands.count)
+        var deadline = ContinuousClock.now + timeout
+        let flags = fcntl(toChild, F_GETFL)
+        _ = fcntl(toChild, F_SETFL, flags | O_NONBLOCK)
+        defer { if !dead { _ = fcntl(toChild, F_SETFL, flags) } }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while answers.count < commands.count {
+            // Answers already buffered.
+            while answers.count < commands.count,
+                  let newline = buffer[bufferStart...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[bufferStart..<newline])
+                bufferStart = newline + 1
+                let value: JSON
+                do { value = try JSON.parse(line, limits: .unlimitedForQueryServer) } catch {
+                    kill()
+                    throw .protocolError("the query server answered something that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
+                }
+                if case .array(let items) = value, items.count == 2, items[0] == .string("log") {
+                    log(items[1].stringValue ?? String(decoding: items[1].serializedBytes, as: UTF8.self))
+                    continue
+                }
+                answers.append(value)
+                deadline = ContinuousClock.now + timeout
+            }
+            if bufferStart > 0 {
+                buffer.removeSubrange(0..<bufferStart)
+                bufferStart = 0
+            }
+            if answers.count == commands.count { break }
+            let remaining = deadline - ContinuousClock.now
+            let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            if ms <= 0 {
+                kill()
+                throw .timeout
+            }
+            var fds = [pollfd(fd: fromChild, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: toChild, events: written < pending.count ? Int16(POLLOUT) : 0, revents: 0)]
+            let ready = poll(&fds, written < pending.count ? 2 : 1, Int32(clamping: ms))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                kill()
+                throw .crashed("poll: \(String(cString: strerror(errno)))")
+            }
+            if written < pending.count && fds[1].revents != 0 {
+                let n = pending.withUnsafeBytes { systemWrite(toChild, $0.baseAddress! + written, pending.count - written) }
+                if n < 0 && errno != EAGAIN && errno != EINTR {
+                    kill()
+                    throw .crashed("the query server process exited (write: \(String(cString: strerror(errno))))")
+                }
+                if n > 0 { written += n }
+            }
+            if fds[0].revents != 0 {
+                let n = chunk.withUnsafeMutableBytes { systemRead(fromChild, $0.baseAddress!, $0.count) }
+                if n < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    kill()
+                    throw .crashed("read: \(String(cString: strerror(errno)))")
+                }
+                if n == 0 {
+                    kill()
+                    throw .crashed("the query server process exited")
+                }
+                buffer.append(contentsOf: chunk[0..<n])
+            }
+        }
+        return answers
+    }
+
     /// Sends a line without waiting for an answer (the list protocol's follow-up messages use ``call`` too).
     private func write(_ bytes: [UInt8]) throws(JavaScriptError) {
         var offset = 0

@@ -218,6 +218,13 @@ public struct DesignView: Sendable {
         let view = collection.view(named: viewName)
         var definition = ViewDefinition(map: map, reduce: reducer, version: version, includeDesign: includeDesign)
         definition.rawCollation = rawCollation
+        if let source = javascriptMap {
+            let library = self.library
+            definition.batchMap = { documents in
+                try JavaScriptEngine.shared.mapBatch(functions: [source], library: library, documents: documents.map(JSON.object))
+                    .map { perFunction in perFunction[0].map { (key: $0.key, value: Optional($0.value)) } }
+            }
+        }
         definition.localSeq = localSeq
         ViewManager.register(definition, view: viewName, collection: collection)
         return view

@@ -472,7 +472,11 @@ final class ViewManager: @unchecked Sendable {
                 let emitter = Emitter()
                 var out: [MapOutput] = []
                 out.reserveCapacity(slices[w].count)
-                for i in slices[w] { out.append(mapOne(changes[i], definition, collator, emitter)) }
+                if let batchMap = definition.batchMap {
+                    out = try mapBatch(changes[slices[w]], definition, batchMap, collator)
+                } else {
+                    for i in slices[w] { out.append(mapOne(changes[i], definition, collator, emitter)) }
+                }
                 results.set(w, .success(out))
             } catch {
                 results.set(w, .failure(error))
@@ -489,18 +493,46 @@ final class ViewManager: @unchecked Sendable {
         return all
     }
 
-    private static func mapOne(_ change: Change, _ definition: ViewDefinition, _ collator: ViewCollator,
-                               _ emitter: Emitter) -> MapOutput {
-        if change.deleted { return .skipped }
-        if !definition.includeDesign && change.docID.hasPrefix("_design/") { return .skipped }
-        // The map function sees the body with `_id` and `_rev` (stored bodies carry neither).
-        guard case .object(var document)? = try? JSON.parse(change.body) else {
-            return .skipped  // an unreadable body is not indexed; it never stops indexing
-        }
+    /// The document a map function sees for a change: the body with `_id` and `_rev` (stored bodies carry
+    /// neither), `_conflicts` and `_local_seq` when asked; nil when it is not mapped (deleted, a design document
+    /// without `include_design`, an unreadable body — which is not indexed and never stops indexing).
+    private static func mapInput(_ change: Change, _ definition: ViewDefinition) -> JSONObject? {
+        if change.deleted { return nil }
+        if !definition.includeDesign && change.docID.hasPrefix("_design/") { return nil }
+        guard case .object(var document)? = try? JSON.parse(change.body) else { return nil }
         document["_id"] = .string(change.docID)
         document["_rev"] = .string(change.rev)
         if !change.conflicts.isEmpty { document["_conflicts"] = .array(change.conflicts.map(JSON.string)) }
         if definition.localSeq { document["_local_seq"] = .int(change.seq) }
+        return document
+    }
+
+    /// Maps a slice with the definition's batch map (one exchange with a query server for the whole slice).
+    private static func mapBatch(_ changes: ArraySlice<Change>, _ definition: ViewDefinition,
+                                 _ batchMap: @Sendable ([JSONObject]) throws -> [[(key: JSON, value: JSON?)]],
+                                 _ collator: ViewCollator) throws -> [MapOutput] {
+        var inputs: [JSONObject] = []
+        var positions: [Int] = []
+        var out = [MapOutput](repeating: .skipped, count: changes.count)
+        for (k, change) in changes.enumerated() {
+            guard let document = mapInput(change, definition) else { continue }
+            inputs.append(document)
+            positions.append(k)
+        }
+        // A failure of the engine (a time limit, a function that doesn't compile) fails the whole slice.
+        let emitted = try batchMap(inputs)
+        for (k, rows) in zip(positions, emitted) {
+            out[k] = .rows(rows.map { row in
+                MappedRow(key: collator.encode(row.key), keyJSON: row.key.serializedBytes,
+                          valueJSON: row.value?.serializedBytes, text: nil)
+            })
+        }
+        return out
+    }
+
+    private static func mapOne(_ change: Change, _ definition: ViewDefinition, _ collator: ViewCollator,
+                               _ emitter: Emitter) -> MapOutput {
+        guard let document = mapInput(change, definition) else { return .skipped }
         emitter.rows.removeAll(keepingCapacity: true)
         do {
             try definition.map(document, emitter)
