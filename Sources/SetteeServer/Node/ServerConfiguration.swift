@@ -57,6 +57,8 @@ public struct ServerConfiguration: Sendable {
     /// The JavaScript query servers design functions run in: their time limit (`[couchdb] os_process_timeout`),
     /// `[query_server_config] reduce_limit` and `os_process_limit`.
     public var javascript = JavaScriptEngine.Configuration()
+    /// `[chttpd] secure_rewrites`: a design document's rewrite rules may not lead out of their database.
+    public var secureRewrites = true
     /// Create `_users` and `_replicator` when the node starts without them, as CouchDB's single-node setup does.
     public var createSystemDatabases = true
     /// A `+` in the request path means a space (CouchDB's `[chttpd] decode_plus_to_space`, on by default); `%2B`

@@ -158,6 +158,7 @@ enum ServerSettings {
         if let v = bool("chttpd", "require_valid_user") { c.requireValidUser = v }
         if let v = bool("chttpd", "allow_jsonp") { c.allowJSONP = v }
         if let v = bool("chttpd", "decode_plus_to_space") { c.decodePlusToSpace = v }
+        if let v = bool("chttpd", "secure_rewrites") { c.secureRewrites = v }
         if let v = auth("timeout").flatMap(Double.init), v > 0 { c.security.sessionTimeout = v }
         if let v = auth("iterations").flatMap(Int.init), (1...10_000_000).contains(v) { c.security.pbkdf2Iterations = v }
         if let v = auth("allow_persistent_cookies").flatMap(Bool.init) { c.security.allowPersistentCookies = v }

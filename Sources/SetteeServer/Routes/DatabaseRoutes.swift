@@ -76,7 +76,7 @@ enum DatabaseRoutes {
         let sizes = try db.sizes()
         var out: JSONObject = [
             "db_name": .string(target.isDefaultCollection ? db.name : "\(db.name).\(target.scope).\(target.collection)"),
-            "purge_seq": sequences.json(0),
+            "purge_seq": sequences.json(UInt64(try c.purgeCount())),
             "update_seq": sequences.json(db.lastSequence),
             "sizes": ["file": .int(Int64(sizes.file)), "external": .int(Int64(sizes.active)), "active": .int(Int64(sizes.active))],
             "props": [:],

@@ -25,6 +25,7 @@ extension CouchResponder {
         let request = JavaScriptRequest.make(call, database: db, body: hasBody ? body : nil, security: security)
         let design = try await blocking { try DesignFunctionRoutes.Design.load(c, id: designID) }
         var rewritten: JSONObject
+        var fromRules = false
         switch design.body["rewrites"] {
         case .string?:
             let answer = try await blocking {
@@ -50,6 +51,7 @@ extension CouchResponder {
                 throw CouchError(.notFound, "not_found", "Invalid path.")
             }
             rewritten = match
+            fromRules = true
         default:
             throw CouchError(.notFound, "not_found", "Invalid path.")
         }
@@ -73,7 +75,12 @@ extension CouchResponder {
         for piece in pathPart.split(separator: "/", omittingEmptySubsequences: true) {
             switch piece {
             case ".": continue
-            case "..": if !segments.isEmpty { segments.removeLast() }
+            case "..":
+                // `[chttpd] secure_rewrites`: rules may not climb out of their database.
+                if fromRules && segments.count <= 1 && call.node.configuration.secureRewrites {
+                    throw CouchError(.internalServerError, "insecure_rewrite_rule", "too many ../.. segments")
+                }
+                if !segments.isEmpty { segments.removeLast() }
             default: segments.append(String(piece).removingPercentEncoding ?? String(piece))
             }
         }
@@ -153,14 +160,20 @@ enum RewriteRules {
             var out: JSONObject = ["path": .string(to)]
             var q = JSONObject()
             for (k, v) in query { q[k] = .string(v) }
+            /// A query value with `:name` and `*` (also inside arrays and objects) replaced by what they bound.
+            func substitute(_ v: JSON) -> JSON {
+                switch v {
+                case .string(let text) where text.hasPrefix(":") || text == "*":
+                    return bindings[text == "*" ? "*" : String(text.dropFirst())].map(JSON.string) ?? v
+                case .array(let items): return .array(items.map(substitute))
+                case .object(let members): return .object(JSONObject(members.map { ($0.key, substitute($0.value)) }))
+                default: return v
+                }
+            }
             if case .object(let ruleQuery)? = r["query"] {
                 for (k, v) in ruleQuery {
-                    if case .string(let text) = v, text.hasPrefix(":") || text == "*" {
-                        let name = text == "*" ? "*" : String(text.dropFirst())
-                        if let bound = bindings[name] { q[k] = .string(bound) }
-                    } else {
-                        q[k] = .string(v.stringValue ?? v.jsonString)
-                    }
+                    let value = substitute(v)
+                    q[k] = .string(value.stringValue ?? value.jsonString)
                 }
             }
             out["query"] = .object(q)

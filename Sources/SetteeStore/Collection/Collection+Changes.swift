@@ -105,6 +105,16 @@ extension Collection {
         }
     }
 
+    /// How many documents were purged from this collection (CouchDB's `purge_seq` counts purges).
+    public func purgeCount() throws -> Int {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT count(*) FROM purges WHERE collection = ?")
+            defer { stmt.reset() }
+            stmt.bind(id, at: 1)
+            return try stmt.step() ? stmt.int(0) : 0
+        }
+    }
+
     /// Ids purged after `since`, with the sequence of each purge (for feed followers such as indexes).
     public func purges(since: UInt64) throws -> [(sequence: UInt64, id: String)] {
         try database.read { db in
