@@ -29,6 +29,7 @@ fi
 bin="${SETTEE_BIN:-}"
 if [[ -z "$bin" ]]; then
     swift build --product settee
+    swift build --product settee-js   # the JavaScript query server, found beside settee
     bin="$(swift build --show-bin-path)/settee"
 fi
 data="$(mktemp -d "${TMPDIR:-/tmp}/settee-couchdb-suite-data.XXXXXX")"
