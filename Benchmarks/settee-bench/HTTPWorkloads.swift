@@ -13,7 +13,7 @@ import Foundation
 import SetteeCore
 import SetteeStore
 
-let httpWorkloads = ["http-bulk", "http-get", "http-changes"]
+let httpWorkloads = ["http-bulk", "http-get", "http-changes", "validate-bulk"]
 
 struct HTTPBenchFailure: Error, CustomStringConvertible {
     let message: String
@@ -119,6 +119,7 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         let updateSeq = dbInfo["update_seq"].map { $0.stringValue ?? $0.jsonString } ?? ""
 
         if selected.contains("http-get") { try getWorkload(port: server.port) }
+        if selected.contains("validate-bulk") { try validateBulk(admin) }
         if selected.contains("http-changes") { try changesWorkload(admin, updateSeq: updateSeq) }
         admin.disconnect()
     }
@@ -172,7 +173,11 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
 
     // MARK: http-bulk
 
-    func bulkLoad(localInsertRate: Double?, report shouldReport: Bool) throws {
+    /// Loads the documents into `database` (a fresh one; default the workloads' database) and returns the rate;
+    /// reports it as http-bulk when asked.
+    @discardableResult
+    func bulkLoad(localInsertRate: Double?, report shouldReport: Bool, database: String? = nil) throws -> Double {
+        let dbName = database ?? self.dbName
         // Request bodies, built before timing: {"docs":[{"_id":"doc…", <the document's members>}, …]}.
         var bodies: [[UInt8]] = []
         for start in stride(from: 0, to: count, by: bulkBatch) {
@@ -253,8 +258,8 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         if reconnects > 0 { info("http-bulk: note: \(reconnects) reconnection(s) (server closed keep-alive connections)") }
         let rate = Double(count) / t
         guard shouldReport else {
-            info("http     (load for http-get/http-changes: \(count) docs via _bulk_docs in \(String(format: "%.2f", t)) s)")
-            return
+            info("http     (load of \(dbName): \(count) docs via _bulk_docs in \(String(format: "%.2f", t)) s)")
+            return rate
         }
         report(Figure(workload: "http-bulk", metric: "docs via POST _bulk_docs (batches of \(bulkBatch), \(clients) connections)",
                       value: rate, baseline: nil, baselineName: nil, goal: 55_000))
@@ -262,6 +267,24 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
             report(Figure(workload: "http-bulk", metric: "docs via POST _bulk_docs vs local insert", value: rate,
                           baseline: localInsertRate, baselineName: "local insert (same run)", goal: 0.4))
         }
+        return rate
+    }
+
+    // MARK: validate-bulk
+
+    /// `_bulk_docs` into a database with a typical `validate_doc_update` (field and role checks, run in settee-js)
+    /// against the same load into one without: goal ≥ 0.7×.
+    func validateBulk(_ admin: HTTPConnection) throws {
+        let validator = #"{"validate_doc_update": "function(newDoc, oldDoc, userCtx, secObj) { if (newDoc._deleted) return; if (typeof newDoc.type !== 'string') throw({forbidden: 'type is required'}); if (typeof newDoc.email !== 'string' || newDoc.email.indexOf('@') < 0) throw({forbidden: 'a valid email is required'}); if (oldDoc && oldDoc.type !== newDoc.type && userCtx.roles.indexOf('_admin') < 0) throw({unauthorized: 'only admins change types'}); }"}"#
+        for name in ["plain", "validated"] {
+            try expect(try admin.request(method: "PUT", path: "/\(name)"), [201, 202], "PUT /\(name)")
+        }
+        try expect(try admin.request(method: "PUT", path: "/validated/_design/rules", body: Array(validator.utf8)), [201],
+                   "PUT /validated/_design/rules")
+        let plain = try bulkLoad(localInsertRate: nil, report: false, database: "plain")
+        let validated = try bulkLoad(localInsertRate: nil, report: false, database: "validated")
+        report(Figure(workload: "validate-bulk", metric: "docs via _bulk_docs with a validate_doc_update vs without",
+                      value: validated, baseline: plain, baselineName: "_bulk_docs without one", goal: 0.7))
     }
 
     // MARK: http-get

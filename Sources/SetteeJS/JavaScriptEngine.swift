@@ -209,6 +209,34 @@ public final class JavaScriptEngine: Sendable {
         throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
     }
 
+    /// Runs a `validate_doc_update` function on many writes in one exchange (pipelined): for each `(new, old)`
+    /// pair, nil when accepted, or the refusal (``JavaScriptError/forbidden(_:)``, ``JavaScriptError/unauthorized(_:)``,
+    /// a thrown string as `unknown_error`). A failure of the engine (time limit, crash) is thrown.
+    public func validateBatch(designDocumentID id: String, revision: String, designDocument: JSON,
+                              documents: [(new: JSON, old: JSON)], userContext: JSON,
+                              security: JSON) throws(JavaScriptError) -> [JavaScriptError?] {
+        if documents.isEmpty { return [] }
+        return try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
+            try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
+            let commands: [JSON] = documents.map {
+                .array([.string("ddoc"), .string(id), .array([.string("validate_doc_update")]),
+                        .array([$0.new, $0.old, userContext, security])])
+            }
+            let answers = try p.callPipelined(commands, timeout: config.timeout, log: log)
+            return try answers.map { answer throws(JavaScriptError) -> JavaScriptError? in
+                if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return nil }
+                if let error = JavaScriptError.from(answer: answer) {
+                    switch error {
+                    case .forbidden, .unauthorized, .thrown: return error
+                    default: throw error
+                    }
+                }
+                if case .string(let message) = answer { return .thrown(name: "unknown_error", reason: message) }
+                throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+            }
+        }
+    }
+
     /// Runs a filter function (`["filters", name]`) or a view's map as a filter (`["views", name, "map"]`) over
     /// documents: whether each passes.
     public func filter(designDocumentID id: String, revision: String, designDocument: JSON, path: [String],

@@ -106,6 +106,39 @@ struct DocumentValidator: Sendable {
         }
     }
 
+    /// Validates many writes (a `_bulk_docs` request) with one exchange per function: for each write, nil when
+    /// every function accepts it, or the first refusal.
+    func validateBatch(_ writes: [RevisionWrite], in collection: SetteeStore.Collection) throws -> [(any Error)?] {
+        var results = [(any Error)?](repeating: nil, count: writes.count)
+        var checked: [Int] = []
+        var pairs: [(new: JSON, old: JSON)] = []
+        for (i, write) in writes.enumerated() where !write.id.hasPrefix("_design/") && !write.id.hasPrefix("_local/") {
+            var new = write.body
+            new["_id"] = .string(write.id)
+            switch write.mode {
+            case .edit(let parent?): new["_rev"] = .string(parent.description)
+            case .replicated(let history): if let first = history.first { new["_rev"] = .string(first.description) }
+            default: break
+            }
+            if write.deleted { new["_deleted"] = true }
+            var old: JSON = .null
+            if let record = try collection.record(id: write.id), !record.deleted, case .object(var body) = try JSON.parse(record.body) {
+                body["_id"] = .string(write.id)
+                body["_rev"] = .string(record.revID.description)
+                old = .object(body)
+            }
+            checked.append(i)
+            pairs.append((.object(new), old))
+        }
+        for v in validators {
+            let verdicts = try JavaScriptEngine.shared.validateBatch(designDocumentID: v.id, revision: v.revision,
+                                                                     designDocument: v.designDocument, documents: pairs,
+                                                                     userContext: userContext, security: security)
+            for (k, verdict) in zip(checked, verdicts) where results[k] == nil { results[k] = verdict }
+        }
+        return results
+    }
+
     /// ``validate(_:current:)`` with the current revision read from `collection`.
     func validate(_ write: RevisionWrite, in collection: SetteeStore.Collection) throws {
         if write.id.hasPrefix("_design/") || write.id.hasPrefix("_local/") { return }

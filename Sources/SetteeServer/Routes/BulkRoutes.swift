@@ -74,7 +74,6 @@ enum BulkRoutes {
                     if maxDoc < (64 << 20), JSON.object(write.body).serializedBytes.count > maxDoc {
                         throw CouchError.tooLarge
                     }
-                    try validator?.validate(write, in: c)
                     writes.append(write)
                     positions.append(i)
                 } catch {
@@ -86,6 +85,24 @@ enum BulkRoutes {
                     row["reason"] = .string(e.reason)
                     results[i] = .object(row)
                 }
+            }
+            // validate_doc_update, every write of the request in one exchange per function; refused writes
+            // become rows and are not written.
+            if let validator, !writes.isEmpty {
+                let verdicts = try validator.validateBatch(writes, in: c)
+                var kept: [RevisionWrite] = [], keptPositions: [Int] = []
+                for (k, verdict) in verdicts.enumerated() {
+                    if let verdict {
+                        let e = CouchError.from(any: verdict)
+                        if e.status == .internalServerError { throw verdict }
+                        results[positions[k]] = ["id": .string(writes[k].id), "error": .string(e.error), "reason": .string(e.reason)]
+                    } else {
+                        kept.append(writes[k])
+                        keptPositions.append(positions[k])
+                    }
+                }
+                writes = kept
+                positions = keptPositions
             }
             let outcomes = try c.write(writes)
             metrics.documentsWritten(writes.count)
