@@ -197,7 +197,7 @@ final class StaticServer: @unchecked Sendable {
         process.arguments = ["python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", String(port), "--directory", directory]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.launchSerialized()
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             guard process.isRunning else {

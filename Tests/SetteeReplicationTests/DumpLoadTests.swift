@@ -13,7 +13,7 @@ import Testing
         let err = Pipe()
         p.standardError = err
         if let stdout { p.standardOutput = stdout }
-        try p.run()
+        try p.launchSerialized()
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         return (p.terminationStatus, text)

@@ -166,7 +166,7 @@ struct HTTP {
                          "--quiet"]
         let out = Pipe()
         cli.standardOutput = out
-        try cli.run()
+        try cli.launchSerialized()
         let report = try JSON.parse(Array(out.fileHandleForReading.readDataToEndOfFile()))
         cli.waitUntilExit()
         #expect(cli.terminationStatus == 0)
@@ -200,7 +200,7 @@ struct HTTP {
         cli.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         cli.arguments = ["replicate", authURL(a, "db"), authURL(b, "db"), "--batch-size", "500", "--quiet"]
         cli.standardOutput = FileHandle.nullDevice
-        try cli.run()
+        try cli.launchSerialized()
         var partial = 0
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
@@ -226,7 +226,7 @@ struct HTTP {
         resumed.arguments = ["replicate", authURL(a, "db"), authURL(b, "db"), "--batch-size", "500", "--quiet"]
         let out = Pipe()
         resumed.standardOutput = out
-        try resumed.run()
+        try resumed.launchSerialized()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         resumed.waitUntilExit()
         #expect(resumed.terminationStatus == 0)

@@ -109,7 +109,7 @@ import Testing
         let out = Pipe(), err = Pipe()
         cli.standardOutput = out
         cli.standardError = err
-        try cli.run()
+        try cli.launchSerialized()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         cli.waitUntilExit()

@@ -23,7 +23,7 @@ import SetteeCore
             process.standardInput = stdinPipe
             process.standardOutput = stdoutPipe
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try process.launchSerialized()
             // Feed documents continuously from another thread; some rewrite earlier ids (updates).
             let writer = stdinPipe.fileHandleForWriting
             let feeder = Thread {

@@ -50,7 +50,7 @@ public final class ServerProcess: @unchecked Sendable {
         process.standardOutput = output
         _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: errorLog) ?? FileHandle.nullDevice
-        try process.run()
+        try process.launchSerialized()
         let handle = output.fileHandleForReading
         var buffer = ""
         let deadline = Date().addingTimeInterval(30)
@@ -164,6 +164,19 @@ public struct ServerProcessError: Error, CustomStringConvertible {
     public var description: String { message }
 }
 
+/// Foundation's `Process.run()` on Linux is not safe to call from several threads at once: with suites running in
+/// parallel it crashed in a `memmove` inside `run()`. Every process a test starts is launched through this lock.
+private let processLaunchLock = NSLock()
+
+extension Process {
+    /// `run()`, one launch at a time across the test process.
+    public func launchSerialized() throws {
+        processLaunchLock.lock()
+        defer { processLaunchLock.unlock() }
+        try run()
+    }
+}
+
 /// Runs a tool to completion and returns its combined output; a non-zero exit throws with that output.
 @discardableResult
 public func runTool(_ path: String, _ args: [String]) throws -> String {
@@ -173,7 +186,7 @@ public func runTool(_ path: String, _ args: [String]) throws -> String {
     let out = Pipe()
     p.standardOutput = out
     p.standardError = out
-    try p.run()
+    try p.launchSerialized()
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     let text = String(decoding: data, as: UTF8.self)

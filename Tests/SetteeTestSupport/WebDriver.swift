@@ -204,7 +204,7 @@ public final class Browser: @unchecked Sendable {
         driver.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
         driver.standardOutput = FileHandle.nullDevice
         driver.standardError = FileHandle.nullDevice
-        do { try driver.run() } catch {
+        do { try driver.launchSerialized() } catch {
             throw WebDriverError(error: "chromedriver", message: "\(chromedriver) did not start: \(error)")
         }
         // Wait for /status to say ready.
