@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A fresh temporary directory, removed when the value goes away.
 public final class TempDir: @unchecked Sendable {
@@ -178,19 +181,43 @@ extension Process {
 }
 
 /// Runs a tool to completion and returns its combined output; a non-zero exit throws with that output.
+///
+/// Started with `posix_spawn` directly rather than Foundation's `Process`, whose `run()` crashed (a `memmove` in
+/// it) while the network-partition harness ran `ip` many times beside other tests.
 @discardableResult
 public func runTool(_ path: String, _ args: [String]) throws -> String {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = out
-    try p.launchSerialized()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard p.terminationStatus == 0 else {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { throw ServerProcessError(message: "pipe failed: \(errno)") }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+    posix_spawn_file_actions_addclose(&actions, fds[0])
+    posix_spawn_file_actions_addclose(&actions, fds[1])
+    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
+    defer { for p in argv { free(p) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    close(fds[1])
+    guard spawned == 0 else {
+        close(fds[0])
+        throw ServerProcessError(message: "\((path as NSString).lastPathComponent) could not start: \(String(cString: strerror(spawned)))")
+    }
+    var output: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fds[0], $0.baseAddress!, $0.count) }
+        if n > 0 { output.append(contentsOf: chunk[0..<n]); continue }
+        if n < 0 && errno == EINTR { continue }
+        break
+    }
+    close(fds[0])
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let text = String(decoding: output, as: UTF8.self)
+    // Exited normally with 0: WIFEXITED and WEXITSTATUS, spelled out (the C macros aren't imported).
+    guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
         throw ServerProcessError(message: "\((path as NSString).lastPathComponent) \(args.joined(separator: " ")) failed: \(text)")
     }
     return text
