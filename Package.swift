@@ -44,8 +44,6 @@ let package = Package(
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
         .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite", "CZlib"]),
-        // CouchDB's JavaScript design functions, run in a pool of `settee-js` query-server processes.
-        .target(name: "SetteeJS", dependencies: ["SetteeCore"]),
         // The JavaScript query server: SpiderMonkey 102 (libmozjs-102-dev) speaking CouchDB's query-server protocol.
         .executableTarget(
             name: "settee-js",
@@ -58,7 +56,7 @@ let package = Package(
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
         .target(name: "SetteeVector", dependencies: ["SetteeCore"]),
         // The index manager (indexes follow the change feed) and the index kinds.
-        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeJS", "CICU"]),
+        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"]),
         // Planner (access paths over the document and index tables), executor, result sets, live queries.
         .target(name: "SetteeQuery", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"]),
         // The CouchDB replication protocol over an Endpoint protocol: local databases and HTTP peers.
@@ -78,7 +76,7 @@ let package = Package(
         .target(
             name: "SetteeServer",
             dependencies: [
-                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication", "SetteeJS",
+                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

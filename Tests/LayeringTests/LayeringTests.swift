@@ -9,14 +9,13 @@ import Testing
         "SetteeVector": ["SetteeCore"],
         "SetteeStore": ["SetteeCore", "CSQLite", "CZlib"],
         "SetteeSQLPP": ["SetteeCore"],
-        "SetteeJS": ["SetteeCore"],
-        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeJS", "CICU"],
-        "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeJS", "SetteeIndex"],
+        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"],
+        "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
         "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient"],
         "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
-                         "SetteeReplication", "SetteeJS", "Hummingbird", "Mustache"],
+                         "SetteeReplication", "Hummingbird", "Mustache"],
         "Settee": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
-                   "SetteeReplication", "SetteeJS"],
+                   "SetteeReplication"],
     ]
     /// Modules only their owner (and the CLI / benchmarks, which sit on top) may import.
     static let owned: Set<String> = ["CSQLite", "CZlib", "CICU", "Hummingbird", "AsyncHTTPClient", "ArgumentParser", "Mustache"]

@@ -1,6 +1,5 @@
 import Foundation
 import SetteeCore
-import SetteeJS
 import SetteeSQLPP
 import SetteeStore
 

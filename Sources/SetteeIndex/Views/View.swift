@@ -1,5 +1,4 @@
 import SetteeCore
-import SetteeJS
 import SetteeStore
 
 /// A map function: receives a document (its body with `_id` and `_rev`) and emits any number of key/value rows.

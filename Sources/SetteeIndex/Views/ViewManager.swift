@@ -1,6 +1,5 @@
 import Foundation
 import SetteeCore
-import SetteeJS
 import SetteeStore
 
 /// A view index as the registry holds it.

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import SetteeCore
-import SetteeJS
+import SetteeIndex
 
 /// An error rendered as CouchDB renders errors: a status and `{"error": …, "reason": …}`.
 struct CouchError: Error, Sendable {

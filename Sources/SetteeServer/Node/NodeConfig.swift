@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import SetteeCore
-import SetteeJS
+import SetteeIndex
 
 /// The node's settings as CouchDB presents them: sections of string keys and string values, read and changed at run
 /// time through `/_node/{node}/_config` and kept across restarts in `<data>/local.ini` (CouchDB's ini format).

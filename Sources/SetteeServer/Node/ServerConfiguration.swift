@@ -1,5 +1,5 @@
 import Foundation
-import SetteeJS
+import SetteeIndex
 
 /// How a Settee node serves HTTP.
 public struct ServerConfiguration: Sendable {

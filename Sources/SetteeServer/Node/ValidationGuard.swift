@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import SetteeCore
-import SetteeJS
+import SetteeIndex
 import SetteeStore
 
 /// Runs the `validate_doc_update` functions of a database's design documents on every write CouchDB runs them on
@@ -84,6 +84,17 @@ struct DocumentValidator: Sendable {
     /// - Throws: ``JavaScriptError`` `.forbidden`/`.unauthorized` when a function refuses the write.
     func validate(_ write: RevisionWrite, current: (rev: String, body: JSONObject)?) throws {
         if write.id.hasPrefix("_design/") || write.id.hasPrefix("_local/") { return }
+        let (new, old) = Self.arguments(write, current: current)
+        for v in validators {
+            try JavaScriptEngine.shared.validate(designDocumentID: v.id, revision: v.revision, designDocument: v.designDocument,
+                                                 newDocument: new, oldDocument: old, userContext: userContext,
+                                                 security: security)
+        }
+    }
+
+    /// The function's `newDoc` (the write's body with `_id`, `_rev` — the parent's, or a replicated revision's own —
+    /// and `_deleted`) and `oldDoc` (the current revision with `_id` and `_rev`, or null).
+    static func arguments(_ write: RevisionWrite, current: (rev: String, body: JSONObject)?) -> (new: JSON, old: JSON) {
         var new = write.body
         new["_id"] = .string(write.id)
         switch write.mode {
@@ -99,11 +110,15 @@ struct DocumentValidator: Sendable {
             body["_rev"] = .string(current.rev)
             old = .object(body)
         }
-        for v in validators {
-            try JavaScriptEngine.shared.validate(designDocumentID: v.id, revision: v.revision, designDocument: v.designDocument,
-                                                 newDocument: .object(new), oldDocument: old, userContext: userContext,
-                                                 security: security)
+        return (.object(new), old)
+    }
+
+    /// The current live revision of a write's document, as validation sees it.
+    static func current(_ id: String, in collection: SetteeStore.Collection) throws -> (rev: String, body: JSONObject)? {
+        guard let record = try collection.record(id: id), !record.deleted, case .object(let body) = try JSON.parse(record.body) else {
+            return nil
         }
+        return (record.revID.description, body)
     }
 
     /// Validates many writes (a `_bulk_docs` request) with one exchange per function: for each write, nil when
@@ -113,22 +128,8 @@ struct DocumentValidator: Sendable {
         var checked: [Int] = []
         var pairs: [(new: JSON, old: JSON)] = []
         for (i, write) in writes.enumerated() where !write.id.hasPrefix("_design/") && !write.id.hasPrefix("_local/") {
-            var new = write.body
-            new["_id"] = .string(write.id)
-            switch write.mode {
-            case .edit(let parent?): new["_rev"] = .string(parent.description)
-            case .replicated(let history): if let first = history.first { new["_rev"] = .string(first.description) }
-            default: break
-            }
-            if write.deleted { new["_deleted"] = true }
-            var old: JSON = .null
-            if let record = try collection.record(id: write.id), !record.deleted, case .object(var body) = try JSON.parse(record.body) {
-                body["_id"] = .string(write.id)
-                body["_rev"] = .string(record.revID.description)
-                old = .object(body)
-            }
             checked.append(i)
-            pairs.append((.object(new), old))
+            pairs.append(Self.arguments(write, current: try Self.current(write.id, in: collection)))
         }
         for v in validators {
             let verdicts = try JavaScriptEngine.shared.validateBatch(designDocumentID: v.id, revision: v.revision,
@@ -142,10 +143,6 @@ struct DocumentValidator: Sendable {
     /// ``validate(_:current:)`` with the current revision read from `collection`.
     func validate(_ write: RevisionWrite, in collection: SetteeStore.Collection) throws {
         if write.id.hasPrefix("_design/") || write.id.hasPrefix("_local/") { return }
-        var current: (String, JSONObject)?
-        if let record = try collection.record(id: write.id), !record.deleted, case .object(let body) = try JSON.parse(record.body) {
-            current = (record.revID.description, body)
-        }
-        try validate(write, current: current)
+        try validate(write, current: try Self.current(write.id, in: collection))
     }
 }

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import SetteeCore
-import SetteeJS
+import SetteeIndex
 import SetteeStore
 
 /// A design document's show and update functions (`/{db}/_design/{ddoc}/_show/{name}[/{docid}]`,

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import SetteeCore
-import SetteeJS
+import SetteeIndex
 import SetteeStore
 
 /// CouchDB's request object (`req`) as design functions see it: filters, shows, lists, updates and rewrites get it.

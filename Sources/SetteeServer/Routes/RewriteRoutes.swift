@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import SetteeCore
-import SetteeJS
+import SetteeIndex
 import SetteeStore
 
 /// `/{db}/_design/{ddoc}/_rewrite/{path}`: a design document's `rewrites` — a JavaScript function of the request

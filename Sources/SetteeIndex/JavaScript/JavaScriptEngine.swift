@@ -101,13 +101,7 @@ public final class JavaScriptEngine: Sendable {
     /// for `require`): for each function, the rows it emitted as `[key, value]` pairs.
     public func map(functions: [String], library: JSON?, document: JSON) throws(JavaScriptError) -> [[(key: JSON, value: JSON)]] {
         try withProcess(prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
-            if p.loadedMapFunctions != functions || p.loadedLibrary != library {
-                try reset(p, config)
-                if let library { try expectTrue(p.call(.array([.string("add_lib"), library]), timeout: config.timeout, log: log), p) }
-                for f in functions { try expectTrue(p.call(.array([.string("add_fun"), .string(f)]), timeout: config.timeout, log: log), p) }
-                p.loadedMapFunctions = functions
-                p.loadedLibrary = library
-            }
+            try loadMapFunctions(functions, library: library, into: p, config)
             let answer = try p.call(.array([.string("map_doc"), document]), timeout: config.timeout, log: log)
             if let error = JavaScriptError.from(answer: answer) { throw error }
             guard case .array(let perFunction) = answer, perFunction.count == functions.count else {
@@ -128,13 +122,7 @@ public final class JavaScriptEngine: Sendable {
     public func mapBatch(functions: [String], library: JSON?, documents: [JSON]) throws(JavaScriptError) -> [[[(key: JSON, value: JSON)]]] {
         if documents.isEmpty { return [] }
         return try withProcess(prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
-            if p.loadedMapFunctions != functions || p.loadedLibrary != library {
-                try reset(p, config)
-                if let library { try expectTrue(p.call(.array([.string("add_lib"), library]), timeout: config.timeout, log: log), p) }
-                for f in functions { try expectTrue(p.call(.array([.string("add_fun"), .string(f)]), timeout: config.timeout, log: log), p) }
-                p.loadedMapFunctions = functions
-                p.loadedLibrary = library
-            }
+            try loadMapFunctions(functions, library: library, into: p, config)
             let answers = try p.callPipelined(documents.map { .array([.string("map_doc"), $0]) }, timeout: config.timeout, log: log)
             var out: [[[(key: JSON, value: JSON)]]] = []
             out.reserveCapacity(answers.count)
@@ -275,6 +263,17 @@ public final class JavaScriptEngine: Sendable {
         try expectTrue(p.call(.array([.string("reset"), options]), timeout: config.timeout, log: log), p)
         p.loadedMapFunctions = []
         p.loadedLibrary = nil
+    }
+
+    /// Makes `p` hold exactly `functions` (and `library`) for `map_doc`, unless it already does.
+    private func loadMapFunctions(_ functions: [String], library: JSON?, into p: QueryServerProcess,
+                                  _ config: Configuration) throws(JavaScriptError) {
+        guard p.loadedMapFunctions != functions || p.loadedLibrary != library else { return }
+        try reset(p, config)
+        if let library { try expectTrue(p.call(.array([.string("add_lib"), library]), timeout: config.timeout, log: log), p) }
+        for f in functions { try expectTrue(p.call(.array([.string("add_fun"), .string(f)]), timeout: config.timeout, log: log), p) }
+        p.loadedMapFunctions = functions
+        p.loadedLibrary = library
     }
 
     private func load(id: String, revision: String, designDocument: JSON, into p: QueryServerProcess,
