@@ -80,25 +80,7 @@ final class QueryServerProcess: @unchecked Sendable {
     /// Sends one command and returns its answer, passing `["log", message]` lines to `log`. Fails — and kills the
     /// process — when it doesn't answer within `timeout`, exits, or answers something that isn't JSON.
     func call(_ command: JSON, timeout: Duration, log: (String) -> Void) throws(JavaScriptError) -> JSON {
-        guard !dead else { throw .crashed("the query server process is gone") }
-        commands += 1
-        var line = command.serializedBytes
-        line.append(UInt8(ascii: "\n"))
-        try write(line)
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let answer = try readLine(deadline: deadline)
-            let value: JSON
-            do { value = try JSON.parse(answer, limits: .unlimitedForQueryServer) } catch {
-                kill()
-                throw .protocolError("the query server answered something that is not JSON: \(String(decoding: answer.prefix(200), as: UTF8.self))")
-            }
-            if case .array(let items) = value, items.count == 2, items[0] == .string("log") {
-                log(items[1].stringValue ?? String(decoding: items[1].serializedBytes, as: UTF8.self))
-                continue
-            }
-            return value
-        }
+        try callPipelined([command], timeout: timeout, log: log)[0]
     }
 
     /// Sends `commands` one after another without waiting for each answer (the process reads the next while this
@@ -184,63 +166,6 @@ final class QueryServerProcess: @unchecked Sendable {
         return answers
     }
 
-    /// Sends a line without waiting for an answer (the list protocol's follow-up messages use ``call`` too).
-    private func write(_ bytes: [UInt8]) throws(JavaScriptError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { systemWrite(toChild, $0.baseAddress! + offset, bytes.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                kill()
-                throw .crashed("the query server process exited (write: \(String(cString: strerror(errno))))")
-            }
-            offset += n
-        }
-    }
-
-    private func readLine(deadline: ContinuousClock.Instant) throws(JavaScriptError) -> [UInt8] {
-        while true {
-            if let newline = buffer[bufferStart...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Array(buffer[bufferStart..<newline])
-                bufferStart = newline + 1
-                if bufferStart == buffer.count {
-                    buffer.removeAll(keepingCapacity: true)
-                    bufferStart = 0
-                }
-                return line
-            }
-            if bufferStart > 0 {
-                buffer.removeSubrange(0..<bufferStart)
-                bufferStart = 0
-            }
-            let remaining = deadline - ContinuousClock.now
-            let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
-            if ms <= 0 {
-                kill()
-                throw .timeout
-            }
-            var poller = pollfd(fd: fromChild, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(clamping: ms))
-            if ready < 0 {
-                if errno == EINTR { continue }
-                kill()
-                throw .crashed("poll: \(String(cString: strerror(errno)))")
-            }
-            if ready == 0 { continue }  // the deadline check above ends it
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            let n = chunk.withUnsafeMutableBytes { systemRead(fromChild, $0.baseAddress!, $0.count) }
-            if n < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                kill()
-                throw .crashed("read: \(String(cString: strerror(errno)))")
-            }
-            if n == 0 {
-                kill()
-                throw .crashed("the query server process exited")
-            }
-            buffer.append(contentsOf: chunk[0..<n])
-        }
-    }
 }
 
 // The C calls, under names the class's own methods don't shadow.
