@@ -491,6 +491,17 @@ def test_updates_filters_validate_rewrites():
     eq("validate userCtx accepted", vdu({"kind": "ctx"}, {"name": "bob", "roles": []}), 1)
     check("validate TypeError", is_error(vdu({"kind": "type"}), "TypeError"))
     eq("validate throws a string (CouchDB: unknown_error)", vdu({"kind": "string"}), "a string")
+    # Repeated calls to one function skip parsing the command head; a new revision of the design document, another
+    # function in between, or arguments that are not JSON must still be handled as the first call is.
+    eq("validate again (same function, repeated)", vdu({"kind": "forbid"}), {"forbidden": "Documents must have an author field"})
+    q.call(["ddoc", "new", "_design/t", dict(DDOC, validate_doc_update="function(n) { throw({forbidden: 'v2 ' + n.kind}); }")])
+    eq("validate after a new revision of the design document", vdu({"kind": "x"}), {"forbidden": "v2 x"})
+    q.call(["ddoc", "new", "_design/t", DDOC])
+    eq("validate after going back", vdu({"_id": "ok"}), 1)
+    q.p.stdin.write(b'["ddoc","_design/t",["validate_doc_update"],[{"_id":"ok"},null,{"name":"ann","roles":[]},{} oops]\n')
+    q.p.stdin.flush()
+    check("validate with arguments that are not JSON", is_error(q.line(), "query_protocol_error"))
+    eq("validate after a malformed command", vdu({"kind": "unauth"}), {"unauthorized": "You are not the author"})
 
     rw = lambda path, method="GET": q.call(["ddoc", "_design/t", ["rewrites"],
                                             [{"path": ["db", "_design", "t", "_rewrite"] + path, "method": method}]])

@@ -751,11 +751,16 @@ function ensureBox(entry) {
   return entry.box;
 }
 
+// The design function the last ddoc command ran, with the text its commands start with: the next command to the
+// same function (a validation or filter batch) is recognised by that prefix and only its arguments are parsed.
+var lastDdoc = null;
+
 function ddocCommand(cmd, line) {
   var id = cmd[1];
   if (id === "new") {
     var newId = cmd[2];
     ddocs.set(String(newId), {source: cmd[3], box: null, funs: new Map()});
+    lastDdoc = null;
     respond(true);
     return;
   }
@@ -789,17 +794,29 @@ function ddocCommand(cmd, line) {
   // The arguments, parsed in the sandbox's realm: from the line itself when it is laid out as expected.
   var prefix = stringify(["ddoc", id, funPath]);
   prefix = prefix.slice(0, prefix.length - 1) + ",";
-  var argsText = line.length > prefix.length && line.startsWith(prefix) && line.endsWith("]")
-      ? line.slice(prefix.length, line.length - 1) : stringify(cmd[3] === undefined ? [] : cmd[3]);
+  var call = {prefix: prefix, fun: fun, box: box, handler: handler};
+  var laidOut = line.length > prefix.length && line.startsWith(prefix) && line.endsWith("]");
+  lastDdoc = laidOut ? call : null;
+  runDdoc(call, laidOut ? line.slice(prefix.length, line.length - 1) : stringify(cmd[3] === undefined ? [] : cmd[3]),
+          cmd[3]);
+}
+
+// Runs a resolved design function on its arguments' JSON text (`parsed`: the same arguments already parsed in the
+// outer realm, if they were, for a text laid out in a way the sandbox's parse does not accept).
+function runDdoc(call, argsText, parsed) {
   var args;
   try {
-    args = box.kit.parse(argsText);
+    args = call.box.kit.parse(argsText);
   } catch (e) {
-    args = box.kit.parse(stringify(cmd[3] === undefined ? [] : cmd[3]));
+    args = call.box.kit.parse(stringify(parsed === undefined ? [] : parsed));
   }
   if (!isArray(args)) throw ["error", "query_protocol_error", "the arguments must be an array"];
-  resetRender(box);
-  handler(fun, box.ddoc, args, box);
+  applyDdoc(call, args);
+}
+
+function applyDdoc(call, args) {
+  resetRender(call.box);
+  call.handler(call.fun, call.box.ddoc, args, call.box);
 }
 
 // MARK: The loop
@@ -844,6 +861,18 @@ function dispatch(line) {
       mapDoc(line.slice(MAP_PREFIX.length, line.length - 1));
       return 0;
     }
+    if (lastDdoc !== null && line.startsWith(lastDdoc.prefix) && line.endsWith("]")) {
+      var args;
+      try {
+        args = lastDdoc.box.kit.parse(line.slice(lastDdoc.prefix.length, line.length - 1));
+      } catch (e) {
+        args = undefined;  // not JSON: the slow path answers as for any other malformed command
+      }
+      if (isArray(args)) {
+        applyDdoc(lastDdoc, args);
+        return 0;
+      }
+    }
     var cmd;
     try {
       cmd = parse(line);
@@ -881,6 +910,7 @@ function aborted() {
   emitMode = 0;
   mapResults = [];
   reduceCache.clear();
+  lastDdoc = null;
   ddocs.forEach(function (entry) {
     entry.box = null;
     entry.funs = new Map();

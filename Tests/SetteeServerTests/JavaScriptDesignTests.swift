@@ -142,4 +142,53 @@ import Testing
         #expect(fine.1["rows"]?[0]?["key"] == "doc")
         #expect(try await Self.send(client, .get, "/loops/doc").0 == 200)
     }
+
+    /// The query-server processes end with the node, even when it is killed outright: each one's standard input
+    /// reaches end-of-file because no other child inherited the pipe (two processes start at once for a view
+    /// build, one per core, on different threads).
+    @Test func queryServersDieWithAKilledNode() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        let client = LiveServerTests.client(server)
+        #expect(try await Self.send(client, .put, "/many").0 == 201)
+        let docs = (0..<2_000).map { #"{"_id":"d\#($0)","n":\#($0)}"# }.joined(separator: ",")
+        #expect(try await Self.send(client, .post, "/many/_bulk_docs", #"{"docs":[\#(docs)]}"#).0 == 201)
+        #expect(try await Self.send(client, .put, "/many/_design/v", #"{"views":{"n":{"map":"function(d){emit(d.n,null)}"}}}"#).0 == 201)
+        let view = try await Self.send(client, .get, "/many/_design/v/_view/n?limit=1")
+        #expect(view.0 == 200)
+        #expect(view.1["total_rows"] == 2_000)
+        let node = server.process.processIdentifier
+        let children = Self.childProcesses(of: node).filter { Self.commandLine(of: $0).contains("settee-js") }
+        #expect(!children.isEmpty)
+        server.kill9()
+        let deadline = Date().addingTimeInterval(10)
+        var alive = children
+        while !alive.isEmpty && Date() < deadline {
+            alive = alive.filter(Self.isRunning)
+            if !alive.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(alive.isEmpty, "settee-js processes \(alive) outlived their node")
+        for pid in alive { kill(pid, SIGKILL) }
+    }
+
+    static func childProcesses(of pid: pid_t) -> [pid_t] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task -> [pid_t] in
+            let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            return text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+    }
+
+    static func commandLine(of pid: pid_t) -> String {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return "" }
+        return String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Running: it exists and is not a zombie waiting for a parent (or an init) to reap it.
+    static func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(close, offsetBy: 2)...].prefix(1)
+        return state != "Z" && state != "X"
+    }
 }

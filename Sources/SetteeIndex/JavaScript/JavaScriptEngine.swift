@@ -44,6 +44,9 @@ public final class JavaScriptEngine: Sendable {
         var idle: [QueryServerProcess] = []
         var running = 0
         var started = 0
+        /// Counts check-ins: a caller waiting for a process waits until it changes (no wake-up is lost between
+        /// finding no process and starting to wait).
+        var generation = 0
     }
 
     private let state: Mutex<State>
@@ -74,7 +77,10 @@ public final class JavaScriptEngine: Sendable {
             return old
         }
         for p in stale { p.kill() }
+        state.withLock { $0.generation &+= 1 }
+        returned.lock()
         returned.broadcast()
+        returned.unlock()
     }
 
     /// Where design functions' `log(…)` messages go (default: standard error).
@@ -120,10 +126,23 @@ public final class JavaScriptEngine: Sendable {
     /// each function, the rows it emitted. Faster than ``map(functions:library:document:)`` per document by the
     /// round trips it saves. A command that fails (a time limit, memory) fails the batch, after every answer is read.
     public func mapBatch(functions: [String], library: JSON?, documents: [JSON]) throws(JavaScriptError) -> [[[(key: JSON, value: JSON)]]] {
+        try mapBatch(functions: functions, library: library, serializedDocuments: documents.map(\.serializedBytes))
+    }
+
+    /// ``mapBatch(functions:library:documents:)`` with each document already serialized (a JSON object's bytes,
+    /// trusted to be one: a view splices stored bodies without parsing them).
+    public func mapBatch(functions: [String], library: JSON?, serializedDocuments documents: [[UInt8]]) throws(JavaScriptError) -> [[[(key: JSON, value: JSON)]]] {
         if documents.isEmpty { return [] }
         return try withProcess(prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
             try loadMapFunctions(functions, library: library, into: p, config)
-            let answers = try p.callPipelined(documents.map { .array([.string("map_doc"), $0]) }, timeout: config.timeout, log: log)
+            var commands: [UInt8] = []
+            commands.reserveCapacity(documents.reduce(0) { $0 + $1.count + 14 })
+            for d in documents {
+                commands.append(contentsOf: #"["map_doc","#.utf8)
+                commands.append(contentsOf: d)
+                commands.append(contentsOf: "]\n".utf8)
+            }
+            let answers = try p.callPipelined(serialized: commands, count: documents.count, timeout: config.timeout, log: log)
             var out: [[[(key: JSON, value: JSON)]]] = []
             out.reserveCapacity(answers.count)
             for answer in answers {
@@ -305,17 +324,17 @@ public final class JavaScriptEngine: Sendable {
 
     private func checkout(prefer: (QueryServerProcess) -> Bool) throws(JavaScriptError) -> (QueryServerProcess, Configuration) {
         while true {
-            let (decision, config) = state.withLock { s -> (Checkout, Configuration) in
+            let (decision, config, seen) = state.withLock { s -> (Checkout, Configuration, Int) in
                 if let i = s.idle.lastIndex(where: prefer) ?? (s.idle.isEmpty ? nil : s.idle.count - 1) {
                     s.running += 1
-                    return (.idle(s.idle.remove(at: i)), s.configuration)
+                    return (.idle(s.idle.remove(at: i)), s.configuration, s.generation)
                 }
                 if s.running < s.configuration.maxProcesses {
                     s.running += 1
                     s.started += 1
-                    return (.start, s.configuration)
+                    return (.start, s.configuration, s.generation)
                 }
-                return (.wait, s.configuration)
+                return (.wait, s.configuration, s.generation)
             }
             switch decision {
             case .idle(let p):
@@ -329,13 +348,18 @@ public final class JavaScriptEngine: Sendable {
                     p.loadedMapFunctions = nil
                     return (p, config)
                 } catch {
-                    state.withLock { $0.running -= 1 }
+                    state.withLock { s in
+                        s.running -= 1
+                        s.generation &+= 1
+                    }
+                    returned.lock()
                     returned.broadcast()
+                    returned.unlock()
                     throw error
                 }
             case .wait:
                 returned.lock()
-                _ = returned.wait(until: Date(timeIntervalSinceNow: 0.05))
+                if state.withLock({ $0.generation }) == seen { _ = returned.wait(until: Date(timeIntervalSinceNow: 1)) }
                 returned.unlock()
             }
         }
@@ -344,6 +368,7 @@ public final class JavaScriptEngine: Sendable {
     private func checkin(_ p: QueryServerProcess) {
         let discard = state.withLock { s -> Bool in
             s.running -= 1
+            s.generation &+= 1
             if p.dead || p.commands >= s.configuration.commandsPerProcess || s.idle.count >= s.configuration.maxProcesses {
                 return true
             }
@@ -352,7 +377,7 @@ public final class JavaScriptEngine: Sendable {
         }
         if discard { p.kill() }
         returned.lock()
-        returned.signal()
+        returned.broadcast()
         returned.unlock()
     }
 

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import SetteeCore
+import Synchronization
 
 /// One running query-server process (`settee-js`, or CouchDB's `couchjs` with its `main.js`): JSON commands on its
 /// standard input, one JSON answer per line on its standard output, as CouchDB's query-server protocol has it.
@@ -29,34 +30,37 @@ final class QueryServerProcess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments`. Its standard error is inherited (the node's log).
     init(executable: String, arguments: [String]) throws(JavaScriptError) {
-        var input: [Int32] = [0, 0], output: [Int32] = [0, 0]
-        guard pipe(&input) == 0 else { throw .unavailable("pipe: \(String(cString: strerror(errno)))") }
-        guard pipe(&output) == 0 else {
-            close(input[0]); close(input[1])
-            throw .unavailable("pipe: \(String(cString: strerror(errno)))")
+        // Every end is close-on-exec before any other query server can be started: a child that inherited another
+        // child's stdin would hold it open, so that one would never see end-of-file and would outlive the node.
+        // (Glibc's module has no `pipe2`; the pipes, their flags and the spawn happen under one process-wide lock
+        // instead.) posix_spawn's dup2 gives the child its own copies, without the flag.
+        let (child, toChild, fromChild) = try spawnLock.withLock { _ throws(JavaScriptError) -> (pid_t, Int32, Int32) in
+            var input: [Int32] = [0, 0], output: [Int32] = [0, 0]
+            guard closeOnExecPipe(&input) == 0 else { throw .unavailable("pipe: \(String(cString: strerror(errno)))") }
+            guard closeOnExecPipe(&output) == 0 else {
+                close(input[0]); close(input[1])
+                throw .unavailable("pipe: \(String(cString: strerror(errno)))")
+            }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+            posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+            let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+            defer { for p in argv { free(p) } }
+            var child: pid_t = 0
+            let spawned = posix_spawn(&child, executable, &actions, nil, argv, environ)
+            close(input[0])
+            close(output[1])
+            guard spawned == 0 else {
+                close(input[1]); close(output[0])
+                throw .unavailable("cannot start the JavaScript query server \(executable): \(String(cString: strerror(spawned)))")
+            }
+            return (child, input[1], output[0])
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        for fd in [input[0], input[1], output[0], output[1]] { posix_spawn_file_actions_addclose(&actions, fd) }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, executable, &actions, nil, argv, environ)
-        close(input[0])
-        close(output[1])
-        guard spawned == 0 else {
-            close(input[1]); close(output[0])
-            throw .unavailable("cannot start the JavaScript query server \(executable): \(String(cString: strerror(spawned)))")
-        }
-        // The parent's ends must not leak into other children the node starts.
-        _ = fcntl(input[1], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(output[0], F_SETFD, FD_CLOEXEC)
         pid = child
-        toChild = input[1]
-        fromChild = output[0]
+        self.toChild = toChild
+        self.fromChild = fromChild
     }
 
     deinit {
@@ -88,25 +92,30 @@ final class QueryServerProcess: @unchecked Sendable {
     /// answers in order. `["log", …]` lines go to `log`. The time limit restarts with every answer: a batch may take
     /// long, one command may not.
     func callPipelined(_ commands: [JSON], timeout: Duration, log: (String) -> Void) throws(JavaScriptError) -> [JSON] {
-        guard !dead else { throw .crashed("the query server process is gone") }
-        self.commands += commands.count
         var pending: [UInt8] = []
         pending.reserveCapacity(commands.count * 512)
         for c in commands {
             c.serialize(into: &pending)
             pending.append(UInt8(ascii: "\n"))
         }
+        return try callPipelined(serialized: pending, count: commands.count, timeout: timeout, log: log)
+    }
+
+    /// ``callPipelined(_:timeout:log:)`` with the commands already serialized: `count` JSON lines in `pending`.
+    func callPipelined(serialized pending: [UInt8], count: Int, timeout: Duration, log: (String) -> Void) throws(JavaScriptError) -> [JSON] {
+        guard !dead else { throw .crashed("the query server process is gone") }
+        self.commands += count
         var written = 0
         var answers: [JSON] = []
-        answers.reserveCapacity(commands.count)
+        answers.reserveCapacity(count)
         var deadline = ContinuousClock.now + timeout
         let flags = fcntl(toChild, F_GETFL)
         _ = fcntl(toChild, F_SETFL, flags | O_NONBLOCK)
         defer { if !dead { _ = fcntl(toChild, F_SETFL, flags) } }
         var chunk = [UInt8](repeating: 0, count: 65_536)
-        while answers.count < commands.count {
+        while answers.count < count {
             // Answers already buffered.
-            while answers.count < commands.count,
+            while answers.count < count,
                   let newline = buffer[bufferStart...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffer[bufferStart..<newline])
                 bufferStart = newline + 1
@@ -126,7 +135,7 @@ final class QueryServerProcess: @unchecked Sendable {
                 buffer.removeSubrange(0..<bufferStart)
                 bufferStart = 0
             }
-            if answers.count == commands.count { break }
+            if answers.count == count { break }
             let remaining = deadline - ContinuousClock.now
             let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
             if ms <= 0 {
@@ -166,6 +175,16 @@ final class QueryServerProcess: @unchecked Sendable {
         return answers
     }
 
+}
+
+/// Held while a query server's pipes are made and it is started (see ``QueryServerProcess/init(executable:arguments:)``).
+private let spawnLock = Mutex<Void>(())
+
+/// A pipe whose two ends are close-on-exec.
+private func closeOnExecPipe(_ fds: inout [Int32]) -> Int32 {
+    guard pipe(&fds) == 0 else { return -1 }
+    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    return 0
 }
 
 // The C calls, under names the class's own methods don't shadow.

@@ -220,7 +220,7 @@ public struct DesignView: Sendable {
         if let source = javascriptMap {
             let library = self.library
             definition.batchMap = { documents in
-                try JavaScriptEngine.shared.mapBatch(functions: [source], library: library, documents: documents.map(JSON.object))
+                try JavaScriptEngine.shared.mapBatch(functions: [source], library: library, serializedDocuments: documents)
                     .map { perFunction in perFunction[0].map { (key: $0.key, value: Optional($0.value)) } }
             }
         }

@@ -6,8 +6,9 @@ import SetteeStore
 struct ViewDefinition: @unchecked Sendable {
     let map: MapBlock
     /// Maps many documents in one call (a JavaScript view: one exchange with a query server per piece of a batch
-    /// instead of one per document): for each document, its emitted key/value rows. nil: ``map`` per document.
-    var batchMap: (@Sendable ([JSONObject]) throws -> [[(key: JSON, value: JSON?)]])?
+    /// instead of one per document): for each document — given as its serialized JSON object, spliced from the
+    /// stored body without parsing it — its emitted key/value rows. nil: ``map`` per document.
+    var batchMap: (@Sendable ([[UInt8]]) throws -> [[(key: JSON, value: JSON?)]])?
     let reduce: Reducer?
     let version: String
     /// Whether design documents (`_design/…`) are mapped too. They are not by default, as in CouchDB and

@@ -506,15 +506,51 @@ final class ViewManager: @unchecked Sendable {
         return document
     }
 
+    /// The document a batch map (a query server) sees for a change, as JSON bytes: `_id`, `_rev` (and
+    /// `_conflicts`, `_local_seq` when asked) spliced in front of the stored body's members, which are not parsed
+    /// (the store wrote them). Nil when it is not mapped, as ``mapInput(_:_:)``.
+    static func mapInputBytes(_ change: Change, _ definition: ViewDefinition) -> [UInt8]? {
+        if change.deleted { return nil }
+        if !definition.includeDesign && change.docID.hasPrefix("_design/") { return nil }
+        let body = change.body
+        guard let open = body.firstIndex(where: { !isJSONSpace($0) }), body[open] == UInt8(ascii: "{"),
+              let close = body.lastIndex(where: { !isJSONSpace($0) }), body[close] == UInt8(ascii: "}") else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + change.docID.utf8.count + 64)
+        out.append(contentsOf: #"{"_id":"#.utf8)
+        JSON.string(change.docID).serialize(into: &out)
+        out.append(contentsOf: #","_rev":"#.utf8)
+        JSON.string(change.rev).serialize(into: &out)
+        if !change.conflicts.isEmpty {
+            out.append(contentsOf: #","_conflicts":"#.utf8)
+            JSON.array(change.conflicts.map(JSON.string)).serialize(into: &out)
+        }
+        if definition.localSeq {
+            out.append(contentsOf: #","_local_seq":"#.utf8)
+            out.append(contentsOf: String(change.seq).utf8)
+        }
+        let members = body[(open + 1)..<close]
+        if members.contains(where: { !isJSONSpace($0) }) {
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: members)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    private static func isJSONSpace(_ b: UInt8) -> Bool {
+        b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09
+    }
+
     /// Maps a slice with the definition's batch map (one exchange with a query server for the whole slice).
     private static func mapBatch(_ changes: ArraySlice<Change>, _ definition: ViewDefinition,
-                                 _ batchMap: @Sendable ([JSONObject]) throws -> [[(key: JSON, value: JSON?)]],
+                                 _ batchMap: @Sendable ([[UInt8]]) throws -> [[(key: JSON, value: JSON?)]],
                                  _ collator: ViewCollator) throws -> [MapOutput] {
-        var inputs: [JSONObject] = []
+        var inputs: [[UInt8]] = []
         var positions: [Int] = []
         var out = [MapOutput](repeating: .skipped, count: changes.count)
         for (k, change) in changes.enumerated() {
-            guard let document = mapInput(change, definition) else { continue }
+            guard let document = mapInputBytes(change, definition) else { continue }
             inputs.append(document)
             positions.append(k)
         }

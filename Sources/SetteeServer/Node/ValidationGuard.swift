@@ -125,11 +125,17 @@ struct DocumentValidator: Sendable {
     /// every function accepts it, or the first refusal.
     func validateBatch(_ writes: [RevisionWrite], in collection: SetteeStore.Collection) throws -> [(any Error)?] {
         var results = [(any Error)?](repeating: nil, count: writes.count)
-        var checked: [Int] = []
+        let checked = writes.indices.filter { !writes[$0].id.hasPrefix("_design/") && !writes[$0].id.hasPrefix("_local/") }
+        // The current revisions of the whole batch in one read transaction.
+        let records = try collection.records(ids: checked.map { writes[$0].id })
         var pairs: [(new: JSON, old: JSON)] = []
-        for (i, write) in writes.enumerated() where !write.id.hasPrefix("_design/") && !write.id.hasPrefix("_local/") {
-            checked.append(i)
-            pairs.append(Self.arguments(write, current: try Self.current(write.id, in: collection)))
+        pairs.reserveCapacity(checked.count)
+        for (i, record) in zip(checked, records) {
+            var current: (rev: String, body: JSONObject)?
+            if let record, !record.deleted, case .object(let body) = try JSON.parse(record.body) {
+                current = (record.revID.description, body)
+            }
+            pairs.append(Self.arguments(writes[i], current: current))
         }
         for v in validators {
             let verdicts = try JavaScriptEngine.shared.validateBatch(designDocumentID: v.id, revision: v.revision,
