@@ -13,7 +13,7 @@ import Foundation
 import SetteeCore
 import SetteeStore
 
-let httpWorkloads = ["http-bulk", "http-get", "http-changes", "validate-bulk"]
+let httpWorkloads = ["http-bulk", "http-get", "http-changes", "validate-bulk", "view-build-js"]
 
 struct HTTPBenchFailure: Error, CustomStringConvertible {
     let message: String
@@ -120,6 +120,7 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
 
         if selected.contains("http-get") { try getWorkload(port: server.port) }
         if selected.contains("validate-bulk") { try validateBulk(admin) }
+        if selected.contains("view-build-js") { try viewBuildMemory(admin, server: server) }
         if selected.contains("http-changes") { try changesWorkload(admin, updateSeq: updateSeq) }
         admin.disconnect()
     }
@@ -285,6 +286,32 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         let validated = try bulkLoad(localInsertRate: nil, report: false, database: "validated")
         report(Figure(workload: "validate-bulk", metric: "docs via _bulk_docs with a validate_doc_update vs without",
                       value: validated, baseline: plain, baselineName: "_bulk_docs without one", goal: 0.7))
+    }
+
+    // MARK: view-build-js (memory)
+
+    /// The node's peak memory while it builds a JavaScript view over the loaded documents (`GET …/_view/…?limit=0`
+    /// from nothing): the server's high-water mark (reset just before) plus its query servers'. Goal ≤ 200 MB.
+    func viewBuildMemory(_ admin: HTTPConnection, server: SetteeServerProcess) throws {
+        let design = #"{"views": {"js": {"map": "function(doc) { if (doc.type) emit([doc.address.city, doc.age], 1); }", "reduce": "_sum"}}}"#
+        try expect(try admin.request(method: "PUT", path: "/\(dbName)/_design/bench", body: Array(design.utf8)), [201],
+                   "PUT /\(dbName)/_design/bench")
+        let pid = server.process.processIdentifier
+        let before = vmRSS(pid)
+        resetPeakRSS(pid)
+        let started = Date()
+        let built = try admin.request(method: "GET", path: "/\(dbName)/_design/bench/_view/js?limit=0&reduce=false")
+        try expect(built, [200], "GET /\(dbName)/_design/bench/_view/js")
+        let seconds = Date().timeIntervalSince(started)
+        let nodePeak = vmHWM(pid)
+        let servers = childProcesses(of: pid).filter { commandLine(of: $0).contains("settee-js") }
+        let serverPeak = servers.reduce(0) { $0 + vmHWM($1) }
+        let total = (nodePeak + serverPeak) / 1024
+        var figure = Figure(workload: "view-build-js", metric: "peak RSS of the node building it over HTTP (settee serve \(nodePeak / 1024) MB, \(before / 1024) MB before; \(servers.count) query servers \(serverPeak / 1024) MB; \(Int(Double(count) / seconds)) docs/s)",
+                            value: Double(total), baseline: nil, baselineName: nil, goal: nil)
+        figure.unit = "MB"
+        report(figure)
+        info("view-build-js: the node's peak RSS \(total) MB (goal ≤ 200 MB) \(total <= 200 ? "✓" : "✗")")
     }
 
     // MARK: http-get

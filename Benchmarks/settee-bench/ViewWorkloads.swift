@@ -163,3 +163,32 @@ func runViewWorkloads(selected: [String], ids: [String], docs: [JSONObject], wor
                       value: Double(count) * Double(n) / g, baseline: nil, baselineName: nil, goal: nil))
     }
 }
+
+/// The resident set of a process now, in KiB.
+func vmRSS(_ pid: Int32) -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    return 0
+}
+
+/// Resets a process's peak resident set (`VmHWM`) to its current size (Linux: `5` into `clear_refs`).
+func resetPeakRSS(_ pid: Int32) {
+    try? "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
+}
+
+/// The direct children of a process (from every thread's `children` list).
+func childProcesses(of pid: Int32) -> [Int32] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.flatMap { task -> [Int32] in
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+        return text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+}
+
+/// A process's command line, arguments separated by spaces.
+func commandLine(of pid: Int32) -> String {
+    guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return "" }
+    return String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+}

@@ -468,8 +468,9 @@ function runRewrite(fun, ddoc, args, box) {
 
 // MARK: Filters and validation
 
-var emitMode = 0;         // 0: emit is ignored, 1: map (collect rows), 2: view filter (note that something was emitted)
-var mapResults = [];
+// What emit does when a design function calls it outside a map (a map collects rows in its own realm, see the
+// prelude's mapDocument): 0: nothing, 2: a view used as a filter notes that something was emitted.
+var emitMode = 0;
 var viewEmitted = false;
 
 function runFilter(fun, ddoc, args, box) {
@@ -521,8 +522,7 @@ function createBox(rootJSON) {
   var box = {sb: sb, kit: null, ddoc: null, mimes: null};
   var host = {
     emit: function (key, value) {
-      if (emitMode === 1) mapResults.push([key, errorToJSON(value)]);
-      else if (emitMode === 2) viewEmitted = true;
+      if (emitMode === 2) viewEmitted = true;
     },
     log: function (message) { log(message); },
     provides: function (type, fun) {
@@ -550,7 +550,7 @@ function createBox(rootJSON) {
   };
   var install = instantiatePrelude(sb);
   var kit = install(host, rootJSON);
-  box.kit = {parse: kit.parse, splitKVs: kit.splitKVs};
+  box.kit = {parse: kit.parse, splitKVs: kit.splitKVs, mapDocument: kit.mapDocument};
   box.ddoc = kit.root;
   if (box.mimes === null) box.mimes = newMimeRegistry();
   return box;
@@ -656,22 +656,16 @@ function handleViewError(err, doc) {
 function mapDoc(docText) {
   var funs = state.funs, out = [];
   for (var i = 0; i < funs.length; i++) {
-    var f = funs[i], doc;
-    mapResults = [];
-    emitMode = 1;
+    var f = funs[i];
     try {
-      doc = f.box.kit.parse(docText);
-      f.fn(doc);
-      runJobs();
-      emitMode = 0;
-      out.push(stringify(mapResults));
+      out.push(f.box.kit.mapDocument(f.fn, docText, runJobs));
     } catch (err) {
-      emitMode = 0;
+      var doc;
+      try { doc = f.box.kit.parse(docText); } catch (x) {}
       handleViewError(err, doc);
       out.push("[]");
     }
   }
-  mapResults = [];
   print("[" + out.join(",") + "]");
 }
 
@@ -854,7 +848,6 @@ var MAP_PREFIX = "[\"map_doc\",";
 function dispatch(line) {
   render = null;
   emitMode = 0;
-  mapResults = [];
   lineLength = line.length;
   try {
     if (line.startsWith(MAP_PREFIX) && line.endsWith("]")) {
@@ -898,7 +891,6 @@ function dispatch(line) {
   } finally {
     render = null;
     emitMode = 0;
-    mapResults = [];
   }
   return 0;
 }
@@ -908,7 +900,6 @@ function dispatch(line) {
 function aborted() {
   render = null;
   emitMode = 0;
-  mapResults = [];
   reduceCache.clear();
   lastDdoc = null;
   ddocs.forEach(function (entry) {
@@ -981,7 +972,21 @@ static const char kSandboxPrelude[] = R"JS(
   var hostEmit = host.emit, hostLog = host.log, hostProvides = host.provides, hostRegisterType = host.registerType,
       hostStart = host.start, hostSend = host.send, hostGetRow = host.getRow, hostCompileModule = host.compileModule;
 
-  function emit(key, value) { hostEmit(key, value); }
+  // While mapDocument runs, emit collects rows here, in this realm; otherwise it goes to the host (filters by
+  // view). Rows are written as an array element, not with push, which the design function could replace.
+  var collected = null;
+  function errorToJSON(e) {
+    try {
+      if (typeof e === "object" && e !== null && "stack" in e && "name" in e && "message" in e) {
+        return {error: e.name, message: e.message};
+      }
+    } catch (x) {}
+    return e;
+  }
+  function emit(key, value) {
+    if (collected !== null) collected[collected.length] = [key, errorToJSON(value)];
+    else hostEmit(key, value);
+  }
   function log(message) { hostLog(message); }
   function sum(values) {
     var rv = 0;
@@ -1069,9 +1074,22 @@ static const char kSandboxPrelude[] = R"JS(
     G.require = function require(name) { return requireFrom(name, undefined); };
   }
 
+  // Maps one document (its JSON text) with fn, all in this realm: the rows it emitted, as JSON text.
+  function mapDocument(fn, docText, after) {
+    collected = [];
+    try {
+      fn(parse(docText));
+      after();
+      return stringify(collected);
+    } finally {
+      collected = null;
+    }
+  }
+
   return {
     parse: parse,
     root: root,
+    mapDocument: mapDocument,
     splitKVs: function (kvs) {
       var n = kvs.length, keys = new Array(n), values = new Array(n);
       for (var i = 0; i < n; i++) {

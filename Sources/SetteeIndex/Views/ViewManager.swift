@@ -266,8 +266,22 @@ final class ViewManager: @unchecked Sendable {
         let removeText = try db.prepare("DELETE FROM \(view.fts) WHERE rowid = ?")
         let insert = try db.prepare("INSERT INTO \(view.table)(doc, key, docid, k, v, id) VALUES (?, ?, ?, ?, ?, ?)")
         let insertText = try db.prepare("INSERT INTO \(view.fts)(rowid, text, docid, k, v) VALUES (?, ?, ?, ?, ?)")
-        // 1. Read the batch's changes.
+        // 1. Read the batch's changes, and 2. map them in pieces on other threads as they are read (map functions
+        //    must be thread-safe; parsing the documents is most of the work), encoding each row's key and
+        //    serializing its key and value. The first piece is small, so writing (3.) starts soon; the others are
+        //    mapped while this thread reads and then writes the pieces before them.
         var changed: [Change] = []
+        var pieces: [Range<Int>] = []
+        var mapped: [MapFuture] = []
+        func startPiece(upTo end: Int) {
+            let start = pieces.last?.upperBound ?? 0
+            guard end > start else { return }
+            let piece = Array(changed[start..<end]), future = MapFuture()
+            pieces.append(start..<end)
+            mapped.append(future)
+            DispatchQueue.global().async { future.set(Result { try ViewManager.map(piece, definition: definition) }) }
+        }
+        var nextPiece = ViewManager.firstMapPiece
         var maxSeq = lastSeq
         // A document in conflict is mapped with its `_conflicts`, as CouchDB's indexer opens it.
         let treeOf = try db.prepare("SELECT tree FROM \(collection.docsTable) WHERE rowid = ?")
@@ -287,21 +301,14 @@ final class ViewManager: @unchecked Sendable {
             changed.append(Change(rowid: changes.int64(0), docID: changes.string(1) ?? "", seq: seq,
                                   rev: changes.string(3) ?? "", deleted: deleted,
                                   body: deleted ? [] : changes.withTextBytes(5) { Array($0) }, conflicts: conflicts))
+            if changed.count == nextPiece {
+                startPiece(upTo: nextPiece)
+                nextPiece += ViewManager.mapPiece
+            }
         }
+        startPiece(upTo: changed.count)
         let count = changed.count
 
-        // 2. Run the map function over the batch, in parallel (map functions must be thread-safe; parsing the
-        //    documents is most of the work), encoding each row's key and serializing its key and value. Pieces of
-        //    the batch are mapped ahead, on other threads, while this one writes the piece before.
-        let pieces = stride(from: 0, to: count, by: ViewManager.mapPiece).map { $0..<min(count, $0 + ViewManager.mapPiece) }
-        let mapped = pieces.map { _ in MapFuture() }
-        let input = changed
-        func start(_ k: Int) {
-            guard k < pieces.count else { return }
-            let piece = Array(input[pieces[k]]), future = mapped[k]
-            DispatchQueue.global().async { future.set(Result { try ViewManager.map(piece, definition: definition) }) }
-        }
-        start(0)
         if !building || changed.contains(where: { $0.seq > buildSeq }) {
             try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_doc ON \(view.table)(doc)")
         }
@@ -381,7 +388,6 @@ final class ViewManager: @unchecked Sendable {
         try flushRows()
         }
         for k in pieces.indices {
-            start(k + 1)
             try write(Array(changed[pieces[k]]), try mapped[k].get())
         }
         let done = count < ViewManager.batchSize
@@ -401,8 +407,10 @@ final class ViewManager: @unchecked Sendable {
         return done
     }
 
-    /// Documents mapped per piece of a batch (pieces are mapped ahead of the writes).
+    /// Documents mapped per piece of a batch (pieces are mapped ahead of the writes, from when they are read).
     static let mapPiece = 1_000
+    /// The first piece of a batch, smaller: writing waits for it.
+    static let firstMapPiece = 250
 
     /// The result of mapping one piece, handed from the mapping thread to the writer.
     final class MapFuture: @unchecked Sendable {
