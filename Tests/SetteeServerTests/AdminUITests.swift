@@ -277,6 +277,61 @@ import Testing
         }
     }
 
+    /// The Views page lists JavaScript and SQL++ views with their source and runs one with CouchDB's parameters;
+    /// a view that fails (a map function that doesn't compile, a bad key) shows CouchDB's error.
+    @Test func viewsAreListedAndRun() async throws {
+        try await withServer(admin: true, mode: .live) { c in
+            let s = try await Self.signIn(c)
+            let admin: HTTPFields = [.authorization: basicAuth(testAdmin.username, testAdmin.password), .contentType: "application/json"]
+            _ = try await c.request(.put, "/travel", headers: admin)
+            let empty = try await s.get("/_utils/db/travel/views")
+            #expect(empty.status == .ok)
+            #expect(empty.text.contains(#"id="no-views""#))
+            for (i, city) in ["Paris", "Rome", "Paris"].enumerated() {
+                _ = try await c.put("/travel/h\(i)", #"{"type": "hotel", "city": "\#(city)", "stars": \#(i + 3)}"#, headers: admin)
+            }
+            let design = #"""
+            {"views": {"by_city": {"map": "function(doc) { if (doc.type === 'hotel') emit(doc.city, doc.stars); }", "reduce": "_sum"},
+                       "broken": {"map": "function(doc) { emit(doc.city "},
+                       "declared": {"map": {"key": "city", "value": "stars"}}}}
+            """#
+            #expect(try await c.put("/travel/_design/app", design, headers: admin).status == .created)
+            let list = try await s.get("/_utils/db/travel/views")
+            #expect(list.status == .ok)
+            #expect(list.text.contains(#"data-view="app/by_city""#))
+            #expect(list.text.contains(#"data-view="app/declared""#))
+            #expect(list.text.contains("emit(doc.city, doc.stars)"), "the map function's source is shown")
+            #expect(list.text.contains("_sum"))
+            #expect(list.text.contains(#">Views</a>"#))
+            // Reduced, then rows with their documents, then a key.
+            let reduced = try await s.get("/_utils/db/travel/views?view=app%2Fby_city&group_level=1")
+            #expect(reduced.status == .ok)
+            #expect(reduced.text.contains(#"<span id="row-count">2</span>"#), "\(reduced.text)")
+            #expect(reduced.text.contains("<td>&quot;Paris&quot;</td><td>8</td>"))
+            let rows = try await s.get("/_utils/db/travel/views?view=app%2Fby_city&reduce=false&include_docs=true&limit=2")
+            #expect(rows.text.contains(#"<span id="row-count">2</span>"#))
+            #expect(rows.text.contains("total_rows 3"))
+            #expect(rows.text.contains(#"href="/_utils/db/travel/doc/h0""#))
+            #expect(rows.text.contains("<th>doc</th>"))
+            let keyed = try await s.get("/_utils/db/travel/views?view=app%2Fby_city&reduce=false&key=%22Rome%22")
+            #expect(keyed.text.contains(#"<span id="row-count">1</span>"#))
+            #expect(keyed.text.contains(#"value="&quot;Rome&quot;""#), "the form keeps what was typed")
+            let declared = try await s.get("/_utils/db/travel/views?view=app%2Fdeclared&key=%22Paris%22")
+            #expect(declared.text.contains(#"<span id="row-count">2</span>"#))
+            // Errors: CouchDB's, with its status.
+            let broken = try await s.get("/_utils/db/travel/views?view=app%2Fbroken")
+            #expect(broken.status == .badRequest)
+            #expect(broken.text.contains("compilation_error"))
+            let badKey = try await s.get("/_utils/db/travel/views?view=app%2Fby_city&key=Rome")
+            #expect(badKey.status == .badRequest)
+            #expect(badKey.text.contains(#"id="error""#))
+            let missing = try await s.get("/_utils/db/travel/views?view=app%2Fnope")
+            #expect(missing.status == .notFound)
+            let malformed = try await s.get("/_utils/db/travel/views?view=nope")
+            #expect(malformed.status == .badRequest)
+        }
+    }
+
     @Test func replicationsStartAndFinish() async throws {
         try await withServer(admin: true, mode: .live) { c in
             let s = try await Self.signIn(c)

@@ -78,6 +78,7 @@ struct AdminUI {
         case (2, false) where s[1] == "new": return try await newDocument(db)
         case (2, true) where s[1] == "save": return try await saveDocument(db, form)
         case (2, _) where s[1] == "query": return try await query(db)
+        case (2, false) where s[1] == "views": return try await views(db)
         case (2, false) where s[1] == "indexes": return try await indexes(db)
         case (2, true) where s[1] == "indexes": return try await createIndex(db, form)
         case (3, true) where s[1] == "indexes" && s[2] == "delete": return try await deleteIndex(db, form)
@@ -755,7 +756,7 @@ struct AdminUI {
         return [db, id]
     }
 
-    private func dbData(_ db: String, _ info: JSON) -> [String: Any] {
+    func dbData(_ db: String, _ info: JSON) -> [String: Any] {
         [
             "db": db, "dbHref": dbHref(db),
             "dbDocs": info["doc_count"]?.intValue.map(String.init) ?? "—",
@@ -782,7 +783,7 @@ struct AdminUI {
         return Response(status: .seeOther, headers: headers)
     }
 
-    private func errorPage(_ result: APIResult, title: String) throws -> Response {
+    func errorPage(_ result: APIResult, title: String) throws -> Response {
         try page("error", title: title, ["error": result.message], status: HTTPResponse.Status(code: result.status))
     }
 

@@ -13,7 +13,7 @@ enum UITemplates {
 
     static let templates: [String: String] = [
         "layout": layout, "csrf": csrf, "dbnav": dbnav, "login": login, "dashboard": dashboard, "documents": documents,
-        "document": document, "tree": tree, "query": query, "indexes": indexes, "changes": changes,
+        "document": document, "tree": tree, "query": query, "views": views, "indexes": indexes, "changes": changes,
         "replication": replication, "metrics": metrics, "error": error, "security": security, "account": account,
     ]
 
@@ -61,6 +61,7 @@ enum UITemplates {
       <nav class="tabs">
         <a href="{{dbHref}}" {{#nav_documents}}class="active"{{/nav_documents}}>Documents</a>
         <a href="{{dbHref}}/query" {{#nav_query}}class="active"{{/nav_query}}>Query</a>
+        <a href="{{dbHref}}/views" {{#nav_views}}class="active"{{/nav_views}}>Views</a>
         <a href="{{dbHref}}/indexes" {{#nav_indexes}}class="active"{{/nav_indexes}}>Indexes</a>
         <a href="{{dbHref}}/changes" {{#nav_changes}}class="active"{{/nav_changes}}>Changes</a>
         <a href="{{dbHref}}/security" {{#nav_security}}class="active"{{/nav_security}}>Permissions</a>
@@ -261,6 +262,44 @@ enum UITemplates {
     <details><summary>JSON</summary><pre class="json" id="results-json">{{json}}</pre></details>
     {{/ran}}
     {{#plan}}<h3>Plan</h3><pre class="plan" id="plan">{{plan}}</pre>{{/plan}}
+    {{/content}}{{/layout}}
+    """#
+
+    static let views = #"""
+    {{<layout}}{{$content}}
+    {{>dbnav}}
+    {{^hasViews}}<p class="muted" id="no-views">No design document of this database has views. A view is a design document's
+    <code>views</code> member: JavaScript <code>map</code> and <code>reduce</code> functions (CouchDB's), or a SQL++ declarative
+    <code>map</code>; create one as a document with an id starting with <code>_design/</code>.</p>{{/hasViews}}
+    {{#hasViews}}
+    <table class="list" id="views">
+      <thead><tr><th>View</th><th>Language</th><th>Map</th><th>Reduce</th></tr></thead>
+      <tbody>{{#views}}<tr data-view="{{value}}"><td><a href="{{href}}">{{value}}</a></td><td>{{language}}</td><td><pre class="json">{{map}}</pre></td><td>{{reduce}}</td></tr>{{/views}}</tbody>
+    </table>
+    <form method="get" action="{{dbHref}}/views" id="view-form">
+      <label>View <select name="view" id="view-name">{{#views}}<option value="{{value}}" {{#selected}}selected{{/selected}}>{{value}}</option>{{/views}}</select></label>
+      <label>key (JSON) <input name="key" id="view-key" value="{{p_key}}" placeholder='"Paris"'></label>
+      <label>startkey (JSON) <input name="startkey" id="view-startkey" value="{{p_startkey}}" placeholder='["Paris"]'></label>
+      <label>endkey (JSON) <input name="endkey" id="view-endkey" value="{{p_endkey}}" placeholder='["Paris", {}]'></label>
+      <label>limit <input name="limit" id="view-limit" type="number" min="0" value="{{p_limit}}"></label>
+      <label>skip <input name="skip" type="number" min="0" value="{{p_skip}}"></label>
+      <label>group_level <input name="group_level" id="view-group-level" type="number" min="0" value="{{p_group_level}}"></label>
+      <label>reduce <select name="reduce" id="view-reduce"><option value="" {{#reduce_default}}selected{{/reduce_default}}>as the view has it</option><option value="true" {{#reduce_true}}selected{{/reduce_true}}>true</option><option value="false" {{#reduce_false}}selected{{/reduce_false}}>false</option></select></label>
+      <label class="check"><input type="checkbox" name="include_docs" id="view-include-docs" value="true" {{#includeDocs}}checked{{/includeDocs}}> include_docs</label>
+      <label class="check"><input type="checkbox" name="descending" value="true" {{#descending}}checked{{/descending}}> descending</label>
+      <button type="submit" id="run-view">Run</button>
+    </form>
+    {{/hasViews}}
+    {{#ran}}
+    <p class="muted" id="view-summary"><span id="row-count">{{rowCount}}</span> rows of {{viewName}}{{#totalRows}} (total_rows {{totalRows}}, offset {{offset}}){{/totalRows}} in {{elapsed}} ms{{#truncated}} (first 1000 shown){{/truncated}}</p>
+    <div class="scroll">
+    <table class="list" id="view-rows">
+      <thead><tr><th>key</th><th>value</th><th>id</th>{{#showDocs}}<th>doc</th>{{/showDocs}}</tr></thead>
+      <tbody>{{#rows}}<tr><td>{{key}}</td><td>{{value}}</td><td>{{#id}}<a href="{{docHref}}">{{id}}</a>{{/id}}</td>{{#showDocs}}<td>{{doc}}</td>{{/showDocs}}</tr>{{/rows}}</tbody>
+    </table>
+    </div>
+    <details><summary>JSON</summary><pre class="json" id="view-json">{{json}}</pre></details>
+    {{/ran}}
     {{/content}}{{/layout}}
     """#
 
