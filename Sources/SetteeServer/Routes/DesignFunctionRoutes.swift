@@ -165,7 +165,7 @@ enum DesignFunctionRoutes {
                     head["offset"] = .int(Int64(result.offset))
                 }
                 if options.updateSeq { head["update_seq"] = options.sequences.json(result.sequenceNumber) }
-                rows = result.map { ViewRoutes.rowJSON($0, options: options, reduced: reduced) }
+                rows = try result.map { try ViewRoutes.rowJSON($0, options: options, reduced: reduced, database: db) }
             }
             var body: [UInt8] = []
             func append(_ chunks: JSON) {

@@ -15,7 +15,7 @@ enum ViewRoutes {
         let options = parsed
         return try await blocking {
             let (result, reduced) = try run(collection, designID: designID, view: name, options: options)
-            return Reply.raw(.ok, render(result, options: options, reduced: reduced))
+            return Reply.raw(.ok, try render(result, options: options, reduced: reduced, database: db))
         }
     }
 
@@ -102,7 +102,8 @@ enum ViewRoutes {
         return (result, design.reducer != nil && options.reduce && options.fullText == nil)
     }
 
-    static func render(_ result: ViewQueryResult, options: Options, reduced: Bool) -> [UInt8] {
+    /// The answer's bytes. `database` supplies attachment bodies for `include_docs` with `attachments=true`.
+    static func render(_ result: ViewQueryResult, options: Options, reduced: Bool, database: Database? = nil) throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + result.count * 64)
         func append(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
@@ -125,14 +126,15 @@ enum ViewRoutes {
         }
         for (i, row) in result.enumerated() {
             if i > 0 { append(",\n") }
-            rowJSON(row, options: options, reduced: reduced).serialize(into: &out)
+            try rowJSON(row, options: options, reduced: reduced, database: database).serialize(into: &out)
         }
         append("]}")
         return out
     }
 
-    /// One row of a view's answer, in CouchDB's shape (also a list function's `getRow()`).
-    static func rowJSON(_ row: ViewQueryRow, options: Options, reduced: Bool) -> JSON {
+    /// One row of a view's answer, in CouchDB's shape (also a list function's `getRow()`). `database` supplies
+    /// attachment bodies and encodings for `include_docs` with `attachments` / `att_encoding_info`.
+    static func rowJSON(_ row: ViewQueryRow, options: Options, reduced: Bool, database: Database? = nil) throws -> JSON {
         var o = JSONObject()
         if reduced {
             o["key"] = row.key
@@ -152,14 +154,34 @@ enum ViewRoutes {
             if let snippet = row.snippet(wordStart: "<b>", wordEnd: "</b>"), options.snippets {
                 o["snippet"] = .string(snippet)
             }
-            if options.includeDocs { o["doc"] = row.document ?? .null }
+            if options.includeDocs { o["doc"] = try document(row.document, options: options, database: database) }
         } else {
             o["id"] = .string(row.sourceDocumentID ?? "")
             o["key"] = row.key
             o["value"] = row.value ?? .null
-            if options.includeDocs { o["doc"] = row.document ?? .null }
+            if options.includeDocs { o["doc"] = try document(row.document, options: options, database: database) }
         }
         return .object(o)
+    }
+
+    /// A row's document as `include_docs` gives it: with `attachments=true` each attachment's data inline (base64,
+    /// decoded), with `att_encoding_info=true` the stubs of gzip-stored ones with `encoding` and `encoded_length`,
+    /// as CouchDB's view rows have them.
+    static func document(_ doc: JSON?, options: Options, database: Database?) throws -> JSON {
+        guard case .object(var d)? = doc, let database, options.attachments || options.attEncodingInfo else { return doc ?? .null }
+        if options.attachments, case .object(var atts)? = d["_attachments"] {
+            for (name, meta) in atts {
+                guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
+                      let data = try database.blob(digest: digest) else { continue }
+                m.removeValue(forKey: "stub")
+                m["data"] = .string(Base64.encode(data))
+                atts[name] = .object(m)
+            }
+            d["_attachments"] = .object(atts)
+        } else if options.attEncodingInfo {
+            try DocumentOutput.addEncodingInfo(&d, database: database)
+        }
+        return .object(d)
     }
 
     /// CouchDB's view query parameters.
@@ -182,6 +204,9 @@ enum ViewRoutes {
         var update: ViewIndexUpdateMode = .before
         var updateSeq = false
         var conflicts = false
+        /// With `include_docs`: attachment data inline (`attachments`), encodings in stubs (`att_encoding_info`).
+        var attachments = false
+        var attEncodingInfo = false
         /// How `update_seq` is written (CouchDB 3's opaque form).
         var sequences = CouchSequence(node: "", databaseUUID: "")
         var fullText: String?
@@ -236,6 +261,8 @@ enum ViewRoutes {
             }
             updateSeq = try bool("update_seq")
             conflicts = try bool("conflicts")
+            attachments = try bool("attachments")
+            attEncodingInfo = try bool("att_encoding_info")
             fullText = o["full_text"]
             snippets = try bool("snippets")
         }
