@@ -51,11 +51,15 @@ struct Get: ParsableCommand {
             let database = try options.open(db)
             defer { database.close() }
             let c = try database.defaultCollection()
-            guard let record = try c.record(id: id, withTree: true) else { throw SetteeError.missing }
-            let target = try rev.map { r -> RevID in
+            let requested = try rev.map { r -> RevID in
                 guard let parsed = RevID(r) else { throw SetteeError(.badRequest, "Invalid rev format") }
                 return parsed
-            } ?? record.revID
+            }
+            // An older revision's body is kept until compaction.
+            guard let record = try c.record(id: id, withTree: true, archived: requested.map { .revisions([$0]) }) else {
+                throw SetteeError.missing
+            }
+            let target = requested ?? record.revID
             if rev == nil && record.deleted { throw SetteeError(.notFound, "deleted") }
             guard let revision = record.revision(target) else { throw SetteeError.missing }
             var doc = try documentJSON(id: id, rev: target, deleted: revision.deleted, body: revision.body)

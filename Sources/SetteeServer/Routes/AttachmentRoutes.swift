@@ -16,7 +16,10 @@ enum AttachmentRoutes {
                 return r
             }
             let (meta, stored): (JSONObject, Database.StoredBlob) = try await blocking {
-                guard let record = try c.record(id: id, withTree: rev != nil) else { throw CouchError.notFound("missing") }
+                // An older revision's attachments are readable until compaction drops its body.
+                guard let record = try c.record(id: id, withTree: rev != nil, archived: rev.map { .revisions([$0]) }) else {
+                    throw CouchError.notFound("missing")
+                }
                 if rev == nil && record.deleted { throw CouchError.notFound("deleted") }
                 guard let revision = record.revision(rev ?? record.revID),
                       case .object(let body) = try JSON.parse(revision.body),

@@ -145,7 +145,9 @@ enum BulkRoutes {
             var out: [UInt8] = Array(#"{"results":["#.utf8)
             out.reserveCapacity(requests.count * 400)
             let ids = requests.map { $0["id"]?.stringValue ?? "" }
-            let records = try c.records(ids: ids, withTree: true)
+            // A requested revision that is no longer a leaf is served from the archive until compaction.
+            let archived = requests.map { r in baseOutput.archived(r["rev"]?.stringValue.flatMap(RevID.init).map { [$0] } ?? []) }
+            let records = try c.records(ids: ids, withTree: true, archived: archived)
             var read = 0
             for (n, request) in requests.enumerated() {
                 if n > 0 { out.append(UInt8(ascii: ",")) }

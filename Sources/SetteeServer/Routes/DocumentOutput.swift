@@ -62,6 +62,12 @@ struct DocumentOutput: Sendable {
     /// Whether rendering needs the revision tree.
     var needsTree: Bool { revs || revsInfo || conflicts || deletedConflicts || !attsSince.isEmpty }
 
+    /// The archived bodies a read must load to render `revs` (replaced revisions keep their bodies until
+    /// compaction): every one for `revs_info`, which tells which are still available.
+    func archived(_ revs: [RevID]) -> ArchivedBodies? {
+        revsInfo ? .all : revs.isEmpty ? nil : .revisions(revs)
+    }
+
     /// Renders one revision of a record as a JSON object.
     func render(_ record: DocumentRecord, rev: RevID, body: [UInt8], deleted: Bool,
                 database: Database) throws -> JSONObject {
@@ -102,7 +108,8 @@ struct DocumentOutput: Sendable {
                 out["_revisions"] = ["start": .int(Int64(rev.generation)), "ids": .array(history.map { .string($0.digest) })]
             }
             if revsInfo {
-                let info = tree.revsInfo(of: rev) { node in node.rev == record.revID || node.body != nil }
+                // Available: a leaf, or a replaced revision whose body is archived (until compaction).
+                let info = tree.revsInfo(of: rev) { node in record.revision(node.rev) != nil }
                 out["_revs_info"] = .array(info.map { ["rev": .string($0.rev.description), "status": .string($0.status.rawValue)] })
             }
         }

@@ -43,7 +43,10 @@ enum DocumentRoutes {
         // A point read takes microseconds: it runs inline on the request's task (Swift's cooperative pool,
         // never a NIO event loop) rather than paying two thread hops to the store's queue.
         let (bytes, rev): ([UInt8], RevID) = try pointRead {
-            guard let record = try c.record(id: id, withTree: needTree) else { throw CouchError.notFound("missing") }
+            let archived = needTree ? output.archived(requestedRev.map { [$0] } ?? []) : nil
+            guard let record = try c.record(id: id, withTree: needTree, archived: archived) else {
+                throw CouchError.notFound("missing")
+            }
             let rev = requestedRev ?? record.revID
             if requestedRev == nil && record.deleted { throw CouchError.notFound("deleted") }
             guard let revision = record.revision(rev) else { throw CouchError.notFound("missing") }
@@ -91,7 +94,7 @@ enum DocumentRoutes {
         if multipart && output.attsSince.isEmpty { output.attachments = true }
         let finalOutput = output
         let results: [JSON] = try await blocking {
-            guard let record = try c.record(id: id, withTree: true) else {
+            guard let record = try c.record(id: id, withTree: true, archived: finalOutput.archived(wanted ?? [])) else {
                 if let wanted { return wanted.map { ["missing": .string($0.description)] } }
                 throw CouchError.notFound("missing")
             }
@@ -126,7 +129,9 @@ enum DocumentRoutes {
                                 output: DocumentOutput) async throws -> Response {
         let sendEncoded = output.attEncodingInfo || call.header(HTTPField.Name("X-CouchDB-Send-Encoded-Atts")!) == "true"
         let (doc, rendered): (JSONObject, (boundary: String, bytes: [UInt8])?) = try await blocking {
-            guard let record = try c.record(id: id, withTree: true) else { throw CouchError.notFound("missing") }
+            guard let record = try c.record(id: id, withTree: true, archived: output.archived(rev.map { [$0] } ?? [])) else {
+                throw CouchError.notFound("missing")
+            }
             let wanted = rev ?? record.revID
             if rev == nil && record.deleted { throw CouchError.notFound("deleted") }
             guard let revision = record.revision(wanted) else { throw CouchError.notFound("missing") }
@@ -323,7 +328,10 @@ enum DocumentRoutes {
         withAttachments.attachments = true
         let output = withAttachments
         let source: JSONObject = try await blocking {
-            guard let record = try c.record(id: id, withTree: requested != nil) else { throw CouchError.notFound("missing") }
+            guard let record = try c.record(id: id, withTree: requested != nil,
+                                            archived: requested.map { .revisions([$0]) }) else {
+                throw CouchError.notFound("missing")
+            }
             let rev = requested ?? record.revID
             if requested == nil && record.deleted { throw CouchError.notFound("deleted") }
             guard let revision = record.revision(rev), !revision.deleted else { throw CouchError.notFound("missing") }

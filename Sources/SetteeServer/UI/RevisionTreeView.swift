@@ -117,7 +117,7 @@ struct RevisionTreeView {
             }
             if node.isLeaf && node.deleted && node.rev == winner { classes.append("tombstone") }
             let label = UIHTML.escape(UIFormat.shortRev(node.rev))
-            // Leaves link to their body; ancestors keep none once a child exists (nothing to show).
+            // Leaves link to their body; ancestors are not linked (theirs last only until compaction).
             let tag = node.isLeaf ? "a" : "g"
             let link = node.isLeaf ? "href=\"\(UIHTML.escape(href(node.rev)))\" " : ""
             out += "<\(tag) \(link)class=\"\(classes.joined(separator: " "))\" data-rev=\"\(UIHTML.escape(node.rev))\" data-state=\"\(state)\">"

@@ -4,12 +4,20 @@ import SetteeCore
 extension Collection {
     /// The stored record of a document (including tombstones), or nil if it never existed or was purged.
     ///
+    /// ```swift
+    /// // An older revision's body, while compaction has not dropped it:
+    /// let record = try c.record(id: "a", withTree: true, archived: .revisions([old]))
+    /// let body = record?.revision(old)?.body
+    /// ```
+    ///
     /// - Parameter withTree: also load the revision tree (needed for history, conflicts, older revisions).
-    public func record(id: String, withTree: Bool = false) throws -> DocumentRecord? {
-        try database.read { db in try self.readRecord(id: id, withTree: withTree, db: db) }
+    /// - Parameter archived: which replaced revisions' bodies to load from the archive (implies the tree); nil: none.
+    public func record(id: String, withTree: Bool = false, archived: ArchivedBodies? = nil) throws -> DocumentRecord? {
+        try database.read { db in try self.readRecord(id: id, withTree: withTree, archived: archived, db: db) }
     }
 
-    func readRecord(id: String, withTree: Bool, db: Connection) throws -> DocumentRecord? {
+    func readRecord(id: String, withTree: Bool, archived: ArchivedBodies? = nil, db: Connection) throws -> DocumentRecord? {
+        let withTree = withTree || archived != nil
         let stmt = try db.prepare(withTree ? sql.recordWithTree : sql.record)
         defer { stmt.reset() }
         stmt.bind(id, at: 1)
@@ -20,20 +28,54 @@ extension Collection {
         let flags = stmt.int64(2)
         let body = stmt.blob(3) ?? Array("{}".utf8)
         var tree: RevTree?
+        var bodies: [RevID: [UInt8]] = [:]
         if withTree {
             var t = try RevTree(encoded: stmt.blob(4) ?? [])
             t.setBody(body, for: rev)
             tree = t
+            if let archived { bodies = try archivedBodies(archived, of: t, rowid: stmt.int64(5), db: db) }
         }
         return DocumentRecord(id: id, sequence: UInt64(stmt.int64(0)), revID: rev,
                               deleted: flags & DocFlags.deleted != 0,
-                              conflicted: flags & DocFlags.conflicted != 0, body: body, tree: tree)
+                              conflicted: flags & DocFlags.conflicted != 0, body: body, tree: tree, archived: bodies)
+    }
+
+    /// The archived bodies a read asked for, of revisions the tree holds without a body.
+    private func archivedBodies(_ wanted: ArchivedBodies, of tree: RevTree, rowid: Int64,
+                                db: Connection) throws -> [RevID: [UInt8]] {
+        var out: [RevID: [UInt8]] = [:]
+        switch wanted {
+        case .revisions(let revs):
+            let stmt = try db.prepare(sql.archivedBody)
+            for rev in revs where out[rev] == nil {
+                guard let node = tree.node(rev), node.body == nil else { continue }
+                defer { stmt.reset() }
+                stmt.bind(rowid, at: 1)
+                stmt.bind(rev.description, at: 2)
+                if try stmt.step() { out[rev] = stmt.blob(0) ?? Array("{}".utf8) }
+            }
+        case .all:
+            let stmt = try db.prepare(sql.archivedBodies)
+            defer { stmt.reset() }
+            stmt.bind(rowid, at: 1)
+            while try stmt.step() {
+                // A revision stemmed from the tree since it was archived is unreachable: left for compaction.
+                guard let rev = RevID(stmt.string(0) ?? ""), let node = tree.node(rev), node.body == nil else { continue }
+                out[rev] = stmt.blob(1) ?? Array("{}".utf8)
+            }
+        }
+        return out
     }
 
     /// Many documents in one read transaction (a consistent snapshot), in the order of `ids`; nil where missing.
-    public func records(ids: [String], withTree: Bool = false) throws -> [DocumentRecord?] {
-        try database.read { db in
-            try ids.map { try self.readRecord(id: $0, withTree: withTree, db: db) }
+    ///
+    /// - Parameter archived: per id (same order), which replaced revisions' bodies to load; empty for none.
+    public func records(ids: [String], withTree: Bool = false, archived: [ArchivedBodies?] = []) throws -> [DocumentRecord?] {
+        precondition(archived.isEmpty || archived.count == ids.count, "one ArchivedBodies per id")
+        return try database.read { db in
+            try ids.indices.map { i in
+                try self.readRecord(id: ids[i], withTree: withTree, archived: archived.isEmpty ? nil : archived[i], db: db)
+            }
         }
     }
 

@@ -33,6 +33,7 @@ extension Collection {
         let updateAll: Statement
         let updateTree: Statement
         let insert: Statement
+        let archiveWinner: Statement
         private let sql: SQL
         var changed: [String] = []
         var body: [UInt8] = []
@@ -48,6 +49,7 @@ extension Collection {
             updateAll = try db.prepare(sql.updateAll)
             updateTree = try db.prepare(sql.updateTree)
             insert = try db.prepare(sql.insert)
+            archiveWinner = try db.prepare(sql.archiveWinner)
             body.reserveCapacity(1024)
             tree.reserveCapacity(256)
         }
@@ -57,6 +59,24 @@ extension Collection {
             defer { fetch.reset() }
             fetch.bind(rowid, at: 1)
             return try fetch.step() ? fetch.blob(0) : nil
+        }
+
+        /// Keeps the row's current revision and body in the archive until compaction: called before a write
+        /// replaces a winner that stops being a leaf. One statement; the body is copied inside SQLite.
+        func archiveCurrentRevision(rowid: Int64) throws {
+            archiveWinner.bind(rowid, at: 1)
+            defer { archiveWinner.reset() }
+            _ = try archiveWinner.step()
+        }
+
+        /// Keeps a body the tree held (a non-winning leaf that got a child) in the archive until compaction.
+        func archive(body: [UInt8], of rev: RevID, rowid: Int64) throws {
+            let insert = try db.prepare(sql.archiveBody)
+            defer { insert.reset() }
+            insert.bind(rowid, at: 1)
+            insert.bind(rev.description, at: 2)
+            insert.bind(text: body, at: 3)
+            _ = try insert.step()
         }
     }
 
@@ -139,6 +159,8 @@ extension Collection {
                 }
                 if appended {
                     lookup.reset()
+                    // The parent was the winner: its body leaves the row for the archive.
+                    try session.archiveCurrentRevision(rowid: rowid!)
                     var flags: Int64 = w.deleted ? DocFlags.deleted : 0
                     if w.body.contains(key: "_attachments") { flags |= DocFlags.hasAttachments }
                     try updateRow(rowid: rowid!, rev: child, flags: flags, body: session.body, session)
@@ -155,6 +177,9 @@ extension Collection {
             oldWinner = tree.winner?.rev  // the stored `rev` column always equals the tree's winner
         }
         lookup.reset()
+        // The leaves before the edit: one that stops being a leaf loses its body from the row or the tree,
+        // and keeps it in the archive instead (below). Copy-on-write: no body is copied here.
+        let oldLeaves = tree.leafIndices.map { (rev: tree.nodes[$0].rev, body: tree.nodes[$0].body) }
 
         let newRev: RevID
         switch w.mode {
@@ -209,6 +234,16 @@ extension Collection {
             if RevTree.ranksBefore(tree.nodes[i], tree.nodes[winnerIndex]) { winnerIndex = i }
         }
         let winner = tree.nodes[winnerIndex]
+        if let rowid {
+            for old in oldLeaves {
+                guard let i = tree.index(of: old.rev), !leaves.contains(i) else { continue }  // still a leaf, or stemmed
+                if old.rev == oldWinner {
+                    try session.archiveCurrentRevision(rowid: rowid)  // before the row is rewritten below
+                } else if let body = old.body {
+                    try session.archive(body: body, of: old.rev, rowid: rowid)
+                }
+            }
+        }
         // The stored tree omits the old winner's body (it lives in the body column). If the old winner
         // is still a leaf but no longer wins, its body must move into the tree.
         if let old = oldWinner, old != winner.rev, let rowid,
@@ -356,6 +391,7 @@ extension Collection {
         let purged = tree.purge(leaves: revisions ?? tree.leafIndices.map { tree.nodes[$0].rev })
         guard !purged.isEmpty else { return [] }
         let seq = Int64(database.nextSequence())
+        try purgeArchive(rowid: rowid, keeping: tree, db: db)
         if tree.isEmpty {
             try db.prepare("DELETE FROM \(docsTable) WHERE rowid = ?").run([.integer(rowid)])
             try db.prepare("INSERT INTO purges(seq, collection, id) VALUES (?, ?, ?)")
@@ -379,6 +415,24 @@ extension Collection {
         }
         database.noteChanges(collection: fullName, ids: [id])
         return purged
+    }
+
+    /// Drops the archived bodies of a document's revisions that `tree` no longer holds (all of them when it is
+    /// empty), so a purged revision is gone at once and a later document reusing the rowid inherits nothing.
+    private func purgeArchive(rowid: Int64, keeping tree: RevTree, db: Connection) throws {
+        if tree.isEmpty {
+            try db.prepare("DELETE FROM \(archiveTable) WHERE doc = ?").run([.integer(rowid)])
+            return
+        }
+        let archived = try db.prepare("SELECT rev FROM \(archiveTable) WHERE doc = ?")
+        archived.bind(rowid, at: 1)
+        var gone: [String] = []
+        while try archived.step() {
+            if let text = archived.string(0), !(RevID(text).map(tree.contains) ?? false) { gone.append(text) }
+        }
+        archived.reset()
+        let delete = try db.prepare("DELETE FROM \(archiveTable) WHERE doc = ? AND rev = ?")
+        for rev in gone { try delete.run([.integer(rowid), .text(rev)]) }
     }
 }
 

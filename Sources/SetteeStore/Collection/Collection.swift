@@ -24,6 +24,7 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     package let id: Int64
     package let docsTable: String
     let localTable: String
+    let archiveTable: String
     /// `scope.name`, e.g. `_default._default`.
     public let fullName: String
     /// SQL of the hot paths, built once.
@@ -36,6 +37,7 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         self.name = info.name
         self.docsTable = info.sql.table
         self.localTable = info.sql.localTable
+        self.archiveTable = info.sql.archiveTable
         self.fullName = info.fullName
         self.sql = info.sql
     }
@@ -50,22 +52,35 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         let updateTree: String
         let recordWithTree: String
         let record: String
+        /// Copies the row's current revision and body into the archive (before a write replaces them).
+        let archiveWinner: String
+        /// Archives a body held in the tree (a non-winning leaf that got a child).
+        let archiveBody: String
+        let archivedBody: String
+        let archivedBodies: String
 
         let table: String
         let localTable: String
+        let archiveTable: String
 
         init(collectionID: Int64) {
             let table = "docs_\(collectionID)"
             self.table = table
             localTable = "local_\(collectionID)"
+            let archive = "revs_\(collectionID)"
+            archiveTable = archive
             lookup = "SELECT rowid, tree FROM \(table) WHERE id = ?"
             fetchBody = "SELECT body FROM \(table) WHERE rowid = ?"
             insert = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?)"
             insertIfAbsent = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
             updateAll = "UPDATE \(table) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?"
             updateTree = "UPDATE \(table) SET seq = ?, flags = (flags & 4) | ?, tree = ? WHERE rowid = ?"
-            recordWithTree = "SELECT seq, rev, flags, body, tree FROM \(table) WHERE id = ?"
+            recordWithTree = "SELECT seq, rev, flags, body, tree, rowid FROM \(table) WHERE id = ?"
             record = "SELECT seq, rev, flags, body FROM \(table) WHERE id = ?"
+            archiveWinner = "INSERT INTO \(archive)(doc, rev, body) SELECT rowid, rev, body FROM \(table) WHERE rowid = ?"
+            archiveBody = "INSERT INTO \(archive)(doc, rev, body) VALUES (?, ?, ?)"
+            archivedBody = "SELECT body FROM \(archive) WHERE doc = ? AND rev = ? LIMIT 1"
+            archivedBodies = "SELECT rev, body FROM \(archive) WHERE doc = ?"
         }
     }
 

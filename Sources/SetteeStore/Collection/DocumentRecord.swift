@@ -1,7 +1,8 @@
 import SetteeCore
 
 /// A stored document as the store keeps it: the winning revision's body and, when asked for, the whole
-/// revision tree. The server builds CouchDB's responses (`_revisions`, `_conflicts`, `open_revs`) from it.
+/// revision tree and the archived bodies of replaced revisions. The server builds CouchDB's responses
+/// (`_revisions`, `_conflicts`, `open_revs`, `revs_info`) from it.
 public struct DocumentRecord: Sendable {
     /// The document id.
     public let id: String
@@ -15,19 +16,37 @@ public struct DocumentRecord: Sendable {
     public let conflicted: Bool
     /// The winning revision's body (serialized JSON object without `_id`/`_rev`).
     public let body: [UInt8]
-    /// The revision tree with the winner's body filled in; nil when not loaded.
+    /// The revision tree with the winner's body filled in (the leaves' bodies); nil when not loaded.
     public let tree: RevTree?
+    /// Bodies of replaced (non-leaf) revisions the store still keeps (until compaction), as many as the read
+    /// asked for (``ArchivedBodies``).
+    public let archived: [RevID: [UInt8]]
 
-    /// The body and tombstone flag of a revision, if the store still has its body.
+    init(id: String, sequence: UInt64, revID: RevID, deleted: Bool, conflicted: Bool, body: [UInt8], tree: RevTree?,
+         archived: [RevID: [UInt8]] = [:]) {
+        self.id = id
+        self.sequence = sequence
+        self.revID = revID
+        self.deleted = deleted
+        self.conflicted = conflicted
+        self.body = body
+        self.tree = tree
+        self.archived = archived
+    }
+
+    /// The body and tombstone flag of a revision, if the store still has its body: a leaf's, or a replaced
+    /// revision's the read loaded from the archive.
     public func revision(_ rev: RevID) -> (body: [UInt8], deleted: Bool)? {
         if rev == revID { return (body, deleted) }
-        guard let node = tree?.node(rev), let body = node.body else { return nil }
+        guard let node = tree?.node(rev) else { return nil }
+        guard let body = node.body ?? archived[rev] else { return nil }
         return (body, node.deleted)
     }
 
     /// The revisions CouchDB's `open_revs` names: `nil` = every leaf (winner first); with `latest`, a requested
     /// revision that is no longer a leaf stands for the leaves descending from it. `found` is false for a
-    /// revision the tree lacks or whose body is gone. Needs the tree (`record(id:withTree: true)`).
+    /// revision the tree lacks or whose body is gone (a replaced revision is found only when the read loaded it
+    /// from the archive). Needs the tree (`record(id:withTree: true)`).
     public func openRevisions(_ requested: [RevID]?, latest: Bool) -> [(rev: RevID, found: Bool)] {
         guard let tree else { return [] }
         guard let requested else { return tree.rankedLeaves.map { ($0.rev, true) } }
@@ -69,4 +88,14 @@ public struct DocumentRecord: Sendable {
             throw SetteeError(.internalError, "\(error)")
         }
     }
+}
+
+/// Which archived bodies of replaced revisions a read loads besides the leaves' (a write that gives a revision a
+/// child moves its body to the archive, where it stays until compaction, as CouchDB keeps it until then).
+/// A read that asks for none (`nil`) has only the leaves' bodies (replication, plain reads).
+public enum ArchivedBodies: Sendable, Equatable {
+    /// Those of these revisions (`?rev=`, `open_revs`); a leaf or a revision the tree lacks costs nothing.
+    case revisions([RevID])
+    /// Every archived body of the document (`revs_info`, which tells which revisions are still available).
+    case all
 }

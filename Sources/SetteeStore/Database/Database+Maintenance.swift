@@ -33,8 +33,9 @@ extension Database {
         return Sizes(file: file, active: active)
     }
 
-    /// Compacts the database: deletes attachment bodies no revision refers to any more, checkpoints the
-    /// WAL and rebuilds the file (`VACUUM`). Non-leaf revision bodies are already dropped on every write.
+    /// Compacts the database, as CouchDB's compaction does: drops the bodies of replaced revisions (kept in
+    /// `revs_<cid>` since their replacement; afterwards only leaves have bodies), deletes attachment bodies no
+    /// remaining revision refers to, checkpoints the WAL and rebuilds the file (`VACUUM`).
     public func compact() throws {
         try checkOpen()
         do {
@@ -43,6 +44,8 @@ extension Database {
                 try db.transaction(.immediate) {
                     // A lowered _revs_limit applies to every document at compaction, as in CouchDB.
                     try Database.stemTrees(db, limit: limit)
+                    // Before the blob sweep, so attachments only old revisions referred to are freed too.
+                    try Database.emptyArchives(db)
                     try Database.deleteUnreferencedBlobs(db)
                 }
                 try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -63,6 +66,12 @@ extension Database {
         var cids: [Int64] = []
         while try cols.step() { cids.append(cols.int64(0)) }
         return cids
+    }
+
+    /// Drops every archived body of a replaced revision (this also covers revisions stemming has since removed
+    /// from their trees, whose bodies nothing can reach any more).
+    static func emptyArchives(_ db: Connection) throws {
+        for cid in try collectionIDs(db) { try db.execute("DELETE FROM revs_\(cid)") }
     }
 
     /// Stems every document's revision tree to `limit` revisions per path (the winner's body stays in `body`).

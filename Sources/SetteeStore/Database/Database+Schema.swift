@@ -6,6 +6,7 @@ import SetteeCore
 /// meta(key TEXT PRIMARY KEY, value)          uuid, revs_limit, last_seq, created
 /// collections(id, scope, name)               _default._default is id 1
 /// docs_<cid>(rowid, id UNIQUE, seq UNIQUE, rev, flags, body, tree)
+/// revs_<cid>(id, doc, rev, body)             bodies of replaced revisions, kept until compaction (doc = docs rowid)
 /// local_<cid>(id PRIMARY KEY, rev, body)     _local documents
 /// blobs(digest PRIMARY KEY, length, data, encoding)   attachment bodies, stored once by digest; encoding
 ///                                            NULL (identity) or 'gzip' (data compressed, digest of those bytes)
@@ -32,6 +33,10 @@ extension Database {
             // Attachments of compressible types are stored gzip-encoded, as CouchDB stores them.
             try db.execute("ALTER TABLE blobs ADD COLUMN encoding TEXT")
         }
+        migrator.register(3) { db in
+            // Replaced revisions keep their bodies until compaction, as CouchDB's do.
+            for cid in try collectionIDs(db) { try db.execute(archiveTableSQL(cid)) }
+        }
         return migrator
     }
 
@@ -44,7 +49,24 @@ extension Database {
             CREATE TABLE docs_\(cid)(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, seq INTEGER NOT NULL UNIQUE,
                                      rev TEXT NOT NULL, flags INTEGER NOT NULL, body BLOB, tree BLOB NOT NULL);
             CREATE TABLE local_\(cid)(id TEXT PRIMARY KEY, rev TEXT NOT NULL, body BLOB NOT NULL) WITHOUT ROWID;
+            \(archiveTableSQL(cid))
             """)
         return cid
+    }
+
+    /// The archive of a collection: the body of every revision a write replaced (a leaf that got a child),
+    /// with the document's rowid, until compaction empties it.
+    ///
+    /// Rows are appended in write order (`id` is always the next rowid) and found through a small index on `doc`:
+    /// an update then adds its old body at the end of the table, where a table clustered on (doc, rev) would
+    /// put it beside the document's other revisions, on a page of its own for each document a batch touches
+    /// (measured with SQLite alone, 100,000 rows updated in random order: about 2.5× the time of updates without an
+    /// archive that way, about 1.3× this way). Nothing makes (doc, rev) unique: a revision stemmed away, replicated
+    /// again and replaced again is archived twice, harmlessly (same id, same body).
+    static func archiveTableSQL(_ cid: Int64) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS revs_\(cid)(id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, rev TEXT NOT NULL, body BLOB);
+        CREATE INDEX IF NOT EXISTS revs_\(cid)_doc ON revs_\(cid)(doc);
+        """
     }
 }

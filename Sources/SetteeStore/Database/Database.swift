@@ -336,7 +336,7 @@ public final class Database: @unchecked Sendable {
             throw SetteeError(.notFound, "Collection \(scope).\(name) does not exist")
         }
         try write { db in
-            try db.execute("DROP TABLE docs_\(c.id); DROP TABLE local_\(c.id);")
+            try db.execute("DROP TABLE docs_\(c.id); DROP TABLE local_\(c.id); DROP TABLE \(c.archiveTable);")
             try db.prepare("DELETE FROM collections WHERE id = ?").run([.integer(c.id)])
         }
         lock.lock()
