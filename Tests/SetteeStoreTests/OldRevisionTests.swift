@@ -3,7 +3,8 @@ import Testing
 import SetteeCore
 @testable import SetteeStore
 
-/// Replaced revisions keep their bodies (in `revs_<cid>`) until compaction, as CouchDB keeps them.
+/// Replaced revisions keep their bodies (in `revs_<cid>`, a chain per document from `docs_<cid>.arch`) until
+/// compaction, as CouchDB keeps them.
 @Suite struct OldRevisionTests {
     private func text(_ record: DocumentRecord?, _ rev: RevID) -> String? {
         record?.revision(rev).map { String(decoding: $0.body, as: UTF8.self) }
@@ -210,12 +211,65 @@ import SetteeCore
         db.close()
         do {
             let conn = try Connection(path: path)
-            try conn.execute("DROP TABLE revs_1; PRAGMA user_version = 2;")
+            try conn.execute("DROP TABLE revs_1; ALTER TABLE docs_1 DROP COLUMN arch; PRAGMA user_version = 2;")
         }
         db = try dir.open()
         defer { db.close() }
         let reopened = try db.defaultCollection()
         try reopened.write(RevisionWrite(id: "m", body: obj(#"{"v":2}"#), mode: .edit(parent: r1)))
         #expect(text(try reopened.record(id: "m", archived: .revisions([r1])), r1) == #"{"v":1}"#)
+    }
+
+    /// Each document's archived revisions are a chain of its own: many documents edited in turn interleave their
+    /// rows, a purge in the middle of a chain relinks the rest, and archive rows reused after compaction never
+    /// reach a document that had archived revisions before it.
+    @Test func chainsStayPerDocumentThroughPurgeAndCompaction() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        var revs: [String: [RevID]] = [:]
+        for id in ["a", "b", "c"] {
+            revs[id] = [try c.write(RevisionWrite(id: id, body: obj(#"{"\#(id)":0}"#), mode: .edit(parent: nil)))]
+        }
+        for round in 1...5 {
+            for id in ["a", "b", "c"] {
+                let parent = revs[id]!.last!
+                revs[id]!.append(try c.write(RevisionWrite(id: id, body: obj(#"{"\#(id)":\#(round)}"#), mode: .edit(parent: parent))))
+            }
+        }
+        for id in ["a", "b", "c"] {
+            let record = try c.record(id: id, archived: .all)
+            #expect(record?.archived.count == 5)
+            for (round, rev) in revs[id]!.enumerated() {
+                #expect(text(record, rev) == #"{"\#(id)":\#(round)}"#)
+            }
+            // Asking for one walks only as far as it must, and finds it.
+            #expect(text(try c.record(id: id, archived: .revisions([revs[id]![0]])), revs[id]![0]) == #"{"\#(id)":0}"#)
+        }
+        // A conflicting branch on b, edited (its first revision archived at the head of b's chain), then purged:
+        // that archived body goes, the rest of the chain is linked again.
+        let side = try c.write(RevisionWrite(id: "b", body: obj(#"{"b":"side"}"#),
+                                             mode: .replicated([RevID("5-ffffffffffffffffffffffffffffffff")!, revs["b"]![3]])))
+        let sideChild = try c.write(RevisionWrite(id: "b", body: obj(#"{"b":"side2"}"#), mode: .edit(parent: side)))
+        #expect(text(try c.record(id: "b", archived: .revisions([side])), side) == #"{"b":"side"}"#)
+        #expect(try archivedCount(db, collection: c) == 16)
+        #expect(try c.purge(id: "b", revisions: [sideChild]).contains(sideChild))
+        #expect(try archivedCount(db, collection: c) == 15)
+        let b = try c.record(id: "b", archived: .all)
+        #expect(b?.revID == revs["b"]!.last!)
+        for (round, rev) in revs["b"]!.enumerated() {
+            #expect(text(b, rev) == #"{"b":\#(round)}"#)
+        }
+        try db.compact()
+        #expect(try archivedCount(db, collection: c) == 0)
+        // New archive rows may take the ids compaction freed: only the document that wrote them reads them.
+        let a6 = try c.write(RevisionWrite(id: "a", body: obj(#"{"a":6}"#), mode: .edit(parent: revs["a"]!.last!)))
+        let a = try c.record(id: "a", archived: .all)
+        #expect(a?.archived.keys.sorted() == [revs["a"]!.last!])
+        #expect(text(a, a6) == #"{"a":6}"#)
+        let cRecord = try c.record(id: "c", archived: .all)
+        #expect(cRecord?.archived.isEmpty == true)
+        #expect(text(cRecord, revs["c"]![0]) == nil)
     }
 }

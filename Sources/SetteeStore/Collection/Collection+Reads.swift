@@ -33,36 +33,41 @@ extension Collection {
             var t = try RevTree(encoded: stmt.blob(4) ?? [])
             t.setBody(body, for: rev)
             tree = t
-            if let archived { bodies = try archivedBodies(archived, of: t, rowid: stmt.int64(5), db: db) }
+            if let archived, !stmt.isNull(6) {
+                bodies = try archivedBodies(archived, of: t, rowid: stmt.int64(5), head: stmt.int64(6), db: db)
+            }
         }
         return DocumentRecord(id: id, sequence: UInt64(stmt.int64(0)), revID: rev,
                               deleted: flags & DocFlags.deleted != 0,
                               conflicted: flags & DocFlags.conflicted != 0, body: body, tree: tree, archived: bodies)
     }
 
-    /// The archived bodies a read asked for, of revisions the tree holds without a body.
-    private func archivedBodies(_ wanted: ArchivedBodies, of tree: RevTree, rowid: Int64,
+    /// The archived bodies a read asked for, of revisions the tree holds without a body, from the document's
+    /// archive chain (newest first; `.revisions` stops walking once it has them all).
+    private func archivedBodies(_ wanted: ArchivedBodies, of tree: RevTree, rowid: Int64, head: Int64,
                                 db: Connection) throws -> [RevID: [UInt8]] {
+        var missing: Set<RevID>?
+        if case .revisions(let revs) = wanted {
+            missing = Set(revs.filter { tree.node($0).map { $0.body == nil } ?? false })
+            if missing!.isEmpty { return [:] }
+        }
         var out: [RevID: [UInt8]] = [:]
-        switch wanted {
-        case .revisions(let revs):
-            let stmt = try db.prepare(sql.archivedBody)
-            for rev in revs where out[rev] == nil {
-                guard let node = tree.node(rev), node.body == nil else { continue }
-                defer { stmt.reset() }
-                stmt.bind(rowid, at: 1)
-                stmt.bind(rev.description, at: 2)
-                if try stmt.step() { out[rev] = stmt.blob(0) ?? Array("{}".utf8) }
+        let stmt = try db.prepare(sql.archived)
+        defer { stmt.reset() }
+        var next: Int64? = head
+        var seen = Set<Int64>()
+        while let id = next, seen.insert(id).inserted {
+            stmt.bind(id, at: 1)
+            guard try stmt.step(), stmt.int64(0) == rowid else { break }
+            next = stmt.isNull(3) ? nil : stmt.int64(3)
+            // A revision stemmed from the tree since it was archived is unreachable: left for compaction.
+            if let rev = RevID(stmt.string(1) ?? ""), out[rev] == nil, let node = tree.node(rev), node.body == nil,
+               missing?.contains(rev) ?? true {
+                out[rev] = stmt.blob(2) ?? Array("{}".utf8)
+                missing?.remove(rev)
             }
-        case .all:
-            let stmt = try db.prepare(sql.archivedBodies)
-            defer { stmt.reset() }
-            stmt.bind(rowid, at: 1)
-            while try stmt.step() {
-                // A revision stemmed from the tree since it was archived is unreachable: left for compaction.
-                guard let rev = RevID(stmt.string(0) ?? ""), let node = tree.node(rev), node.body == nil else { continue }
-                out[rev] = stmt.blob(1) ?? Array("{}".utf8)
-            }
+            stmt.reset()
+            if missing?.isEmpty == true { break }
         }
         return out
     }

@@ -61,12 +61,21 @@ extension Collection {
             return try fetch.step() ? fetch.blob(0) : nil
         }
 
+        /// The document's newest archived revision (its row's `arch`, as the lookup read it), then the ones this
+        /// write archives: each new archive row links to it, and the row's update stores the last.
+        var archiveHead: Int64?
+        /// Whether this write archived something (the row's `arch` is then set to ``archiveHead``).
+        var archived = false
+
         /// Keeps the row's current revision and body in the archive until compaction: called before a write
         /// replaces a winner that stops being a leaf. One statement; the body is copied inside SQLite.
         func archiveCurrentRevision(rowid: Int64) throws {
-            archiveWinner.bind(rowid, at: 1)
+            if let archiveHead { archiveWinner.bind(archiveHead, at: 1) } else { archiveWinner.bindNull(at: 1) }
+            archiveWinner.bind(rowid, at: 2)
             defer { archiveWinner.reset() }
             _ = try archiveWinner.step()
+            archiveHead = db.lastInsertRowID
+            archived = true
         }
 
         /// Keeps a body the tree held (a non-winning leaf that got a child) in the archive until compaction.
@@ -76,7 +85,15 @@ extension Collection {
             insert.bind(rowid, at: 1)
             insert.bind(rev.description, at: 2)
             insert.bind(text: body, at: 3)
+            if let archiveHead { insert.bind(archiveHead, at: 4) } else { insert.bindNull(at: 4) }
             _ = try insert.step()
+            archiveHead = db.lastInsertRowID
+            archived = true
+        }
+
+        /// Binds the row's new `arch` (NULL keeps it: nothing was archived).
+        func bindArchiveHead(_ statement: Statement, at index: Int32) {
+            if archived, let archiveHead { statement.bind(archiveHead, at: index) } else { statement.bindNull(at: index) }
         }
     }
 
@@ -135,8 +152,11 @@ extension Collection {
         var oldWinner: RevID?
         var tree = RevTree()
         var chainChild: RevID?  // the new revision when the fast path below computed it
+        session.archived = false
+        session.archiveHead = nil
         if try lookup.step() {
             rowid = lookup.int64(0)
+            session.archiveHead = lookup.isNull(2) ? nil : lookup.int64(2)
             // The common updates: a document whose history is one chain ending at the new revision's parent
             // (a local edit of the current revision, or a replicated child of it). The encoded tree gets one
             // node appended, without decoding it.
@@ -271,7 +291,8 @@ extension Collection {
                 update.bind(seq, at: 1)
                 update.bind(flags, at: 2)
                 update.bindNoCopy(blob: treeBytes, at: 3)
-                update.bind(rowid, at: 4)
+                session.bindArchiveHead(update, at: 4)
+                update.bind(rowid, at: 5)
                 defer { update.reset() }
                 _ = try update.step()
             }
@@ -314,7 +335,8 @@ extension Collection {
                     update.bind(flags, at: 3)
                     update.bindNoCopy(text: bodyBytes, at: 4)
                     update.bindNoCopy(blob: treeBytes, at: 5)
-                    update.bind(rowid, at: 6)
+                    session.bindArchiveHead(update, at: 6)
+                    update.bind(rowid, at: 7)
                     defer { update.reset() }
                     _ = try update.step()
                 }
@@ -418,21 +440,48 @@ extension Collection {
     }
 
     /// Drops the archived bodies of a document's revisions that `tree` no longer holds (all of them when it is
-    /// empty), so a purged revision is gone at once and a later document reusing the rowid inherits nothing.
+    /// empty), so a purged revision is gone at once; the bodies kept are linked again in order and the row's
+    /// `arch` names the newest (the row itself is deleted when the tree is empty).
     private func purgeArchive(rowid: Int64, keeping tree: RevTree, db: Connection) throws {
-        if tree.isEmpty {
-            try db.prepare("DELETE FROM \(archiveTable) WHERE doc = ?").run([.integer(rowid)])
-            return
+        let head = try db.prepare("SELECT arch FROM \(docsTable) WHERE rowid = ?")
+        head.bind(rowid, at: 1)
+        let first: Int64? = try head.step() && !head.isNull(0) ? head.int64(0) : nil
+        head.reset()
+        let chain = try archiveChain(from: first, of: rowid, withBodies: false, db: db)
+        guard !chain.isEmpty else { return }
+        let keep = tree.isEmpty ? [] : chain.filter { RevID($0.rev).map(tree.contains) ?? false }
+        guard keep.count != chain.count else { return }
+        let delete = try db.prepare("DELETE FROM \(archiveTable) WHERE id = ?")
+        for link in chain where !keep.contains(where: { $0.id == link.id }) { try delete.run([.integer(link.id)]) }
+        let relink = try db.prepare("UPDATE \(archiveTable) SET prev = ? WHERE id = ?")
+        for (k, link) in keep.enumerated() {
+            try relink.run([k + 1 < keep.count ? .integer(keep[k + 1].id) : .null, .integer(link.id)])
         }
-        let archived = try db.prepare("SELECT rev FROM \(archiveTable) WHERE doc = ?")
-        archived.bind(rowid, at: 1)
-        var gone: [String] = []
-        while try archived.step() {
-            if let text = archived.string(0), !(RevID(text).map(tree.contains) ?? false) { gone.append(text) }
+        if !tree.isEmpty {
+            try db.prepare("UPDATE \(docsTable) SET arch = ? WHERE rowid = ?")
+                .run([keep.first.map { SQLiteValue.integer($0.id) } ?? .null, .integer(rowid)])
         }
-        archived.reset()
-        let delete = try db.prepare("DELETE FROM \(archiveTable) WHERE doc = ? AND rev = ?")
-        for rev in gone { try delete.run([.integer(rowid), .text(rev)]) }
+    }
+
+    /// A document's archived revisions, newest first, following its chain from `head` (its row's `arch`): each
+    /// row's id, revision and (when asked) body. A link to a row of another document (none should exist) ends it.
+    func archiveChain(from head: Int64?, of rowid: Int64, withBodies: Bool,
+                      db: Connection) throws -> [(id: Int64, rev: String, body: [UInt8]?)] {
+        var out: [(id: Int64, rev: String, body: [UInt8]?)] = []
+        guard var next = head else { return out }
+        let stmt = try db.prepare(sql.archived)
+        defer { stmt.reset() }
+        var seen = Set<Int64>()
+        while seen.insert(next).inserted {
+            stmt.bind(next, at: 1)
+            guard try stmt.step(), stmt.int64(0) == rowid else { break }
+            out.append((next, stmt.string(1) ?? "", withBodies ? (stmt.blob(2) ?? Array("{}".utf8)) : nil))
+            let prev: Int64? = stmt.isNull(3) ? nil : stmt.int64(3)
+            stmt.reset()
+            guard let prev else { break }
+            next = prev
+        }
+        return out
     }
 }
 

@@ -52,12 +52,13 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         let updateTree: String
         let recordWithTree: String
         let record: String
-        /// Copies the row's current revision and body into the archive (before a write replaces them).
+        /// Copies the row's current revision and body into the archive (before a write replaces them), linked to
+        /// the document's previous archived revision.
         let archiveWinner: String
         /// Archives a body held in the tree (a non-winning leaf that got a child).
         let archiveBody: String
-        let archivedBody: String
-        let archivedBodies: String
+        /// One archived revision by its rowid: (doc, rev, body, prev).
+        let archived: String
 
         let table: String
         let localTable: String
@@ -69,18 +70,18 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
             localTable = "local_\(collectionID)"
             let archive = "revs_\(collectionID)"
             archiveTable = archive
-            lookup = "SELECT rowid, tree FROM \(table) WHERE id = ?"
+            lookup = "SELECT rowid, tree, arch FROM \(table) WHERE id = ?"
             fetchBody = "SELECT body FROM \(table) WHERE rowid = ?"
             insert = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?)"
             insertIfAbsent = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
-            updateAll = "UPDATE \(table) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?"
-            updateTree = "UPDATE \(table) SET seq = ?, flags = (flags & 4) | ?, tree = ? WHERE rowid = ?"
-            recordWithTree = "SELECT seq, rev, flags, body, tree, rowid FROM \(table) WHERE id = ?"
+            // `arch`: the newest archived revision of the document, when this write archived one (else unchanged).
+            updateAll = "UPDATE \(table) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ?, arch = coalesce(?, arch) WHERE rowid = ?"
+            updateTree = "UPDATE \(table) SET seq = ?, flags = (flags & 4) | ?, tree = ?, arch = coalesce(?, arch) WHERE rowid = ?"
+            recordWithTree = "SELECT seq, rev, flags, body, tree, rowid, arch FROM \(table) WHERE id = ?"
             record = "SELECT seq, rev, flags, body FROM \(table) WHERE id = ?"
-            archiveWinner = "INSERT INTO \(archive)(doc, rev, body) SELECT rowid, rev, body FROM \(table) WHERE rowid = ?"
-            archiveBody = "INSERT INTO \(archive)(doc, rev, body) VALUES (?, ?, ?)"
-            archivedBody = "SELECT body FROM \(archive) WHERE doc = ? AND rev = ? LIMIT 1"
-            archivedBodies = "SELECT rev, body FROM \(archive) WHERE doc = ?"
+            archiveWinner = "INSERT INTO \(archive)(doc, rev, body, prev) SELECT rowid, rev, body, ? FROM \(table) WHERE rowid = ?"
+            archiveBody = "INSERT INTO \(archive)(doc, rev, body, prev) VALUES (?, ?, ?, ?)"
+            archived = "SELECT doc, rev, body, prev FROM \(archive) WHERE id = ?"
         }
     }
 

@@ -71,7 +71,10 @@ extension Database {
     /// Drops every archived body of a replaced revision (this also covers revisions stemming has since removed
     /// from their trees, whose bodies nothing can reach any more).
     static func emptyArchives(_ db: Connection) throws {
-        for cid in try collectionIDs(db) { try db.execute("DELETE FROM revs_\(cid)") }
+        for cid in try collectionIDs(db) {
+            try db.execute("DELETE FROM revs_\(cid)")
+            try db.execute("UPDATE docs_\(cid) SET arch = NULL WHERE arch IS NOT NULL")
+        }
     }
 
     /// Stems every document's revision tree to `limit` revisions per path (the winner's body stays in `body`).
