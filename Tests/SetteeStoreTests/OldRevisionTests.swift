@@ -250,7 +250,7 @@ import SetteeCore
         // A conflicting branch on b, edited (its first revision archived at the head of b's chain), then purged:
         // that archived body goes, the rest of the chain is linked again.
         let side = try c.write(RevisionWrite(id: "b", body: obj(#"{"b":"side"}"#),
-                                             mode: .replicated([RevID("5-ffffffffffffffffffffffffffffffff")!, revs["b"]![3]])))
+                                             mode: .replicated(history: [RevID("5-ffffffffffffffffffffffffffffffff")!, revs["b"]![3]])))
         let sideChild = try c.write(RevisionWrite(id: "b", body: obj(#"{"b":"side2"}"#), mode: .edit(parent: side)))
         #expect(text(try c.record(id: "b", archived: .revisions([side])), side) == #"{"b":"side"}"#)
         #expect(try archivedCount(db, collection: c) == 16)

@@ -36,8 +36,11 @@ extension Database {
         }
         migrator.register(3) { db in
             // Replaced revisions keep their bodies until compaction, as CouchDB's do.
+            // (A database created at this version already has both: migration 1 makes tables as they are now.)
             for cid in try collectionIDs(db) {
-                try db.execute("ALTER TABLE docs_\(cid) ADD COLUMN arch INTEGER")
+                if try !hasColumn(db, table: "docs_\(cid)", column: "arch") {
+                    try db.execute("ALTER TABLE docs_\(cid) ADD COLUMN arch INTEGER")
+                }
                 try db.execute(archiveTableSQL(cid))
             }
         }
@@ -71,5 +74,15 @@ extension Database {
     /// document, and readers check it, so a chain is never followed into another document's rows.
     static func archiveTableSQL(_ cid: Int64) -> String {
         "CREATE TABLE IF NOT EXISTS revs_\(cid)(id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, rev TEXT NOT NULL, body BLOB, prev INTEGER);"
+    }
+
+    /// Whether a table has a column (`PRAGMA table_info`).
+    static func hasColumn(_ db: Connection, table: String, column: String) throws -> Bool {
+        let info = try db.prepareUncached("PRAGMA table_info(\(table))")
+        defer { info.reset() }
+        while try info.step() {
+            if info.string(1) == column { return true }
+        }
+        return false
     }
 }
