@@ -13,6 +13,7 @@ extension Collection {
         return try database.write { db in
             let session = try WriteSession(db: db, sql: self.sql, revsLimit: limit)
             let results = try writes.map { try self.apply($0, session) }
+            try session.flushArchive()
             self.database.noteChanges(collection: self.fullName, ids: session.changed)
             return results
         }
@@ -33,7 +34,6 @@ extension Collection {
         let updateAll: Statement
         let updateTree: Statement
         let insert: Statement
-        let archiveWinner: Statement
         private let sql: SQL
         var changed: [String] = []
         var body: [UInt8] = []
@@ -49,7 +49,6 @@ extension Collection {
             updateAll = try db.prepare(sql.updateAll)
             updateTree = try db.prepare(sql.updateTree)
             insert = try db.prepare(sql.insert)
-            archiveWinner = try db.prepare(sql.archiveWinner)
             body.reserveCapacity(1024)
             tree.reserveCapacity(256)
         }
@@ -67,28 +66,60 @@ extension Collection {
         /// Whether this write archived something (the row's `arch` is then set to ``archiveHead``).
         var archived = false
 
-        /// Keeps the row's current revision and body in the archive until compaction: called before a write
-        /// replaces a winner that stops being a leaf. One statement; the body is copied inside SQLite.
-        func archiveCurrentRevision(rowid: Int64) throws {
-            if let archiveHead { archiveWinner.bind(archiveHead, at: 1) } else { archiveWinner.bindNull(at: 1) }
-            archiveWinner.bind(rowid, at: 2)
-            defer { archiveWinner.reset() }
-            _ = try archiveWinner.step()
-            archiveHead = db.lastInsertRowID
+        /// Archive rows not inserted yet: they are written many per statement (``flushArchive()``), with ids given
+        /// here (the table's next rowids), so a document's row can name its newest one at once.
+        private var pending: [(id: Int64, doc: Int64, rev: String, body: [UInt8], prev: Int64?)] = []
+        private var nextArchiveID: Int64?
+        /// Archive rows per INSERT statement.
+        static let archiveGroup = 32
+
+        /// Keeps a replaced revision's body (the row's winner, or a leaf the tree held) in the archive until
+        /// compaction, linked to the document's archived revision before it.
+        func archive(body: [UInt8], of rev: String, rowid: Int64) throws {
+            let id: Int64
+            if let next = nextArchiveID {
+                id = next
+            } else {
+                let max = try db.prepare(sql.archiveNextID)
+                defer { max.reset() }
+                id = try max.step() ? max.int64(0) : 1
+            }
+            nextArchiveID = id + 1
+            pending.append((id, rowid, rev, body.isEmpty ? Array("{}".utf8) : body, archiveHead))
+            archiveHead = id
             archived = true
+            if pending.count >= 8 * Self.archiveGroup { try flushArchive() }
         }
 
-        /// Keeps a body the tree held (a non-winning leaf that got a child) in the archive until compaction.
-        func archive(body: [UInt8], of rev: RevID, rowid: Int64) throws {
-            let insert = try db.prepare(sql.archiveBody)
-            defer { insert.reset() }
-            insert.bind(rowid, at: 1)
-            insert.bind(rev.description, at: 2)
-            insert.bind(text: body, at: 3)
-            if let archiveHead { insert.bind(archiveHead, at: 4) } else { insert.bindNull(at: 4) }
-            _ = try insert.step()
-            archiveHead = db.lastInsertRowID
-            archived = true
+        /// Inserts the pending archive rows (before the transaction commits).
+        func flushArchive() throws {
+            guard !pending.isEmpty else { return }
+            var start = 0
+            if pending.count >= Self.archiveGroup {
+                let many = try db.prepare(sql.archiveMany)
+                while pending.count - start >= Self.archiveGroup {
+                    for k in 0..<Self.archiveGroup { bindArchiveRow(pending[start + k], many, base: Int32(k * 5)) }
+                    try many.run()
+                    start += Self.archiveGroup
+                }
+            }
+            if start < pending.count {
+                let one = try db.prepare(sql.archiveBody)
+                for row in pending[start...] {
+                    bindArchiveRow(row, one, base: 0)
+                    try one.run()
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+        }
+
+        private func bindArchiveRow(_ row: (id: Int64, doc: Int64, rev: String, body: [UInt8], prev: Int64?),
+                                    _ statement: Statement, base: Int32) {
+            statement.bind(row.id, at: base + 1)
+            statement.bind(row.doc, at: base + 2)
+            statement.bind(row.rev, at: base + 3)
+            statement.bind(text: row.body, at: base + 4)
+            if let prev = row.prev { statement.bind(prev, at: base + 5) } else { statement.bindNull(at: base + 5) }
         }
 
         /// Binds the row's new `arch` (NULL keeps it: nothing was archived).
@@ -178,9 +209,10 @@ extension Collection {
                                         limit: session.revsLimit, into: &session.tree)
                 }
                 if appended {
-                    lookup.reset()
                     // The parent was the winner: its body leaves the row for the archive.
-                    try session.archiveCurrentRevision(rowid: rowid!)
+                    try session.archive(body: lookup.withTextBytes(4) { Array($0) }, of: lookup.string(3) ?? "",
+                                        rowid: rowid!)
+                    lookup.reset()
                     var flags: Int64 = w.deleted ? DocFlags.deleted : 0
                     if w.body.contains(key: "_attachments") { flags |= DocFlags.hasAttachments }
                     try updateRow(rowid: rowid!, rev: child, flags: flags, body: session.body, session)
@@ -258,9 +290,11 @@ extension Collection {
             for old in oldLeaves {
                 guard let i = tree.index(of: old.rev), !leaves.contains(i) else { continue }  // still a leaf, or stemmed
                 if old.rev == oldWinner {
-                    try session.archiveCurrentRevision(rowid: rowid)  // before the row is rewritten below
+                    // The winner's body is in the row (rewritten below), not in the tree.
+                    try session.archive(body: try session.fetchBody(rowid: rowid) ?? Array("{}".utf8),
+                                        of: old.rev.description, rowid: rowid)
                 } else if let body = old.body {
-                    try session.archive(body: body, of: old.rev, rowid: rowid)
+                    try session.archive(body: body, of: old.rev.description, rowid: rowid)
                 }
             }
         }

@@ -52,11 +52,11 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         let updateTree: String
         let recordWithTree: String
         let record: String
-        /// Copies the row's current revision and body into the archive (before a write replaces them), linked to
-        /// the document's previous archived revision.
-        let archiveWinner: String
-        /// Archives a body held in the tree (a non-winning leaf that got a child).
+        /// Archives replaced revisions' bodies (one row; ``archiveMany``: a group of rows), with ids the writer
+        /// assigns (``archiveNextID``) and the link to the document's archived revision before.
         let archiveBody: String
+        let archiveMany: String
+        let archiveNextID: String
         /// One archived revision by its rowid: (doc, rev, body, prev).
         let archived: String
 
@@ -70,7 +70,7 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
             localTable = "local_\(collectionID)"
             let archive = "revs_\(collectionID)"
             archiveTable = archive
-            lookup = "SELECT rowid, tree, arch FROM \(table) WHERE id = ?"
+            lookup = "SELECT rowid, tree, arch, rev, body FROM \(table) WHERE id = ?"
             fetchBody = "SELECT body FROM \(table) WHERE rowid = ?"
             insert = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?)"
             insertIfAbsent = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
@@ -79,8 +79,10 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
             updateTree = "UPDATE \(table) SET seq = ?, flags = (flags & 4) | ?, tree = ?, arch = coalesce(?, arch) WHERE rowid = ?"
             recordWithTree = "SELECT seq, rev, flags, body, tree, rowid, arch FROM \(table) WHERE id = ?"
             record = "SELECT seq, rev, flags, body FROM \(table) WHERE id = ?"
-            archiveWinner = "INSERT INTO \(archive)(doc, rev, body, prev) SELECT rowid, rev, body, ? FROM \(table) WHERE rowid = ?"
-            archiveBody = "INSERT INTO \(archive)(doc, rev, body, prev) VALUES (?, ?, ?, ?)"
+            archiveBody = "INSERT INTO \(archive)(id, doc, rev, body, prev) VALUES (?, ?, ?, ?, ?)"
+            archiveMany = "INSERT INTO \(archive)(id, doc, rev, body, prev) VALUES "
+                + Array(repeating: "(?, ?, ?, ?, ?)", count: WriteSession.archiveGroup).joined(separator: ", ")
+            archiveNextID = "SELECT coalesce(max(id), 0) + 1 FROM \(archive)"
             archived = "SELECT doc, rev, body, prev FROM \(archive) WHERE id = ?"
         }
     }
