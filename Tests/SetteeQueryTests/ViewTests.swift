@@ -103,6 +103,40 @@ import Settee
         #expect(rows[0].key == ["bob", "2026-01-02"])
     }
 
+    /// A row whose value names a `_rev` includes that revision of the document — an older one too, while
+    /// compaction hasn't dropped it — as CouchDB's include_docs does; one the document doesn't have is null.
+    @Test func emittedRevisionChoosesTheIncludedRevision() throws {
+        let dir = try TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "d")
+        doc["v"] = 1
+        try c.save(document: doc)
+        let first = try #require(try c.document(id: "d")?.revisionID)
+        let edit = try #require(try c.document(id: "d")).toMutable()
+        edit["v"] = 2
+        edit["prev"] = .string(first)
+        try c.save(document: edit)
+        let view = c.view(named: "previous")
+        view.setMapBlock({ doc, emit in
+            emit(doc["_id"] ?? .null, ["_rev": doc["prev"] ?? doc["_rev"] ?? .null])
+            emit("bogus", ["_rev": "9-00000000000000000000000000000000"])
+        }, version: "1")
+        var q = view.createQuery()
+        q.includeDocs = true
+        let rows = try q.run()
+        let previous = try #require(rows.first { $0.key == "d" })
+        #expect(previous.document?["_rev"] == .string(first))
+        #expect(previous.document?["v"] == 1)
+        #expect(previous.document?["prev"] == nil)
+        #expect(rows.first { $0.key == "bogus" }?.document == .null)
+        try db.compact()
+        #expect(try view.createQuery().run().isEmpty == false)
+        var after = view.createQuery()
+        after.includeDocs = true
+        #expect(try after.run().first { $0.key == "d" }?.document == .null, "compaction dropped the old body")
+    }
+
     @Test func keyRangesKeysAndDocIDs() throws {
         let dir = try TempDir()
         let db = try dir.open()

@@ -158,7 +158,7 @@ extension ViewManager {
             if q.includeDocs {
                 rows = try rows.map { row in
                     ViewQueryRow(key: row.key, value: row.value, sourceDocumentID: row.sourceDocumentID,
-                                 documentID: row.documentID, document: try ViewManager.document(row.documentID ?? "", collection, conflicts: q.conflicts),
+                                 documentID: row.documentID, document: try ViewManager.includedDocument(row, collection, conflicts: q.conflicts),
                                  fullText: nil, matches: [], rank: nil, markedSnippet: nil)
                 }
             }
@@ -173,6 +173,23 @@ extension ViewManager {
             stmt.bind(view.id, at: 1)
             return try stmt.step() && stmt.int64(0) != 0
         }
+    }
+
+    /// The document `include_docs` shows for a row: the row's document, or the one its value names with `_id` —
+    /// at the revision the value names with `_rev`, when it does (an older revision while compaction hasn't dropped
+    /// it; null when the document doesn't have it), as CouchDB's views load it.
+    static func includedDocument(_ row: ViewQueryRow, _ collection: Collection, conflicts: Bool) throws -> JSON {
+        if case .object(let value)? = row.value, case .string(let text)? = value["_rev"] {
+            guard let rev = RevID(text), let record = try collection.record(id: row.documentID ?? "", archived: .revisions([rev])),
+                  let found = record.revision(rev) else { return .null }
+            var out: JSONObject = ["_id": .string(record.id), "_rev": .string(rev.description)]
+            if found.deleted { out["_deleted"] = true }
+            if case .object(let body) = try JSON.parse(found.body) {
+                for (k, v) in body where k != "_id" && k != "_rev" { out[k] = v }
+            }
+            return .object(out)
+        }
+        return try document(row.documentID ?? "", collection, conflicts: conflicts)
     }
 
     /// A document as include_docs shows it: its body with `_id` and `_rev`, or null when missing or deleted.
@@ -395,7 +412,7 @@ extension ViewManager {
         if q.includeDocs {
             rows = try rows.map { row in
                 ViewQueryRow(key: row.key, value: row.value, sourceDocumentID: row.sourceDocumentID, documentID: row.documentID,
-                             document: try ViewManager.document(row.documentID ?? "", collection, conflicts: q.conflicts), fullText: row.fullText,
+                             document: try ViewManager.includedDocument(row, collection, conflicts: q.conflicts), fullText: row.fullText,
                              matches: row.matches, rank: row.rank, markedSnippet: row.markedSnippet)
             }
         }
