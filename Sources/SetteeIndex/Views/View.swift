@@ -275,8 +275,10 @@ public struct ViewInfo: Sendable {
     public let isFullText: Bool
     /// Documents whose map function threw (skipped) since the index was built.
     public let mapErrors: Int
-    /// Bytes of the index's rows (encoded keys, key and value JSON).
+    /// Bytes of the index's rows (its tables' and indexes' payload: CouchDB's `sizes.active`).
     public var dataSize: Int = 0
+    /// Bytes of the pages the index's tables and indexes take in the database file (CouchDB's `sizes.file`).
+    public var fileSize: Int = 0
     /// The version of the collation data keys are sorted with (ICU's).
     public var collatorVersion: String = ""
 }

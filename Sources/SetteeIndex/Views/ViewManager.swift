@@ -188,9 +188,12 @@ final class ViewManager: @unchecked Sendable {
             let rows = try ViewManager.totalRows(view, db: db)  // (info is rare: no directory needed)
             var info = ViewInfo(name: name, version: view.version, rowCount: rows, lastSequence: UInt64(stmt.int64(0)),
                                 isFullText: stmt.int64(1) != 0, mapErrors: stmt.int(2))
-            let size = try db.prepare("SELECT coalesce(sum(length(key) + length(k) + coalesce(length(v), 0)), 0) FROM \(view.table)")
-            defer { size.reset() }
-            if try size.step() { info.dataSize = size.int(0) }
+            // The pages of the view's tables and indexes (its "file", inside the database's) and their rows' bytes.
+            let names = [view.table, view.table + "_doc", view.chunks, view.chunks + "_start", view.fts]
+                + ["_data", "_idx", "_content", "_docsize", "_config"].map { view.fts + $0 }
+            let sizes = try Database.liveBytes(db, tables: names)
+            info.fileSize = sizes.file
+            info.dataSize = sizes.active
             info.collatorVersion = (try? withCollator { $0.version }) ?? ""
             return info
         }

@@ -97,7 +97,10 @@ enum DatabaseRoutes {
 
     static func handleSub(_ call: inout Call, _ target: Keyspace, _ name: String) async throws -> Response {
         call.route = String(name.dropFirst())
-        guard call.segments.count == 2 else { throw CouchError.notFound() }
+        // `POST /{db}/_compact/{ddoc}` compacts a design document's views: they live in the database's file, so
+        // it is the database's compaction (which rebuilds their tables too).
+        let viewCompaction = name == "_compact" && call.segments.count == 3
+        guard call.segments.count == 2 || viewCompaction else { throw CouchError.notFound() }
         let (db, c) = try target.open(call.node)
         switch (name, call.method) {
         case ("_revs_limit", .get):
@@ -113,6 +116,12 @@ enum DatabaseRoutes {
             try Auth.checkDatabaseAdmin(call)
             guard call.header(.contentType)?.lowercased().hasPrefix("application/json") == true else {
                 throw CouchError.badContentType
+            }
+            if viewCompaction {
+                let designID = "_design/" + call.segments[2]
+                guard let record = try await blocking({ try c.record(id: designID) }), !record.deleted else {
+                    throw CouchError.notFound("missing")
+                }
             }
             if name == "_compact" && !call.node.tasks.isRunning(type: "database_compaction", database: db.name) {
                 let done = call.node.tasks.begin(type: "database_compaction", database: db.name)

@@ -287,6 +287,8 @@ enum ViewRoutes {
     static func info(_ call: inout Call, _ target: Keyspace, designID: String) async throws -> Response {
         guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
         let (db, collection) = try target.open(call.node)
+        // The views live in the database's file: compacting it (also `POST /{db}/_compact/{ddoc}`) compacts them.
+        let compacting = call.node.tasks.isRunning(type: "database_compaction", database: db.name)
         return try await blocking {
             guard let record = try collection.record(id: designID), !record.deleted,
                   case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
@@ -294,13 +296,14 @@ enum ViewRoutes {
             do { views = try DesignView.all(in: body, id: designID) } catch let e as SetteeError {
                 throw CouchError(.badRequest, "invalid_design_doc", e.reason)
             }
-            var rows = 0, size = 0
+            var rows = 0, size = 0, fileSize = 0
             var seq: UInt64 = 0
             var collator = ""
             for design in views {
                 let info = try design.register(on: collection).info()
                 rows += info.rowCount
                 size += info.dataSize
+                fileSize += info.fileSize
                 seq = max(seq, info.lastSequence)
                 collator = info.collatorVersion
             }
@@ -311,8 +314,8 @@ enum ViewRoutes {
                                     "view_index": ["language": .string(DesignView.isJavaScript(body) ? "javascript" : "sqlpp"),
                                                    "signature": .string(signature), "views": .int(Int64(views.count)),
                                                    "rows": .int(Int64(rows)), "update_seq": .int(Int64(seq)), "purge_seq": 0,
-                                                   "sizes": ["file": .int(Int64(size)), "active": .int(Int64(size)), "external": .int(Int64(size))],
-                                                   "updater_running": false, "compact_running": false, "waiting_commit": false,
+                                                   "sizes": ["file": .int(Int64(fileSize)), "active": .int(Int64(size)), "external": .int(Int64(size))],
+                                                   "updater_running": false, "compact_running": .bool(compacting), "waiting_commit": false,
                                                    "waiting_clients": 0,
                                                    "updates_pending": ["minimum": 0, "preferred": 0, "total": 0],
                                                    "collator_versions": .array(collator.isEmpty ? [] : [.string(collator)])]])

@@ -1,15 +1,20 @@
 import Foundation
+import Synchronization
 import SetteeCore
 
 /// Compaction, sizes and other whole-database operations.
 extension Database {
-    /// Sizes in bytes: `file` is the SQLite file plus its WAL, `active` the pages in use.
+    /// Sizes in bytes: `file` is the SQLite file plus its WAL, `active` the live data in it — the bytes of every
+    /// table's and index's rows (SQLite's `dbstat` payload), without free pages and the unused space of pages, as
+    /// CouchDB's `sizes.active` counts the live part of its file.
     public struct Sizes: Sendable {
         public let file: Int
         public let active: Int
     }
 
-    /// Current on-disk sizes.
+    /// Current on-disk sizes. `active` comes from a scan of every page (tens of milliseconds per 100 MB), so it is
+    /// counted again only when the database changed — and, for a file of 8 MiB or more, when the last count is more
+    /// than ``activeSizeMaxAge`` old — or after a compaction.
     public func sizes() throws -> Sizes {
         let fm = FileManager.default
         var file = 0
@@ -18,19 +23,36 @@ extension Database {
                 file += size.intValue
             }
         }
-        let active: Int = try read { db in
-            let pages = try db.prepare("PRAGMA page_count")
-            let pageCount = try pages.step() ? pages.int(0) : 0
-            pages.reset()
-            let free = try db.prepare("PRAGMA freelist_count")
-            let freeCount = try free.step() ? free.int(0) : 0
-            free.reset()
-            let size = try db.prepare("PRAGMA page_size")
-            let pageSize = try size.step() ? size.int(0) : 4096
-            size.reset()
-            return (pageCount - freeCount) * pageSize
+        let cache = extensionObject("settee.active-size") { ActiveSizeCache() }
+        let sequence = lastSequence
+        // Small files are counted afresh every time (a few milliseconds); larger ones at most every few seconds.
+        let maxAge: Duration = file < Self.activeSizeAlwaysCountedBelow ? .zero : Self.activeSizeMaxAge
+        if let known = cache.value(sequence: sequence, maxAge: maxAge) {
+            return Sizes(file: file, active: min(known, file))
         }
-        return Sizes(file: file, active: active)
+        let active = try read { db in try Self.liveBytes(db, tables: nil).active }
+        cache.set(active, sequence: sequence)
+        return Sizes(file: file, active: min(active, file))
+    }
+
+    /// How stale `sizes().active` may be while a database of ``activeSizeAlwaysCountedBelow`` bytes or more is
+    /// being written.
+    public static let activeSizeMaxAge: Duration = .seconds(10)
+    /// Below this file size, `sizes().active` is counted again whenever the database changed.
+    public static let activeSizeAlwaysCountedBelow = 8 << 20
+
+    /// The pages (`file`) and row bytes (`active`) of some tables and indexes (nil: all of them), from `dbstat`.
+    package static func liveBytes(_ db: Connection, tables: [String]?) throws -> (file: Int, active: Int) {
+        var sql = "SELECT coalesce(sum(pgsize), 0), coalesce(sum(payload), 0) FROM dbstat WHERE aggregate = 1"
+        if let tables {
+            if tables.isEmpty { return (0, 0) }
+            sql += " AND name IN (" + Array(repeating: "?", count: tables.count).joined(separator: ", ") + ")"
+        }
+        let stmt = try db.prepareUncached(sql)
+        defer { stmt.reset() }
+        for (i, name) in (tables ?? []).enumerated() { stmt.bind(name, at: Int32(i + 1)) }
+        guard try stmt.step() else { return (0, 0) }
+        return (stmt.int(0), stmt.int(1))
     }
 
     /// Compacts the database, as CouchDB's compaction does: drops the bodies of replaced revisions (kept in
@@ -52,6 +74,7 @@ extension Database {
                 try db.execute("VACUUM")
                 try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             }
+            extensionObject("settee.active-size") { ActiveSizeCache() }.clear()
         } catch let error as SetteeError {
             throw error
         } catch {
@@ -146,4 +169,31 @@ extension Database {
     }
 
     static let offloadQueue = DispatchQueue(label: "settee.store", qos: .userInitiated, attributes: .concurrent)
+}
+
+/// The last count of a database's live bytes (``Database/sizes()``), with the sequence and time it was taken at.
+final class ActiveSizeCache: Sendable {
+    private struct Entry {
+        let bytes: Int
+        let sequence: UInt64
+        let at: ContinuousClock.Instant
+    }
+    private let entry = Mutex<Entry?>(nil)
+
+    /// The count, if it is of this sequence or younger than `maxAge`.
+    func value(sequence: UInt64, maxAge: Duration) -> Int? {
+        entry.withLock { e in
+            guard let e else { return nil }
+            return e.sequence == sequence || ContinuousClock.now - e.at < maxAge ? e.bytes : nil
+        }
+    }
+
+    func set(_ bytes: Int, sequence: UInt64) {
+        entry.withLock { $0 = Entry(bytes: bytes, sequence: sequence, at: .now) }
+    }
+
+    /// Forget it (a compaction changed the file).
+    func clear() {
+        entry.withLock { $0 = nil }
+    }
 }
