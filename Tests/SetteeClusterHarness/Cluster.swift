@@ -26,7 +26,7 @@ public protocol Cluster: AnyObject, Sendable {
 /// A cluster of local `settee serve` processes, each with `--peer` to every other.
 ///
 /// As root with `ip netns` available, each node runs in its own network namespace with two links: a control link
-/// to the test (10.213.x.0/24) and a data link on a bridge shared by the nodes (10.214.x.0/24); the nodes peer
+/// to the test (10.215.x.0/24) and a data link on a bridge shared by the nodes (10.214.x.0/24); the nodes peer
 /// over the bridge, so taking data links down really drops the traffic between nodes while the test can still
 /// read and write each node. Elsewhere nodes run on 127.0.0.1 and a partition is simulated by restarting the
 /// nodes without their `--peer` flags (replication stopped), healing by restarting them with the flags.
@@ -53,7 +53,15 @@ public final class LocalCluster: Cluster, @unchecked Sendable {
         usesNamespaces = namespaces
         dirs = (0..<nodes).map { _ in TempDir() }
         processes = Array(repeating: nil, count: nodes)
-        tag = Int.random(in: 10...240)
+        // Subnets no other namespace uses (PartitionTests' are 10.213.N; a killed run may have left some behind).
+        func free(_ t: Int) -> Bool {
+            (0..<nodes).allSatisfy { subnetIsFree("10.215.\(t + $0).") } && subnetIsFree("10.214.\(t).")
+        }
+        var pick = Int.random(in: 10...240)
+        if namespaces {
+            for _ in 0..<50 where !free(pick) { pick = Int.random(in: 10...240) }
+        }
+        tag = pick
         if namespaces {
             ports = Array(repeating: 5984, count: nodes)
         } else {
@@ -82,7 +90,7 @@ public final class LocalCluster: Cluster, @unchecked Sendable {
     private func controlInner(_ i: Int) -> String { "stmc\(tag)y\(i)" }
     private func dataOuter(_ i: Int) -> String { "stmd\(tag)x\(i)" }
     private func dataInner(_ i: Int) -> String { "stmd\(tag)y\(i)" }
-    private func controlAddress(_ i: Int) -> String { "10.213.\(tag + i).2" }
+    private func controlAddress(_ i: Int) -> String { "10.215.\(tag + i).2" }
     private func dataAddress(_ i: Int) -> String { "10.214.\(tag).\(i + 1)" }
 
     public func url(_ i: Int) -> String {
@@ -190,7 +198,7 @@ public final class LocalCluster: Cluster, @unchecked Sendable {
             // Control link: the test ↔ node i.
             try Self.ip(["link", "add", controlOuter(i), "type", "veth", "peer", "name", controlInner(i)])
             try Self.ip(["link", "set", controlInner(i), "netns", ns])
-            try Self.ip(["addr", "add", "10.213.\(tag + i).1/24", "dev", controlOuter(i)])
+            try Self.ip(["addr", "add", "10.215.\(tag + i).1/24", "dev", controlOuter(i)])
             try Self.ip(["link", "set", controlOuter(i), "up"])
             try Self.ip(["netns", "exec", ns, "ip", "addr", "add", controlAddress(i) + "/24", "dev", controlInner(i)])
             try Self.ip(["netns", "exec", ns, "ip", "link", "set", controlInner(i), "up"])

@@ -54,7 +54,9 @@ final class NetworkNamespace {
     }()
 
     init() throws {
-        let n = Int.random(in: 1...250)
+        // A subnet no interface uses yet (another namespace of this run, or one a killed run left behind).
+        var n = Int.random(in: 1...250)
+        for _ in 0..<50 where !subnetIsFree("10.213.\(n).") { n = Int.random(in: 1...250) }
         name = "settee-\(getpid())-\(n)"
         outer = "stv\(n)a"
         inner = "stv\(n)b"

@@ -58,20 +58,9 @@ final class TestPKI: Sendable {
                      + ["-keyout", selfSignedKey, "-out", selfSignedCertificate, "-days", "2", "-subj", "/CN=localhost"])
     }
 
+    /// Runs openssl (with posix_spawn: Foundation's Process.run crashed in a memmove here under the parallel suite).
     static func run(_ arguments: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: openssl ?? "/usr/bin/openssl")
-        p.arguments = arguments
-        let err = Pipe()
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = err
-        try p.run()
-        let message = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw ServerProcessError(message: "openssl \(arguments.joined(separator: " ")) failed: "
-                                     + String(decoding: message, as: UTF8.self))
-        }
+        _ = try runTool(openssl ?? "/usr/bin/openssl", arguments)
     }
 }
 

@@ -230,3 +230,11 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) 
         DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
 }
+
+/// Whether no network interface (in this namespace) has an address starting with `prefix` (e.g. `"10.213.7."`):
+/// test harnesses that make network namespaces pick subnets nothing else uses, not even namespaces an earlier,
+/// killed run left behind.
+public func subnetIsFree(_ prefix: String) -> Bool {
+    guard let addresses = try? runTool("/usr/sbin/ip", ["-br", "addr"]) else { return true }
+    return !addresses.contains(" " + prefix)
+}

@@ -256,16 +256,7 @@ enum ChangesRoutes {
                 if let conflicts = row.conflicts, !conflicts.isEmpty {
                     d["_conflicts"] = .array(conflicts.map { .string($0.description) })
                 }
-                if o.attachments, case .object(var atts)? = d["_attachments"] {
-                    for (name, meta) in atts {
-                        guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
-                              let data = try db.blob(digest: digest) else { continue }
-                        m.removeValue(forKey: "stub")
-                        m["data"] = .string(Base64.encode(data))
-                        atts[name] = .object(m)
-                    }
-                    d["_attachments"] = .object(atts)
-                }
+                if o.attachments { try DocumentOutput.inlineAttachments(&d, database: db) }
                 if o.attEncodingInfo { try DocumentOutput.addEncodingInfo(&d, database: db) }
                 JSON.object(d).serialize(into: &out)
             } else {

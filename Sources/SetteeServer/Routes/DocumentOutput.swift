@@ -117,6 +117,20 @@ struct DocumentOutput: Sendable {
         return out
     }
 
+    /// `attachments=true` for a whole document: each attachment's data inline (base64 of the decoded bytes)
+    /// instead of its stub.
+    static func inlineAttachments(_ doc: inout JSONObject, database: Database) throws {
+        guard case .object(var atts)? = doc["_attachments"] else { return }
+        for (name, meta) in atts {
+            guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
+                  let data = try database.blob(digest: digest) else { continue }
+            m.removeValue(forKey: "stub")
+            m["data"] = .string(Base64.encode(data))
+            atts[name] = .object(m)
+        }
+        doc["_attachments"] = .object(atts)
+    }
+
     /// `att_encoding_info`: each gzip-stored attachment of a document gets `encoding` and `encoded_length`.
     static func addEncodingInfo(_ doc: inout JSONObject, database: Database) throws {
         guard case .object(var atts)? = doc["_attachments"] else { return }

@@ -169,15 +169,8 @@ enum ViewRoutes {
     /// as CouchDB's view rows have them.
     static func document(_ doc: JSON?, options: Options, database: Database?) throws -> JSON {
         guard case .object(var d)? = doc, let database, options.attachments || options.attEncodingInfo else { return doc ?? .null }
-        if options.attachments, case .object(var atts)? = d["_attachments"] {
-            for (name, meta) in atts {
-                guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
-                      let data = try database.blob(digest: digest) else { continue }
-                m.removeValue(forKey: "stub")
-                m["data"] = .string(Base64.encode(data))
-                atts[name] = .object(m)
-            }
-            d["_attachments"] = .object(atts)
+        if options.attachments {
+            try DocumentOutput.inlineAttachments(&d, database: database)
         } else if options.attEncodingInfo {
             try DocumentOutput.addEncodingInfo(&d, database: database)
         }
