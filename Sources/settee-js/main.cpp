@@ -5,7 +5,7 @@
 // Layout:
 //  * This file: the engine (one JSContext), the natives the runtime needs, line I/O, the memory cap and the watchdog
 //    that interrupts a command running past its time limit.
-//  * RuntimeSource.h: the JavaScript runtime (protocol loop, CouchDB's design-function environment) and the prelude
+//  * RuntimeSource.h (RuntimeCore.h, RuntimeFunctions.h, RuntimeDesign.h; SandboxPrelude.h): the JavaScript runtime (protocol loop, CouchDB's design-function environment) and the prelude
 //    evaluated in every sandbox.
 //
 // Realms: the runtime runs in the "host" realm, whose global holds only the standard ECMAScript builtins; the natives
@@ -73,6 +73,7 @@
 #include <unistd.h>
 
 #include "RuntimeSource.h"
+#include "SandboxPrelude.h"
 
 namespace {
 
@@ -682,7 +683,7 @@ int runEngine() {
             JS::CompileOptions opts(cx);
             opts.setFileAndLine("settee:runtime.js", 1);
             JS::SourceText<mozilla::Utf8Unit> text;
-            if (!text.init(cx, kRuntimeSource, strlen(kRuntimeSource), JS::SourceOwnership::Borrowed) ||
+            if (!text.init(cx, runtimeSource().data(), runtimeSource().size(), JS::SourceOwnership::Borrowed) ||
                 !JS::Evaluate(cx, opts, text, &runtimeFactory)) {
                 JS::RootedValue exc(cx);
                 if (JS_GetPendingException(cx, &exc)) fprintf(stderr, "settee-js: runtime: %s\n", toStdString(cx, exc).c_str());
