@@ -182,12 +182,7 @@ extension ViewManager {
         if case .object(let value)? = row.value, case .string(let text)? = value["_rev"] {
             guard let rev = RevID(text), let record = try collection.record(id: row.documentID ?? "", archived: .revisions([rev])),
                   let found = record.revision(rev) else { return .null }
-            var out: JSONObject = ["_id": .string(record.id), "_rev": .string(rev.description)]
-            if found.deleted { out["_deleted"] = true }
-            if case .object(let body) = try JSON.parse(found.body) {
-                for (k, v) in body where k != "_id" && k != "_rev" { out[k] = v }
-            }
-            return .object(out)
+            return try documentJSON(id: record.id, rev: rev, deleted: found.deleted, body: found.body)
         }
         return try document(row.documentID ?? "", collection, conflicts: conflicts)
     }
@@ -195,16 +190,19 @@ extension ViewManager {
     /// A document as include_docs shows it: its body with `_id` and `_rev`, or null when missing or deleted.
     static func document(_ id: String, _ collection: Collection, conflicts: Bool = false) throws -> JSON {
         guard let record = try collection.record(id: id, withTree: conflicts), !record.deleted else { return .null }
-        var out = JSONObject()
-        out["_id"] = .string(record.id)
-        out["_rev"] = .string(record.revID.description)
-        if conflicts, record.conflicted, let tree = record.tree {
-            // `conflicts=true` with `include_docs`: the live losing leaves, as CouchDB adds them.
-            let losers = tree.rankedLeaves.dropFirst().filter { !$0.deleted }.map { JSON.string($0.rev.description) }
-            if !losers.isEmpty { out["_conflicts"] = .array(losers) }
-        }
-        if case .object(let body) = try JSON.parse(record.body) {
-            for (k, v) in body where k != "_id" && k != "_rev" { out[k] = v }
+        // `conflicts=true` with `include_docs`: the live losing leaves, as CouchDB adds them.
+        let losers = conflicts && record.conflicted ? record.tree?.conflicts ?? [] : []
+        return try documentJSON(id: record.id, rev: record.revID, deleted: false, body: record.body, conflicts: losers)
+    }
+
+    /// `{"_id", "_rev"[, "_deleted"][, "_conflicts"], …body}`.
+    private static func documentJSON(id: String, rev: RevID, deleted: Bool, body: [UInt8],
+                                     conflicts: [RevID] = []) throws -> JSON {
+        var out: JSONObject = ["_id": .string(id), "_rev": .string(rev.description)]
+        if deleted { out["_deleted"] = true }
+        if !conflicts.isEmpty { out["_conflicts"] = .array(conflicts.map { .string($0.description) }) }
+        if case .object(let fields) = try JSON.parse(body) {
+            for (k, v) in fields where k != "_id" && k != "_rev" { out[k] = v }
         }
         return .object(out)
     }

@@ -297,7 +297,7 @@ final class ViewManager: @unchecked Sendable {
             if !deleted && flags & DocFlags.conflicted != 0 {
                 treeOf.bind(changes.int64(0), at: 1)
                 if try treeOf.step(), let tree = try? RevTree(encoded: treeOf.blob(0) ?? []) {
-                    conflicts = tree.rankedLeaves.dropFirst().filter { !$0.deleted }.map(\.rev.description)
+                    conflicts = tree.conflicts.map(\.description)
                 }
                 treeOf.reset()
             }
