@@ -23,6 +23,10 @@ public struct SetteeError: Error, Sendable, CustomStringConvertible {
         public static let badRequest = Code("bad_request")
         /// The document id is not allowed (empty, or starts with `_` other than `_design/` / `_local/`).
         public static let badDocID = Code("bad_doc_id")
+        /// A partition name that is empty, starts with `_` or contains a colon (partitioned databases).
+        public static let illegalPartition = Code("illegal_partition")
+        /// A write that would take a partition past the database's `max_partition_size`.
+        public static let partitionOverflow = Code("partition_overflow")
         /// The JSON text is malformed; ``SetteeError/reason`` names the byte offset.
         public static let invalidJSON = Code("invalid_json")
         /// A stale or missing `_rev`: the write would lose someone else's update.

@@ -31,6 +31,48 @@ public enum DocumentID {
         return .regular
     }
 
+    /// Checks a document id for a partitioned database, as CouchDB's `couch_partition:validate_docid/1`: every
+    /// regular id is `{partition}:{id}` (design and local documents have no partition).
+    ///
+    /// - Returns: the id's kind.
+    /// - Throws: the errors of ``validate(_:)``; `.badDocID` `Doc id must be of form partition:id` without a colon
+    ///   and for an invalid id after it; `.illegalPartition` for an invalid partition (see ``validatePartition(_:)``).
+    @discardableResult
+    public static func validatePartitioned(_ id: String) throws(SetteeError) -> Kind {
+        let kind = try validate(id)
+        guard kind == .regular else { return kind }
+        guard let (partition, rest) = split(id) else {
+            throw SetteeError(.badDocID, "Doc id must be of form partition:id")
+        }
+        try validatePartition(partition)
+        _ = try validate(rest)
+        return kind
+    }
+
+    /// A partitioned id's partition and the id inside it: the text before and after the first colon.
+    public static func split(_ id: String) -> (partition: String, id: String)? {
+        guard let colon = id.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        return (String(id[..<colon]), String(id[id.utf8.index(after: colon)...]))
+    }
+
+    /// The partition of a partitioned id (nil for an id without one: design and local documents).
+    public static func partition(of id: String) -> String? {
+        if id.utf8.first == UInt8(ascii: "_") { return nil }
+        return split(id)?.partition
+    }
+
+    /// Checks a partition name as CouchDB's `couch_partition:validate_partition/1`.
+    /// - Throws: `.illegalPartition` for an empty partition, one starting with `_` or one containing a colon.
+    public static func validatePartition(_ partition: String) throws(SetteeError) {
+        if partition.isEmpty { throw SetteeError(.illegalPartition, "Partition must not be empty") }
+        if partition.utf8.first == UInt8(ascii: "_") {
+            throw SetteeError(.illegalPartition, "Partition must not start with an underscore")
+        }
+        if partition.utf8.contains(UInt8(ascii: ":")) {
+            throw SetteeError(.illegalPartition, "Partition must not contain a colon")
+        }
+    }
+
     /// Checks a database name against CouchDB's rule `^[a-z][a-z0-9_$()+/-]*$`, at most 238 characters.
     ///
     /// - Throws: ``SetteeError`` `.illegalDatabaseName`.

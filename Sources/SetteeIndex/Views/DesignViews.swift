@@ -30,6 +30,11 @@ public struct DesignView: Sendable {
     public let value: SQLExpression?
     public let whereClause: SQLExpression?
     public let reduce: BuiltInReduce?
+    /// A Mango json index's columns (a view of a `language: "query"` design document, `map.fields`): each document
+    /// having every field emits `[value, …]`.
+    public let mangoFields: [MangoSelector.FieldPath]?
+    /// A Mango index's `partial_filter_selector`: only documents it matches are indexed.
+    public let mangoFilter: MangoSelector?
     /// The JavaScript map function's source, for a JavaScript view.
     public let javascriptMap: String?
     /// The JavaScript reduce function's source, when the reduce is one.
@@ -42,6 +47,17 @@ public struct DesignView: Sendable {
     public var localSeq = false
     /// Whether design documents are mapped too (the design document's `"options": {"include_design": true}`).
     public let includeDesign: Bool
+    /// The design document's `options.partitioned` (nil: the database's own setting applies).
+    public var partitionedOption: Bool?
+    /// Whether this view is partitioned in `database`: a partitioned database's views are, unless the design
+    /// document says `"options": {"partitioned": false}` (a global view).
+    public func isPartitioned(in database: Database) -> Bool {
+        database.isPartitioned && (partitionedOption ?? true)
+    }
+    /// The version registered for this view in `database` (a partitioned view's rows are laid out differently).
+    public func version(in database: Database) -> String {
+        version + (isPartitioned(in: database) ? "+partitioned" : "")
+    }
     /// The definition's canonical JSON: the registered version (with the design document's options that change
     /// what is emitted).
     public var version: String { definitionVersion + (localSeq ? "+local_seq" : "") }
@@ -64,6 +80,7 @@ public struct DesignView: Sendable {
         return try members.filter { $0.key != "lib" }.map {
             var view = try DesignView(id: id, name: $0.key, definition: $0.value, includeDesign: include, library: library(body))
             view.localSeq = localSeq
+            view.partitionedOption = body["options"]?["partitioned"]?.boolValue
             return view
         }
     }
@@ -78,6 +95,7 @@ public struct DesignView: Sendable {
         var view = try DesignView(id: id, name: name, definition: definition, includeDesign: try includeDesign(body),
                                   library: library(body))
         view.localSeq = body["options"]?["local_seq"]?.boolValue ?? false
+        view.partitionedOption = body["options"]?["partitioned"]?.boolValue
         return view
     }
 
@@ -135,7 +153,29 @@ public struct DesignView: Sendable {
             text = nil
             value = nil
             whereClause = nil
+            mangoFields = nil
+            mangoFilter = nil
+        case .object(let map)? where map["fields"] != nil:
+            // A Mango json index, as CouchDB stores one: {"fields": {"a": "asc", …}, "partial_filter_selector": {…}}.
+            javascriptMap = nil
+            self.library = nil
+            (key, text, value, whereClause) = (nil, nil, nil, nil)
+            guard case .object(let fields)? = map["fields"], !fields.isEmpty else {
+                throw invalid("`map.fields` of a Mango index must be a non-empty object of field: \"asc\"|\"desc\"")
+            }
+            do {
+                mangoFields = try fields.map { try MangoSelector.fieldPath($0.key) }
+                switch map["partial_filter_selector"] {
+                case nil, .null?: mangoFilter = nil
+                case .object(let o)? where o.isEmpty: mangoFilter = nil
+                case let selector?: mangoFilter = try MangoSelector(selector)
+                }
+            } catch {
+                throw invalid((error as? SetteeError)?.reason ?? "\(error)")
+            }
         case .object(let map)?:
+            mangoFields = nil
+            mangoFilter = nil
             javascriptMap = nil
             self.library = nil
             func expression(_ member: String) throws -> SQLExpression? {
@@ -191,6 +231,20 @@ public struct DesignView: Sendable {
                 for (key, value) in rows[0] { emit(key, value) }
             }
         }
+        if let fields = mangoFields {
+            let filter = mangoFilter
+            return { document, emit in
+                let doc = JSON.object(document)
+                if let filter, !filter.matches(doc) { return }
+                var values: [JSON] = []
+                values.reserveCapacity(fields.count)
+                for path in fields {
+                    guard let v = MangoSelector.value(at: path, in: doc) else { return }
+                    values.append(v)
+                }
+                emit(.array(values), nil)
+            }
+        }
         let key = self.key, text = self.text, value = self.value, condition = self.whereClause
         return { document, emit in
             let evaluator = Evaluator()
@@ -215,8 +269,10 @@ public struct DesignView: Sendable {
     /// Registers this view's functions on `collection` and returns it, ready to query.
     public func register(on collection: Collection) -> View {
         let view = collection.view(named: viewName)
-        var definition = ViewDefinition(map: map, reduce: reducer, version: version, includeDesign: includeDesign)
+        var definition = ViewDefinition(map: map, reduce: reducer, version: version(in: collection.database),
+                                        includeDesign: includeDesign)
         definition.rawCollation = rawCollation
+        definition.partitioned = isPartitioned(in: collection.database)
         if let source = javascriptMap {
             let library = self.library
             definition.batchMap = { documents in
@@ -241,7 +297,7 @@ public struct DesignView: Sendable {
             if parts.count == 3, let record = try collection.record(id: "_design/" + parts[1]), !record.deleted,
                case .object(let body) = try JSON.parse(record.body),
                let design = try? DesignView.named(String(parts[2]), in: body, id: "_design/" + parts[1]),
-               manager.stored(view: name, collection: collection)?.version == design.version {
+               manager.stored(view: name, collection: collection)?.version == design.version(in: collection.database) {
                 keep = true
             }
             if !keep {

@@ -47,7 +47,23 @@ extension ViewManager {
         let grouping: ViewGrouping = q.group ? .exact : (q.groupLevel > 0 ? .level(q.groupLevel) : .none)
         if q.groupLevel < 0 { throw SetteeError(.queryParseError, "group_level must be a non-negative integer") }
 
+        // A partitioned view's rows are keyed by partition first: every range is inside the partition's.
+        if definition.partitioned && q.partition == nil {
+            throw SetteeError(.queryParseError, "`partition` parameter is mandatory for queries to this view.")
+        }
+        if !definition.partitioned && q.partition != nil {
+            throw SetteeError(.queryParseError, "`partition` parameter is not supported in this design doc")
+        }
+        let partitionKey: [UInt8]? = definition.partitioned ? q.partition.map { ViewManager.partitionPrefix($0, collator) } : nil
+        let prefix = partitionKey ?? []
+        let partitionRange = partitionKey.map {
+            ViewRange(lower: ViewRange.Bound(key: $0, docID: nil, inclusive: true),
+                      upper: ViewRange.Bound(key: $0 + [0xFF], docID: nil, inclusive: false))
+        }
+        func encode(_ key: JSON) -> [UInt8] { prefix + collator.encode(key) }
+
         if let text = q.fullTextQuery {
+            if partitionKey != nil { throw SetteeError(.queryParseError, "Full-text queries don't apply to partitioned views") }
             if q.key != nil || q.keys != nil || q.startKey != nil || q.endKey != nil || q.startKeyDocID != nil || q.endKeyDocID != nil {
                 throw SetteeError(.queryParseError, "Key ranges and keys don't apply to a full-text query: use the full-text query alone")
             }
@@ -79,13 +95,17 @@ extension ViewManager {
             if reduce != nil && grouping == .none {
                 throw SetteeError(.queryParseError, "Multi-key fetches for reduce views must use group=true")
             }
-            ranges = keys.map { exactly(collator.encode($0)) }
+            ranges = keys.map { exactly(encode($0)) }
         } else if let key = q.key {
-            ranges = [exactly(collator.encode(key))]
+            ranges = [exactly(encode(key))]
         } else {
-            let start = q.startKey.map { ViewRange.Bound(key: collator.encode($0), docID: q.startKeyDocID, inclusive: true) }
-            let end = q.endKey.map { ViewRange.Bound(key: collator.encode($0), docID: q.endKeyDocID, inclusive: q.inclusiveEnd) }
-            let range = q.descending ? ViewRange(lower: end, upper: start) : ViewRange(lower: start, upper: end)
+            let start = q.startKey.map { ViewRange.Bound(key: encode($0), docID: q.startKeyDocID, inclusive: true) }
+            let end = q.endKey.map { ViewRange.Bound(key: encode($0), docID: q.endKeyDocID, inclusive: q.inclusiveEnd) }
+            var range = q.descending ? ViewRange(lower: end, upper: start) : ViewRange(lower: start, upper: end)
+            if let partitionRange {
+                range.lower = range.lower ?? partitionRange.lower
+                range.upper = range.upper ?? partitionRange.upper
+            }
             if let s = q.startKey, let e = q.endKey {
                 let c = collator.compare(s, e)
                 if (!q.descending && c > 0) || (q.descending && c < 0) {
@@ -98,12 +118,13 @@ extension ViewManager {
         return try database.read { db -> ViewQueryResult in
             let snapshot = try ViewManager.snapshot(view, db: db)
             let directory = try self.directory(view, version: snapshot.chunkVersion, db: db)
-            let total = directory.total
+            let total = try partitionRange.map { try self.countRows(view, range: $0, db: db) } ?? directory.total
             let seq = snapshot.lastSequence
             if let reduce {
                 var rows: [ViewQueryRow] = []
                 for range in ranges {
-                    let groups = try self.reduce(view, range: range, grouping: grouping, reduce: reduce, db: db)
+                    let groups = try self.reduce(view, range: range, grouping: grouping, reduce: reduce,
+                                                 keyPrefixLength: prefix.count, db: db)
                     rows += (q.descending && q.keys == nil ? groups.reversed() : groups).map {
                         ViewQueryRow(key: $0.key, value: $0.value, sourceDocumentID: nil, documentID: nil, document: nil,
                                      fullText: nil, matches: [], rank: nil, markedSnippet: nil)
@@ -145,7 +166,15 @@ extension ViewManager {
             }
             // offset: the rows before the first one in the query's direction (CouchDB counts skipped rows too).
             var offset = q.skip
-            if q.keys == nil, q.key == nil, let range = ranges.first {
+            if q.keys == nil, q.key == nil, let range = ranges.first, let partitionRange {
+                // The partition's rows before the range, in the query's direction.
+                let before = q.descending
+                    ? range.upper.map { ViewRange(lower: ViewRange.Bound(key: $0.key, docID: $0.docID, inclusive: !$0.inclusive),
+                                                  upper: partitionRange.upper) }
+                    : range.lower.map { ViewRange(lower: partitionRange.lower,
+                                                  upper: ViewRange.Bound(key: $0.key, docID: $0.docID, inclusive: !$0.inclusive)) }
+                offset = min(offset + (try before.map { try self.countRows(view, range: $0, db: db) } ?? 0), total)
+            } else if q.keys == nil, q.key == nil, let range = ranges.first {
                 if !q.descending, let lower = range.lower {
                     let (inPrefix, condition, values) = lower.beforeLower()
                     offset += try directory.countPrefix(view, db: db, inPrefix: inPrefix, condition: condition, values: values)
@@ -280,7 +309,7 @@ extension ViewManager {
     /// Reduces the rows of `range`, grouped: stored chunk reductions for chunks wholly inside the range (and inside
     /// one group), the rows themselves at the edges, partial results combined with `rereduce`.
     func reduce(_ view: StoredView, range: ViewRange, grouping: ViewGrouping, reduce: Reducer,
-                db: Connection) throws -> [(key: JSON, value: JSON)] {
+                keyPrefixLength: Int = 0, db: Connection) throws -> [(key: JSON, value: JSON)] {
         var out: [(key: JSON, value: JSON)] = []
         var currentGroup: [UInt8]?
         var currentKey: JSON = .null
@@ -323,7 +352,12 @@ extension ViewManager {
             switch grouping {
             case .none: return []
             case .exact: return encodedKey
-            case .level(let n): return ViewCollator.prefix(of: encodedKey, elements: n)
+            case .level(let n):
+                // (A partitioned view's keys start with the partition: group the key after it.)
+                if keyPrefixLength > 0 {
+                    return ViewCollator.prefix(of: Array(encodedKey[min(keyPrefixLength, encodedKey.count)...]), elements: n)
+                }
+                return ViewCollator.prefix(of: encodedKey, elements: n)
             }
         }
 

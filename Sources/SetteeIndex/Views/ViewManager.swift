@@ -568,8 +568,9 @@ final class ViewManager: @unchecked Sendable {
         // A failure of the engine (a time limit, a function that doesn't compile) fails the whole slice.
         let emitted = try batchMap(inputs)
         for (k, rows) in zip(positions, emitted) {
+            let prefix = partitionPrefix(changes[changes.startIndex + k].docID, definition, collator)
             out[k] = .rows(rows.map { row in
-                MappedRow(key: collator.encode(row.key), keyJSON: row.key.serializedBytes,
+                MappedRow(key: prefix + collator.encode(row.key), keyJSON: row.key.serializedBytes,
                           valueJSON: row.value?.serializedBytes, text: nil)
             })
         }
@@ -585,10 +586,26 @@ final class ViewManager: @unchecked Sendable {
         } catch {
             return .failed(error)
         }
+        let prefix = partitionPrefix(change.docID, definition, collator)
         return .rows(emitter.rows.map { row in
-            MappedRow(key: collator.encode(row.key), keyJSON: row.key.serializedBytes,
+            MappedRow(key: prefix + collator.encode(row.key), keyJSON: row.key.serializedBytes,
                       valueJSON: row.value?.serializedBytes, text: row.text)
         })
+    }
+
+    /// In a partitioned view every row's encoded key starts with its document's partition (encoded as a string
+    /// key): one partition's rows are one contiguous range, in key order inside it.
+    static func partitionPrefix(_ docID: String, _ definition: ViewDefinition, _ collator: ViewCollator) -> [UInt8] {
+        guard definition.partitioned else { return [] }
+        return partitionPrefix(DocumentID.partition(of: docID) ?? "", collator)
+    }
+
+    /// The encoded-key prefix of a partition's rows.
+    static func partitionPrefix(_ partition: String, _ collator: ViewCollator) -> [UInt8] {
+        let raw = collator.raw
+        collator.raw = false
+        defer { collator.raw = raw }
+        return collator.encode(.string(partition))
     }
 
     /// Per-worker results of a parallel map.

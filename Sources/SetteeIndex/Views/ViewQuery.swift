@@ -62,6 +62,9 @@ public struct ViewQuery: Sendable {
     /// A full-text query (SQLite FTS5 syntax: words, `"phrases"`, `prefix*`, AND/OR/NOT/NEAR, parentheses) over a
     /// full-text view. Key ranges, keys and reduce don't apply to full-text queries.
     public var fullTextQuery: String?
+    /// The partition to read, for a partitioned view (CouchDB's `/{db}/_partition/{p}/_design/…/_view/…`): keys,
+    /// ranges, reductions, `total_rows` and `offset` are those of the partition's rows.
+    public var partition: String?
     /// Compute a snippet for each full-text row (``ViewQueryRow/snippet(wordStart:wordEnd:)``).
     public var fullTextSnippets = false
     /// Order full-text rows by relevance (bm25), best first. Default true; false is a little faster.

@@ -57,18 +57,20 @@ struct ViewRange {
         return true
     }
 
-    /// SQL conditions over columns `key`, `docid`, with their bindings appended to `values`.
-    func sql(_ values: inout [SQLiteValue]) -> String {
+    /// SQL conditions over columns `key`, `docid` (of the table aliased `table`, if given), with their bindings
+    /// appended to `values`.
+    func sql(_ values: inout [SQLiteValue], table: String? = nil) -> String {
+        let key = table.map { $0 + ".key" } ?? "key", docid = table.map { $0 + ".docid" } ?? "docid"
         var terms: [String] = []
         for (bound, isLower) in [(lower, true), (upper, false)] {
             guard let bound else { continue }
             let op = isLower ? (bound.inclusive ? ">=" : ">") : (bound.inclusive ? "<=" : "<")
             if let id = bound.docID {
-                terms.append("(key, docid) \(op) (?, ?)")
+                terms.append("(\(key), \(docid)) \(op) (?, ?)")
                 values.append(.blob(bound.key))
                 values.append(.text(id))
             } else {
-                terms.append("key \(op) ?")
+                terms.append("\(key) \(op) ?")
                 values.append(.blob(bound.key))
             }
         }

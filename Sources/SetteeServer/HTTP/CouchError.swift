@@ -34,6 +34,8 @@ struct CouchError: Error, Sendable {
         switch error.code {
         case .badRequest, .invalidJSON: return CouchError(.badRequest, "bad_request", error.reason)
         case .badDocID: return CouchError(.badRequest, "illegal_docid", error.reason)
+        case .illegalPartition: return CouchError(.badRequest, "bad_request", error.reason)
+        case .partitionOverflow: return CouchError(.forbidden, "partition_overflow", error.reason)
         case .conflict: return CouchError(.conflict, "conflict", error.reason)
         case .notFound: return CouchError(.notFound, "not_found", error.reason)
         case .deleted: return CouchError(.notFound, "not_found", "deleted")
@@ -68,6 +70,7 @@ struct CouchError: Error, Sendable {
         if let e = error as? CouchError { return e }
         if let e = error as? SetteeError { return from(e) }
         if let e = error as? JavaScriptError { return from(e) }
+        if let e = error as? MangoError { return CouchError(HTTPResponse.Status(code: e.status), e.error, e.reason) }
         if error is JSONError { return badRequest("invalid UTF-8 JSON") }
         if let e = error as? HTTPError, e.status == .contentTooLarge { return tooLarge }
         return CouchError(.internalServerError, "internal_server_error", "\(error)")

@@ -214,21 +214,26 @@ struct CouchResponder: HTTPResponder {
         case "_query" where s.count == 2:
             call.route = "query"
             return try await QueryRoutes.query(&call, target)
-        case "_index" where s.count == 4 && (s[3] == "_pending" || s[3] == "_vectors"):
+        case "_indexes" where s.count == 4 && (s[3] == "_pending" || s[3] == "_vectors"):
             call.route = "index"
             return try await VectorRoutes.handle(&call, target, name: s[2], action: s[3])
-        case "_index" where s.count <= 3:
+        case "_indexes" where s.count <= 3:
             call.route = "index"
             return try await QueryRoutes.index(&call, target, name: s.count == 3 ? s[2] : nil)
+        case "_index":
+            return try await MangoRoutes.index(&call, target, s)
+        case "_find" where s.count == 2:
+            return try await MangoRoutes.find(&call, target, explain: false)
+        case "_explain" where s.count == 2:
+            return try await MangoRoutes.find(&call, target, explain: true)
+        case "_partition":
+            return try await PartitionRoutes.handle(&call, target, s)
         case "_temp_view" where s.count == 2:
             throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB")
         case "_revs_limit", "_compact", "_ensure_full_commit", "_purge", "_security", "_view_cleanup":
             return try await DatabaseRoutes.handleSub(&call, target, second)
         default:
             if second.hasPrefix("_") {
-                if s.count == 2 && ["_find", "_explain"].contains(second) {
-                    throw CouchError(.notFound, "not_found", "\(second) is not available on this node yet")
-                }
                 if s.count == 2 {
                     throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
                 }

@@ -130,16 +130,22 @@ public final class Node: @unchecked Sendable {
         return (db, collection)
     }
 
-    /// Creates a database. Throws `.fileExists` if it exists, `.illegalDatabaseName` for a bad name.
+    /// Creates a database (`partitioned`: CouchDB 3's partitioned database, not for system databases). Throws
+    /// `.fileExists` if it exists, `.illegalDatabaseName` for a bad name, `.badRequest` for a partitioned system
+    /// database.
     @discardableResult
-    public func createDatabase(_ name: String) throws -> Database {
+    public func createDatabase(_ name: String, partitioned: Bool = false) throws -> Database {
         try Node.validateName(name)
+        if partitioned && Node.isSystemDatabase(name) {
+            throw SetteeError(.badRequest, "Cannot partition a system database")
+        }
         lock.lock()
         defer { lock.unlock() }
         if open[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
             throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
         }
         let db = try Database(name: name, config: databaseConfiguration, create: true)
+        if partitioned { try db.makePartitioned() }
         // `_users` starts with its `_design/_auth`. A custom authentication_db gets its own a few seconds later, as
         // CouchDB's auth cache adds it; until then only password hashing applies there.
         if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
@@ -227,6 +233,14 @@ public final class Node: @unchecked Sendable {
         defaultCollections.removeAll()
         lock.unlock()
         for db in dbs { db.close() }
+    }
+
+    /// The databases CouchDB will not partition: its system databases and any ending in `/_replicator` or
+    /// `/_users` (`couch_partition:validate_dbname/2`).
+    static func isSystemDatabase(_ name: String) -> Bool {
+        if name.hasPrefix("_") { return true }
+        let suffix = name.split(separator: "/").last.map(String.init) ?? name
+        return ["_replicator", "_users"].contains(suffix)
     }
 
     /// CouchDB's database-name rule, plus the system databases `_users`, `_replicator`, `_global_changes`.

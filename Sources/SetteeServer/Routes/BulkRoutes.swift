@@ -316,14 +316,18 @@ enum BulkRoutes {
     }
 
     /// The `_all_docs` answer's bytes (also the rows a list function reads from `_list/{name}/_all_docs`).
-    static func allDocsBody(_ call: inout Call, _ target: Keyspace, designOnly: Bool = false) async throws -> [UInt8] {
+    static func allDocsBody(_ call: inout Call, _ target: Keyspace, designOnly: Bool = false,
+                            partition: String? = nil) async throws -> [UInt8] {
         let (db, c) = try target.open(call.node)
         let parsed = try await DocListRequest(&call)
         var options = parsed.options
         var keys = parsed.keys
-        if designOnly {
-            // Design document ids sort between "_design/" and "_design0" ("0" follows "/").
-            let (low, high) = ("_design/", "_design0")
+        // Design documents, or one partition's documents: ids from `low` up to (not including) `high`. Design
+        // document ids sort between "_design/" and "_design0" ("0" follows "/"); a partition's between "p:" and
+        // "p;" (";" follows ":").
+        let idRange: (low: String, high: String)? = designOnly ? ("_design/", "_design0")
+            : partition.map { ($0 + ":", $0 + ";") }
+        if let (low, high) = idRange {
             if options.descending {
                 options.startKey = min(options.startKey ?? high, high)
                 options.endKey = max(options.endKey ?? low, low)
@@ -331,7 +335,7 @@ enum BulkRoutes {
                 options.startKey = max(options.startKey ?? low, low)
                 if options.endKey == nil || options.endKey! >= high { options.endKey = high; options.inclusiveEnd = false }
             }
-            keys = keys?.filter { $0.hasPrefix("_design/") }
+            keys = keys?.filter { $0 >= low && $0 < high }
         }
         let conflicts = parsed.conflicts
         let updateSeq = parsed.updateSeq
@@ -380,13 +384,9 @@ enum BulkRoutes {
             } else {
                 let result = try c.allDocs(opts)
                 var total = result.totalRows
-                if designOnly {
-                    // `_design_docs` counts design documents, as CouchDB 3 does.
-                    var all = SetteeStore.Collection.AllDocsOptions()
-                    all.startKey = "_design/"
-                    all.endKey = "_design0"
-                    all.inclusiveEnd = false
-                    total = try c.allDocs(all).rows.count
+                if let (low, high) = idRange {
+                    // `_design_docs` counts design documents, as CouchDB 3 does; a partition its documents.
+                    total = try c.documentCounts(from: low, below: high).live
                 }
                 out.append(contentsOf: "{\"total_rows\":\(total),\"offset\":\(result.offset),\"rows\":[".utf8)
                 for (i, r) in result.rows.enumerated() {

@@ -14,7 +14,13 @@ enum DatabaseRoutes {
         case .put:
             try Auth.checkAdmin(call)
             if target.isDefaultCollection || (target.scope == "_default" && target.collection == "_default") {
-                _ = try await blocking { try node.createDatabase(target.database) }
+                let partitioned: Bool
+                switch call.query["partitioned"] {
+                case nil, "false": partitioned = false
+                case "true": partitioned = true
+                default: throw CouchError.badRequest("Invalid `partitioned` parameter")
+                }
+                _ = try await blocking { try node.createDatabase(target.database, partitioned: partitioned) }
                 return Reply.json(.created, ["ok": true],
                                   headers: [.location: call.absoluteURL("/" + Call.escapePathSegment(target.database))])
             }
@@ -79,7 +85,7 @@ enum DatabaseRoutes {
             "purge_seq": sequences.json(UInt64(try c.purgeCount())),
             "update_seq": sequences.json(db.lastSequence),
             "sizes": ["file": .int(Int64(sizes.file)), "external": .int(Int64(sizes.active)), "active": .int(Int64(sizes.active))],
-            "props": [:],
+            "props": db.isPartitioned ? ["partitioned": true] : [:],
             "doc_del_count": .int(Int64(counts.deleted)),
             "doc_count": .int(Int64(counts.live)),
             "disk_format_version": 8,

@@ -8,10 +8,17 @@ import SetteeStore
 /// `GET|POST /{db}/_design/{ddoc}/_view/{view}`: views declared with SQL++ expressions in design documents
 /// (``DesignView``), queried with CouchDB's parameters and answered in CouchDB's shape.
 enum ViewRoutes {
-    static func query(_ call: inout Call, _ target: Keyspace, designID: String, view name: String) async throws -> Response {
+    static func query(_ call: inout Call, _ target: Keyspace, designID: String, view name: String,
+                      partition: String? = nil) async throws -> Response {
         let (db, collection) = try target.open(call.node)
         var parsed = try await queryOptions(&call)
         parsed.sequences = call.sequences(db.uuid)
+        if let partition {
+            if let given = parsed.partition, given != partition {
+                throw CouchError(.badRequest, "bad_request", "Conflicting value for `partition` in path and query string")
+            }
+            parsed.partition = partition
+        }
         let options = parsed
         return try await blocking {
             let (result, reduced) = try run(collection, designID: designID, view: name, options: options)
@@ -90,6 +97,7 @@ enum ViewRoutes {
         q.indexUpdateMode = options.update
         q.fullTextQuery = options.fullText
         q.fullTextSnippets = options.snippets
+        q.partition = options.partition
         if options.reduce && design.reducer == nil && options.reduceExplicit {
             throw CouchError(.badRequest, "query_parse_error", "Reduce is invalid for map-only views.")
         }
@@ -204,6 +212,8 @@ enum ViewRoutes {
         var sequences = CouchSequence(node: "", databaseUUID: "")
         var fullText: String?
         var snippets = false
+        /// The partition to read (the path's `/_partition/{p}/…`, or `?partition=`).
+        var partition: String?
 
         init(_ o: QueryOptions, keys: [JSON]?) throws {
             func json(_ names: String...) throws -> JSON? {
@@ -258,6 +268,10 @@ enum ViewRoutes {
             attEncodingInfo = try bool("att_encoding_info")
             fullText = o["full_text"]
             snippets = try bool("snippets")
+            if let p = try o.jsonString("partition") {
+                do { try DocumentID.validatePartition(p) } catch { throw CouchError.from(error) }
+                partition = p
+            }
         }
 
         private func parse(_ o: QueryOptions, _ name: String) throws -> JSON? {

@@ -131,7 +131,7 @@ extension Collection {
     /// Applies one write inside the writer's transaction.
     func apply(_ w: RevisionWrite, _ session: WriteSession) throws -> Result<RevID, SetteeError> {
         do {
-            switch try DocumentID.validate(w.id) {
+            switch try (database.isPartitioned ? DocumentID.validatePartitioned(w.id) : DocumentID.validate(w.id)) {
             case .local:
                 return .failure(SetteeError(.badDocID, "Local documents are written with putLocal"))
             case .regular, .design:

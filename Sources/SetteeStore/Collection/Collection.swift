@@ -118,6 +118,20 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         }
     }
 
+    /// Live and deleted documents whose ids fall in `[low, high)` (a partition's range, `p:` to `p;`), and the
+    /// bytes of their winning revisions' bodies.
+    public func documentCounts(from low: String, below high: String) throws -> (live: Int, deleted: Int, bytes: Int) {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT count(*), coalesce(sum(flags & 1), 0), coalesce(sum(CASE WHEN flags & 1 = 0 THEN length(body) ELSE 0 END), 0) FROM \(docsTable) WHERE id >= ? AND id < ?")
+            defer { stmt.reset() }
+            stmt.bind(low, at: 1)
+            stmt.bind(high, at: 2)
+            guard try stmt.step() else { return (0, 0, 0) }
+            let total = stmt.int(0), deleted = stmt.int(1)
+            return (total - deleted, deleted, stmt.int(2))
+        }
+    }
+
     // MARK: Listeners
 
     /// Calls `listener` after each commit that changed documents in this collection.

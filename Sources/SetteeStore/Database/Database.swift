@@ -39,6 +39,7 @@ public final class Database: @unchecked Sendable {
     private let lock = NSLock()
     private var _committedSeq: UInt64
     private var _revsLimit: Int
+    private var _partitioned = false
     private var collectionCache: [String: CollectionInfo] = [:]
     private var extensions: [String: AnyObject] = [:]
 
@@ -72,6 +73,7 @@ public final class Database: @unchecked Sendable {
                 path: path,
                 configuration: PoolConfiguration(readers: max(1, config.readers), synchronousFull: config.fullSync),
                 prepareWriter: { try migrator.migrate($0) })
+            var partitioned = false
             let meta = try pool.write { db -> (String, Int, UInt64, [(Int64, String, String)]) in
                 let stmt = try db.prepare("SELECT key, value FROM meta")
                 var uuid = "", limit = 1000, seq: UInt64 = 0
@@ -80,6 +82,7 @@ public final class Database: @unchecked Sendable {
                     case "uuid": uuid = stmt.string(1) ?? ""
                     case "revs_limit": limit = stmt.int(1)
                     case "last_seq": seq = UInt64(stmt.int64(1))
+                    case "partitioned": partitioned = stmt.int64(1) != 0
                     default: break
                     }
                 }
@@ -99,6 +102,7 @@ public final class Database: @unchecked Sendable {
             }
             uuid = meta.0
             _revsLimit = meta.1
+            _partitioned = partitioned
             writerSeq = meta.2
             persistedSeq = meta.2
             _committedSeq = meta.2
@@ -243,6 +247,21 @@ public final class Database: @unchecked Sendable {
         lock.lock()
         _revsLimit = limit
         lock.unlock()
+    }
+
+    /// Whether this is a partitioned database (CouchDB 3's `?partitioned=true`): every regular document id is
+    /// `{partition}:{id}`, and partitions are ranges of ids that `_all_docs`, views and Mango queries can read alone.
+    /// Fixed when the database is created (``makePartitioned()``).
+    public var isPartitioned: Bool {
+        lock.withLock { _partitioned }
+    }
+
+    /// Makes a database partitioned; called when it is created, before its first document.
+    public func makePartitioned() throws {
+        try write { db in
+            try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('partitioned', 1)").run()
+        }
+        lock.withLock { _partitioned = true }
     }
 
     // MARK: Collections

@@ -1,0 +1,43 @@
+import SetteeCore
+import SetteeStore
+
+/// A view row with its document, as a Mango query reads a json index.
+struct ScannedRow {
+    /// The row's encoded key (with a partitioned view's partition in front) — where a bookmark resumes.
+    let encodedKey: [UInt8]
+    let keyJSON: JSON
+    let documentID: String
+    let revision: String
+    let body: [UInt8]
+    /// Whether the document has live conflicting leaves.
+    let conflicted: Bool
+}
+
+extension ViewManager {
+    /// Rows of `view` in `range`, in key order (or reverse), each with its document's winning revision, handed to
+    /// `body` one at a time in one read transaction until it returns false. Documents deleted since the view was
+    /// last updated are skipped.
+    func scan(_ view: StoredView, collection: Collection, range: ViewRange, descending: Bool,
+              _ body: (ScannedRow) throws -> Bool) throws {
+        try database.read { db in
+            let order = descending ? "DESC" : "ASC"
+            var values: [SQLiteValue] = []
+            let condition = range.sql(&values, table: "v")
+            let stmt = try db.prepare("""
+                SELECT v.key, v.k, v.docid, d.rev, d.body, d.flags FROM \(view.table) AS v
+                JOIN \(collection.docsTable) AS d ON d.rowid = v.doc
+                WHERE \(condition) ORDER BY v.key \(order), v.docid \(order), v.id \(order)
+                """)
+            defer { stmt.reset() }
+            stmt.bind(values)
+            while try stmt.step() {
+                let flags = stmt.int64(5)
+                if flags & DocFlags.deleted != 0 { continue }
+                let row = ScannedRow(encodedKey: stmt.blob(0) ?? [], keyJSON: try stmt.withTextBytes(1) { try JSON.parse($0) },
+                                     documentID: stmt.string(2) ?? "", revision: stmt.string(3) ?? "",
+                                     body: stmt.blob(4) ?? [], conflicted: flags & DocFlags.conflicted != 0)
+                if try !body(row) { return }
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SetteeCore
+import SetteeStore
+
+/// `/{db}/_partition/{partition}[/…]`: one partition of a partitioned database — its info, `_all_docs`, a
+/// partitioned view, and Mango's `_find` and `_explain` over its documents alone.
+enum PartitionRoutes {
+    static func handle(_ call: inout Call, _ target: Keyspace, _ s: [String]) async throws -> Response {
+        guard s.count >= 3 else { throw CouchError.badRequest("Missing partition in the path: /{db}/_partition/{partition}") }
+        let partition = s[2]
+        do { try DocumentID.validatePartition(partition) } catch { throw CouchError.from(error) }
+        let (db, collection) = try target.open(call.node)
+        guard db.isPartitioned else { throw CouchError.badRequest("database is not partitioned") }
+        if s.count == 3 {
+            call.route = "partition"
+            guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
+            let info: JSON = try await blocking {
+                let counts = try collection.documentCounts(from: partition + ":", below: partition + ";")
+                return [
+                    "db_name": .string(db.name),
+                    "sizes": ["active": .int(Int64(counts.bytes)), "external": .int(Int64(counts.bytes))],
+                    "partition": .string(partition),
+                    "doc_count": .int(Int64(counts.live)),
+                    "doc_del_count": .int(Int64(counts.deleted)),
+                ]
+            }
+            return Reply.json(.ok, info)
+        }
+        if let given = call.query["partition"], given != partition {
+            throw CouchError(.badRequest, "bad_request", "Conflicting value for `partition` in path and query string")
+        }
+        switch s[3] {
+        case "_all_docs" where s.count == 4:
+            call.route = "all_docs"
+            return Reply.raw(.ok, try await BulkRoutes.allDocsBody(&call, target, partition: partition))
+        case "_design" where s.count == 7 && s[5] == "_view":
+            call.route = "view"
+            return try await ViewRoutes.query(&call, target, designID: "_design/" + s[4], view: s[6], partition: partition)
+        case "_find" where s.count == 4:
+            return try await MangoRoutes.find(&call, target, explain: false, partition: partition)
+        case "_explain" where s.count == 4:
+            return try await MangoRoutes.find(&call, target, explain: true, partition: partition)
+        default:
+            throw CouchError.notFound("missing")
+        }
+    }
+}
