@@ -4,7 +4,7 @@ import SetteeSQLPP
 import SetteeVector
 
 /// What an index is: its kind and its expressions, as stored in the `indexes` registry and as the HTTP API
-/// (`PUT /{db}/_index/{name}`) takes it.
+/// (`PUT /{db}/_indexes/{name}`) takes it.
 ///
 /// The JSON form: `{"type": "value", "expressions": ["type", "name"], "where": "type = 'hotel'"}`.
 public struct IndexSpec: Sendable, Hashable {

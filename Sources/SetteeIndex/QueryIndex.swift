@@ -43,7 +43,7 @@ public final class QueryIndex: @unchecked Sendable {
     }
 
     /// The lazy index's entries still waiting for a vector, oldest change first (what ``beginUpdate(limit:)``
-    /// hands out; the HTTP API serves it as `GET /{db}/_index/{name}/_pending`).
+    /// hands out; the HTTP API serves it as `GET /{db}/_indexes/{name}/_pending`).
     public func pendingVectors(limit: Int) throws -> [LazyVectorEntry] {
         guard info.spec.kind == .vector, info.spec.vector?.isLazy == true else {
             throw SetteeError(.badRequest, "Index \(name) is not a lazy vector index")

@@ -82,7 +82,7 @@ struct IndexCommand: ParsableCommand {
                 Examples:
                   settee index create --data DIR hotels TypeName type name --where "type = 'hotel'"
                   settee index create --data DIR colors colors_index --spec '{"type":"vector","expressions":["vector"],"dimensions":3,"centroids":100}'
-                The --spec JSON is the same as PUT /{db}/_index/{name} takes (value, fulltext, array or vector).
+                The --spec JSON is the same as PUT /{db}/_indexes/{name} takes (value, fulltext, array or vector).
                 """)
         @OptionGroup var options: DataOptions
         @Option(help: "A partial index condition (SQL++).") var `where`: String?

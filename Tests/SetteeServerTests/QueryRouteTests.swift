@@ -24,11 +24,11 @@ import Testing
         #expect(try await Self.send(client, .post, "/hotels/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#).0 == 201)
 
         // Create an index; creating it again with the same definition is a no-op; the list shows it built.
-        let create = try await Self.send(client, .put, "/hotels/_index/TypeCity", #"{"type":"value","expressions":["type","city"]}"#)
+        let create = try await Self.send(client, .put, "/hotels/_indexes/TypeCity", #"{"type":"value","expressions":["type","city"]}"#)
         #expect(create.0 == 201)
         #expect(create.1["result"] == "created")
-        #expect(try await Self.send(client, .put, "/hotels/_index/TypeCity", #"{"expressions":["type","city"]}"#).1["result"] == "exists")
-        let list = try await Self.send(client, .get, "/hotels/_index")
+        #expect(try await Self.send(client, .put, "/hotels/_indexes/TypeCity", #"{"expressions":["type","city"]}"#).1["result"] == "exists")
+        let list = try await Self.send(client, .get, "/hotels/_indexes")
         #expect(list.1["total_rows"] == 1)
         #expect(list.1["indexes"]?[0]?["expressions"] == ["type", "city"])
         #expect(list.1["indexes"]?[0]?["state"] == "ready")
@@ -58,15 +58,15 @@ import Testing
         }
         #expect(try await Self.send(client, .post, "/hotels/_query", #"{"nope":1}"#).0 == 400)
         #expect(try await Self.send(client, .post, "/hotels/_query", "not json").0 == 400)
-        #expect(try await Self.send(client, .put, "/hotels/_index/x", #"{"expressions":["(a"]}"#).1["error"] == "query_parse_error")
-        #expect(try await Self.send(client, .put, "/hotels/_index/x", #"{"type":"fancy","expressions":["a"]}"#).0 == 400)
+        #expect(try await Self.send(client, .put, "/hotels/_indexes/x", #"{"expressions":["(a"]}"#).1["error"] == "query_parse_error")
+        #expect(try await Self.send(client, .put, "/hotels/_indexes/x", #"{"type":"fancy","expressions":["a"]}"#).0 == 400)
         #expect(try await Self.send(client, .get, "/hotels").1["doc_count"] == 51)
         // (one more document below: ft1)
 
         // Full-text and array indexes over HTTP.
         #expect(try await Self.send(client, .put, "/hotels/ft1", #"{"type":"hotel","description":"Quiet rooms, a café and a heated pool","tags":["spa","pool"]}"#).0 == 201)
-        #expect(try await Self.send(client, .put, "/hotels/_index/desc", #"{"type":"fulltext","expressions":["description"],"language":"en","ignoreAccents":true}"#).0 == 201)
-        #expect(try await Self.send(client, .put, "/hotels/_index/tags", #"{"type":"array","path":"tags"}"#).0 == 201)
+        #expect(try await Self.send(client, .put, "/hotels/_indexes/desc", #"{"type":"fulltext","expressions":["description"],"language":"en","ignoreAccents":true}"#).0 == 201)
+        #expect(try await Self.send(client, .put, "/hotels/_indexes/tags", #"{"type":"array","path":"tags"}"#).0 == 201)
         let fts = try await Self.send(client, .post, "/hotels/_query",
                                       #"{"query":"SELECT META().id AS id, FTS_SNIPPET(desc, '<b>', '</b>') AS s FROM _ WHERE MATCH(desc, $q) ORDER BY RANK(desc) DESC","params":{"q":"cafe heat*"}}"#)
         #expect(fts.1["rows"]?[0]?["id"] == "ft1")
@@ -75,16 +75,16 @@ import Testing
                                          #"{"query":"SELECT META().id FROM _ UNNEST tags AS t WHERE t = 'spa'"}"#)
         #expect(unnest.1["plan"]?.stringValue?.contains("array index tags") == true)
         #expect(try await Self.send(client, .post, "/hotels/_query", #"{"query":"SELECT META().id AS id FROM _ UNNEST tags AS t WHERE t = 'spa'"}"#).1["rows"] == [["id": "ft1"]])
-        #expect(try await Self.send(client, .put, "/hotels/_index/bad", #"{"type":"fulltext","expressions":["description"],"language":"xx"}"#).0 == 400)
+        #expect(try await Self.send(client, .put, "/hotels/_indexes/bad", #"{"type":"fulltext","expressions":["description"],"language":"xx"}"#).0 == 400)
         let badFTS = try await Self.send(client, .post, "/hotels/_query", "{\"query\":\"SELECT 1 FROM _ WHERE MATCH(desc, '\\\"open')\"}")
         #expect(badFTS.1["error"] == "query_parse_error", "\(badFTS)")
-        #expect(try await Self.send(client, .delete, "/hotels/_index/desc").0 == 200)
-        #expect(try await Self.send(client, .delete, "/hotels/_index/tags").0 == 200)
+        #expect(try await Self.send(client, .delete, "/hotels/_indexes/desc").0 == 200)
+        #expect(try await Self.send(client, .delete, "/hotels/_indexes/tags").0 == 200)
 
         // Delete; deleting again is a 404.
-        #expect(try await Self.send(client, .delete, "/hotels/_index/TypeCity").0 == 200)
-        #expect(try await Self.send(client, .delete, "/hotels/_index/TypeCity").0 == 404)
-        #expect(try await Self.send(client, .get, "/hotels/_index").1["total_rows"] == 0)
+        #expect(try await Self.send(client, .delete, "/hotels/_indexes/TypeCity").0 == 200)
+        #expect(try await Self.send(client, .delete, "/hotels/_indexes/TypeCity").0 == 404)
+        #expect(try await Self.send(client, .get, "/hotels/_indexes").1["total_rows"] == 0)
         server.stop()
 
         // The CLI reads the same data directory.

@@ -25,13 +25,13 @@ import Testing
         #expect(try await Self.send(client, .post, "/colors/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#).0 == 201)
 
         // Bad definitions are 400s with the reason; a good one is created and listed with its options.
-        let bad = try await Self.send(client, .put, "/colors/_index/v", #"{"type":"vector","expressions":["vector"],"dimensions":1,"centroids":2}"#)
+        let bad = try await Self.send(client, .put, "/colors/_indexes/v", #"{"type":"vector","expressions":["vector"],"dimensions":1,"centroids":2}"#)
         #expect(bad.0 == 400)
         #expect(bad.1["reason"]?.stringValue?.contains("dimensions 1") == true)
-        let created = try await Self.send(client, .put, "/colors/_index/v",
+        let created = try await Self.send(client, .put, "/colors/_indexes/v",
                                           #"{"type":"vector","expressions":["vector"],"dimensions":3,"centroids":2,"metric":"euclidean","encoding":"none"}"#)
         #expect(created.0 == 201)
-        let described = try await Self.send(client, .get, "/colors/_index/v")
+        let described = try await Self.send(client, .get, "/colors/_indexes/v")
         #expect(described.1["type"] == "vector")
         #expect(described.1["metric"] == "euclidean")
         #expect(described.1["vectors"] == 6)
@@ -50,9 +50,9 @@ import Testing
         #expect(wrong.1["reason"]?.stringValue?.contains("2 dimensions") == true)
 
         // A lazy index: fetch pending values, post vectors back; a stale sequence is not applied.
-        #expect(try await Self.send(client, .put, "/colors/_index/lazy",
+        #expect(try await Self.send(client, .put, "/colors/_indexes/lazy",
                                     #"{"type":"vector","expressions":["color"],"dimensions":3,"centroids":2,"lazy":true}"#).0 == 201)
-        let pending = try await Self.send(client, .get, "/colors/_index/lazy/_pending?limit=10")
+        let pending = try await Self.send(client, .get, "/colors/_indexes/lazy/_pending?limit=10")
         #expect(pending.0 == 200)
         guard case .array(let entries)? = pending.1["entries"] else { Issue.record("no entries"); return }
         #expect(entries.count == 6)
@@ -64,17 +64,17 @@ import Testing
         // Change "white" after it was handed out: its vector is stale.
         let white = try await Self.send(client, .get, "/colors/white")
         #expect(try await Self.send(client, .put, "/colors/white?rev=\(white.1["_rev"]?.stringValue ?? "")", #"{"color":"ivory"}"#).0 == 201)
-        let applied = try await Self.send(client, .post, "/colors/_index/lazy/_vectors", #"{"vectors":[\#(vectors.joined(separator: ","))]}"#)
+        let applied = try await Self.send(client, .post, "/colors/_indexes/lazy/_vectors", #"{"vectors":[\#(vectors.joined(separator: ","))]}"#)
         #expect(applied.0 == 200)
         #expect(applied.1["applied"] == 5)
         #expect(applied.1["stale"] == ["white"])
-        let again = try await Self.send(client, .get, "/colors/_index/lazy/_pending")
+        let again = try await Self.send(client, .get, "/colors/_indexes/lazy/_pending")
         #expect(again.1["entries"]?[0]?["value"] == "ivory")
         let lazyQuery = try await Self.send(client, .post, "/colors/_query",
                                             #"{"query":"SELECT META().id AS id FROM _ ORDER BY APPROX_VECTOR_DISTANCE(color, $v) LIMIT 1","params":{"v":[1,0,0]}}"#)
         #expect(lazyQuery.1["rows"] == [["id": "red"]])
-        #expect(try await Self.send(client, .get, "/colors/_index/v/_pending").0 == 400)
-        #expect(try await Self.send(client, .post, "/colors/_index/lazy/_vectors", #"{"vectors":[{"id":"red","seq":1,"vector":[1,2]}]}"#).0 == 400)
+        #expect(try await Self.send(client, .get, "/colors/_indexes/v/_pending").0 == 400)
+        #expect(try await Self.send(client, .post, "/colors/_indexes/lazy/_vectors", #"{"vectors":[{"id":"red","seq":1,"vector":[1,2]}]}"#).0 == 400)
         server.stop()
     }
 }

@@ -118,7 +118,8 @@ extension ViewManager {
         return try database.read { db -> ViewQueryResult in
             let snapshot = try ViewManager.snapshot(view, db: db)
             let directory = try self.directory(view, version: snapshot.chunkVersion, db: db)
-            let total = try partitionRange.map { try self.countRows(view, range: $0, db: db) } ?? directory.total
+            // (A partition query's `total_rows` and `offset` are the whole view's, as CouchDB's are its shard's.)
+            let total = directory.total
             let seq = snapshot.lastSequence
             if let reduce {
                 var rows: [ViewQueryRow] = []
@@ -166,15 +167,7 @@ extension ViewManager {
             }
             // offset: the rows before the first one in the query's direction (CouchDB counts skipped rows too).
             var offset = q.skip
-            if q.keys == nil, q.key == nil, let range = ranges.first, let partitionRange {
-                // The partition's rows before the range, in the query's direction.
-                let before = q.descending
-                    ? range.upper.map { ViewRange(lower: ViewRange.Bound(key: $0.key, docID: $0.docID, inclusive: !$0.inclusive),
-                                                  upper: partitionRange.upper) }
-                    : range.lower.map { ViewRange(lower: partitionRange.lower,
-                                                  upper: ViewRange.Bound(key: $0.key, docID: $0.docID, inclusive: !$0.inclusive)) }
-                offset = min(offset + (try before.map { try self.countRows(view, range: $0, db: db) } ?? 0), total)
-            } else if q.keys == nil, q.key == nil, let range = ranges.first {
+            if q.keys == nil, q.key == nil, let range = ranges.first {
                 if !q.descending, let lower = range.lower {
                     let (inPrefix, condition, values) = lower.beforeLower()
                     offset += try directory.countPrefix(view, db: db, inPrefix: inPrefix, condition: condition, values: values)

@@ -63,7 +63,8 @@ public struct ViewQuery: Sendable {
     /// full-text view. Key ranges, keys and reduce don't apply to full-text queries.
     public var fullTextQuery: String?
     /// The partition to read, for a partitioned view (CouchDB's `/{db}/_partition/{p}/_design/…/_view/…`): keys,
-    /// ranges, reductions, `total_rows` and `offset` are those of the partition's rows.
+    /// ranges and reductions are those of the partition's rows (`total_rows` and `offset` the whole view's, as
+    /// CouchDB's are its shard's).
     public var partition: String?
     /// Compute a snippet for each full-text row (``ViewQueryRow/snippet(wordStart:wordEnd:)``).
     public var fullTextSnippets = false

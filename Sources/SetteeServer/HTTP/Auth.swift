@@ -238,7 +238,7 @@ enum Auth {
         let read = m == .get || m == .head
         guard s.count > 1 else { return read ? .reader : .member }
         switch s[1] {
-        case "_security", "_revs_limit", "_index":
+        case "_security", "_revs_limit", "_index", "_indexes":
             return read ? .reader : .admin
         case "_compact", "_view_cleanup", "_purge":
             return .admin
@@ -248,7 +248,7 @@ enum Auth {
             if s.count >= 4 && ["_show", "_list", "_rewrite"].contains(s[3]) { return .reader }
             if s.count >= 4 && s[3] == "_update" { return .member }
             return .admin
-        case "_local", "_all_docs", "_design_docs", "_local_docs", "_changes", "_bulk_get", "_revs_diff", "_missing_revs", "_query", "_explain", "_find",
+        case "_local", "_all_docs", "_design_docs", "_local_docs", "_changes", "_bulk_get", "_revs_diff", "_missing_revs", "_query", "_explain", "_find", "_partition",
              "_ensure_full_commit":
             // Readers may write `_local` documents: replication checkpoints, never replicated or in the feed.
             return .reader

@@ -34,7 +34,7 @@ struct CouchError: Error, Sendable {
         switch error.code {
         case .badRequest, .invalidJSON: return CouchError(.badRequest, "bad_request", error.reason)
         case .badDocID: return CouchError(.badRequest, "illegal_docid", error.reason)
-        case .illegalPartition: return CouchError(.badRequest, "bad_request", error.reason)
+        case .illegalPartition: return CouchError(.badRequest, "illegal_partition", error.reason)
         case .partitionOverflow: return CouchError(.forbidden, "partition_overflow", error.reason)
         case .conflict: return CouchError(.conflict, "conflict", error.reason)
         case .notFound: return CouchError(.notFound, "not_found", error.reason)

@@ -106,6 +106,7 @@ public final class Node: @unchecked Sendable {
             throw SetteeError(.notFound, "Database does not exist.")
         }
         let db = try Database(name: name, config: databaseConfiguration, create: false)
+        limitPartitions(db)
         // Keep this database's indexes current in the background from now on.
         _ = try IndexManager.shared(for: db)
         watchCommits(db)
@@ -146,6 +147,7 @@ public final class Node: @unchecked Sendable {
         }
         let db = try Database(name: name, config: databaseConfiguration, create: true)
         if partitioned { try db.makePartitioned() }
+        limitPartitions(db)
         // `_users` starts with its `_design/_auth`. A custom authentication_db gets its own a few seconds later, as
         // CouchDB's auth cache adds it; until then only password hashing applies there.
         if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
@@ -233,6 +235,12 @@ public final class Node: @unchecked Sendable {
         defaultCollections.removeAll()
         lock.unlock()
         for db in dbs { db.close() }
+    }
+
+    /// Gives a database the node's live `max_partition_size`.
+    private func limitPartitions(_ db: Database) {
+        guard db.isPartitioned else { return }
+        db.partitionSizeLimit = { [weak self] in self?.configuration.maxPartitionSize ?? Database.defaultPartitionSizeLimit }
     }
 
     /// The databases CouchDB will not partition: its system databases and any ending in `/_replicator` or

@@ -27,6 +27,13 @@ public struct ServerConfiguration: Sendable {
     public var peerScanInterval: Duration = .seconds(10)
     /// Most documents in one `_bulk_docs` or `_bulk_get` request (CouchDB's `max_bulk_docs_count`, 10,000).
     public var maxBulkDocs = 10_000
+    /// `[couchdb] max_partition_size`: bytes a partition of a partitioned database may hold (0: no limit).
+    public var maxPartitionSize = 10 << 30
+    /// `[query_server_config] query_limit`: the most rows a view or `_all_docs` query returns (nil: no limit);
+    /// also the limit of a query that gives none.
+    public var queryLimit: Int?
+    /// `[query_server_config] partition_query_limit`: the same for partition queries.
+    public var partitionQueryLimit: Int?
     /// Largest accepted attachment, bytes (inline, multipart or standalone; default 64 MiB).
     public var maxAttachmentSize = 64 << 20
     /// Most concurrent client connections; further connections wait in the accept backlog.

@@ -14,7 +14,7 @@ import SetteeCore
 /// | `cors` | `origins`, `credentials`, `methods`, `headers`, `max_age` |
 /// | `uuids` | `algorithm` (`random`, `sequential`, `utc_random`, `utc_id`), `utc_id_suffix`, `max_count` |
 /// | `attachments` | `compressible_types`, `compression_level` |
-/// | `couchdb` / `query_server_config` | `os_process_timeout` (ms); `reduce_limit`, `os_process_limit` (JavaScript) |
+/// | `couchdb` / `query_server_config` | `os_process_timeout` (ms), `max_partition_size`; `reduce_limit`, `os_process_limit` (JavaScript), `query_limit`, `partition_query_limit` |
 /// | `settee` | `query_timeout`, `idle_timeout` (start-up only), `max_json_depth`, `full_sync` (start-up only) |
 enum ServerSettings {
     static func sections(of c: ServerConfiguration) -> [String: [String: String]] {
@@ -24,6 +24,7 @@ enum ServerSettings {
             "max_attachment_size": String(c.maxAttachmentSize),
             "max_bulk_docs_count": String(c.maxBulkDocs),
             "max_bulk_get_count": String(c.maxBulkDocs),
+            "max_partition_size": String(c.maxPartitionSize),
             "single_node": "true",
             "default_security": "admin_only",
             "os_process_timeout": String(c.javascript.timeout.components.seconds * 1000
@@ -32,6 +33,8 @@ enum ServerSettings {
         s["query_server_config"] = [
             "reduce_limit": String(c.javascript.reduceLimit),
             "os_process_limit": String(c.javascript.maxProcesses),
+            "query_limit": c.queryLimit.map(String.init) ?? "infinity",
+            "partition_query_limit": c.partitionQueryLimit.map(String.init) ?? "infinity",
         ]
         s["chttpd"] = [
             "port": String(c.port),
@@ -166,6 +169,9 @@ enum ServerSettings {
         if let v = int("couchdb", "os_process_timeout"), v > 0 { c.javascript.timeout = .milliseconds(v) }
         if let v = value("query_server_config", "reduce_limit") { c.javascript.reduceLimit = v.lowercased() != "false" }
         if let v = int("query_server_config", "os_process_limit"), v > 0 { c.javascript.maxProcesses = min(v, 64) }
+        if let v = int("query_server_config", "query_limit"), v >= 0 { c.queryLimit = v == Int.max ? nil : v }
+        if let v = int("query_server_config", "partition_query_limit"), v >= 0 { c.partitionQueryLimit = v == Int.max ? nil : v }
+        if let v = int("couchdb", "max_partition_size") { c.maxPartitionSize = v }
         if let v = auth("password_regexp") { c.security.passwordRequirements = ErlangTermList.passwordRequirements(v) }
         if let v = auth("proxy_use_secret").flatMap(Bool.init) { c.security.proxy.useSecret = v }
         if let v = auth("secret"), !v.isEmpty { c.security.proxy.secret = v }

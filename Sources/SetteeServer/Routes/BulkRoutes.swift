@@ -62,7 +62,7 @@ enum BulkRoutes {
                         results[i] = ["ok": true, "id": .string(id), "rev": .string(newRev)]
                         continue
                     }
-                    _ = try DocumentID.validate(id)
+                    _ = try c.database.isPartitioned ? DocumentID.validatePartitioned(id) : DocumentID.validate(id)
                     if id.hasPrefix("_design/") && !canWriteDesign { throw Auth.notDatabaseAdmin }
                     var parsed = try DocumentInput.parse(o, id: id)
                     parsed.id = id
@@ -79,7 +79,7 @@ enum BulkRoutes {
                 } catch {
                     let e = CouchError.from(any: error)
                     // An illegal id fails the whole request, as in CouchDB; other errors are per document.
-                    if e.status == .internalServerError || e.error == "illegal_docid" { throw error }
+                    if e.status == .internalServerError || e.error == "illegal_docid" || e.error == "illegal_partition" { throw error }
                     var row: JSONObject = ["id": .string(doc["_id"]?.stringValue ?? "")]
                     row["error"] = .string(e.error)
                     row["reason"] = .string(e.reason)
@@ -181,7 +181,9 @@ enum BulkRoutes {
                     out.append(UInt8(ascii: "}"))
                     read += 1
                 }
-                if let record = records[n] {
+                if db.isPartitioned, !id.hasPrefix("_"), DocumentID.split(id) == nil {
+                    error(revText, "illegal_docid", "Doc id must be of form partition:id")
+                } else if let record = records[n] {
                     if let revText {
                         if let rev = RevID(revText) {
                             var first = true
@@ -322,6 +324,17 @@ enum BulkRoutes {
         let parsed = try await DocListRequest(&call)
         var options = parsed.options
         var keys = parsed.keys
+        var partition = partition
+        if partition == nil, !designOnly, let given = call.query["partition"] {
+            guard db.isPartitioned else {
+                throw CouchError(.badRequest, "query_parse_error", "`partition` parameter is not supported on this db")
+            }
+            let p = (try? JSON.parse(Array(given.utf8)))?.stringValue ?? given
+            do { try DocumentID.validatePartition(p) } catch { throw CouchError.from(error) }
+            partition = p
+        }
+        let configuration = call.node.configuration
+        try ViewRoutes.applyLimit(&options.limit, max: partition != nil ? configuration.partitionQueryLimit : configuration.queryLimit)
         // Design documents, or one partition's documents: ids from `low` up to (not including) `high`. Design
         // document ids sort between "_design/" and "_design0" ("0" follows "/"); a partition's between "p:" and
         // "p;" (";" follows ":").
@@ -335,7 +348,8 @@ enum BulkRoutes {
                 options.startKey = max(options.startKey ?? low, low)
                 if options.endKey == nil || options.endKey! >= high { options.endKey = high; options.inclusiveEnd = false }
             }
-            keys = keys?.filter { $0 >= low && $0 < high }
+            // (A partition doesn't filter `keys`: each is looked up as given, as in CouchDB.)
+            if designOnly { keys = keys?.filter { $0 >= low && $0 < high } }
         }
         let conflicts = parsed.conflicts
         let updateSeq = parsed.updateSeq
@@ -384,9 +398,10 @@ enum BulkRoutes {
             } else {
                 let result = try c.allDocs(opts)
                 var total = result.totalRows
-                if let (low, high) = idRange {
-                    // `_design_docs` counts design documents, as CouchDB 3 does; a partition its documents.
-                    total = try c.documentCounts(from: low, below: high).live
+                if designOnly {
+                    // `_design_docs` counts design documents, as CouchDB 3 does. (A partition's `total_rows` and
+                    // `offset` are the database's, as CouchDB's are its shard's.)
+                    total = try c.documentCounts(from: "_design/", below: "_design0").live
                 }
                 out.append(contentsOf: "{\"total_rows\":\(total),\"offset\":\(result.offset),\"rows\":[".utf8)
                 for (i, r) in result.rows.enumerated() {

@@ -84,7 +84,7 @@ enum DatabaseRoutes {
             "db_name": .string(target.isDefaultCollection ? db.name : "\(db.name).\(target.scope).\(target.collection)"),
             "purge_seq": sequences.json(UInt64(try c.purgeCount())),
             "update_seq": sequences.json(db.lastSequence),
-            "sizes": ["file": .int(Int64(sizes.file)), "external": .int(Int64(sizes.active)), "active": .int(Int64(sizes.active))],
+            "sizes": ["file": .int(Int64(sizes.file)), "external": .int(Int64(sizes.external)), "active": .int(Int64(sizes.active))],
             "props": db.isPartitioned ? ["partitioned": true] : [:],
             "doc_del_count": .int(Int64(counts.deleted)),
             "doc_count": .int(Int64(counts.live)),
@@ -149,6 +149,9 @@ enum DatabaseRoutes {
             let body = try await call.bodyObject()
             var request: [(String, [RevID])] = []
             for (id, revs) in body {
+                if db.isPartitioned, !id.hasPrefix("_"), DocumentID.split(id) == nil {
+                    throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id")
+                }
                 guard let list = revs.arrayValue else { throw CouchError.badRequest("Revisions of \(id) must be an array") }
                 request.append((id, try list.map { r in
                     guard let s = r.stringValue, let rev = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }

@@ -79,6 +79,15 @@ enum DocumentInput {
             do { _ = try DesignView.all(in: doc.body, id: doc.id, checkingLanguage: false) } catch let e as SetteeError {
                 throw CouchError(.badRequest, "invalid_design_doc", e.reason)
             }
+            switch doc.body["options"]?["partitioned"] {
+            case nil, .bool(false)?: break
+            case .bool(true)?:
+                if !collection.database.isPartitioned {
+                    throw CouchError(.badRequest, "invalid_design_doc", "partitioned option cannot be true in a non-partitioned database.")
+                }
+            default:
+                throw CouchError(.badRequest, "invalid_design_doc", "`options.partitioned` field must have boolean type")
+            }
         }
         let mode: RevisionWrite.Mode
         var generation: Int

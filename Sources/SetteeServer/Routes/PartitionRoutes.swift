@@ -8,14 +8,16 @@ import SetteeStore
 /// partitioned view, and Mango's `_find` and `_explain` over its documents alone.
 enum PartitionRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace, _ s: [String]) async throws -> Response {
-        guard s.count >= 3 else { throw CouchError.badRequest("Missing partition in the path: /{db}/_partition/{partition}") }
+        guard s.count >= 3 else { throw CouchError.badRequest("invalid_partition_req") }
         let partition = s[2]
-        do { try DocumentID.validatePartition(partition) } catch { throw CouchError.from(error) }
         let (db, collection) = try target.open(call.node)
+        // (CouchDB checks the partition first for the info request, the database first for the others.)
+        if s.count > 3 && !db.isPartitioned { throw CouchError.badRequest("database is not partitioned") }
+        do { try DocumentID.validatePartition(partition) } catch { throw CouchError.from(error) }
         guard db.isPartitioned else { throw CouchError.badRequest("database is not partitioned") }
         if s.count == 3 {
             call.route = "partition"
-            guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
+            guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET") }
             let info: JSON = try await blocking {
                 let counts = try collection.documentCounts(from: partition + ":", below: partition + ";")
                 return [
@@ -29,7 +31,7 @@ enum PartitionRoutes {
             return Reply.json(.ok, info)
         }
         if let given = call.query["partition"], given != partition {
-            throw CouchError(.badRequest, "bad_request", "Conflicting value for `partition` in path and query string")
+            throw CouchError(.badRequest, "bad_request", "Conflicting value for `partition` in query string")
         }
         switch s[3] {
         case "_all_docs" where s.count == 4:

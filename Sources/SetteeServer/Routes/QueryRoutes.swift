@@ -7,7 +7,7 @@ import SetteeQuery
 import SetteeSQLPP
 import SetteeStore
 
-/// `POST /{db}/_query` (SQL++) and `/{db}/_index[/{name}]` (value, full-text, array and vector indexes).
+/// `POST /{db}/_query` (SQL++) and `/{db}/_indexes[/{name}]` (value, full-text, array and vector indexes).
 enum QueryRoutes {
     /// Requests above this many bytes of SQL++ are rejected before parsing.
     static let maximumQueryLength = 64 * 1024
@@ -63,7 +63,7 @@ enum QueryRoutes {
         } }
     }
 
-    /// `GET /{db}/_index`, `GET|PUT|DELETE /{db}/_index/{name}`.
+    /// `GET /{db}/_indexes`, `GET|PUT|DELETE /{db}/_indexes/{name}`.
     static func index(_ call: inout Call, _ target: Keyspace, name: String?) async throws -> Response {
         let (db, defaultCollection) = try target.open(call.node)
         guard let name else {

@@ -9,9 +9,9 @@ import SetteeStore
 /// The lazy vector index updater over HTTP (stateless, so a worker can fetch a batch, embed it elsewhere and post
 /// the vectors back):
 ///
-/// - `GET /{db}/_index/{name}/_pending?limit=50` → `{"index": name, "entries": [{"id", "seq", "value"}]}`: documents
+/// - `GET /{db}/_indexes/{name}/_pending?limit=50` → `{"index": name, "entries": [{"id", "seq", "value"}]}`: documents
 ///   whose vector is not computed yet, with the value of the index's expression.
-/// - `POST /{db}/_index/{name}/_vectors` `{"vectors": [{"id", "seq", "vector": [...] | null}]}` → `{"ok": true,
+/// - `POST /{db}/_indexes/{name}/_vectors` `{"vectors": [{"id", "seq", "vector": [...] | null}]}` → `{"ok": true,
 ///   "applied": n, "stale": [ids]}`: stores each vector (null: the document is not indexed). An entry whose document
 ///   changed since `seq` is not applied (listed in `stale`) and stays pending with its new value. Entries left out
 ///   are skipped: they stay pending.

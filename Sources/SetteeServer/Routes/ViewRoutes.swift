@@ -15,14 +15,26 @@ enum ViewRoutes {
         parsed.sequences = call.sequences(db.uuid)
         if let partition {
             if let given = parsed.partition, given != partition {
-                throw CouchError(.badRequest, "bad_request", "Conflicting value for `partition` in path and query string")
+                throw CouchError(.badRequest, "bad_request", "Conflicting value for `partition` in query string")
             }
             parsed.partition = partition
         }
+        let configuration = call.node.configuration
+        try applyLimit(&parsed.limit, max: parsed.partition != nil ? configuration.partitionQueryLimit : configuration.queryLimit)
         let options = parsed
         return try await blocking {
             let (result, reduced) = try run(collection, designID: designID, view: name, options: options)
             return Reply.raw(.ok, try render(result, options: options, reduced: reduced, database: db))
+        }
+    }
+
+    /// CouchDB's `query_limit` / `partition_query_limit`: a query without a limit gets the maximum, one above it is
+    /// refused.
+    static func applyLimit(_ limit: inout Int?, max: Int?) throws {
+        guard let max else { return }
+        guard let given = limit else { limit = max; return }
+        if given > max {
+            throw CouchError(.badRequest, "query_parse_error", "Limit is too large, must not exceed \(max)")
         }
     }
 

@@ -468,7 +468,7 @@ struct AdminUI {
     private func indexes(_ db: String, error: String? = nil, form: FormData? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
         let info = await api(.get, [db])
         guard info.ok else { return try errorPage(info, title: db) }
-        let list = await api(.get, [db, "_index"])
+        let list = await api(.get, [db, "_indexes"])
         var data = dbData(db, info.json)
         // update_seq is CouchDB's "N-…" string; its number is what an index's last_seq compares with.
         let updateSeq = info.json["update_seq"].map { $0.intValue ?? Int64((try? ChangeSequence.parse($0.stringValue ?? "")) ?? 0) } ?? 0
@@ -533,7 +533,7 @@ struct AdminUI {
             if form.flag("lazy") { body["lazy"] = true }
         default: break
         }
-        let result = await api(.put, [db, "_index", name], body: .object(body))
+        let result = await api(.put, [db, "_indexes", name], body: .object(body))
         guard result.ok else {
             return try await indexes(db, error: result.message, form: form, status: HTTPResponse.Status(code: result.status))
         }
@@ -544,7 +544,7 @@ struct AdminUI {
     private func deleteIndex(_ db: String, _ form: FormData) async throws -> Response {
         let name = form["name"] ?? ""
         let query = form.text("collection").map { "collection=" + AdminUI.encodeQuery($0) }
-        let result = await api(.delete, [db, "_index", name], query: query)
+        let result = await api(.delete, [db, "_indexes", name], query: query)
         guard result.ok else { return redirect("\(dbHref(db))/indexes", error: result.message) }
         return redirect("\(dbHref(db))/indexes", notice: "Dropped index \(name).")
     }

@@ -239,7 +239,7 @@ enum UIAssets {
           if (document.hidden) return;
           Promise.all([
             fetch("/" + db, { credentials: "same-origin" }).then(function (r) { return r.json(); }),
-            fetch("/" + db + "/_index", { credentials: "same-origin" }).then(function (r) { return r.json(); })
+            fetch("/" + db + "/_indexes", { credentials: "same-origin" }).then(function (r) { return r.json(); })
           ]).then(function (res) {
             var seq = parseInt(String(res[0].update_seq || 0), 10) || 0;
             (res[1].indexes || []).forEach(function (ix) {

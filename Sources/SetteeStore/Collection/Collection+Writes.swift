@@ -12,11 +12,60 @@ extension Collection {
         let limit = database.revsLimit
         return try database.write { db in
             let session = try WriteSession(db: db, sql: self.sql, revsLimit: limit)
-            let results = try writes.map { try self.apply($0, session) }
+            let refused = try self.overflowingWrites(writes, db: db)
+            let results = try writes.enumerated().map { i, w -> Result<RevID, SetteeError> in
+                if refused.contains(i) {
+                    return .failure(SetteeError(.partitionOverflow, "Partition limit exceeded due to update on '\(w.id)'"))
+                }
+                return try self.apply(w, session)
+            }
             try session.flushArchive()
             self.database.noteChanges(collection: self.fullName, ids: session.changed)
             return results
         }
+    }
+
+    /// The writes of a batch a full partition refuses (CouchDB's `max_partition_size`): in a partitioned database,
+    /// local edits of regular documents whose partition's size before the batch is at the limit, when the edit
+    /// makes the document bigger. Deletions and shrinking edits, design documents and replicated revisions pass.
+    func overflowingWrites(_ writes: [RevisionWrite], db: Connection) throws -> Set<Int> {
+        guard database.isPartitioned else { return [] }
+        let limit = database.partitionSizeLimit?() ?? Database.defaultPartitionSizeLimit
+        guard limit > 0 else { return [] }
+        var sizes: [String: Int] = [:]
+        var refused: Set<Int> = []
+        let current = try db.prepare("SELECT \(Collection.externalSizeSQL) FROM \(docsTable) WHERE id = ?")
+        defer { current.reset() }
+        for (i, w) in writes.enumerated() {
+            if case .replicated = w.mode { continue }
+            guard let partition = DocumentID.partition(of: w.id) else { continue }
+            if sizes[partition] == nil { sizes[partition] = try partitionExternalSize(partition, db: db) }
+            guard sizes[partition]! >= limit else { continue }
+            current.bind(w.id, at: 1)
+            let old = try current.step() ? current.int(0) : 0
+            current.reset()
+            let new = JSON.object(w.body).serializedBytes.count
+                + (w.body["_attachments"]?.objectValue?.reduce(0) { $0 + Int($1.value["length"]?.intValue ?? 0) } ?? 0)
+            if new > old { refused.insert(i) }
+        }
+        return refused
+    }
+
+    /// A document's size as CouchDB counts it in `sizes.external`: its body's JSON and its attachments' lengths.
+    /// (Only bodies with `_attachments` are parsed.)
+    static let externalSizeSQL = """
+        coalesce(sum(length(body) + CASE WHEN instr(body, '"_attachments"') = 0 THEN 0 ELSE \
+        coalesce((SELECT sum(json_extract(a.value, '$.length')) \
+        FROM json_each(CAST(body AS TEXT), '$._attachments') AS a), 0) END), 0)
+        """
+
+    /// The external size of a partition's documents (their winning revisions, tombstones included).
+    func partitionExternalSize(_ partition: String, db: Connection) throws -> Int {
+        let stmt = try db.prepare("SELECT \(Collection.externalSizeSQL) FROM \(docsTable) WHERE id >= ? AND id < ?")
+        defer { stmt.reset() }
+        stmt.bind(partition + ":", at: 1)
+        stmt.bind(partition + ";", at: 2)
+        return try stmt.step() ? stmt.int(0) : 0
     }
 
     /// Stores one revision; throws its error (conflict, bad id) instead of returning it.

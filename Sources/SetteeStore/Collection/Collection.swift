@@ -118,11 +118,11 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
         }
     }
 
-    /// Live and deleted documents whose ids fall in `[low, high)` (a partition's range, `p:` to `p;`), and the
-    /// bytes of their winning revisions' bodies.
+    /// Live and deleted documents whose ids fall in `[low, high)` (a partition's range, `p:` to `p;`), and their
+    /// size as CouchDB's `sizes.external` counts it (winning revisions' bodies, tombstones included, and attachments).
     public func documentCounts(from low: String, below high: String) throws -> (live: Int, deleted: Int, bytes: Int) {
         try database.read { db in
-            let stmt = try db.prepare("SELECT count(*), coalesce(sum(flags & 1), 0), coalesce(sum(CASE WHEN flags & 1 = 0 THEN length(body) ELSE 0 END), 0) FROM \(docsTable) WHERE id >= ? AND id < ?")
+            let stmt = try db.prepare("SELECT count(*), coalesce(sum(flags & 1), 0), \(Collection.externalSizeSQL) FROM \(docsTable) WHERE id >= ? AND id < ?")
             defer { stmt.reset() }
             stmt.bind(low, at: 1)
             stmt.bind(high, at: 2)

@@ -10,6 +10,9 @@ extension Database {
     public struct Sizes: Sendable {
         public let file: Int
         public let active: Int
+        /// The documents' own size, as CouchDB's `sizes.external`: every document's winning revision's body
+        /// (tombstones included) and its attachments' lengths — the sum of its partitions' sizes.
+        public var external: Int = 0
     }
 
     /// Current on-disk sizes. `active` comes from a scan of every page (tens of milliseconds per 100 MB), so it is
@@ -28,11 +31,24 @@ extension Database {
         // Small files are counted afresh every time (a few milliseconds); larger ones at most every few seconds.
         let maxAge: Duration = file < Self.activeSizeAlwaysCountedBelow ? .zero : Self.activeSizeMaxAge
         if let known = cache.value(sequence: sequence, maxAge: maxAge) {
-            return Sizes(file: file, active: min(known, file))
+            return Sizes(file: file, active: min(known.active, file), external: known.external)
         }
-        let active = try read { db in try Self.liveBytes(db, tables: nil).active }
-        cache.set(active, sequence: sequence)
-        return Sizes(file: file, active: min(active, file))
+        let counted = try read { db -> (active: Int, external: Int) in
+            let active = try Self.liveBytes(db, tables: nil).active
+            var external = 0
+            let ids = try db.prepareUncached("SELECT id FROM collections")
+            var collections: [Int64] = []
+            while try ids.step() { collections.append(ids.int64(0)) }
+            ids.reset()
+            for id in collections {
+                let stmt = try db.prepareUncached("SELECT \(Collection.externalSizeSQL) FROM docs_\(id)")
+                if try stmt.step() { external += stmt.int(0) }
+                stmt.reset()
+            }
+            return (active, external)
+        }
+        cache.set(counted, sequence: sequence)
+        return Sizes(file: file, active: min(counted.active, file), external: counted.external)
     }
 
     /// How stale `sizes().active` may be while a database of ``activeSizeAlwaysCountedBelow`` bytes or more is
@@ -171,24 +187,24 @@ extension Database {
     static let offloadQueue = DispatchQueue(label: "settee.store", qos: .userInitiated, attributes: .concurrent)
 }
 
-/// The last count of a database's live bytes (``Database/sizes()``), with the sequence and time it was taken at.
+/// The last count of a database's live bytes and its documents' size (``Database/sizes()``), with the sequence and time it was taken at.
 final class ActiveSizeCache: Sendable {
     private struct Entry {
-        let bytes: Int
+        let bytes: (active: Int, external: Int)
         let sequence: UInt64
         let at: ContinuousClock.Instant
     }
     private let entry = Mutex<Entry?>(nil)
 
     /// The count, if it is of this sequence or younger than `maxAge`.
-    func value(sequence: UInt64, maxAge: Duration) -> Int? {
+    func value(sequence: UInt64, maxAge: Duration) -> (active: Int, external: Int)? {
         entry.withLock { e in
             guard let e else { return nil }
             return e.sequence == sequence || ContinuousClock.now - e.at < maxAge ? e.bytes : nil
         }
     }
 
-    func set(_ bytes: Int, sequence: UInt64) {
+    func set(_ bytes: (active: Int, external: Int), sequence: UInt64) {
         entry.withLock { $0 = Entry(bytes: bytes, sequence: sequence, at: .now) }
     }
 

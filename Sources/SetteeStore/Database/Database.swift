@@ -40,6 +40,7 @@ public final class Database: @unchecked Sendable {
     private var _committedSeq: UInt64
     private var _revsLimit: Int
     private var _partitioned = false
+    private var _partitionSizeLimit: (@Sendable () -> Int)?
     private var collectionCache: [String: CollectionInfo] = [:]
     private var extensions: [String: AnyObject] = [:]
 
@@ -255,6 +256,16 @@ public final class Database: @unchecked Sendable {
     public var isPartitioned: Bool {
         lock.withLock { _partitioned }
     }
+
+    /// CouchDB's `[couchdb] max_partition_size` (bytes; 0 or less: no limit), read at every write batch so a
+    /// change applies at once. Nil: CouchDB's default, 10 GiB.
+    public var partitionSizeLimit: (@Sendable () -> Int)? {
+        get { lock.withLock { _partitionSizeLimit } }
+        set { lock.withLock { _partitionSizeLimit = newValue } }
+    }
+
+    /// The default `max_partition_size`: 10 GiB.
+    public static let defaultPartitionSizeLimit = 10 << 30
 
     /// Makes a database partitioned; called when it is created, before its first document.
     public func makePartitioned() throws {
