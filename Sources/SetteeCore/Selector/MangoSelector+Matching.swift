@@ -2,14 +2,14 @@
 // view-collation comparison it uses.
 
 extension MangoSelector.Node {
-    func matches(_ value: JSON) -> Bool {
+    func matches(_ value: JSON, _ order: MangoStringOrder) -> Bool {
         switch self {
         case .and(let nodes):
-            for node in nodes where !node.matches(value) { return false }
+            for node in nodes where !node.matches(value, order) { return false }
             return true
         case .or(let nodes):
             if nodes.isEmpty { return true }
-            for node in nodes where node.matches(value) { return true }
+            for node in nodes where node.matches(value, order) { return true }
             return false
         case .field(let path, let test):
             let found: JSON
@@ -19,8 +19,8 @@ extension MangoSelector.Node {
             case .badPath: return false
             }
             switch test {
-            case .plain(let condition): return condition.matches(found)
-            case .negated(let condition): return !condition.matches(found)
+            case .plain(let condition): return condition.matches(found, order)
+            case .negated(let condition): return !condition.matches(found, order)
             }
         }
     }
@@ -55,14 +55,14 @@ extension MangoSelector {
 }
 
 extension MangoSelector.Condition {
-    func matches(_ value: JSON) -> Bool {
+    func matches(_ value: JSON, _ order: MangoStringOrder) -> Bool {
         switch self {
-        case .lt(let operand): return MangoCollation.compare(value, operand) < 0
-        case .lte(let operand): return MangoCollation.compare(value, operand) <= 0
-        case .eq(let operand): return MangoCollation.compare(value, operand) == 0
-        case .ne(let operand): return MangoCollation.compare(value, operand) != 0
-        case .gte(let operand): return MangoCollation.compare(value, operand) >= 0
-        case .gt(let operand): return MangoCollation.compare(value, operand) > 0
+        case .lt(let operand): return MangoCollation.compare(value, operand, order) < 0
+        case .lte(let operand): return MangoCollation.compare(value, operand, order) <= 0
+        case .eq(let operand): return MangoCollation.compare(value, operand, order) == 0
+        case .ne(let operand): return MangoCollation.compare(value, operand, order) != 0
+        case .gte(let operand): return MangoCollation.compare(value, operand, order) >= 0
+        case .gt(let operand): return MangoCollation.compare(value, operand, order) > 0
         case .exists(let flag):
             // Reached only for a present value; a missing one is handled by `Test.matchesMissing`.
             return flag
@@ -71,11 +71,11 @@ extension MangoSelector.Condition {
         case .in(let operands):
             // An array field matches when any of its elements equals any operand.
             if case .array(let elements) = value {
-                return elements.contains { element in operands.contains { MangoCollation.equal(element, $0) } }
+                return elements.contains { element in operands.contains { MangoCollation.equal(element, $0, order) } }
             }
-            return operands.contains { MangoCollation.equal(value, $0) }
+            return operands.contains { MangoCollation.equal(value, $0, order) }
         case .nin(let operands):
-            return !MangoSelector.Condition.in(operands).matches(value)
+            return !MangoSelector.Condition.in(operands).matches(value, order)
         case .size(let count):
             if case .array(let elements) = value { return elements.count == count }
             return false
@@ -93,31 +93,35 @@ extension MangoSelector.Condition {
         case .all(let operands):
             // `"$all": []` matches nothing. `"$all": [A]` with A an array also matches a field equal to A.
             if operands.isEmpty { return false }
-            if operands.count == 1, case .array = operands[0], MangoCollation.equal(operands[0], value) {
+            if operands.count == 1, case .array = operands[0], MangoCollation.equal(operands[0], value, order) {
                 return true
             }
             guard case .array(let elements) = value else { return false }
-            return operands.allSatisfy { operand in elements.contains { MangoCollation.equal($0, operand) } }
+            return operands.allSatisfy { operand in elements.contains { MangoCollation.equal($0, operand, order) } }
         case .elemMatch(let node):
             guard case .array(let elements) = value else { return false }
-            return elements.contains { node.matches($0) }
+            return elements.contains { node.matches($0, order) }
         case .allMatch(let node):
             guard case .array(let elements) = value, !elements.isEmpty else { return false }
-            return elements.allSatisfy { node.matches($0) }
+            return elements.allSatisfy { node.matches($0, order) }
         case .keyMapMatch(let node):
             guard case .object(let object) = value else { return false }
-            return object.contains { node.matches(.string($0.key)) }
+            return object.contains { node.matches(.string($0.key), order) }
         }
     }
 }
 
 // MARK: - Collation
 
-/// CouchDB view collation, simplified: strings compare by Unicode scalar (not ICU), and objects
-/// with the same members compare equal whatever their key order.
+/// How a selector orders strings: CouchDB compares them with ICU's collation (``MangoSelector/matches(_:strings:)``
+/// takes one); without it, by Unicode scalar.
+public typealias MangoStringOrder = ((String, String) -> Int)?
+
+/// CouchDB view collation: strings in the given order (Unicode scalar by default), and objects with the same
+/// members compare equal whatever their key order.
 enum MangoCollation {
     /// -1, 0 or 1 as `a` sorts before, with or after `b`.
-    static func compare(_ a: JSON, _ b: JSON) -> Int {
+    static func compare(_ a: JSON, _ b: JSON, _ order: MangoStringOrder = nil) -> Int {
         let rankA = rank(a), rankB = rank(b)
         if rankA != rankB { return rankA < rankB ? -1 : 1 }
         switch (a, b) {
@@ -125,22 +129,24 @@ enum MangoCollation {
         case (.double(let x), .double(let y)): return x < y ? -1 : (x > y ? 1 : 0)
         case (.int(let x), .double(let y)): return compare(x, y)
         case (.double(let x), .int(let y)): return -compare(y, x)
-        case (.string(let x), .string(let y)): return compare(x, y)
+        case (.string(let x), .string(let y)):
+            if let order { return order(x, y).signum() }
+            return compare(x, y)
         case (.array(let x), .array(let y)):
             for (left, right) in zip(x, y) {
-                let order = compare(left, right)
-                if order != 0 { return order }
+                let c = compare(left, right, order)
+                if c != 0 { return c }
             }
             return x.count < y.count ? -1 : (x.count > y.count ? 1 : 0)
         case (.object(let x), .object(let y)):
-            return compare(x, y)
+            return compare(x, y, order)
         default:
             return 0  // null/null, and booleans (already ordered by rank)
         }
     }
 
-    static func equal(_ a: JSON, _ b: JSON) -> Bool {
-        compare(a, b) == 0
+    static func equal(_ a: JSON, _ b: JSON, _ order: MangoStringOrder = nil) -> Bool {
+        compare(a, b, order) == 0
     }
 
     /// null < false < true < numbers < strings < arrays < objects.
@@ -186,22 +192,22 @@ enum MangoCollation {
     }
 
     /// Key/value pairs in order, then length; but objects with the same members are equal.
-    static func compare(_ x: JSONObject, _ y: JSONObject) -> Int {
+    static func compare(_ x: JSONObject, _ y: JSONObject, _ strings: MangoStringOrder = nil) -> Int {
         var order = 0
         for (left, right) in zip(x, y) {
-            order = compare(left.key, right.key)
+            order = strings.map { $0(left.key, right.key).signum() } ?? compare(left.key, right.key)
             if order != 0 { break }
-            order = compare(left.value, right.value)
+            order = compare(left.value, right.value, strings)
             if order != 0 { break }
         }
         if order == 0 { return x.count < y.count ? -1 : (x.count > y.count ? 1 : 0) }
-        if x.count == y.count && sameMembers(x, y) { return 0 }
+        if x.count == y.count && sameMembers(x, y, strings) { return 0 }
         return order
     }
 
-    static func sameMembers(_ x: JSONObject, _ y: JSONObject) -> Bool {
+    static func sameMembers(_ x: JSONObject, _ y: JSONObject, _ strings: MangoStringOrder = nil) -> Bool {
         for (key, value) in x {
-            guard let other = y[key], equal(value, other) else { return false }
+            guard let other = y[key], equal(value, other, strings) else { return false }
         }
         return true
     }

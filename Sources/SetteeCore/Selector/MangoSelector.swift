@@ -28,9 +28,16 @@ public struct MangoSelector: Sendable {
         root = try Self.compile(selector)
     }
 
-    /// Whether `document` (the whole JSON object, including `_id`, `_rev`, …) matches.
+    /// Whether `document` (the whole JSON object, including `_id`, `_rev`, …) matches, strings compared by
+    /// Unicode scalar.
     public func matches(_ document: JSON) -> Bool {
-        root.matches(document)
+        root.matches(document, nil)
+    }
+
+    /// Whether `document` matches, strings compared by `strings` (negative, zero or positive) — CouchDB compares
+    /// them by ICU's collation, as its views order them.
+    public func matches(_ document: JSON, strings: (String, String) -> Int) -> Bool {
+        withoutActuallyEscaping(strings) { root.matches(document, $0) }
     }
 }
 

@@ -44,6 +44,8 @@ public enum MangoExecutor {
         var bookmark: (key: JSON, id: String)? = try query.bookmark.map(decodeBookmark)
         var conflicted: [Int] = []
         let covering = isCovering(query, plan.index)
+        let manager = try ViewManager.shared(for: collection.database)
+        try manager.withCollator { collator in
         /// One row: match, skip, keep. Returns false when the page is full.
         func consider(key: JSON, id: String, document: () throws -> (JSON, Bool)) throws -> Bool {
             if result.docs.count >= query.limit { return false }
@@ -51,7 +53,7 @@ public enum MangoExecutor {
             let (doc, hasConflicts) = try document()
             if !covering { if query.r > 1 { stats.quorumDocs += 1 } else { stats.docs += 1 } }
             // (A design document read from `_all_docs` counts as examined, and never matches.)
-            guard doc != .null, query.selector.matches(doc) else { return true }
+            guard doc != .null, query.selector.matches(doc, strings: collator.compareStrings) else { return true }
             bookmark = (key, id)
             if skip > 0 { skip -= 1; return true }
             if query.conflicts && hasConflicts { conflicted.append(result.docs.count) }
@@ -60,9 +62,11 @@ public enum MangoExecutor {
         }
         if query.limit > 0 {
             switch plan.index.kind {
-            case .json: try scanView(plan.index, query, collection, after: bookmark, covering: covering, consider)
+            case .json: try scanView(plan.index, query, collection, manager: manager, collator: collator, after: bookmark,
+                                     covering: covering, consider)
             case .special: try scanAllDocs(query, collection, after: bookmark, consider)
             }
+        }
         }
         // `conflicts: true`: the live losing leaves, read after the scan (outside its transaction).
         for position in conflicted {
@@ -139,17 +143,16 @@ public enum MangoExecutor {
         return (start, end)
     }
 
-    static func scanView(_ index: MangoIndex, _ query: MangoQuery, _ collection: Collection,
-                         after bookmark: (key: JSON, id: String)?, covering: Bool,
+    static func scanView(_ index: MangoIndex, _ query: MangoQuery, _ collection: Collection, manager: ViewManager,
+                         collator: ViewCollator, after bookmark: (key: JSON, id: String)?, covering: Bool,
                          _ consider: (JSON, String, () throws -> (JSON, Bool)) throws -> Bool) throws {
         guard let design = index.design else { return }
-        let manager = try ViewManager.shared(for: collection.database)
         let view = design.register(on: collection)
         let (stored, definition) = try manager.prepare(view: view.name, collection: collection)
         if query.update && !query.stale { try manager.update(stored, definition: definition, collection: collection) }
         let (start, end) = keyRange(index, query.selector)
         let paths = index.paths
-        try manager.withCollator { collator in
+        do {
             let prefix = query.partition.map { ViewManager.partitionPrefix($0, collator) } ?? []
             var lower = prefix + [ViewCollator.array]
             for value in start { collator.append(value, to: &lower) }
