@@ -6,6 +6,7 @@
 //                 also the ratio to the local (in-process) insert rate measured in the same run.
 //   http-get      GET /{db}/{id} for random ids, 16 keep-alive connections, 100k requests after a warm-up.
 //   http-changes  GET /{db}/_changes of every document in one normal response: rows/s.
+//   find          Mango: POST /{db}/_index and _find over HTTP (FindWorkload.swift).
 //
 // http-get and http-changes need the documents on the server, so the load always runs (reported only when
 // http-bulk is selected). Every response's status is checked; any error fails the run (exit status 1).
@@ -13,7 +14,7 @@ import Foundation
 import SetteeCore
 import SetteeStore
 
-let httpWorkloads = ["http-bulk", "http-get", "http-changes", "validate-bulk", "view-build-js"]
+let httpWorkloads = ["http-bulk", "http-get", "http-changes", "validate-bulk", "view-build-js", "find"]
 
 struct HTTPBenchFailure: Error, CustomStringConvertible {
     let message: String
@@ -121,6 +122,7 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         if selected.contains("http-get") { try getWorkload(port: server.port) }
         if selected.contains("validate-bulk") { try validateBulk(admin) }
         if selected.contains("view-build-js") { try viewBuildMemory(admin, server: server) }
+        if selected.contains("find") { try findWorkload(admin) }
         if selected.contains("http-changes") { try changesWorkload(admin, updateSeq: updateSeq) }
         admin.disconnect()
     }

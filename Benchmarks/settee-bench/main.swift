@@ -2,7 +2,7 @@
 //
 //   swift run -c release settee-bench [--json] [--count N] [workload …]
 //
-// Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes (server);
+// Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes, find (server);
 // replicate, replicate-incremental (replicator); query-indexed, index-build, index-catchup, query-parse, fts-build,
 // fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views). Each prints its rate, the baseline's rate
 // and the ratio; `--json` prints one JSON object with every figure.
@@ -21,7 +21,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
                     "fts-build", "fts-query", "array-query", "vector", "view-build", "view-query", "view-reduce", "view-build-js",
-                    "validate-bulk"]
+                    "validate-bulk", "find"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3

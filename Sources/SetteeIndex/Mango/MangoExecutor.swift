@@ -197,6 +197,7 @@ public enum MangoExecutor {
         }
         var options = Collection.AllDocsOptions()
         options.includeDocs = true
+        options.countsRows = false
         options.descending = query.descending
         options.startKey = query.descending ? high : low
         options.endKey = query.descending ? low : high

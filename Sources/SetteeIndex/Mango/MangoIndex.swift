@@ -89,6 +89,7 @@ public struct MangoIndex: Sendable {
         options.endKey = "_design0"
         options.inclusiveEnd = false
         options.includeDocs = true
+        options.countsRows = false
         var out = [allDocs]
         var json: [MangoIndex] = []
         for row in try collection.allDocs(options).rows where !row.deleted {

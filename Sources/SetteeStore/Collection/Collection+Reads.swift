@@ -101,6 +101,8 @@ extension Collection {
         public var limit: Int?
         public var skip = 0
         public var includeDocs = false
+        /// Count `totalRows` and `offset` (two counts over the whole collection); without, both are 0.
+        public var countsRows = true
         public init() {}
     }
 
@@ -128,6 +130,7 @@ extension Collection {
                                        deleted: stmt.int64(2) & 1 != 0,
                                        body: options.includeDocs ? stmt.blob(3) : nil))
             }
+            if !options.countsRows { return (0, 0, rows) }
             let count = try db.prepare("SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0")
             defer { count.reset() }
             let total = try count.step() ? count.int(0) : 0
