@@ -42,22 +42,25 @@ public enum MangoExecutor {
         var stats = Stats()
         var skip = query.skip
         var bookmark: (key: JSON, id: String)? = try query.bookmark.map(decodeBookmark)
-        var conflicted: [Int] = []
         let covering = isCovering(query, plan.index)
         let manager = try ViewManager.shared(for: collection.database)
         try manager.withCollator { collator in
         /// One row: match, skip, keep. Returns false when the page is full.
-        func consider(key: JSON, id: String, document: () throws -> (JSON, Bool)) throws -> Bool {
+        func consider(key: JSON, id: String, document: () throws -> JSON) throws -> Bool {
             if result.docs.count >= query.limit { return false }
             stats.keys += 1
-            let (doc, hasConflicts) = try document()
+            let doc = try document()
             if !covering { if query.r > 1 { stats.quorumDocs += 1 } else { stats.docs += 1 } }
             // (A design document read from `_all_docs` counts as examined, and never matches.)
             guard doc != .null, query.selector.matches(doc, strings: collator.compareStrings) else { return true }
             bookmark = (key, id)
             if skip > 0 { skip -= 1; return true }
-            if query.conflicts && hasConflicts { conflicted.append(result.docs.count) }
-            result.docs.append(project(doc, query.fields))
+            var output = doc
+            if !query.conflicts, case .object(var o) = doc, o["_conflicts"] != nil {
+                o["_conflicts"] = nil  // (read for the selector; returned only with `conflicts: true`)
+                output = .object(o)
+            }
+            result.docs.append(project(output, query.fields))
             return result.docs.count < query.limit
         }
         if query.limit > 0 {
@@ -67,14 +70,6 @@ public enum MangoExecutor {
             case .special: try scanAllDocs(query, collection, after: bookmark, consider)
             }
         }
-        }
-        // `conflicts: true`: the live losing leaves, read after the scan (outside its transaction).
-        for position in conflicted {
-            guard case .object(var doc) = result.docs[position], let id = doc["_id"]?.stringValue,
-                  let record = try collection.record(id: id, withTree: true), let tree = record.tree else { continue }
-            let losers = tree.conflicts
-            if !losers.isEmpty { doc["_conflicts"] = .array(losers.map { .string($0.description) }) }
-            result.docs[position] = .object(doc)
         }
         result.bookmark = bookmark.map(encodeBookmark) ?? query.bookmark ?? "nil"
         result.warnings = plan.warnings
@@ -145,13 +140,15 @@ public enum MangoExecutor {
 
     static func scanView(_ index: MangoIndex, _ query: MangoQuery, _ collection: Collection, manager: ViewManager,
                          collator: ViewCollator, after bookmark: (key: JSON, id: String)?, covering: Bool,
-                         _ consider: (JSON, String, () throws -> (JSON, Bool)) throws -> Bool) throws {
+                         _ consider: (JSON, String, () throws -> JSON) throws -> Bool) throws {
         guard let design = index.design else { return }
         let view = design.register(on: collection)
         let (stored, definition) = try manager.prepare(view: view.name, collection: collection)
         if query.update && !query.stale { try manager.update(stored, definition: definition, collection: collection) }
         let (start, end) = keyRange(index, query.selector)
         let paths = index.paths
+        let members = members(query)
+        let wantsConflicts = wantsConflicts(query)
         do {
             let prefix = query.partition.map { ViewManager.partitionPrefix($0, collator) } ?? []
             var lower = prefix + [ViewCollator.array]
@@ -175,16 +172,20 @@ public enum MangoExecutor {
                         if case .array(let values) = row.keyJSON {
                             for (path, value) in zip(paths, values) { set(value, at: path[...], in: &doc) }
                         }
-                        return (doc, false)
+                        return doc
                     }
-                    return (try document(id: row.documentID, rev: row.revision, body: row.body), row.conflicted)
+                    var doc = try document(id: row.documentID, rev: row.revision, body: row.body, members: members)
+                    if wantsConflicts, let bytes = row.conflictedTree, let tree = try? RevTree(encoded: bytes) {
+                        doc = withConflicts(doc, tree)
+                    }
+                    return doc
                 }
             }
         }
     }
 
     static func scanAllDocs(_ query: MangoQuery, _ collection: Collection, after bookmark: (key: JSON, id: String)?,
-                            _ consider: (JSON, String, () throws -> (JSON, Bool)) throws -> Bool) throws {
+                            _ consider: (JSON, String, () throws -> JSON) throws -> Bool) throws {
         // The `_id` range the selector gives (string bounds only: every id is a string), inside the partition.
         var low: String?, high: String?
         if let range = query.selector.range(of: ["_id"]) {
@@ -195,6 +196,8 @@ public enum MangoExecutor {
             low = max(low ?? "", p + ":")
             high = min(high ?? p + ";", p + ";")
         }
+        let members = members(query)
+        let wantsConflicts = wantsConflicts(query)
         var options = Collection.AllDocsOptions()
         options.includeDocs = true
         options.countsRows = false
@@ -212,7 +215,10 @@ public enum MangoExecutor {
             for row in rows {
                 if let p = query.partition, !row.id.hasPrefix(p + ":") { continue }
                 let more = try consider(.string(row.id), row.id) {
-                    (try document(id: row.id, rev: row.rev.description, body: row.body ?? []), false)
+                    let doc = try document(id: row.id, rev: row.rev.description, body: row.body ?? [], members: members)
+                    guard wantsConflicts, doc != .null, let record = try collection.record(id: row.id, withTree: true),
+                          record.conflicted, let tree = record.tree else { return doc }
+                    return withConflicts(doc, tree)
                 }
                 if !more { return }
             }
@@ -221,12 +227,36 @@ public enum MangoExecutor {
         }
     }
 
+    /// Whether documents are read with their `_conflicts`: asked for, or named by the selector.
+    static func wantsConflicts(_ query: MangoQuery) -> Bool {
+        query.conflicts || query.selector.fields.contains { $0.first == "_conflicts" }
+    }
+
+    /// The document with its live losing leaves as `_conflicts`, as CouchDB opens it with `conflicts`.
+    static func withConflicts(_ doc: JSON, _ tree: RevTree) -> JSON {
+        guard case .object(var o) = doc else { return doc }
+        let losers = tree.conflicts
+        if !losers.isEmpty { o["_conflicts"] = .array(losers.map { .string($0.description) }) }
+        return .object(o)
+    }
+
+    /// The members a query reads from documents when it returns only `fields` (theirs and the selector's, by
+    /// top-level name); nil: whole documents.
+    static func members(_ query: MangoQuery) -> JSONMemberSelector? {
+        guard !query.fields.isEmpty else { return nil }
+        var names: Set<String> = []
+        for field in query.fields { if let first = (try? MangoSelector.fieldPath(field))?.first { names.insert(first) } }
+        for path in query.selector.fields { if let first = path.first { names.insert(first) } }
+        return JSONMemberSelector(names.subtracting(["_id", "_rev"]))
+    }
+
     /// `{"_id", "_rev", …body}` for matching and output. Design documents never match the special index's
     /// selector (CouchDB skips them after reading), so they are given as an empty object.
-    static func document(id: String, rev: String, body: [UInt8]) throws -> JSON {
+    static func document(id: String, rev: String, body: [UInt8], members: JSONMemberSelector?) throws -> JSON {
         if id.hasPrefix("_design/") { return .null }
         var out: JSONObject = ["_id": .string(id), "_rev": .string(rev)]
-        if case .object(let fields) = try JSON.parse(body) {
+        let parsed = try members.map { m in try body.withUnsafeBytes { try m.parse($0) } } ?? JSON.parse(body)
+        if case .object(let fields) = parsed {
             for (k, v) in fields where k != "_id" && k != "_rev" { out[k] = v }
         }
         return .object(out)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SetteeCore
 import SetteeStore
 
@@ -82,8 +83,18 @@ public struct MangoIndex: Sendable {
         return out
     }
 
-    /// Every index of the collection: `_all_docs` first, then json indexes by design document id and name.
+    /// Every index of the collection: `_all_docs` first, then json indexes by design document id and name. Read
+    /// from the design documents again only after the database changed.
     public static func list(_ collection: Collection) throws -> [MangoIndex] {
+        let cache = collection.database.extensionObject("settee.mango-indexes.\(collection.id)") { IndexListCache() }
+        let sequence = collection.database.lastSequence
+        if let known = cache.value(at: sequence) { return known }
+        let list = try read(collection)
+        cache.set(list, at: sequence)
+        return list
+    }
+
+    private static func read(_ collection: Collection) throws -> [MangoIndex] {
         var options = Collection.AllDocsOptions()
         options.startKey = "_design/"
         options.endKey = "_design0"
@@ -219,5 +230,18 @@ public struct MangoIndex: Sendable {
         out["_rev"] = nil
         if out.count == 1, out["language"] != nil { return nil }
         return out
+    }
+}
+
+/// A collection's Mango indexes as of a database sequence.
+final class IndexListCache: Sendable {
+    private let entry = Mutex<(sequence: UInt64, indexes: [MangoIndex])?>(nil)
+
+    func value(at sequence: UInt64) -> [MangoIndex]? {
+        entry.withLock { $0?.sequence == sequence ? $0?.indexes : nil }
+    }
+
+    func set(_ indexes: [MangoIndex], at sequence: UInt64) {
+        entry.withLock { $0 = (sequence, indexes) }
     }
 }

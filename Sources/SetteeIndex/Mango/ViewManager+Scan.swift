@@ -9,8 +9,8 @@ struct ScannedRow {
     let documentID: String
     let revision: String
     let body: [UInt8]
-    /// Whether the document has live conflicting leaves.
-    let conflicted: Bool
+    /// The document's revision tree when it has live conflicting leaves (nil otherwise).
+    let conflictedTree: [UInt8]?
 }
 
 extension ViewManager {
@@ -25,7 +25,7 @@ extension ViewManager {
             var values: [SQLiteValue] = []
             let condition = range.sql(&values, table: "v")
             let stmt = try db.prepare("""
-                SELECT v.key, v.k, v.docid, d.rev, d.body, d.flags FROM \(view.table) AS v
+                SELECT v.key, v.k, v.docid, d.rev, d.body, d.flags, d.tree FROM \(view.table) AS v
                 CROSS JOIN \(collection.docsTable) AS d ON d.rowid = v.doc
                 WHERE \(condition) ORDER BY v.key \(order), v.docid \(order), v.id \(order)
                 """)
@@ -36,7 +36,8 @@ extension ViewManager {
                 if flags & DocFlags.deleted != 0 { continue }
                 let row = ScannedRow(encodedKey: stmt.blob(0) ?? [], keyJSON: try stmt.withTextBytes(1) { try JSON.parse($0) },
                                      documentID: stmt.string(2) ?? "", revision: stmt.string(3) ?? "",
-                                     body: stmt.blob(4) ?? [], conflicted: flags & DocFlags.conflicted != 0)
+                                     body: stmt.blob(4) ?? [],
+                                     conflictedTree: flags & DocFlags.conflicted != 0 ? stmt.blob(6) : nil)
                 if try !body(row) { return }
             }
         }

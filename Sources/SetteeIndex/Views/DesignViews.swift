@@ -273,6 +273,13 @@ public struct DesignView: Sendable {
                                         includeDesign: includeDesign)
         definition.rawCollation = rawCollation
         definition.partitioned = isPartitioned(in: collection.database)
+        if let fields = mangoFields {
+            // A Mango index reads its fields and its filter's: parse only those members of each document.
+            var members = Set(fields.compactMap(\.first))
+            for path in mangoFilter?.fields ?? [] { if let first = path.first { members.insert(first) } }
+            members.subtract(["_id", "_rev"])
+            definition.members = JSONMemberSelector(members)
+        }
         if let source = javascriptMap {
             let library = self.library
             definition.batchMap = { documents in

@@ -18,6 +18,9 @@ struct ViewDefinition: @unchecked Sendable {
     var rawCollation = false
     /// Map functions see `_local_seq` (the document's sequence): the design document's `options.local_seq`.
     var localSeq = false
+    /// The only top-level members the map function reads (a Mango index's fields): documents are parsed for those
+    /// alone. Nil: the whole document.
+    var members: JSONMemberSelector?
     /// A partitioned view (`options.partitioned` in a partitioned database): rows are kept per partition and queried
     /// one partition at a time (``ViewQuery/partition``).
     var partitioned = false

@@ -509,7 +509,13 @@ final class ViewManager: @unchecked Sendable {
     private static func mapInput(_ change: Change, _ definition: ViewDefinition) -> JSONObject? {
         if change.deleted { return nil }
         if !definition.includeDesign && change.docID.hasPrefix("_design/") { return nil }
-        guard case .object(var document)? = try? JSON.parse(change.body) else { return nil }
+        let parsed: JSON?
+        if let members = definition.members {
+            parsed = change.body.withUnsafeBytes { try? members.parse($0) }
+        } else {
+            parsed = try? JSON.parse(change.body)
+        }
+        guard case .object(var document)? = parsed else { return nil }
         document["_id"] = .string(change.docID)
         document["_rev"] = .string(change.rev)
         if !change.conflicts.isEmpty { document["_conflicts"] = .array(change.conflicts.map(JSON.string)) }
