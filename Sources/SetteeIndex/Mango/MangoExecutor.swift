@@ -41,37 +41,40 @@ public enum MangoExecutor {
         var result = MangoResult()
         var stats = Stats()
         var skip = query.skip
-        var bookmark: (key: JSON, id: String)? = try query.bookmark.map(decodeBookmark)
+        let resume: (key: JSON, id: String)? = try query.bookmark.map(decodeBookmark)
+        /// The last row read that matched: its key (JSON text) and id.
+        var last: (key: [UInt8], id: String)?
         let covering = isCovering(query, plan.index)
         let manager = try ViewManager.shared(for: collection.database)
         try manager.withCollator { collator in
         /// One row: match, skip, keep. Returns false when the page is full.
-        func consider(key: JSON, id: String, document: () throws -> JSON) throws -> Bool {
+        let projection = try query.fields.map(MangoSelector.fieldPath)
+        func consider(key: [UInt8], id: String, document: () throws -> JSON) throws -> Bool {
             if result.docs.count >= query.limit { return false }
             stats.keys += 1
             let doc = try document()
             if !covering { if query.r > 1 { stats.quorumDocs += 1 } else { stats.docs += 1 } }
             // (A design document read from `_all_docs` counts as examined, and never matches.)
             guard doc != .null, query.selector.matches(doc, strings: collator.compareStrings) else { return true }
-            bookmark = (key, id)
+            last = (key, id)
             if skip > 0 { skip -= 1; return true }
             var output = doc
             if !query.conflicts, case .object(var o) = doc, o["_conflicts"] != nil {
                 o["_conflicts"] = nil  // (read for the selector; returned only with `conflicts: true`)
                 output = .object(o)
             }
-            result.docs.append(project(output, query.fields))
+            result.docs.append(project(output, projection))
             return result.docs.count < query.limit
         }
         if query.limit > 0 {
             switch plan.index.kind {
-            case .json: try scanView(plan.index, query, collection, manager: manager, collator: collator, after: bookmark,
+            case .json: try scanView(plan.index, query, collection, manager: manager, collator: collator, after: resume,
                                      covering: covering, consider)
-            case .special: try scanAllDocs(query, collection, after: bookmark, consider)
+            case .special: try scanAllDocs(query, collection, after: resume, consider)
             }
         }
         }
-        result.bookmark = bookmark.map(encodeBookmark) ?? query.bookmark ?? "nil"
+        result.bookmark = try last.map { encodeBookmark((try JSON.parse($0.key), $0.id)) } ?? query.bookmark ?? "nil"
         result.warnings = plan.warnings
         let examined = stats.docs + stats.quorumDocs
         let ratio = result.docs.isEmpty ? examined : examined / result.docs.count
@@ -140,7 +143,7 @@ public enum MangoExecutor {
 
     static func scanView(_ index: MangoIndex, _ query: MangoQuery, _ collection: Collection, manager: ViewManager,
                          collator: ViewCollator, after bookmark: (key: JSON, id: String)?, covering: Bool,
-                         _ consider: (JSON, String, () throws -> JSON) throws -> Bool) throws {
+                         _ consider: ([UInt8], String, () throws -> JSON) throws -> Bool) throws {
         guard let design = index.design else { return }
         let view = design.register(on: collection)
         let (stored, definition) = try manager.prepare(view: view.name, collection: collection)
@@ -166,10 +169,10 @@ public enum MangoExecutor {
                 if query.descending { range.upper = after } else { range.lower = after }
             }
             try manager.scan(stored, collection: collection, range: range, descending: query.descending) { row in
-                try consider(row.keyJSON, row.documentID) {
+                try consider(row.keyBytes, row.documentID) {
                     if covering {
                         var doc: JSON = ["_id": .string(row.documentID)]
-                        if case .array(let values) = row.keyJSON {
+                        if case .array(let values) = try JSON.parse(row.keyBytes) {
                             for (path, value) in zip(paths, values) { set(value, at: path[...], in: &doc) }
                         }
                         return doc
@@ -185,7 +188,7 @@ public enum MangoExecutor {
     }
 
     static func scanAllDocs(_ query: MangoQuery, _ collection: Collection, after bookmark: (key: JSON, id: String)?,
-                            _ consider: (JSON, String, () throws -> JSON) throws -> Bool) throws {
+                            _ consider: ([UInt8], String, () throws -> JSON) throws -> Bool) throws {
         // The `_id` range the selector gives (string bounds only: every id is a string), inside the partition.
         var low: String?, high: String?
         if let range = query.selector.range(of: ["_id"]) {
@@ -214,7 +217,7 @@ public enum MangoExecutor {
             let rows = try collection.allDocs(options).rows
             for row in rows {
                 if let p = query.partition, !row.id.hasPrefix(p + ":") { continue }
-                let more = try consider(.string(row.id), row.id) {
+                let more = try consider(JSON.string(row.id).serializedBytes, row.id) {
                     let doc = try document(id: row.id, rev: row.rev.description, body: row.body ?? [], members: members)
                     guard wantsConflicts, doc != .null, let record = try collection.record(id: row.id, withTree: true),
                           record.conflicted, let tree = record.tree else { return doc }
@@ -265,11 +268,11 @@ public enum MangoExecutor {
     // MARK: Fields and bookmarks
 
     /// The document with only `fields` (dotted paths nest), as CouchDB's `mango_fields:extract/2`.
-    static func project(_ doc: JSON, _ fields: [String]) -> JSON {
+    static func project(_ doc: JSON, _ fields: [MangoSelector.FieldPath]) -> JSON {
         if fields.isEmpty { return doc }
         var out: JSON = .object([:])
-        for field in fields {
-            guard let path = try? MangoSelector.fieldPath(field), let value = MangoSelector.value(at: path, in: doc) else { continue }
+        for path in fields {
+            guard let value = MangoSelector.value(at: path, in: doc) else { continue }
             set(value, at: path[...], in: &out)
         }
         return out

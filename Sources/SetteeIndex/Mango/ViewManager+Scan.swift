@@ -3,9 +3,8 @@ import SetteeStore
 
 /// A view row with its document, as a Mango query reads a json index.
 struct ScannedRow {
-    /// The row's encoded key (with a partitioned view's partition in front) — where a bookmark resumes.
-    let encodedKey: [UInt8]
-    let keyJSON: JSON
+    /// The row's key as JSON text (parsed only where needed: a bookmark's last row, a covering index).
+    let keyBytes: [UInt8]
     let documentID: String
     let revision: String
     let body: [UInt8]
@@ -25,7 +24,7 @@ extension ViewManager {
             var values: [SQLiteValue] = []
             let condition = range.sql(&values, table: "v")
             let stmt = try db.prepare("""
-                SELECT v.key, v.k, v.docid, d.rev, d.body, d.flags, d.tree FROM \(view.table) AS v
+                SELECT NULL, v.k, v.docid, d.rev, d.body, d.flags, d.tree FROM \(view.table) AS v
                 CROSS JOIN \(collection.docsTable) AS d ON d.rowid = v.doc
                 WHERE \(condition) ORDER BY v.key \(order), v.docid \(order), v.id \(order)
                 """)
@@ -34,7 +33,7 @@ extension ViewManager {
             while try stmt.step() {
                 let flags = stmt.int64(5)
                 if flags & DocFlags.deleted != 0 { continue }
-                let row = ScannedRow(encodedKey: stmt.blob(0) ?? [], keyJSON: try stmt.withTextBytes(1) { try JSON.parse($0) },
+                let row = ScannedRow(keyBytes: stmt.withTextBytes(1) { Array($0) },
                                      documentID: stmt.string(2) ?? "", revision: stmt.string(3) ?? "",
                                      body: stmt.blob(4) ?? [],
                                      conflictedTree: flags & DocFlags.conflicted != 0 ? stmt.blob(6) : nil)
