@@ -279,6 +279,40 @@ import Testing
 
     /// The Views page lists JavaScript and SQL++ views with their source and runs one with CouchDB's parameters;
     /// a view that fails (a map function that doesn't compile, a bad key) shows CouchDB's error.
+    @Test func mangoQueriesRunFromTheQueryPage() async throws {
+        try await withServer(admin: true, mode: .live) { c in
+            let s = try await Self.signIn(c)
+            let admin: HTTPFields = [.authorization: basicAuth(testAdmin.username, testAdmin.password), .contentType: "application/json"]
+            _ = try await c.request(.put, "/travel", headers: admin)
+            for (i, city) in ["Paris", "Rome", "Paris"].enumerated() {
+                _ = try await c.put("/travel/h\(i)", #"{"type": "hotel", "city": "\#(city)", "stars": \#(i + 3)}"#, headers: admin)
+            }
+            let empty = try await s.get("/_utils/db/travel/query")
+            #expect(empty.text.contains(#"id="mango-form""#))
+            // Without an index: _all_docs and CouchDB's warning.
+            let q = AdminUI.encodeQuery(#"{"selector": {"city": "Paris"}}"#)
+            let scan = try await s.get("/_utils/db/travel/query?mango=\(q)")
+            #expect(scan.status == .ok)
+            #expect(scan.text.contains(#"<span id="mango-count">2</span>"#), "\(scan.text)")
+            #expect(scan.text.contains(#"<span id="mango-index">_all_docs</span>"#))
+            #expect(scan.text.contains(#"id="mango-warning""#))
+            #expect(scan.text.contains(#"href="/_utils/db/travel/doc/h2""#))
+            // With a json index, the page names it.
+            _ = try await c.request(.post, "/travel/_index", body: Array(#"{"index": {"fields": ["city"]}, "ddoc": "by-city", "name": "city"}"#.utf8),
+                                    headers: admin)
+            let indexed = try await s.get("/_utils/db/travel/query?mango=\(q)")
+            #expect(indexed.text.contains(#"<span id="mango-index">_design/by-city / city</span>"#))
+            #expect(!indexed.text.contains(#"id="mango-warning""#))
+            // Errors are CouchDB's, with its status.
+            let bad = try await s.get("/_utils/db/travel/query?mango=\(AdminUI.encodeQuery(#"{"selector": {"city": {"$foo": 1}}}"#))")
+            #expect(bad.status == .badRequest)
+            #expect(bad.text.contains("invalid_operator") || bad.text.contains("Invalid operator"))
+            let notJSON = try await s.get("/_utils/db/travel/query?mango=nope")
+            #expect(notJSON.status == .badRequest)
+            #expect(notJSON.text.contains(#"id="mango-error""#))
+        }
+    }
+
     @Test func viewsAreListedAndRun() async throws {
         try await withServer(admin: true, mode: .live) { c in
             let s = try await Self.signIn(c)

@@ -431,6 +431,11 @@ struct AdminUI {
         let text = q.text("q")
         data["q"] = text ?? "SELECT META().id, * FROM _ LIMIT 10"
         data["params"] = q["params"] ?? ""
+        data["mango"] = AdminUI.defaultMango
+        if let mango = q.text("mango") {
+            let status = await runMango(db, mango, into: &data)
+            return try page("query", title: "Query \(db)", data, nav: "query", status: status)
+        }
         if let text {
             var body: JSONObject = ["query": .string(text)]
             if let p = q.text("params") {

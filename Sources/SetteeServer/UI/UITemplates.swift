@@ -262,6 +262,23 @@ enum UITemplates {
     <details><summary>JSON</summary><pre class="json" id="results-json">{{json}}</pre></details>
     {{/ran}}
     {{#plan}}<h3>Plan</h3><pre class="plan" id="plan">{{plan}}</pre>{{/plan}}
+    <h3>Mango</h3>
+    <form method="get" action="{{dbHref}}/query" id="mango-form">
+      <label>Mango query (the body of <code>POST _find</code>) <textarea name="mango" id="mango-text" rows="4" spellcheck="false">{{mango}}</textarea></label>
+      <button type="submit" id="run-mango">Find</button>
+    </form>
+    {{#mangoError}}<p class="flash error" id="mango-error" role="alert">{{mangoError}}</p>{{/mangoError}}
+    {{#mangoRan}}
+    <p class="muted" id="mango-summary"><span id="mango-count">{{mangoCount}}</span> documents in {{mangoElapsed}} ms, index <span id="mango-index">{{mangoIndex}}</span>{{#mangoBookmark}}, bookmark <code id="mango-bookmark">{{mangoBookmark}}</code>{{/mangoBookmark}}</p>
+    {{#mangoWarning}}<p class="muted" id="mango-warning">{{mangoWarning}}</p>{{/mangoWarning}}
+    <div class="scroll">
+    <table class="list" id="mango-results">
+      <thead><tr><th>_id</th><th>document</th></tr></thead>
+      <tbody>{{#mangoDocs}}<tr><td>{{#docHref}}<a href="{{docHref}}">{{id}}</a>{{/docHref}}</td><td>{{doc}}</td></tr>{{/mangoDocs}}</tbody>
+    </table>
+    </div>
+    <details><summary>JSON</summary><pre class="json" id="mango-json">{{mangoJSON}}</pre></details>
+    {{/mangoRan}}
     {{/content}}{{/layout}}
     """#
 
