@@ -168,8 +168,12 @@ public struct RemoteEndpoint: Endpoint {
                                     instanceStartTime: o["instance_start_time"]?.stringValue)
     }
 
+    /// Query parameters of the `PUT /{db}` that creates a missing target (`create_target_params`, e.g.
+    /// `partitioned=true`).
+    public var creationParameters: [(String, String)] = []
+
     public func createDatabase() async throws {
-        let r = try await send(.PUT, "")
+        let r = try await send(.PUT, "", query: creationParameters)
         guard (200..<300).contains(r.status) || r.status == 412 else { throw error(for: r, "PUT \(url)") }
     }
 

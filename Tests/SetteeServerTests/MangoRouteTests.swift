@@ -137,5 +137,14 @@ import Testing
         #expect(try await Self.send(client, .put, "/orders/carol:1", #"{"total":1}"#).0 == 201)
         #expect(try await Self.send(client, .delete, config).0 == 200)
         #expect(try await Self.send(client, .put, "/orders/alice:new", #"{"total":1}"#).0 == 201)
+
+        // A replication that creates its target with `create_target_params` makes it partitioned too.
+        let replicated = try await Self.send(client, .post, "/_replicate",
+                                             #"{"source":"orders","target":"orders-copy","create_target":true,"create_target_params":{"partitioned":true}}"#)
+        #expect(replicated.0 == 200)
+        #expect(try await Self.send(client, .get, "/orders-copy").1["props"] == ["partitioned": true])
+        #expect(try await Self.send(client, .get, "/orders-copy/_partition/alice").1["doc_count"] == 21)
+        let copied = try await Self.send(client, .get, "/orders-copy/_partition/alice/_design/totals/_view/by_kind?group=true")
+        #expect(copied.1["rows"] == [["key": .null, "value": 1], ["key": "book", "value": 180], ["key": "pen", "value": 200]])
     }
 }

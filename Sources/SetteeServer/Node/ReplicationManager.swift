@@ -14,6 +14,8 @@ final class ReplicationManager: @unchecked Sendable {
         var target: JSON
         var continuous = false
         var createTarget = false
+        /// `create_target_params`: how a created target is made (`{"partitioned": true}`), as query parameters.
+        var createTargetParameters: [(String, String)] = []
         var documentIDs: [String]?
         var selector: JSON?
         /// `filter: "ddoc/name"` and its `query_params`; `filterSource` is the function's code when it was read.
@@ -29,6 +31,9 @@ final class ReplicationManager: @unchecked Sendable {
         var fingerprint: String {
             var o: JSONObject = ["source": source, "target": target, "continuous": .bool(continuous),
                                  "create_target": .bool(createTarget)]
+            if !createTargetParameters.isEmpty {
+                o["create_target_params"] = .object(JSONObject(createTargetParameters.map { ($0.0, JSON.string($0.1)) }))
+            }
             if let documentIDs { o["doc_ids"] = .array(documentIDs.map(JSON.string)) }
             if let sinceSequence { o["since_seq"] = sinceSequence }
             if let selector { o["selector"] = selector }
@@ -122,6 +127,12 @@ final class ReplicationManager: @unchecked Sendable {
         }
         spec.continuous = body["continuous"]?.boolValue ?? false
         spec.createTarget = body["create_target"]?.boolValue ?? false
+        switch body["create_target_params"] {
+        case nil, .null?: break
+        case .object(let params)?:
+            spec.createTargetParameters = params.map { ($0.key, $0.value.stringValue ?? $0.value.jsonString) }
+        default: throw CouchError.badRequest("`create_target_params` must be an object")
+        }
         spec.allowInsecureCredentials = body["allow_insecure_credentials"]?.boolValue ?? false
         if let ids = body["doc_ids"], !ids.isNull {
             guard let list = ids.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
@@ -157,7 +168,8 @@ final class ReplicationManager: @unchecked Sendable {
     /// Remote endpoints verify HTTPS peers against the node's `--ca-file` (if any) and refuse to send credentials
     /// over plain HTTP to a non-loopback host unless the node (`--allow-insecure-credentials`) or the replication
     /// (`allow_insecure_credentials`) allows it.
-    func endpoint(_ value: JSON, create: Bool, allowInsecureCredentials: Bool = false) throws -> any Endpoint {
+    func endpoint(_ value: JSON, create: Bool, creationParameters: [(String, String)] = [],
+                  allowInsecureCredentials: Bool = false) throws -> any Endpoint {
         var url = value.stringValue
         var headers: [(String, String)] = []
         var auth: RemoteEndpoint.Authentication?
@@ -171,17 +183,20 @@ final class ReplicationManager: @unchecked Sendable {
         guard let url, !url.isEmpty else { throw CouchError.badRequest("Endpoint needs a `url`") }
         if url.contains("://") {
             do {
-                return try RemoteEndpoint(url: url, authentication: auth, headers: headers,
-                                          trustedRootCertificatesPath: node.configuration.caFile,
-                                          allowInsecureCredentials: allowInsecureCredentials
-                                              || node.configuration.allowInsecureCredentials)
+                var remote = try RemoteEndpoint(url: url, authentication: auth, headers: headers,
+                                                trustedRootCertificatesPath: node.configuration.caFile,
+                                                allowInsecureCredentials: allowInsecureCredentials
+                                                    || node.configuration.allowInsecureCredentials)
+                remote.creationParameters = creationParameters
+                return remote
             } catch let e as ReplicationError {
                 throw CouchError.badRequest(e.message)
             }
         }
         let keyspace = try Keyspace(url)
         if create && !Database.exists(name: keyspace.database, inDirectory: node.configuration.dataDirectory) {
-            _ = try? node.createDatabase(keyspace.database)
+            let partitioned = creationParameters.contains { $0.0 == "partitioned" && $0.1 == "true" }
+            _ = try? node.createDatabase(keyspace.database, partitioned: partitioned)
         }
         do {
             let (_, collection) = try keyspace.open(node)
@@ -247,7 +262,7 @@ final class ReplicationManager: @unchecked Sendable {
             if id == nil {
                 let spec = try Self.spec(body)
                 let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
-                let target = try endpoint(spec.target, create: spec.createTarget,
+                let target = try endpoint(spec.target, create: spec.createTarget, creationParameters: spec.createTargetParameters,
                                           allowInsecureCredentials: spec.allowInsecureCredentials)
                 id = Replication(source: source, target: target, options: options(spec)).replicationID + Self.suffix(spec)
             }
@@ -261,7 +276,7 @@ final class ReplicationManager: @unchecked Sendable {
         let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
         try await checkSourceBeforeCreating(spec, source)
         spec.filterSource = await Self.filterSource(spec, source)
-        let target = try endpoint(spec.target, create: spec.createTarget,
+        let target = try endpoint(spec.target, create: spec.createTarget, creationParameters: spec.createTargetParameters,
                                   allowInsecureCredentials: spec.allowInsecureCredentials)
         let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
         let id = replication.replicationID + Self.suffix(spec)
@@ -540,7 +555,7 @@ final class ReplicationManager: @unchecked Sendable {
         do {
             source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
             try await checkSourceBeforeCreating(spec, source)
-            target = try endpoint(spec.target, create: spec.createTarget,
+            target = try endpoint(spec.target, create: spec.createTarget, creationParameters: spec.createTargetParameters,
                                   allowInsecureCredentials: spec.allowInsecureCredentials)
         } catch {
             await writeState(docID, collection, state: "failed", reason: CouchError.from(any: error).reason)
