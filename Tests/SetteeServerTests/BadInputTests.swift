@@ -112,10 +112,18 @@ struct BadInputTests {
         }
     }
 
-    @Test func reservedButUnavailableEndpointsAre404() async throws {
+    @Test func badMangoRequestsAreCouchDBsErrors() async throws {
         try await withServer { c in
             try await c.createDB("db")
-            expectError(try await c.post("/db/_find", "{}"), .notFound, "not_found")
+            expectError(try await c.post("/db/_find", "{}"), .badRequest, "missing_required_key")
+            expectError(try await c.post("/db/_find", #"{"selector": []}"#), .badRequest, "invalid_selector_json")
+            expectError(try await c.post("/db/_find", #"{"selector": {"a": {"$nope": 1}}}"#), .badRequest, "invalid_operator")
+            expectError(try await c.post("/db/_find", #"{"selector": {}, "sort": "a"}"#), .badRequest, "invalid_sort_json")
+            expectError(try await c.post("/db/_index", #"{"index": {"fields": "a"}}"#), .badRequest, "invalid_sort_json")
+            expectError(try await c.post("/db/_index", #"{"index": []}"#), .badRequest, "invalid_index")
+            expectError(try await c.post("/db/_find", #"{"selector": {}, "bookmark": "%%%"}"#), .badRequest, "invalid_bookmark")
+            // The store is untouched and the node answers.
+            #expect(try await c.get("/db")["doc_count"] == 0)
         }
     }
 
