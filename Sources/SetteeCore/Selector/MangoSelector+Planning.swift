@@ -45,7 +45,7 @@ extension MangoSelector {
     private static func requires(_ node: Node, _ path: [PathComponent]) -> Bool {
         switch node {
         case .and(let items): return items.contains { requires($0, path) }
-        case .or(let items): return !items.isEmpty && items.allSatisfy { requires($0, path) }
+        case .or(let items): return items.allSatisfy { requires($0, path) }  // (`"$or": []` covers every field)
         case .field(let p, let test): return p == path && !test.matchesMissing
         }
     }
@@ -93,9 +93,9 @@ extension MangoSelector {
                 case .lt(let v): tighten(lower: nil, upper: Bound(value: v, inclusive: false))
                 case .lte(let v): tighten(lower: nil, upper: Bound(value: v, inclusive: true))
                 case .beginsWith(let prefix):
-                    // Strings starting with the prefix sort from it up to it followed by the highest code point.
+                    // Strings starting with the prefix sort from it up to it followed by U+FFFF (CouchDB's bound).
                     tighten(lower: Bound(value: .string(prefix), inclusive: true),
-                            upper: Bound(value: .string(prefix + "\u{10FFFF}"), inclusive: true))
+                            upper: Bound(value: .string(prefix + "\u{FFFF}"), inclusive: true))
                 default: return
                 }
             }

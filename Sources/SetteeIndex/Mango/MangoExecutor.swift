@@ -50,10 +50,11 @@ public enum MangoExecutor {
         /// One row: match, skip, keep. Returns false when the page is full.
         let projection = try query.fields.map(MangoSelector.fieldPath)
         func consider(key: [UInt8], id: String, document: () throws -> JSON) throws -> Bool {
-            if result.docs.count >= query.limit { return false }
             stats.keys += 1
             let doc = try document()
             if !covering { if query.r > 1 { stats.quorumDocs += 1 } else { stats.docs += 1 } }
+            // The page is full: this row was read ahead and is not part of it (CouchDB's statistics count it too).
+            if result.docs.count >= query.limit { return false }
             // (A design document read from `_all_docs` counts as examined, and never matches.)
             guard doc != .null, query.selector.matches(doc, strings: collator.compareStrings) else { return true }
             last = (key, id)
@@ -64,7 +65,7 @@ public enum MangoExecutor {
                 output = .object(o)
             }
             result.docs.append(project(output, projection))
-            return result.docs.count < query.limit
+            return true
         }
         if query.limit > 0 {
             switch plan.index.kind {
