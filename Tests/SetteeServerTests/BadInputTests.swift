@@ -122,6 +122,10 @@ struct BadInputTests {
             expectError(try await c.post("/db/_index", #"{"index": {"fields": "a"}}"#), .badRequest, "invalid_sort_json")
             expectError(try await c.post("/db/_index", #"{"index": []}"#), .badRequest, "invalid_index")
             expectError(try await c.post("/db/_find", #"{"selector": {}, "bookmark": "%%%"}"#), .badRequest, "invalid_bookmark")
+            expectError(try await c.post("/db/_find", #"{"selector": {"a": {"$beginsWith": true}}}"#), .badRequest, "invalid_operator")
+            expectError(try await c.post("/db/_find", #"{"selector": {"a": {"$regex": "("}}}"#), .badRequest, "bad_arg")
+            expectError(try await c.put("/db/_design/q", #"{"language": "query", "views": {"v": {"map": "function(doc) {}"}}}"#),
+                        .badRequest, "invalid_design_doc")
             // The store is untouched and the node answers.
             #expect(try await c.get("/db")["doc_count"] == 0)
         }

@@ -105,12 +105,13 @@ extension MangoSelector {
             else { throw badArgument(op, value) }
             return .mod(divisor: divisor, remainder: remainder)
         case "$regex":
-            guard case .string(let pattern) = value, let regex = MangoRegex(pattern) else {
-                throw badArgument(op, value)
-            }
+            // A non-string operand is no `$regex` at all for CouchDB (`Invalid operator`); a pattern that doesn't
+            // compile is a bad argument.
+            guard case .string(let pattern) = value else { throw SetteeError(.badRequest, "Invalid operator: \(op)") }
+            guard let regex = MangoRegex(pattern) else { throw badArgument(op, value) }
             return .regex(regex)
         case "$beginsWith":
-            guard case .string(let prefix) = value else { throw badArgument(op, value) }
+            guard case .string(let prefix) = value else { throw SetteeError(.badRequest, "Invalid operator: \(op)") }
             return .beginsWith(prefix)
         case "$elemMatch", "$allMatch", "$keyMapMatch":
             // The argument is a selector relative to each element (or key), normalized on its own.

@@ -323,19 +323,32 @@ final class ViewManager: @unchecked Sendable {
         var pending: [PendingRow] = []
         pending.reserveCapacity(ViewManager.insertGroup)
         func flushRows() throws {
-            let full = pending.count == ViewManager.insertGroup
-            for (i, p) in pending.enumerated() {
-                let statement = full ? insertMany : insert
-                let base = full ? Int32(i * 6) : 0
-                statement.bind(p.doc, at: base + 1)
-                statement.bind(bytes: p.row.key, at: base + 2)
-                statement.bind(p.docID, at: base + 3)
-                statement.bind(text: p.row.keyJSON, at: base + 4)
-                if let v = p.row.valueJSON { statement.bind(text: v, at: base + 5) } else { statement.bindNull(at: base + 5) }
-                statement.bind(p.id, at: base + 6)
-                if !full { try insert.run() }
+            // While building, a piece's rows go in key order: the clustered table is then filled in runs, not
+            // at random places (fewer pages touched per row).
+            if building {
+                pending.sort {
+                    let c = ViewRange.compareBytes($0.row.key, $1.row.key)
+                    return c != 0 ? c < 0 : $0.docID.utf8.lexicographicallyPrecedes($1.docID.utf8)
+                }
             }
-            if full { try insertMany.run() }
+            var start = 0
+            while start < pending.count {
+                let group = pending[start..<min(pending.count, start + ViewManager.insertGroup)]
+                let full = group.count == ViewManager.insertGroup
+                for (i, p) in group.enumerated() {
+                    let statement = full ? insertMany : insert
+                    let base = full ? Int32(i * 6) : 0
+                    statement.bind(p.doc, at: base + 1)
+                    statement.bind(bytes: p.row.key, at: base + 2)
+                    statement.bind(p.docID, at: base + 3)
+                    statement.bind(text: p.row.keyJSON, at: base + 4)
+                    if let v = p.row.valueJSON { statement.bind(text: v, at: base + 5) } else { statement.bindNull(at: base + 5) }
+                    statement.bind(p.id, at: base + 6)
+                    if !full { try insert.run() }
+                }
+                if full { try insertMany.run() }
+                start += group.count
+            }
             pending.removeAll(keepingCapacity: true)
         }
         func write(_ changed: [Change], _ outputs: [MapOutput]) throws {
@@ -372,7 +385,7 @@ final class ViewManager: @unchecked Sendable {
             for row in rows {
                 nextID += 1
                 pending.append(PendingRow(doc: rowid, docID: change.docID, row: row, id: nextID))
-                if pending.count == ViewManager.insertGroup { try flushRows() }
+                if pending.count == ViewManager.insertGroup && !building { try flushRows() }
                 if let text = row.text {
                     if !fullText {
                         fullText = true

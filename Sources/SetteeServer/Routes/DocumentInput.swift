@@ -79,6 +79,12 @@ enum DocumentInput {
             do { _ = try DesignView.all(in: doc.body, id: doc.id, checkingLanguage: false) } catch let e as SetteeError {
                 throw CouchError(.badRequest, "invalid_design_doc", e.reason)
             }
+            if doc.body["language"]?.stringValue == "query", case .object(let views)? = doc.body["views"] {
+                // Mango's design documents: every view's map is an object (`{"fields": …}`), as CouchDB checks.
+                for (name, view) in views where view["map"] != nil && view["map"]?.objectValue == nil {
+                    throw CouchError(.badRequest, "invalid_design_doc", "views.\(name).map field must have object type")
+                }
+            }
             switch doc.body["options"]?["partitioned"] {
             case nil, .bool(false)?: break
             case .bool(true)?:
