@@ -14,6 +14,10 @@ public struct LocalEndpoint: Endpoint {
     public typealias FilterEvaluator = @Sendable (_ collection: SetteeStore.Collection, _ filter: String,
                                                   _ queryParams: [String: String], _ document: JSON) throws -> Bool
     public var filterEvaluator: FilterEvaluator?
+    /// Matches a replication's `selector` against a document. Nil: ``MangoSelector/matches(_:)`` (strings by
+    /// Unicode scalar); a node supplies CouchDB's order (ICU's collation), which this layer doesn't link.
+    public typealias SelectorMatcher = @Sendable (_ selector: MangoSelector, _ document: JSON) -> Bool
+    public var selectorMatcher: SelectorMatcher?
 
     /// The default collection of `database`.
     public init(database: Database) throws {
@@ -103,7 +107,9 @@ public struct LocalEndpoint: Endpoint {
                     doc["_id"] = .string(row.id)
                     doc["_rev"] = .string(row.rev.description)
                     if row.deleted { doc["_deleted"] = true }
-                    if let selector, !selector.matches(.object(doc)) { return true }  // an empty batch means caught up
+                    if let selector, !(selectorMatcher?(selector, .object(doc)) ?? selector.matches(.object(doc))) {
+                        return true  // an empty batch means caught up
+                    }
                     if let filter, try !filter(.object(doc)) { return true }
                 }
                 rows.append(ChangeEntry(seq: .int(Int64(row.sequence)), id: row.id, revs: row.leaves ?? [row.rev],

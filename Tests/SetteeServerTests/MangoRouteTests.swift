@@ -84,6 +84,28 @@ import Testing
         #expect(try await Self.send(client, .get, "/shop/_index").1["total_rows"] == 1)
     }
 
+    /// CouchDB compares strings in selectors by ICU's collation ("apple" < "Apple" < "banana"), not by code point
+    /// ("Apple" < "apple"): in `_find`, with and without an index, and in `_changes?filter=_selector`.
+    @Test func selectorsCompareStringsAsCouchDB() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        let client = LiveServerTests.client(server)
+        #expect(try await Self.send(client, .put, "/fruit").0 == 201)
+        let names = ["apple", "Apple", "banana", "Banana", "Cherry"]
+        let docs = names.enumerated().map { #"{"_id":"f\#($0.offset)","name":"\#($0.element)"}"# }
+        #expect(try await Self.send(client, .post, "/fruit/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#).0 == 201)
+        let selector = #"{"name":{"$gt":"apple","$lt":"banana"}}"#
+        let scanned = try await Self.send(client, .post, "/fruit/_find", #"{"selector":\#(selector)}"#)
+        #expect(scanned.1["docs"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["Apple"])
+        #expect(try await Self.send(client, .post, "/fruit/_index", #"{"index":{"fields":["name"]},"name":"name"}"#).0 == 200)
+        let sorted = try await Self.send(client, .post, "/fruit/_find", #"{"selector":{"name":{"$gt":null}},"sort":["name"],"fields":["name"]}"#)
+        #expect(sorted.1["docs"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["apple", "Apple", "banana", "Banana", "Cherry"])
+        let indexed = try await Self.send(client, .post, "/fruit/_find", #"{"selector":\#(selector)}"#)
+        #expect(indexed.1["docs"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["Apple"])
+        let changes = try await Self.send(client, .post, "/fruit/_changes?filter=_selector", #"{"selector":\#(selector)}"#)
+        #expect(changes.1["results"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["f1"])
+    }
+
     @Test func partitionedDatabases() async throws {
         let dir = TempDir()
         let server = try ServerProcess(dataDirectory: dir.path)

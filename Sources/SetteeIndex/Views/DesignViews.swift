@@ -235,7 +235,7 @@ public struct DesignView: Sendable {
             let filter = mangoFilter
             return { document, emit in
                 let doc = JSON.object(document)
-                if let filter, !filter.matches(doc) { return }
+                if let filter, !ViewCollator.matches(filter, doc) { return }
                 var values: [JSON] = []
                 values.reserveCapacity(fields.count)
                 for path in fields {

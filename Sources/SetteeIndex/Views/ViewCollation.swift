@@ -1,3 +1,4 @@
+import Foundation
 import CICU
 import SetteeCore
 import SetteeSQLPP
@@ -28,6 +29,39 @@ public final class ViewCollator {
 
     /// Whether keys encode in raw order rather than CouchDB's default (ICU) collation.
     public var raw = false
+
+    /// Runs `body` with a collator from a process-wide pool (opening an ICU collator costs more than matching a
+    /// document): for the places that compare strings as CouchDB does outside a view — Mango selectors in
+    /// `_changes` and replication filters, partial index filters.
+    public static func withPooled<T>(_ body: (ViewCollator) throws -> T) rethrows -> T {
+        let collator = pool.withLock { $0.popLast() } ?? (try? ViewCollator())
+        guard let collator else { return try body(fallback) }
+        collator.raw = false
+        defer { pool.withLock { if $0.count < 16 { $0.append(collator) } } }
+        return try body(collator)
+    }
+
+    /// Collators not in use. (A collator is used by one thread at a time; the pool hands each out once.)
+    nonisolated(unsafe) private static let pool = PoolStorage()
+    /// Never reached in practice (ICU opens a root collator unless the library is missing, which fails earlier).
+    nonisolated(unsafe) private static let fallback = try! ViewCollator()
+
+    /// An NSLock-guarded stack of collators.
+    final class PoolStorage: @unchecked Sendable {
+        // @unchecked: `items` is only touched under `lock`.
+        private let lock = NSLock()
+        private var items: [ViewCollator] = []
+        func withLock<T>(_ body: (inout [ViewCollator]) -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&items)
+        }
+    }
+
+    /// Whether `selector` matches `document`, strings compared by ICU's collation as CouchDB compares them.
+    public static func matches(_ selector: MangoSelector, _ document: JSON) -> Bool {
+        withPooled { selector.matches(document, strings: $0.compareStrings) }
+    }
 
     /// Opens an ICU root collator. One instance is used by one thread at a time.
     public init() throws(SetteeError) {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SetteeCore
+import SetteeIndex
 import SetteeReplication
 import SetteeStore
 
@@ -202,6 +203,7 @@ final class ReplicationManager: @unchecked Sendable {
             let (_, collection) = try keyspace.open(node)
             var local = LocalEndpoint(collection: collection)
             local.filterEvaluator = Self.filterEvaluator
+            local.selectorMatcher = { ViewCollator.matches($0, $1) }
             return local
         } catch let e as SetteeError where e.code == .notFound {
             throw CouchError(.notFound, "db_not_found", "could not open \(url)")

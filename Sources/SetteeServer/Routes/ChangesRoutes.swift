@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import ServiceLifecycle
 import SetteeCore
+import SetteeIndex
 import SetteeStore
 
 /// `/{db}/_changes`: normal, longpoll, continuous and eventsource feeds.
@@ -176,7 +177,7 @@ enum ChangesRoutes {
                 docBytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: body)
             }
             if let selector = o.selector {
-                guard let bytes = docBytes, let doc = try? JSON.parse(bytes), selector.matches(doc) else { return true }
+                guard let bytes = docBytes, let doc = try? JSON.parse(bytes), ViewCollator.matches(selector, doc) else { return true }
             }
             if let js = o.javascript {
                 let bytes = docBytes ?? DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: Array("{}".utf8))
@@ -206,7 +207,7 @@ enum ChangesRoutes {
                 if o.designOnly && !row.id.hasPrefix("_design/") { return true }
                 if let selector = o.selector {
                     let bytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: row.body ?? [])
-                    guard let doc = try? JSON.parse(bytes), selector.matches(doc) else { return true }
+                    guard let doc = try? JSON.parse(bytes), ViewCollator.matches(selector, doc) else { return true }
                 }
                 if let js = o.javascript {
                     let bytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: row.body ?? Array("{}".utf8))
