@@ -22,6 +22,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// `RevTree(encoded:)` (the stored `tree` column); a decoded tree encodes back equal, and appending to a
     /// chain on the bytes agrees with decode + `addChild` + encode.
     case revtree
+    /// A Mango selector (`MangoSelector(_:)`): matched against sample documents in both string orders, asked what
+    /// a planner asks (required fields, ranges, indexable fields); its normalized form parses again.
+    case mango
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -32,6 +35,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .multipart: FuzzTarget.multipart(data)
         case .since: FuzzTarget.since(data)
         case .revtree: FuzzTarget.revtree(data)
+        case .mango: FuzzTarget.mango(data)
         }
     }
 }
@@ -267,5 +271,40 @@ extension FuzzTarget {
         let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
         if trimmed.isEmpty { return 0 }
         return UInt64(digits)
+    }
+}
+
+// MARK: - Mango selectors
+
+extension FuzzTarget {
+    static let mangoDocuments: [JSON] = [
+        ["_id": "a", "n": 3, "s": "Apple", "t": ["x", "y"], "o": ["k": 1, "l": ["m": true]], "z": .null],
+        ["_id": "b", "n": 2.5, "s": "apple", "t": [], "o": [:], "a.b": 1],
+        ["_id": "c"],
+    ]
+
+    static func mango(_ data: UnsafeRawBufferPointer) {
+        guard let value = try? JSON.parse(data), let selector = try? MangoSelector(value) else { return }
+        // Reverse code-point order: any total order must be usable.
+        let reversed: (String, String) -> Int = { a, b in a == b ? 0 : (a < b ? 1 : -1) }
+        for doc in mangoDocuments {
+            _ = selector.matches(doc)
+            _ = selector.matches(doc, strings: reversed)
+        }
+        for path in selector.fields + [["n"], ["o", "k"], ["_id"]] {
+            _ = selector.requires(path)
+            _ = selector.range(of: path)
+            _ = selector.isConstant(path)
+            _ = selector.isEmptyRange(path)
+        }
+        _ = selector.indexableFields
+        // The normalized selector (as `_explain` shows it) is itself a selector that matches the same documents.
+        let normalized = selector.normalizedJSON
+        guard let again = try? MangoSelector(normalized) else {
+            violated(.mango, "normalized selector does not parse: \(normalized.jsonString.prefix(300))")
+        }
+        for doc in mangoDocuments where again.matches(doc) != selector.matches(doc) {
+            violated(.mango, "normalized selector \(normalized.jsonString.prefix(300)) matches \(doc.jsonString) differently")
+        }
     }
 }
