@@ -18,6 +18,17 @@ extension MangoSelector {
         return nil
     }
 
+    /// A field path prepared for many lookups (a json index's column, read from every document).
+    public struct CompiledPath: Sendable {
+        let components: [PathComponent]
+        public init(_ path: FieldPath) { components = path.map(PathComponent.init) }
+        /// The value at the path in `document`; nil when missing.
+        public func value(in document: JSON) -> JSON? {
+            if case .found(let value) = MangoSelector.lookup(components, in: document) { return value }
+            return nil
+        }
+    }
+
     /// One end of a field's range.
     public struct Bound: Sendable, Equatable {
         public let value: JSON

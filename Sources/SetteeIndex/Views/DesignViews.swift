@@ -233,13 +233,14 @@ public struct DesignView: Sendable {
         }
         if let fields = mangoFields {
             let filter = mangoFilter
+            let paths = fields.map(MangoSelector.CompiledPath.init)
             return { document, emit in
                 let doc = JSON.object(document)
                 if let filter, !ViewCollator.matches(filter, doc) { return }
                 var values: [JSON] = []
-                values.reserveCapacity(fields.count)
-                for path in fields {
-                    guard let v = MangoSelector.value(at: path, in: doc) else { return }
+                values.reserveCapacity(paths.count)
+                for path in paths {
+                    guard let v = path.value(in: doc) else { return }
                     values.append(v)
                 }
                 emit(.array(values), nil)

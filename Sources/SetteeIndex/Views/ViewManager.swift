@@ -351,7 +351,7 @@ final class ViewManager: @unchecked Sendable {
             }
             pending.removeAll(keepingCapacity: true)
         }
-        func write(_ changed: [Change], _ outputs: [MapOutput]) throws {
+        func write(_ changed: ArraySlice<Change>, _ outputs: [MapOutput]) throws {
         for (change, output) in zip(changed, outputs) {
             let rowid = change.rowid
             // While building, a document comes round again only if it changed after the build started (its old
@@ -404,7 +404,7 @@ final class ViewManager: @unchecked Sendable {
         try flushRows()
         }
         for k in pieces.indices {
-            try write(Array(changed[pieces[k]]), try mapped[k].get())
+            try write(changed[pieces[k]], try mapped[k].get())
         }
         let done = count < ViewManager.batchSize
         if building {
