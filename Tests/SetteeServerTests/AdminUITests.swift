@@ -313,6 +313,25 @@ import Testing
         }
     }
 
+    @Test func partitionedViewsRunWithAPartition() async throws {
+        try await withServer(admin: true, mode: .live) { c in
+            let s = try await Self.signIn(c)
+            let admin: HTTPFields = [.authorization: basicAuth(testAdmin.username, testAdmin.password), .contentType: "application/json"]
+            _ = try await c.request(.put, "/orders?partitioned=true", headers: admin)
+            for (i, who) in ["ann", "bob", "ann"].enumerated() {
+                _ = try await c.put("/orders/\(who):\(i)", #"{"total": \#(i + 1)}"#, headers: admin)
+            }
+            let design = #"{"views": {"totals": {"map": {"key": "total", "value": "total"}}}}"#
+            #expect(try await c.put("/orders/_design/app", design, headers: admin).status == .created)
+            let global = try await s.get("/_utils/db/orders/views?view=app%2Ftotals")
+            #expect(global.status == .badRequest, "a partitioned view needs a partition")
+            let ann = try await s.get("/_utils/db/orders/views?view=app%2Ftotals&partition=ann")
+            #expect(ann.status == .ok)
+            #expect(ann.text.contains(#"<span id="row-count">2</span>"#), "\(ann.text)")
+            #expect(ann.text.contains(#"value="ann""#), "the form keeps the partition")
+        }
+    }
+
     @Test func viewsAreListedAndRun() async throws {
         try await withServer(admin: true, mode: .live) { c in
             let s = try await Self.signIn(c)

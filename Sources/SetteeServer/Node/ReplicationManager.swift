@@ -132,6 +132,10 @@ final class ReplicationManager: @unchecked Sendable {
         case nil, .null?: break
         case .object(let params)?:
             spec.createTargetParameters = params.map { ($0.key, $0.value.stringValue ?? $0.value.jsonString) }
+            // (Checked here for a local target as `PUT /{db}` checks it for a remote one.)
+            if let p = spec.createTargetParameters.first(where: { $0.0 == "partitioned" }), !["true", "false"].contains(p.1) {
+                throw CouchError.badRequest("Invalid `partitioned` parameter")
+            }
         default: throw CouchError.badRequest("`create_target_params` must be an object")
         }
         spec.allowInsecureCredentials = body["allow_insecure_credentials"]?.boolValue ?? false

@@ -9,7 +9,7 @@ import SetteeCore
 extension AdminUI {
     /// The query parameters the form passes through to the view, as CouchDB names them.
     static let viewParameters = ["key", "startkey", "endkey", "limit", "skip", "group_level", "reduce", "include_docs",
-                                 "descending", "update"]
+                                 "descending", "update", "partition"]
 
     func views(_ db: String) async throws -> Response {
         let info = await api(.get, [db])

@@ -298,6 +298,7 @@ enum UITemplates {
       <label>key (JSON) <input name="key" id="view-key" value="{{p_key}}" placeholder='"Paris"'></label>
       <label>startkey (JSON) <input name="startkey" id="view-startkey" value="{{p_startkey}}" placeholder='["Paris"]'></label>
       <label>endkey (JSON) <input name="endkey" id="view-endkey" value="{{p_endkey}}" placeholder='["Paris", {}]'></label>
+      <label>partition <input name="partition" id="view-partition" value="{{p_partition}}" placeholder="(partitioned databases)"></label>
       <label>limit <input name="limit" id="view-limit" type="number" min="0" value="{{p_limit}}"></label>
       <label>skip <input name="skip" type="number" min="0" value="{{p_skip}}"></label>
       <label>group_level <input name="group_level" id="view-group-level" type="number" min="0" value="{{p_group_level}}"></label>
@@ -323,6 +324,9 @@ enum UITemplates {
     static let indexes = #"""
     {{<layout}}{{$content}}
     {{>dbnav}}
+    <p class="muted" id="mango-indexes-note">Settee's SQL++ indexes (<code>/{db}/_indexes</code>). CouchDB's Mango json indexes are
+    design documents with <code>"language": "query"</code>: they are listed by <code>GET /{{db}}/_index</code> and used by the
+    Mango box of the <a href="{{dbHref}}/query">Query</a> page.</p>
     <table class="list" id="indexes" data-db="{{db}}" data-update-seq="{{updateSeq}}">
       <thead><tr><th>Name</th><th>Collection</th><th>Type</th><th>Expressions</th><th>Options</th><th>State</th><th></th></tr></thead>
       <tbody>

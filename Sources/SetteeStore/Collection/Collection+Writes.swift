@@ -52,10 +52,12 @@ extension Collection {
     }
 
     /// A document's size as CouchDB counts it in `sizes.external`: its body's JSON and its attachments' lengths.
-    /// (Only bodies with `_attachments` are parsed.)
+    /// The attachment stubs' JSON is not counted, their lengths are (only bodies with `_attachments` are parsed;
+    /// the member's key and separator count as 16 bytes).
     static let externalSizeSQL = """
-        coalesce(sum(length(body) + CASE WHEN instr(body, '"_attachments"') = 0 THEN 0 ELSE \
-        coalesce((SELECT sum(json_extract(a.value, '$.length')) \
+        coalesce(sum(CASE WHEN instr(body, '"_attachments"') = 0 THEN length(body) ELSE \
+        max(2, length(body) - 16 - coalesce(length(json_extract(CAST(body AS TEXT), '$._attachments')), 0)) \
+        + coalesce((SELECT sum(json_extract(a.value, '$.length')) \
         FROM json_each(CAST(body AS TEXT), '$._attachments') AS a), 0) END), 0)
         """
 
