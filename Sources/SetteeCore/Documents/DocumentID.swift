@@ -41,12 +41,19 @@ public enum DocumentID {
     public static func validatePartitioned(_ id: String) throws(SetteeError) -> Kind {
         let kind = try validate(id)
         guard kind == .regular else { return kind }
-        guard let (partition, rest) = split(id) else {
-            throw SetteeError(.badDocID, "Doc id must be of form partition:id")
-        }
+        try requirePartition(id)
+        let (partition, rest) = split(id)!
         try validatePartition(partition)
         _ = try validate(rest)
         return kind
+    }
+
+    /// In a partitioned database, the check every read and write of a regular id makes first.
+    /// - Throws: `.badDocID` `Doc id must be of form partition:id` for an id other than `_…` without a colon.
+    public static func requirePartition(_ id: String) throws(SetteeError) {
+        if id.utf8.first != UInt8(ascii: "_") && !id.utf8.contains(UInt8(ascii: ":")) {
+            throw SetteeError(.badDocID, "Doc id must be of form partition:id")
+        }
     }
 
     /// A partitioned id's partition and the id inside it: the text before and after the first colon.

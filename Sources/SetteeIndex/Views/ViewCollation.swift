@@ -33,18 +33,16 @@ public final class ViewCollator {
     /// Runs `body` with a collator from a process-wide pool (opening an ICU collator costs more than matching a
     /// document): for the places that compare strings as CouchDB does outside a view — Mango selectors in
     /// `_changes` and replication filters, partial index filters.
-    public static func withPooled<T>(_ body: (ViewCollator) throws -> T) rethrows -> T {
-        let collator = pool.withLock { $0.popLast() } ?? (try? ViewCollator())
-        guard let collator else { return try body(fallback) }
+    /// - Throws: ``SetteeError`` `.internalError` when ICU's collator can't be opened.
+    public static func withPooled<T>(_ body: (ViewCollator) throws -> T) throws -> T {
+        let collator = try pool.withLock { $0.popLast() } ?? ViewCollator()
         collator.raw = false
         defer { pool.withLock { if $0.count < 16 { $0.append(collator) } } }
         return try body(collator)
     }
 
     /// Collators not in use. (A collator is used by one thread at a time; the pool hands each out once.)
-    nonisolated(unsafe) private static let pool = PoolStorage()
-    /// Never reached in practice (ICU opens a root collator unless the library is missing, which fails earlier).
-    nonisolated(unsafe) private static let fallback = try! ViewCollator()
+    private static let pool = PoolStorage()
 
     /// An NSLock-guarded stack of collators.
     final class PoolStorage: @unchecked Sendable {
@@ -58,9 +56,10 @@ public final class ViewCollator {
         }
     }
 
-    /// Whether `selector` matches `document`, strings compared by ICU's collation as CouchDB compares them.
+    /// Whether `selector` matches `document`, strings compared by ICU's collation as CouchDB compares them (by
+    /// Unicode scalar if ICU can't be opened).
     public static func matches(_ selector: MangoSelector, _ document: JSON) -> Bool {
-        withPooled { selector.matches(document, strings: $0.compareStrings) }
+        (try? withPooled { selector.matches(document, strings: $0.compareStrings) }) ?? selector.matches(document)
     }
 
     /// Opens an ICU root collator. One instance is used by one thread at a time.

@@ -40,14 +40,10 @@ final class ViewManager: @unchecked Sendable {
     private var loaded = false
     private var directories: [Int64: ChunkDirectory] = [:]
     private let preparing = NSLock()
-    private var collators: [ViewCollator] = []
 
-    /// Runs `body` with a collator from a small pool (opening an ICU collator costs more than a short query).
+    /// Runs `body` with a collator from the process's pool (opening an ICU collator costs more than a short query).
     func withCollator<T>(_ body: (ViewCollator) throws -> T) throws -> T {
-        let collator = try lock.withLock({ collators.popLast() }) ?? ViewCollator()
-        collator.raw = false
-        defer { lock.withLock { if collators.count < 8 { collators.append(collator) } } }
-        return try body(collator)
+        try ViewCollator.withPooled(body)
     }
 
     /// The view's chunk directory as of `version` (read in the caller's transaction).

@@ -181,8 +181,13 @@ enum BulkRoutes {
                     out.append(UInt8(ascii: "}"))
                     read += 1
                 }
-                if db.isPartitioned, !id.hasPrefix("_"), DocumentID.split(id) == nil {
-                    error(revText, "illegal_docid", "Doc id must be of form partition:id")
+                var invalidID: SetteeError?
+                if db.isPartitioned {
+                    do throws(SetteeError) { try DocumentID.requirePartition(id) } catch { invalidID = error }
+                }
+                if let invalidID {
+                    let e = CouchError.from(invalidID)
+                    error(revText, e.error, e.reason)
                 } else if let record = records[n] {
                     if let revText {
                         if let rev = RevID(revText) {

@@ -149,8 +149,8 @@ enum DatabaseRoutes {
             let body = try await call.bodyObject()
             var request: [(String, [RevID])] = []
             for (id, revs) in body {
-                if db.isPartitioned, !id.hasPrefix("_"), DocumentID.split(id) == nil {
-                    throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id")
+                if db.isPartitioned {
+                    do { try DocumentID.requirePartition(id) } catch { throw CouchError.from(error) }
                 }
                 guard let list = revs.arrayValue else { throw CouchError.badRequest("Revisions of \(id) must be an array") }
                 request.append((id, try list.map { r in

@@ -13,8 +13,8 @@ enum DocumentRoutes {
             // Nobody reads or deletes another user's document (nor learns whether it exists).
             throw CouchError.notFound("missing")
         }
-        if db.isPartitioned, id.utf8.first != UInt8(ascii: "_"), DocumentID.split(id) == nil {
-            throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id")
+        if db.isPartitioned {
+            do { try DocumentID.requirePartition(id) } catch { throw CouchError.from(error) }
         }
         switch call.method {
         case .get, .head: return try await get(call, db, c, id: id)

@@ -7,7 +7,8 @@ import SetteeStore
 
 /// CouchDB's Mango API: `POST /{db}/_find`, `POST /{db}/_explain`, `GET|POST /{db}/_index`,
 /// `DELETE /{db}/_index/{ddoc}/json/{name}` and `POST /{db}/_index/_bulk_delete` (and `_find`/`_explain` under
-/// `/{db}/_partition/{p}/`). Indexes are design documents with `"language": "query"`.
+/// `/{db}/_partition/{p}/`). Indexes are design documents with `"language": "query"`. A ``MangoError`` reaches the
+/// client with its own status and error name through ``CouchError/from(any:)``.
 enum MangoRoutes {
     /// `POST /{db}/_find` or `/{db}/_explain` (`explain`), in the whole database or one partition.
     static func find(_ call: inout Call, _ target: Keyspace, explain: Bool, partition: String? = nil) async throws -> Response {
@@ -16,7 +17,7 @@ enum MangoRoutes {
         try call.requireJSONContentType()
         let (_, collection) = try target.open(call.node)
         let body = try await call.bodyJSON()
-        var query = try mango { try MangoQuery(body) }
+        var query = try MangoQuery(body)
         if let partition {
             if let given = query.partition, given != partition {
                 throw CouchError.badRequest("Conflicting value for `partition` in path and request body")
@@ -27,10 +28,8 @@ enum MangoRoutes {
         let timeout = call.node.configuration.queryTimeout
         let answer: JSON = try await blocking {
             try Database.withTimeout(timeout) {
-                try mango {
-                    explain ? try MangoExecutor.explain(request, in: collection)
-                        : try MangoExecutor.find(request, in: collection).json
-                }
+                explain ? try MangoExecutor.explain(request, in: collection)
+                    : try MangoExecutor.find(request, in: collection).json
             }
         }
         return Reply.json(.ok, answer)
@@ -80,7 +79,7 @@ enum MangoRoutes {
     static func create(_ call: inout Call, _ collection: SetteeStore.Collection) async throws -> Response {
         try call.requireJSONContentType()
         let body = try await call.bodyJSON()
-        let creation = try mango { try MangoIndex.creation(body) }
+        let creation = try MangoIndex.creation(body)
         try Auth.checkDocumentWrite(call, id: creation.designDocumentID)
         if creation.partitioned == true && !collection.database.isPartitioned {
             throw CouchError(.badRequest, "invalid_design_doc", "partitioned option cannot be true in a non-partitioned database.")
@@ -90,7 +89,7 @@ enum MangoRoutes {
             let record = try collection.record(id: creation.designDocumentID)
             var existing: JSONObject?
             if let record, !record.deleted, case .object(let o) = try JSON.parse(record.body) { existing = o }
-            guard let updated = try mango({ try MangoIndex.adding(creation, to: existing) }) else { return "exists" }
+            guard let updated = try MangoIndex.adding(creation, to: existing) else { return "exists" }
             let parent = record.flatMap { $0.deleted ? nil : $0.revID }
             let write = RevisionWrite(id: creation.designDocumentID, body: updated, mode: .edit(parent: parent))
             switch try collection.write([write])[0] {
@@ -112,7 +111,7 @@ enum MangoRoutes {
         try await blocking {
             guard let record = try collection.record(id: designID), !record.deleted,
                   case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
-            let remaining = try mango { try MangoIndex.removing(name, from: body) }
+            let remaining = try MangoIndex.removing(name, from: body)
             let write = RevisionWrite(id: designID, body: remaining ?? [:], deleted: remaining == nil,
                                       mode: .edit(parent: record.revID))
             if case .failure(let error) = try collection.write([write])[0] {
@@ -149,12 +148,5 @@ enum MangoRoutes {
             }
         }
         return Reply.json(.ok, ["success": .array(success), "fail": .array(fail)])
-    }
-
-    /// Runs `body`, giving a Mango error CouchDB's status and names.
-    static func mango<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let e as MangoError {
-            throw CouchError(HTTPResponse.Status(code: e.status), e.error, e.reason)
-        }
     }
 }
