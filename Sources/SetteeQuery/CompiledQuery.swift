@@ -1,17 +1,24 @@
 import Foundation
+import Synchronization
 import SetteeCore
 import SetteeIndex
 import SetteeSQLPP
 import SetteeStore
 
-/// The last access path chosen for a compiled query, with the index-manager generation it was chosen under.
-final class PlanCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var entry: (generation: Int, path: AccessPath?)?
-    func get(_ generation: Int) -> AccessPath?? {
-        lock.withLock { entry.flatMap { $0.generation == generation ? .some($0.path) : nil } }
+/// The last access path chosen for a compiled query, with the index generations it was chosen under.
+final class PlanCache: Sendable {
+    /// What a plan was made from: the value indexes' and the Mango indexes' generations.
+    struct Generation: Equatable, Sendable {
+        var indexes: Int
+        var mango: Int
     }
-    func set(_ generation: Int, _ path: AccessPath?) { lock.withLock { entry = (generation, path) } }
+    private let entry = Mutex<(generation: Generation, path: AccessPath?)?>(nil)
+
+    func get(_ generation: Generation) -> AccessPath?? {
+        entry.withLock { e in e.flatMap { $0.generation == generation ? .some($0.path) : nil } }
+    }
+
+    func set(_ generation: Generation, _ path: AccessPath?) { entry.withLock { $0 = (generation, path) } }
 }
 
 /// A statement bound to a database: collections resolved, result columns named, the WHERE split for the planner.

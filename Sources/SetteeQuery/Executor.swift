@@ -25,14 +25,18 @@ struct Executor {
     private func indexManager() throws -> IndexManager { query.indexes }
 
     private func primaryPath() throws -> AccessPath? {
-        let generation = try indexManager().generation
+        var generation = PlanCache.Generation(indexes: try indexManager().generation, mango: 0)
+        var mango: [MangoIndex] = []
+        if let primary = query.primary {
+            (mango, generation.mango) = try MangoIndex.listWithGeneration(primary.collection)
+        }
         if let cached = query.planCache.get(generation) { return cached }
-        let path = try planPrimaryPath()
+        let path = try planPrimaryPath(mango: mango)
         query.planCache.set(generation, path)
         return path
     }
 
-    private func planPrimaryPath() throws -> AccessPath? {
+    private func planPrimaryPath(mango: [MangoIndex]) throws -> AccessPath? {
         guard let primary = query.primary else { return nil }
         let relativeTerms = query.primaryTerms.compactMap {
             Planner.relative($0, to: primary.name, primary: primary.name, aliases: query.aliases)
@@ -50,8 +54,15 @@ struct Executor {
                                                          includeDeleted: query.includeDeleted) {
             return fullText
         }
-        let path = Planner.accessPath(for: primary, constraints: constraints, queryTerms: relativeTerms,
+        var path = Planner.accessPath(for: primary, constraints: constraints, queryTerms: relativeTerms,
                                       indexes: indexes, includeDeleted: query.includeDeleted)
+        // A Mango json index, when it narrows by more than any value index (on a tie the value index wins: it
+        // decides its terms exactly).
+        if let viaMango = try Planner.mangoAccessPath(for: primary, constraints: constraints, indexes: mango,
+                                                      includeDeleted: query.includeDeleted),
+           viaMango.score > path.score {
+            path = viaMango
+        }
         if path.index == nil, path.summary.hasPrefix("scan"), !query.statement.unnests.isEmpty, !query.includeDeleted,
            let array = Planner.arrayAccessPath(for: primary, unnests: query.statement.unnests, terms: query.otherTerms,
                                                aliases: query.aliases, indexes: indexes,
@@ -167,6 +178,7 @@ struct Executor {
         if let path, let index = path.index, index.spec.kind != .vector, let primary = query.primary {
             try manager.catchUp(index, collection: primary.collection)
         }
+        if let mango = path?.mango, let primary = query.primary { try mango.index.catchUp(in: primary.collection) }
         for (join, strategy) in zip(query.joins, strategies) {
             if case .indexLookup(let index, _) = strategy { try manager.catchUp(index, collection: join.source.collection) }
         }
@@ -517,6 +529,17 @@ struct Executor {
     /// path's served terms exact).
     @discardableResult
     private func bind(_ path: AccessPath, to stmt: Statement) throws -> Bool {
+        let none = Row(primaryName: "", primary: nil)
+        if let mango = path.mango {
+            // (A missing value is null here: the index then reads rows keyed null, which the WHERE rejects.)
+            let bounds = try MangoIndex.keyBounds(
+                equal: try mango.equal.map { try evaluator.evaluate($0, in: none) ?? .null },
+                lower: try mango.lower.flatMap { try evaluator.evaluate($0, in: none) },
+                upper: try mango.upper.flatMap { try evaluator.evaluate($0, in: none) })
+            stmt.bind(bytes: bounds.lower, at: 1)
+            stmt.bind(bytes: bounds.upper, at: 2)
+            return false
+        }
         var allPresent = true
         for (i, (e, kind)) in zip(path.bindings, path.bindingKinds).enumerated() {
             let value = try evaluator.evaluate(e, in: Row(primaryName: "", primary: nil))

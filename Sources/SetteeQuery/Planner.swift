@@ -29,7 +29,7 @@ struct Constraint {
 }
 
 /// How the executor reads a source's candidate documents.
-struct AccessPath {
+struct AccessPath: Sendable {
     /// SQL returning `rowid, id, seq, rev, flags, body` of candidate documents (a superset of the matches).
     let sql: String
     /// Values for the SQL's parameters, computed from literals and `$parameters` at execution.
@@ -47,8 +47,22 @@ struct AccessPath {
     var distinctDocuments = false
     /// Each SQL row is one UNNEST row: its body column is the element, the document's body is not read.
     var coveringUnnest = false
+    /// How much of the WHERE the path narrows by (4 per equality column, 3 per IN list, 2 for a range; 0 for a
+    /// scan; id lookups above any index): the planner keeps the highest.
+    var score = 0
+    /// A Mango json index read as a superset (its two parameters are the key bounds computed from these).
+    var mango: MangoRead?
 
-    enum BindingKind {
+    /// A Mango json index's rows whose leading columns equal `equal` and whose next column lies in the numeric
+    /// range `lower`…`upper` (see ``MangoIndex/keyBounds(equal:lower:upper:)``).
+    struct MangoRead: Sendable {
+        let index: MangoIndex
+        let equal: [SQLExpression]
+        let lower: SQLExpression?
+        let upper: SQLExpression?
+    }
+
+    enum BindingKind: Sendable {
         case key          // KeyEncoding of the value
         case keyPrefixLower, keyPrefixUpper
         case documentID   // the value as text (META().id lookups)
@@ -413,12 +427,14 @@ enum Planner {
             case .equal(let v):
                 return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id = ?\(liveOnly)",
                                   bindings: [v], bindingKinds: [.documentID], index: nil,
-                                  summary: "document id lookup", servedTerms: served([c], constraints))
+                                  summary: "document id lookup", servedTerms: served([c], constraints),
+                                  score: .max)
             case .inList(let list):
                 let marks = Array(repeating: "?", count: list.count).joined(separator: ", ")
                 return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id IN (\(marks))\(liveOnly)",
                                   bindings: list, bindingKinds: Array(repeating: .documentID, count: list.count),
-                                  index: nil, summary: "document id lookup", servedTerms: served([c], constraints))
+                                  index: nil, summary: "document id lookup", servedTerms: served([c], constraints),
+                                  score: .max)
             default: continue
             }
         }
@@ -430,7 +446,8 @@ enum Planner {
                 let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc"
                     + " WHERE " + keys.clauses.joined(separator: " AND ") + liveOnly
                 let path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
-                                      summary: "value index \(index.name)", servedTerms: served(keys.exact, constraints))
+                                      summary: "value index \(index.name)", servedTerms: served(keys.exact, constraints),
+                                      score: keys.score)
                 if best == nil || keys.score > best!.score { best = (keys.score, path) }
             }
         }
@@ -438,5 +455,54 @@ enum Planner {
         let deletedClause = includeDeleted ? "" : " WHERE (d.flags & 1) = 0"
         return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d\(deletedClause)", bindings: [],
                           bindingKinds: [], index: nil, summary: "scan of \(source.collection.fullName)")
+    }
+
+    /// A Mango json index serving the constraints as a superset (see ``MangoIndex/isReadableByOtherQueries``):
+    /// every column of the index constrained (so no document the query wants lacks one of its fields), equality on
+    /// leading columns, then a range whose bounds are evaluated at execution; the WHERE is evaluated in full on each
+    /// document read. Design documents, which no json index holds, are read beside the index's rows.
+    static func mangoAccessPath(for source: BoundSource, constraints: [Constraint], indexes: [MangoIndex],
+                                includeDeleted: Bool) throws -> AccessPath? {
+        guard !includeDeleted else { return nil }
+        var best: (score: Int, index: MangoIndex, equal: [SQLExpression], lower: SQLExpression?, upper: SQLExpression?)?
+        for index in indexes where index.isReadableByOtherQueries {
+            let expressions = index.fieldPaths.map { path in
+                SQLExpression.property(source: nil, path: path.map { PathComponent.key($0) })
+            }
+            guard expressions.allSatisfy({ e in constraints.contains { $0.expression == e } }) else { continue }
+            var equal: [SQLExpression] = []
+            var lower: SQLExpression?, upper: SQLExpression?
+            var score = 0
+            for expression in expressions {
+                let mine = constraints.filter { $0.expression == expression }
+                if let value = mine.lazy.compactMap({ c -> SQLExpression? in
+                    if case .equal(let v) = c.kind { return v }; return nil
+                }).first {
+                    equal.append(value)
+                    score += 4
+                    continue
+                }
+                for c in mine {
+                    switch c.kind {
+                    case .lower(let v, _): lower = v
+                    case .upper(let v, _): upper = v
+                    default: break
+                    }
+                }
+                if lower != nil || upper != nil { score += 2 }
+                break
+            }
+            if score > 0, best == nil || score > best!.score { best = (score, index, equal, lower, upper) }
+        }
+        guard let best, let table = try best.index.rowTable(in: source.collection) else { return nil }
+        let docs = source.collection.docsTable
+        let sql = "SELECT \(documentColumns) FROM \(table) AS v CROSS JOIN \(docs) AS d ON d.rowid = v.doc"
+            + " WHERE v.key >= ? AND v.key <= ? AND (d.flags & 1) = 0"
+            + " UNION ALL SELECT \(documentColumns) FROM \(docs) AS d WHERE d.id >= '_design/' AND d.id < '_design0' AND (d.flags & 1) = 0"
+        var path = AccessPath(sql: sql, bindings: [], bindingKinds: [], index: nil,
+                              summary: "Mango json index \(best.index.name) of \(best.index.designDocumentID ?? ""), each document then checked by the whole WHERE",
+                              score: best.score)
+        path.mango = AccessPath.MangoRead(index: best.index, equal: best.equal, lower: best.lower, upper: best.upper)
+        return path
     }
 }

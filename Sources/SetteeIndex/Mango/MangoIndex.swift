@@ -86,12 +86,17 @@ public struct MangoIndex: Sendable {
     /// Every index of the collection: `_all_docs` first, then json indexes by design document id and name. Read
     /// from the design documents again only after the database changed.
     public static func list(_ collection: Collection) throws -> [MangoIndex] {
+        try listWithGeneration(collection).indexes
+    }
+
+    /// ``list(_:)`` with a number that changes only when the list does (indexes created, deleted or redefined):
+    /// what a cached query plan is keyed by.
+    public static func listWithGeneration(_ collection: Collection) throws -> (indexes: [MangoIndex], generation: Int) {
         let cache = collection.database.extensionObject("settee.mango-indexes.\(collection.id)") { IndexListCache() }
         let sequence = collection.database.lastSequence
         if let known = cache.value(at: sequence) { return known }
         let list = try read(collection)
-        cache.set(list, at: sequence)
-        return list
+        return cache.set(list, at: sequence)
     }
 
     private static func read(_ collection: Collection) throws -> [MangoIndex] {
@@ -235,13 +240,25 @@ public struct MangoIndex: Sendable {
 
 /// A collection's Mango indexes as of a database sequence.
 final class IndexListCache: Sendable {
-    private let entry = Mutex<(sequence: UInt64, indexes: [MangoIndex])?>(nil)
+    private struct Entry {
+        var sequence: UInt64
+        var indexes: [MangoIndex]
+        var signature: [String]
+        var generation: Int
+    }
+    private let entry = Mutex<Entry?>(nil)
 
-    func value(at sequence: UInt64) -> [MangoIndex]? {
-        entry.withLock { $0?.sequence == sequence ? $0?.indexes : nil }
+    func value(at sequence: UInt64) -> (indexes: [MangoIndex], generation: Int)? {
+        entry.withLock { e in e.flatMap { $0.sequence == sequence ? ($0.indexes, $0.generation) : nil } }
     }
 
-    func set(_ indexes: [MangoIndex], at sequence: UInt64) {
-        entry.withLock { $0 = (sequence, indexes) }
+    /// Stores the list read at `sequence`; its generation moves on only if it differs from the last one.
+    func set(_ indexes: [MangoIndex], at sequence: UInt64) -> (indexes: [MangoIndex], generation: Int) {
+        let signature = indexes.map { "\($0.designDocumentID ?? "")\u{0}\($0.name)\u{0}\($0.partitioned)\u{0}\(JSON.object($0.map).jsonString)" }
+        return entry.withLock { e in
+            let generation = e.map { $0.signature == signature ? $0.generation : $0.generation + 1 } ?? 0
+            e = Entry(sequence: sequence, indexes: indexes, signature: signature, generation: generation)
+            return (indexes, generation)
+        }
     }
 }
