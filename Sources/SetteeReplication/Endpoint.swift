@@ -159,6 +159,9 @@ public struct ReplicatedRevision: Sendable {
     /// Attachment bodies travelling with the revision, by digest. Stubs without an entry here are ones the
     /// target already has.
     public var attachments: [String: [UInt8]]
+    /// The encoding of attachment bodies that travel as their source stored them (`gzip`), by digest; the others
+    /// are the attachments' own bytes. The target stores such a body as it came, as CouchDB's replicator does.
+    public var attachmentEncodings: [String: String] = [:]
 
     /// The revision itself.
     public var rev: RevID { history[0] }

@@ -141,6 +141,7 @@ public struct LocalEndpoint: Endpoint {
                           case .object(var body) = try JSON.parse(revision.body) else { continue }
                     let history = tree.history(of: rev)
                     var blobs: [String: [UInt8]] = [:]
+                    var encodings: [String: String] = [:]
                     if case .object(let atts)? = body["_attachments"] {
                         // Only attachments newer than the newest ancestor the target has travel with the revision.
                         let known = Set(history)
@@ -150,16 +151,20 @@ public struct LocalEndpoint: Endpoint {
                             guard case .object(var m) = meta else { continue }
                             m["stub"] = true
                             m.removeValue(forKey: "data")
+                            // Bodies travel as stored (a gzip-stored one stays gzip).
                             if Int(m["revpos"]?.intValue ?? 0) > knownGeneration, let digest = m["digest"]?.stringValue,
-                               let data = try c.database.blob(digest: digest) {
-                                blobs[digest] = data
+                               let stored = try c.database.storedBlob(digest: digest) {
+                                blobs[digest] = stored.data
+                                if let encoding = stored.encoding { encodings[digest] = encoding }
                             }
                             stubs[name] = .object(m)
                         }
                         body["_attachments"] = .object(stubs)
                     }
-                    out.append(ReplicatedRevision(id: record.id, history: history, deleted: revision.deleted,
-                                                  body: body, attachments: blobs))
+                    var replicated = ReplicatedRevision(id: record.id, history: history, deleted: revision.deleted,
+                                                        body: body, attachments: blobs)
+                    replicated.attachmentEncodings = encodings
+                    out.append(replicated)
                 }
             }
             return out
@@ -225,8 +230,10 @@ public struct LocalEndpoint: Endpoint {
                 body["_attachments"] = .object(atts)
             }
         }
-        return RevisionWrite(id: revision.id, body: body, deleted: revision.deleted,
-                             mode: .replicated(history: revision.history), blobs: blobs)
+        var write = RevisionWrite(id: revision.id, body: body, deleted: revision.deleted,
+                                  mode: .replicated(history: revision.history), blobs: blobs)
+        for (digest, _) in blobs { if let encoding = revision.attachmentEncodings[digest] { write.blobEncodings[digest] = encoding } }
+        return write
     }
 
     /// Attachments of every stored revision of a document, by name (newest revision first wins).

@@ -250,47 +250,49 @@ public struct RemoteEndpoint: Endpoint {
                 session.lacksBulkGet = true  // An old CouchDB or a minimal server: fall back to open_revs GETs.
             }
         }
-        return try await withThrowingTaskGroup(of: [ReplicatedRevision].self) { group in
-            var out: [ReplicatedRevision] = []
-            var iterator = requests.makeIterator()
-            for _ in 0..<8 {
-                guard let request = iterator.next() else { break }
-                group.addTask { try await self.openRevs(request) }
-            }
-            while let revisions = try await group.next() {
-                out += revisions
-                if let request = iterator.next() { group.addTask { try await self.openRevs(request) } }
-            }
-            return out
-        }
+        return try await openRevs(requests)
     }
 
+    /// `_bulk_get` without attachment bodies, as CouchDB's replicator reads: a revision that has attachments the
+    /// target lacks (newer than its `atts_since`) is read again on its own with them (``openRevs(_:)``), in
+    /// multipart, so that they travel as the source stores them (gzip stays gzip) and without base64.
     private func bulkGet(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
         var docs: [JSON] = []
         docs.reserveCapacity(requests.count)
+        var attsSince: [String: [RevID]] = [:]
         for request in requests {
             for rev in request.revs {
                 var d: JSONObject = ["id": .string(request.id), "rev": .string(rev.description)]
-                if !request.attsSince.isEmpty { d["atts_since"] = .array(request.attsSince.map { .string($0.description) }) }
+                if !request.attsSince.isEmpty {
+                    d["atts_since"] = .array(request.attsSince.map { .string($0.description) })
+                    attsSince[request.id] = request.attsSince
+                }
                 docs.append(.object(d))
             }
         }
-        let o = try await jsonObject(.POST, "/_bulk_get", query: [("revs", "true"), ("latest", "true"), ("attachments", "true")],
+        let o = try await jsonObject(.POST, "/_bulk_get", query: [("revs", "true"), ("latest", "true"), ("attachments", "false")],
                                      body: ["docs": .array(docs)])
         guard let results = o["results"]?.arrayValue else {
             throw ReplicationError(.transient, "_bulk_get response without results from \(url)")
         }
         var out: [ReplicatedRevision] = []
         out.reserveCapacity(docs.count)
+        var withAttachments: [FetchRequest] = []
         var seen = Set<String>()
         for result in results {
             for entry in result["docs"]?.arrayValue ?? [] {
                 guard case .object(let doc)? = entry["ok"] else { continue }  // gone since (purged, stemmed)
                 let revision = try Self.revision(from: doc)
-                if seen.insert(revision.id + " " + revision.rev.description).inserted { out.append(revision) }
+                guard seen.insert(revision.id + " " + revision.rev.description).inserted else { continue }
+                let since = attsSince[revision.id] ?? []
+                if Self.lacksAttachmentBodies(revision, attsSince: since) {
+                    withAttachments.append(FetchRequest(id: revision.id, revs: [revision.rev], attsSince: since))
+                } else {
+                    out.append(revision)
+                }
             }
         }
-        return out
+        return out + (try await openRevs(withAttachments))
     }
 
     /// A document's current revision (nil when missing or deleted): the replicator reads a filter function's
@@ -303,25 +305,19 @@ public struct RemoteEndpoint: Endpoint {
         return o
     }
 
-    private func openRevs(_ request: FetchRequest) async throws -> [ReplicatedRevision] {
-        var query: [(String, String)] = [("revs", "true"), ("latest", "true"), ("attachments", "true"),
-                                         ("open_revs", JSON.array(request.revs.map { .string($0.description) }).jsonString)]
-        if !request.attsSince.isEmpty {
-            query.append(("atts_since", JSON.array(request.attsSince.map { .string($0.description) }).jsonString))
+    /// Writes with `new_edits=false`: revisions carrying attachment bodies one by one in `multipart/related`
+    /// (``putMultipart(_:)``, as CouchDB's replicator writes them), the others together through `_bulk_docs`.
+    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
+        let withBodies = revisions.filter { !$0.attachments.isEmpty }
+        let plain = withBodies.isEmpty ? revisions : revisions.filter { $0.attachments.isEmpty }
+        var failures = try await bulkDocs(plain)
+        if !withBodies.isEmpty {
+            failures += try await concurrently(withBodies) { try await self.putMultipart($0).map { [$0] } ?? [] }
         }
-        let r = try await send(.GET, "/" + Self.escapeDocID(request.id), query: query)
-        if r.status == 404 { return [] }
-        guard (200..<300).contains(r.status) else { throw error(for: r, "GET \(request.id)?open_revs") }
-        guard case .array(let entries) = try parse(r.body) else {
-            throw ReplicationError(.transient, "open_revs response is not an array from \(url)")
-        }
-        return try entries.compactMap { entry in
-            guard case .object(let doc)? = entry["ok"] else { return nil }
-            return try Self.revision(from: doc)
-        }
+        return failures
     }
 
-    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
+    private func bulkDocs(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
         guard !revisions.isEmpty else { return [] }
         let docs = revisions.map { JSON.object(Self.document(from: $0)) }
         let r = try await send(.POST, "/_bulk_docs", body: ["docs": .array(docs), "new_edits": false])
@@ -332,7 +328,7 @@ public struct RemoteEndpoint: Endpoint {
                                         reason: "the document is larger than the target accepts")]
             }
             let half = revisions.count / 2
-            return try await write(Array(revisions[..<half])) + write(Array(revisions[half...]))
+            return try await bulkDocs(Array(revisions[..<half])) + bulkDocs(Array(revisions[half...]))
         }
         guard (200..<300).contains(r.status) || r.status == 417 else { throw error(for: r, "POST _bulk_docs") }
         guard case .array(let rows) = try parse(r.body) else { return [] }
@@ -441,8 +437,10 @@ public struct RemoteEndpoint: Endpoint {
                                   body: JSONObject(members), attachments: blobs)
     }
 
-    /// A revision → the document `_bulk_docs` with `new_edits:false` takes.
-    static func document(from revision: ReplicatedRevision) -> JSONObject {
+    /// A revision → the document `_bulk_docs` with `new_edits:false` takes: attachment bodies inline (decoded:
+    /// inline data is always the attachment's own bytes), or, with `inline: false`, left as stubs for
+    /// ``multipartDocument(from:)``.
+    static func document(from revision: ReplicatedRevision, inline: Bool = true) -> JSONObject {
         var doc: JSONObject = ["_id": .string(revision.id), "_rev": .string(revision.rev.description)]
         if revision.deleted { doc["_deleted"] = true }
         doc["_revisions"] = ["start": .int(Int64(revision.rev.generation)),
@@ -455,8 +453,11 @@ public struct RemoteEndpoint: Endpoint {
             var out = JSONObject()
             for (name, meta) in atts {
                 guard case .object(var m) = meta else { continue }
-                if let digest = m["digest"]?.stringValue, let data = revision.attachments[digest] {
+                if inline, let digest = m["digest"]?.stringValue, var data = revision.attachments[digest] {
                     // Inline, as CouchDB takes it: the peer computes digest and length from the data itself.
+                    if revision.attachmentEncodings[digest] == "gzip", let identity = try? Gzip.decompress(data, limit: Int.max) {
+                        data = identity
+                    }
                     for key in ["stub", "digest", "length", "encoding", "encoded_length"] { m.removeValue(forKey: key) }
                     m["data"] = .string(Base64.encode(data))
                 }
@@ -472,6 +473,7 @@ public struct RemoteEndpoint: Endpoint {
     struct Reply {
         var status: Int
         var body: [UInt8]
+        var contentType: String? = nil
     }
 
     private func jsonObject(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
@@ -492,7 +494,7 @@ public struct RemoteEndpoint: Endpoint {
         }
     }
 
-    private func error(for reply: Reply, _ what: String) -> ReplicationError {
+    func error(for reply: Reply, _ what: String) -> ReplicationError {
         var detail = ""
         if case .object(let o)? = try? JSON.parse(reply.body) {
             detail = [o["error"]?.stringValue, o["reason"]?.stringValue].compactMap { $0 }.joined(separator: ": ")
@@ -510,6 +512,7 @@ public struct RemoteEndpoint: Endpoint {
 
     /// Sends a request and collects the whole response body.
     func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
+              raw: (contentType: String, bytes: [UInt8])? = nil, accept: String = "application/json",
               root: Bool = false, deadline: TimeAmount = .seconds(120), maxBytes: Int = 1 << 30) async throws -> Reply {
         var target = (root ? serverURL : url) + path
         if !query.isEmpty {
@@ -517,13 +520,16 @@ public struct RemoteEndpoint: Endpoint {
         }
         var request = HTTPClientRequest(url: target)
         request.method = method
-        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "Accept", value: accept)
         request.headers.add(name: "Accept-Encoding", value: "gzip")
         request.headers.add(name: "User-Agent", value: "Settee-Replicator")
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body.serializedBytes))
+        } else if let raw {
+            request.headers.add(name: "Content-Type", value: raw.contentType)
+            request.body = .bytes(ByteBuffer(bytes: raw.bytes))
         }
         var reply = try await execute(request, deadline: deadline, maxBytes: maxBytes)
         if reply.status == 401, case .session = authentication {
@@ -548,7 +554,8 @@ public struct RemoteEndpoint: Endpoint {
         do {
             let response = try await client.execute(request, timeout: deadline)
             let buffer = try await response.body.collect(upTo: maxBytes)
-            return Reply(status: Int(response.status.code), body: Array(buffer.readableBytesView))
+            return Reply(status: Int(response.status.code), body: Array(buffer.readableBytesView),
+                         contentType: response.headers.first(name: "Content-Type"))
         } catch let error as ReplicationError {
             throw error
         } catch is CancellationError {

@@ -187,6 +187,59 @@ struct HTTP {
         await #expect(throws: ReplicationError.self) { try await Replication(source: wrong, target: target).run() }
     }
 
+    /// Attachments travel as CouchDB's replicator moves them: read with `open_revs` in multipart and written with a
+    /// multipart `PUT ?new_edits=false`, bodies as the source stores them — a gzip-stored text stays gzip on a target
+    /// that wouldn't compress it itself — and a later edit that keeps them doesn't send them again.
+    @Test func attachmentsReplicateAsStoredThroughMultipart() async throws {
+        let dirA = TempDir(), dirB = TempDir()
+        let a = try ServerProcess(dataDirectory: dirA.path), b = try ServerProcess(dataDirectory: dirB.path)
+        defer { a.stop(); b.stop() }
+        try await HTTP.send(.PUT, url(a, "db"))
+        try await HTTP.send(.PUT, url(b, "db"))
+        // B stores what it is given as it is: no compression of its own.
+        #expect(try await HTTP.send(.PUT, url(b, "_node/_local/_config/attachments/compression_level"), #""0""#).status == 200)
+        let text = String(repeating: "All work and no play makes Jack a dull boy. ", count: 3000)
+        let binary = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        let put = try await HTTP.send(.PUT, url(a, "db/doc"), JSON.object([
+            "n": 1,
+            "_attachments": ["readme.txt": ["content_type": "text/plain", "data": .string(Base64.encode(Array(text.utf8)))],
+                             "blob.bin": ["content_type": "application/octet-stream", "data": .string(Base64.encode(binary))]],
+        ]).jsonString)
+        #expect(put.status == 201)
+        try await HTTP.load(url(a, "db"), prefix: "p", count: 30)
+
+        let source = try RemoteEndpoint(url: authURL(a, "db")), target = try RemoteEndpoint(url: authURL(b, "db"))
+        var result = try await Replication(source: source, target: target).run()
+        #expect(result.status.docsWritten == 31)
+        #expect(result.status.docWriteFailures == 0)
+        let stored = try await HTTP.send(.GET, url(b, "db/doc") + "?att_encoding_info=true")
+        let readme = stored.json?["_attachments"]?["readme.txt"]
+        #expect(readme?["encoding"] == "gzip")
+        #expect((readme?["encoded_length"]?.intValue ?? .max) < (readme?["length"]?.intValue ?? 0))
+        #expect(readme?["length"] == .int(Int64(text.utf8.count)))
+        #expect(stored.json?["_attachments"]?["blob.bin"]?["encoding"] == nil)
+        // Same digests as the source's, and the same bytes back.
+        let original = try await HTTP.send(.GET, url(a, "db/doc"))
+        for name in ["readme.txt", "blob.bin"] {
+            #expect(stored.json?["_attachments"]?[name]?["digest"] == original.json?["_attachments"]?[name]?["digest"])
+        }
+        let copy = try await HTTP.send(.GET, url(b, "db/doc") + "?attachments=true")
+        #expect(copy.json?["_attachments"]?["readme.txt"]?["data"]?.stringValue == Base64.encode(Array(text.utf8)))
+        #expect(copy.json?["_attachments"]?["blob.bin"]?["data"]?.stringValue == Base64.encode(binary))
+
+        // An edit that keeps the attachments: the target has them (atts_since), so only the document travels.
+        let rev = original.json!["_rev"]!.stringValue!
+        let stubs = original.json!["_attachments"]!
+        #expect(try await HTTP.send(.PUT, url(a, "db/doc"),
+                                    JSON.object(["_rev": .string(rev), "n": 2, "_attachments": stubs]).jsonString).status == 201)
+        result = try await Replication(source: source, target: target).run()
+        #expect(result.status.docsWritten == 1)
+        let edited = try await HTTP.send(.GET, url(b, "db/doc") + "?attachments=true&att_encoding_info=true")
+        #expect(edited.json?["n"] == 2)
+        #expect(edited.json?["_attachments"]?["readme.txt"]?["data"]?.stringValue == Base64.encode(Array(text.utf8)))
+        #expect(try await HTTP.fingerprint(url(a, "db")) == HTTP.fingerprint(url(b, "db")))
+    }
+
     @Test func aKilledReplicationResumesFromItsCheckpoint() async throws {
         let dirA = TempDir(), dirB = TempDir()
         let a = try ServerProcess(dataDirectory: dirA.path), b = try ServerProcess(dataDirectory: dirB.path)

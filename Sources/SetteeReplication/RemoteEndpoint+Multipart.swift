@@ -1,0 +1,213 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SetteeCore
+import SetteeStore
+
+/// Attachments through a remote peer as CouchDB's replicator moves them: read with `open_revs` as
+/// `multipart/mixed` (each revision with attachment bodies a `multipart/related` part, bodies as the source stores
+/// them: `att_encoding_info=true`), written with `PUT /{db}/{docid}?new_edits=false` as `multipart/related`. A
+/// gzip-stored attachment stays gzip end to end, and no body is base64-encoded on the way.
+extension RemoteEndpoint {
+    /// Revisions read at most this many at a time, one request each.
+    static let openRevsConcurrency = 8
+
+    /// Whether a revision read without attachment bodies has attachments the target lacks: newer (`revpos`) than
+    /// the newest of its ancestors the target has (`atts_since`).
+    static func lacksAttachmentBodies(_ revision: ReplicatedRevision, attsSince: [RevID]) -> Bool {
+        guard case .object(let atts)? = revision.body["_attachments"], !atts.isEmpty else { return false }
+        let known = Set(revision.history)
+        let knownGeneration = attsSince.filter { known.contains($0) }.map(\.generation).max() ?? 0
+        return atts.contains { _, meta in (meta["revpos"]?.intValue).map { $0 > knownGeneration } ?? true }
+    }
+
+    /// Reads each request's revisions with their attachments, several requests at once.
+    func openRevs(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
+        try await concurrently(requests) { try await self.openRevs($0) }
+    }
+
+    /// `GET /{db}/{docid}?open_revs=[…]&revs=true&latest=true&attachments=true&att_encoding_info=true`, asking for
+    /// `multipart/mixed` (a peer that answers JSON is read as JSON, its attachments inline).
+    func openRevs(_ request: FetchRequest) async throws -> [ReplicatedRevision] {
+        var query: [(String, String)] = [("revs", "true"), ("latest", "true"), ("attachments", "true"),
+                                         ("att_encoding_info", "true"),
+                                         ("open_revs", JSON.array(request.revs.map { .string($0.description) }).jsonString)]
+        if !request.attsSince.isEmpty {
+            query.append(("atts_since", JSON.array(request.attsSince.map { .string($0.description) }).jsonString))
+        }
+        let r = try await send(.GET, "/" + Self.escapeDocID(request.id), query: query,
+                               accept: "multipart/mixed, application/json;q=0.5")
+        if r.status == 404 { return [] }
+        guard (200..<300).contains(r.status) else { throw error(for: r, "GET \(request.id)?open_revs") }
+        if let contentType = r.contentType, contentType.lowercased().hasPrefix("multipart/") {
+            return try Self.revisions(fromMixed: r.body, contentType: contentType, id: request.id)
+        }
+        guard case .array(let entries) = try parse(r.body) else {
+            throw ReplicationError(.transient, "open_revs response is not an array from \(url)")
+        }
+        return try entries.compactMap { entry in
+            guard case .object(let doc)? = entry["ok"] else { return nil }
+            return try Self.revision(from: doc)
+        }
+    }
+
+    /// The revisions of a `multipart/mixed` `open_revs` answer: JSON parts (a revision without bodies to send,
+    /// or `{"missing": rev}`) and `multipart/related` parts (a revision and its attachment bodies).
+    static func revisions(fromMixed body: [UInt8], contentType: String, id: String) throws -> [ReplicatedRevision] {
+        func malformed(_ detail: String) -> ReplicationError {
+            ReplicationError(.transient, "malformed multipart open_revs answer for \(id): \(detail)")
+        }
+        guard let boundary = Multipart.boundary(fromContentType: contentType) else { throw malformed("no boundary") }
+        let parts: [MultipartPart]
+        do { parts = try Multipart.parse(body, boundary: boundary) } catch { throw malformed("\(error)") }
+        var out: [ReplicatedRevision] = []
+        for part in parts {
+            let type = (part.contentType ?? "application/json").lowercased()
+            if type.hasPrefix("multipart/related") {
+                guard let inner = Multipart.boundary(fromContentType: part.contentType ?? "") else {
+                    throw malformed("a related part without a boundary")
+                }
+                let related: [MultipartPart]
+                do { related = try Multipart.parse(part.body, boundary: inner) } catch { throw malformed("\(error)") }
+                out.append(try revision(fromRelated: related, id: id))
+            } else {
+                guard case .object(let doc) = try JSON.parse(part.body) else { throw malformed("a JSON part is not an object") }
+                if doc["missing"] != nil || doc["error"] != nil { continue }
+                // (CouchDB sends a revision bare here; a peer may wrap it as the JSON answer does.)
+                if case .object(let ok)? = doc["ok"] { out.append(try revision(from: ok)) } else { out.append(try revision(from: doc)) }
+            }
+        }
+        return out
+    }
+
+    /// A revision from its `multipart/related` parts: the document (attachments marked `"follows": true`), then
+    /// one part per such attachment, matched by filename (or in the document's order). Each body is kept as sent
+    /// — with its `encoding` when the source stores it encoded — and checked against the length the stub gives.
+    static func revision(fromRelated parts: [MultipartPart], id: String) throws -> ReplicatedRevision {
+        func malformed(_ detail: String) -> ReplicationError {
+            ReplicationError(.transient, "malformed multipart revision of \(id): \(detail)")
+        }
+        guard let first = parts.first, case .object(var doc) = try JSON.parse(first.body) else {
+            throw malformed("the first part is not a JSON document")
+        }
+        var byName: [String: MultipartPart] = [:]
+        var unnamed: [MultipartPart] = []
+        for part in parts.dropFirst() {
+            if let name = part.filename { byName[name] = part } else { unnamed.append(part) }
+        }
+        var blobs: [String: [UInt8]] = [:]
+        var encodings: [String: String] = [:]
+        if case .object(var atts)? = doc["_attachments"] {
+            for (name, meta) in atts {
+                guard case .object(var m) = meta, m["follows"]?.boolValue == true else { continue }
+                guard let part = byName.removeValue(forKey: name) ?? (unnamed.isEmpty ? nil : unnamed.removeFirst()) else {
+                    throw malformed("no part for attachment \(name)")
+                }
+                let bytes = part.body
+                let encoding = m["encoding"]?.stringValue ?? part.header("Content-Encoding")
+                if let encoding, encoding != "gzip" { throw malformed("attachment \(name) has an unknown encoding \(encoding)") }
+                let declared = encoding == nil ? m["length"]?.intValue : (m["encoded_length"]?.intValue ?? nil)
+                if let declared, declared != Int64(bytes.count) {
+                    throw malformed("attachment \(name) is \(bytes.count) bytes, its stub says \(declared)")
+                }
+                // Addressed by the bytes as they will be stored (the digest CouchDB gives them too).
+                let digest = Database.attachmentDigest(bytes)
+                blobs[digest] = bytes
+                m.removeValue(forKey: "follows")
+                m["digest"] = .string(digest)
+                if encoding != nil {
+                    encodings[digest] = "gzip"
+                    m["encoding"] = "gzip"
+                    m["encoded_length"] = .int(Int64(bytes.count))
+                } else {
+                    m.removeValue(forKey: "encoding")
+                    m.removeValue(forKey: "encoded_length")
+                    m["length"] = .int(Int64(bytes.count))
+                }
+                atts[name] = .object(m)
+            }
+            doc["_attachments"] = .object(atts)
+        }
+        var revision = try revision(from: doc)
+        revision.attachments.merge(blobs) { a, _ in a }
+        revision.attachmentEncodings = encodings
+        return revision
+    }
+
+    // MARK: Writing
+
+    /// `PUT /{db}/{docid}?new_edits=false` with the revision and its attachment bodies in `multipart/related`.
+    /// Returns the target's refusal of this document (validation, a bad stub, too large), or nil when stored.
+    func putMultipart(_ revision: ReplicatedRevision) async throws -> DocumentFailure? {
+        let (boundary, bytes) = Self.multipartDocument(from: revision)
+        let r = try await send(.PUT, "/" + Self.escapeDocID(revision.id), query: [("new_edits", "false")],
+                               raw: ("multipart/related; boundary=\"\(boundary)\"", bytes))
+        if (200..<300).contains(r.status) { return nil }
+        if r.status == 413 {
+            return DocumentFailure(id: revision.id, rev: revision.rev.description, error: "too_large",
+                                   reason: "the document is larger than the target accepts")
+        }
+        // A refusal of this document (as `_bulk_docs` reports per row); anything else fails the batch.
+        guard [400, 401, 403, 409, 412, 415, 417].contains(r.status),
+              case .object(let o)? = try? JSON.parse(r.body), let error = o["error"]?.stringValue else {
+            throw self.error(for: r, "PUT \(revision.id)?new_edits=false")
+        }
+        return DocumentFailure(id: revision.id, rev: revision.rev.description, error: error,
+                               reason: o["reason"]?.stringValue ?? "")
+    }
+
+    /// The revision as CouchDB's replicator writes it: the document with `_revisions`, attachments whose bodies
+    /// travel marked `"follows": true` (with `encoding` and `encoded_length` when sent encoded), then one part per
+    /// such attachment in the document's order.
+    static func multipartDocument(from revision: ReplicatedRevision) -> (boundary: String, bytes: [UInt8]) {
+        var doc = document(from: revision, inline: false)
+        var parts: [MultipartPart] = []
+        if case .object(var atts)? = doc["_attachments"] {
+            for (name, meta) in atts {
+                guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
+                      let data = revision.attachments[digest] else { continue }
+                m.removeValue(forKey: "stub")
+                m["follows"] = true
+                var headers: [(name: String, value: String)] = [
+                    ("Content-Disposition", Multipart.contentDisposition(attachmentFilename: name)),
+                    ("Content-Type", m["content_type"]?.stringValue ?? "application/octet-stream"),
+                    ("Content-Length", String(data.count)),
+                ]
+                if let encoding = revision.attachmentEncodings[digest] {
+                    m["encoding"] = .string(encoding)
+                    m["encoded_length"] = .int(Int64(data.count))
+                    headers.append(("Content-Encoding", encoding))
+                } else {
+                    m.removeValue(forKey: "encoding")
+                    m.removeValue(forKey: "encoded_length")
+                    m["length"] = .int(Int64(data.count))
+                }
+                atts[name] = .object(m)
+                parts.append(MultipartPart(headers: headers, body: data))
+            }
+            doc["_attachments"] = .object(atts)
+        }
+        let boundary = Multipart.makeBoundary()
+        let all = [MultipartPart(headers: [("Content-Type", "application/json")], body: JSON.object(doc).serializedBytes)] + parts
+        return (boundary, Multipart.write(all, boundary: boundary))
+    }
+
+    /// `body` over each item, at most ``openRevsConcurrency`` at a time; results in completion order.
+    func concurrently<T: Sendable, R: Sendable>(_ items: [T], _ body: @escaping @Sendable (T) async throws -> [R]) async throws -> [R] {
+        guard !items.isEmpty else { return [] }
+        return try await withThrowingTaskGroup(of: [R].self) { group in
+            var out: [R] = []
+            var iterator = items.makeIterator()
+            for _ in 0..<Self.openRevsConcurrency {
+                guard let item = iterator.next() else { break }
+                group.addTask { try await body(item) }
+            }
+            while let results = try await group.next() {
+                out += results
+                if let item = iterator.next() { group.addTask { try await body(item) } }
+            }
+            return out
+        }
+    }
+}
