@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import SetteeCore
 
@@ -47,5 +48,18 @@ import Testing
         let all = (0...255).map { UInt8($0) }
         #expect(Base64.decode(Base64.encode(all)) == all)
         #expect(Base64.encode([0xFB, 0xFF]) == "+/8=")
+    }
+
+    @Test func urlSafeIsTheStandardAlphabetWithoutPadding() {
+        var rng = SeededGenerator(seed: 2)
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var out: [UInt8] = Array("x".utf8)
+            Base64.appendURLSafe(bytes, to: &out)
+            var standard = Base64.encode(bytes)
+            while standard.hasSuffix("=") { standard.removeLast() }
+            let expected = "x" + standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            #expect(String(decoding: out, as: UTF8.self) == expected)
+        }
     }
 }

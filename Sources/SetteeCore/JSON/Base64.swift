@@ -38,6 +38,31 @@ public enum Base64 {
         }
     }
 
+    private static let urlAlphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+    /// Appends `bytes` in URL-safe base64 without padding (RFC 4648 §5), as cookies, JWTs and CouchDB's opaque
+    /// sequences use.
+    public static func appendURLSafe(_ bytes: [UInt8], to out: inout [UInt8]) {
+        let table = urlAlphabet.utf8Start
+        out.reserveCapacity(out.count + (bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let chunk = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out.append(table[Int(chunk >> 18 & 0x3F)])
+            out.append(table[Int(chunk >> 12 & 0x3F)])
+            out.append(table[Int(chunk >> 6 & 0x3F)])
+            out.append(table[Int(chunk & 0x3F)])
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest > 0 {
+            let chunk = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
+            out.append(table[Int(chunk >> 18 & 0x3F)])
+            out.append(table[Int(chunk >> 12 & 0x3F)])
+            if rest == 2 { out.append(table[Int(chunk >> 6 & 0x3F)]) }
+        }
+    }
+
     /// Decodes standard Base64. Padding is optional, but if present it must complete the last
     /// group of four. Returns `nil` for any character outside the alphabet (including whitespace
     /// and the URL-safe `-` and `_`), misplaced `=`, or a length no encoding produces.

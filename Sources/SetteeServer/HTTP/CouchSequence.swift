@@ -42,7 +42,7 @@ struct CouchSequence: Sendable {
         term.reserveCapacity(prefix.count + 10 + suffix.count)
         Self.integer(n, into: &term)
         term += suffix
-        out.append(contentsOf: Base64.urlEncode(term).utf8)
+        Base64.appendURLSafe(term, to: &out)
         if quoted { out.append(UInt8(ascii: "\"")) }
     }
 

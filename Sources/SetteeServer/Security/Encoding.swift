@@ -28,9 +28,9 @@ extension Hex {
 extension Base64 {
     /// URL-safe base64 without padding (RFC 4648 §5), as cookies and JWTs use.
     static func urlEncode(_ bytes: [UInt8]) -> String {
-        var s = encode(bytes)
-        while s.hasSuffix("=") { s.removeLast() }
-        return String(s.map { $0 == "+" ? "-" : ($0 == "/" ? "_" : $0) })
+        var out: [UInt8] = []
+        appendURLSafe(bytes, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes URL-safe base64 with or without padding (standard alphabet accepted too).
