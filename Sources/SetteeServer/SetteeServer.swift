@@ -123,7 +123,9 @@ struct NodeService: Service {
 
     func run() async throws {
         node.replications.startBackground()
+        node.perUser.refresh()
         try? await gracefulShutdown()
+        node.perUser.stop()
         await node.replications.stopAll()
         node.closeAll()
     }

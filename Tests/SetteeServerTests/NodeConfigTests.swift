@@ -136,4 +136,62 @@ struct NodeConfigTests {
             #expect(system["memory"]?["processes"]?.intValue ?? 0 > 0)
         }
     }
+
+    /// `[couch_peruser]`: turned on through the config API, each user of `_users` gets `userdb-<hex name>` with the
+    /// user among its admins and members; a deleted user is taken out of it, or (with `delete_dbs`) it is deleted.
+    @Test func perUserDatabasesFollowTheUsersDatabase() async throws {
+        try await withServer { c in
+            func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+                for _ in 0..<200 {
+                    if try await condition() { return true }
+                    try await Task.sleep(for: .milliseconds(25))
+                }
+                return false
+            }
+            func user(_ name: String) async throws -> String {
+                let r = try await c.put("/_users/org.couchdb.user:\(name)", #"{"name": "\#(name)", "password": "pw", "roles": [], "type": "user"}"#)
+                #expect(r.status == .created)
+                return r["rev"]?.stringValue ?? ""
+            }
+            #expect(PerUserDatabases.databaseName(prefix: "userdb-", user: "alice") == "userdb-616c696365")
+            #expect(PerUserDatabases.databaseName(prefix: "userdb-", user: "\u{0A}é") == "userdb-ac3a9")
+            #expect(try await c.get("/_node/_local/_config/couch_peruser/enable").json == "false")
+            let alice = try await user("alice")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await c.get("/userdb-616c696365").status == .notFound, "off by default")
+
+            #expect(try await c.put("/_node/_local/_config/couch_peruser/enable", #""true""#, headers: Self.noPersist).status == .ok)
+            #expect(try await eventually { try await c.get("/userdb-616c696365").status == .ok })
+            #expect(try await eventually {
+                let security = try await c.get("/userdb-616c696365/_security")
+                return security["admins"]?["names"] == ["alice"] && security["members"]?["names"] == ["alice"]
+                    && security["admins"]?["roles"] == ["_admin"]
+            })
+            _ = try await user("bob")
+            #expect(try await eventually { try await c.get("/userdb-626f62").status == .ok })
+
+            // Deleted without delete_dbs: the data stays, the user loses access.
+            #expect(try await c.delete("/_users/org.couchdb.user:alice?rev=\(alice)").status == .ok)
+            #expect(try await eventually {
+                let security = try await c.get("/userdb-616c696365/_security")
+                return security["admins"]?["names"] == [] && security["members"]?["names"] == []
+            })
+            #expect(try await c.get("/userdb-616c696365").status == .ok)
+
+            // With delete_dbs, deleting the user deletes the database.
+            #expect(try await c.put("/_node/_local/_config/couch_peruser/delete_dbs", #""true""#, headers: Self.noPersist).status == .ok)
+            let bob = try await c.get("/_users/org.couchdb.user:bob")["_rev"]?.stringValue ?? ""
+            #expect(try await c.delete("/_users/org.couchdb.user:bob?rev=\(bob)").status == .ok)
+            #expect(try await eventually { try await c.get("/userdb-626f62").status == .notFound })
+
+            // Another prefix, and off again: new users get nothing.
+            #expect(try await c.put("/_node/_local/_config/couch_peruser/database_prefix", #""private-""#, headers: Self.noPersist).status == .ok)
+            _ = try await user("carol")
+            #expect(try await eventually { try await c.get("/private-6361726f6c").status == .ok })
+            #expect(try await c.put("/_node/_local/_config/couch_peruser/enable", #""false""#, headers: Self.noPersist).status == .ok)
+            _ = try await user("dave")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await c.get("/private-64617665").status == .notFound)
+        }
+    }
 }

@@ -50,6 +50,8 @@ public final class Node: @unchecked Sendable {
     let shutdownNotice = ShutdownNotice()
     /// Transient, persistent (`_replicator`) and peer replications.
     private(set) var replications: ReplicationManager!
+    /// `[couch_peruser]`: a private database per user of `_users`.
+    private(set) var perUser: PerUserDatabases!
 
     private let lock = NSLock()
     private var open: [String: Database] = [:]
@@ -84,6 +86,7 @@ public final class Node: @unchecked Sendable {
         // Bad start-up keys fail the start with a clear message.
         _ = try configuration.security.jwt.map { try JWTAuthenticator($0) }
         replications = ReplicationManager(node: self)
+        perUser = PerUserDatabases(node: self)
         if configuration.createSystemDatabases {
             // CouchDB's single-node setup makes these; clients and replicators expect them on a fresh node.
             for name in [UserDirectory.database, "_replicator"]
@@ -157,12 +160,14 @@ public final class Node: @unchecked Sendable {
         open[name] = db
         metrics.openDatabases(open.count)
         replications.databaseCreated(name)
+        if name == UserDirectory.database { perUser?.refresh() }
         return db
     }
 
     /// Closes and deletes a database. Throws `.notFound` if it does not exist.
     public func deleteDatabase(_ name: String) throws {
         replications.databaseDeleted(name)
+        defer { if name == UserDirectory.database { perUser.refresh() } }
         lock.lock()
         defer { lock.unlock() }
         if let db = open.removeValue(forKey: name) { db.close() }

@@ -30,6 +30,7 @@ enum ServerSettings {
             "os_process_timeout": String(c.javascript.timeout.components.seconds * 1000
                                          + c.javascript.timeout.components.attoseconds / 1_000_000_000_000_000),
         ]
+        s["couch_peruser"] = ["enable": "false", "delete_dbs": "false", "q": "1", "database_prefix": "userdb-"]
         s["query_server_config"] = [
             "reduce_limit": String(c.javascript.reduceLimit),
             "os_process_limit": String(c.javascript.maxProcesses),

@@ -46,6 +46,7 @@ enum NodeRoutes {
             })))
         case (1, .post) where path[0] == "_reload":
             try config.reload()
+            call.node.perUser.refresh()
             return Reply.ok()
         case (1, .get):
             let keys = config.snapshot.sections[path[0]] ?? [:]
@@ -69,6 +70,7 @@ enum NodeRoutes {
             if key == "authentication_db" && ["chttpd_auth", "couch_httpd_auth"].contains(section) {
                 call.node.scheduleAuthDesignDocument()
             }
+            if section == "couch_peruser" { call.node.perUser.refresh() }
             return Reply.json(.ok, .string(old))
         case (2, .delete):
             let (section, key) = (path[0], path[1])
@@ -76,6 +78,7 @@ enum NodeRoutes {
             guard let old = try config.delete(section, key, persist: persist) else {
                 throw CouchError(.notFound, "not_found", "unknown_config_value")
             }
+            if section == "couch_peruser" { call.node.perUser.refresh() }
             return Reply.json(.ok, .string(old))
         case (0, _), (1, _): throw CouchError.methodNotAllowed("GET")
         case (2, _): throw CouchError.methodNotAllowed("GET,PUT,DELETE")
