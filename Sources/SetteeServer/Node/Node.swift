@@ -87,6 +87,7 @@ public final class Node: @unchecked Sendable {
         _ = try configuration.security.jwt.map { try JWTAuthenticator($0) }
         replications = ReplicationManager(node: self)
         perUser = PerUserDatabases(node: self)
+        applyOpenDatabaseLimit()
         if configuration.createSystemDatabases {
             // CouchDB's single-node setup makes these; clients and replicators expect them on a fresh node.
             for name in [UserDirectory.database, "_replicator"]
@@ -211,6 +212,13 @@ public final class Node: @unchecked Sendable {
         securityObjects[db.name] = object
         lock.unlock()
         return object
+    }
+
+    /// `[couchdb] max_dbs_open`: how many databases keep their SQLite connections open; the least recently used
+    /// others close theirs until used again (``OpenPools``). Process-wide, as the files it counts are.
+    func applyOpenDatabaseLimit() {
+        let value = config.value("couchdb", "max_dbs_open").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        OpenPools.shared.setLimit(value.map { max(1, $0) } ?? OpenPools.defaultLimit)
     }
 
     /// Stores a database's `_security` object.

@@ -1,5 +1,6 @@
 import Foundation
 import SetteeCore
+import SetteeStore
 
 /// The settings Settee uses, under CouchDB's section and key names: how a ``ServerConfiguration`` is shown in
 /// `/_node/{node}/_config` and how a change there is applied to it. A value that doesn't parse leaves the start-up
@@ -26,6 +27,7 @@ enum ServerSettings {
             "max_bulk_get_count": String(c.maxBulkDocs),
             "max_partition_size": String(c.maxPartitionSize),
             "single_node": "true",
+            "max_dbs_open": String(OpenPools.defaultLimit),
             "default_security": "admin_only",
             "os_process_timeout": String(c.javascript.timeout.components.seconds * 1000
                                          + c.javascript.timeout.components.attoseconds / 1_000_000_000_000_000),

@@ -47,6 +47,7 @@ enum NodeRoutes {
         case (1, .post) where path[0] == "_reload":
             try config.reload()
             call.node.perUser.refresh()
+            call.node.applyOpenDatabaseLimit()
             return Reply.ok()
         case (1, .get):
             let keys = config.snapshot.sections[path[0]] ?? [:]
@@ -71,6 +72,7 @@ enum NodeRoutes {
                 call.node.scheduleAuthDesignDocument()
             }
             if section == "couch_peruser" { call.node.perUser.refresh() }
+            if section == "couchdb" && key == "max_dbs_open" { call.node.applyOpenDatabaseLimit() }
             return Reply.json(.ok, .string(old))
         case (2, .delete):
             let (section, key) = (path[0], path[1])
@@ -79,6 +81,7 @@ enum NodeRoutes {
                 throw CouchError(.notFound, "not_found", "unknown_config_value")
             }
             if section == "couch_peruser" { call.node.perUser.refresh() }
+            if section == "couchdb" && key == "max_dbs_open" { call.node.applyOpenDatabaseLimit() }
             return Reply.json(.ok, .string(old))
         case (0, _), (1, _): throw CouchError.methodNotAllowed("GET")
         case (2, _): throw CouchError.methodNotAllowed("GET,PUT,DELETE")

@@ -35,6 +35,8 @@ package final class DatabasePool: @unchecked Sendable {
     private var readersClosed = false
 
     private let closed = Atomic<Bool>(false)
+    /// When the pool was last used (``OpenPools/ticks``), for choosing the least recently used pool to hibernate.
+    let lastUsed = Atomic<UInt64>(0)
     private let writerQueue: DispatchQueue
     private let readerQueue: DispatchQueue
 
@@ -54,6 +56,14 @@ package final class DatabasePool: @unchecked Sendable {
         self.writerQueue = DispatchQueue(label: "settee.db.writer")
         self.readerQueue = DispatchQueue(label: "settee.db.readers", attributes: .concurrent)
 
+        self.writer = try openWriter(prepare: prepareWriter)
+        touch()
+        OpenPools.shared.opened(self)
+    }
+
+    /// Opens and configures the writer connection (WAL, durability, its page cache, checkpoints by the WAL hook);
+    /// `prepare` runs on it before it is used (migrations, at the first open).
+    private func openWriter(prepare: (Connection) throws -> Void = { _ in }) throws -> Connection {
         let writer = try Connection(path: path, readOnly: configuration.readOnly)
         do {
             if !configuration.readOnly {
@@ -74,13 +84,12 @@ package final class DatabasePool: @unchecked Sendable {
             try writer.execute("PRAGMA temp_store=MEMORY")
             // Automatic checkpoints are off on the writer: a WAL hook (below) runs them in the background.
             try writer.execute("PRAGMA wal_autocheckpoint=0")
-            try prepareWriter(writer)
+            try prepare(writer)
             writer.rollbackIfNeeded()
         } catch {
             writer.close()
             throw error
         }
-        self.writer = writer
         if !configuration.readOnly && configuration.walAutocheckpointPages > 0 {
             // Checkpoints run beside the writer instead of inside one unlucky commit (SQLite's autocheckpoint).
             sqlite3_wal_hook(writer.handle, { context, db, _, pages in
@@ -89,6 +98,7 @@ package final class DatabasePool: @unchecked Sendable {
                 return SQLITE_OK
             }, Unmanaged.passUnretained(self).toOpaque())
         }
+        return writer
     }
 
     // MARK: - WAL checkpoints
@@ -117,7 +127,8 @@ package final class DatabasePool: @unchecked Sendable {
         checkpointQueue.async { [weak self] in
             guard let self else { return }
             defer { self.checkpointLock.withLock { self.checkpointRunning = false } }
-            guard !self.isClosed else { return }
+            // (Not for a pool that closed or hibernated since: that would open a connection again.)
+            guard !self.isClosed, OpenPools.shared.isOpen(self) else { return }
             if self.checkpointer == nil { self.checkpointer = try? Connection(path: self.path) }
             _ = try? self.checkpointer?.execute("PRAGMA wal_checkpoint(PASSIVE)")
         }
@@ -125,6 +136,12 @@ package final class DatabasePool: @unchecked Sendable {
 
     deinit {
         close()
+    }
+
+    /// Marks the pool used now, opening it again if it was hibernating (under the caller's lock: `writerLock` or
+    /// `readerCondition`).
+    private func touch() {
+        lastUsed.store(OpenPools.shared.tick(), ordering: .relaxed)
     }
 
     /// Whether ``close()`` has been called.
@@ -145,6 +162,11 @@ package final class DatabasePool: @unchecked Sendable {
     package func write<T>(_ body: (Connection) throws -> T) throws -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
+        touch()
+        if writer == nil && !isClosed {
+            writer = try openWriter()
+            wake()
+        }
         guard let writer else { throw Self.closedError }
         defer { writer.rollbackIfNeeded() }
         return try body(writer)
@@ -206,6 +228,7 @@ package final class DatabasePool: @unchecked Sendable {
                 readerCondition.unlock()
                 throw Self.closedError
             }
+            touch()
             if let reader = idleReaders.popLast() {
                 busyReaderCount += 1
                 readerCondition.unlock()
@@ -215,6 +238,7 @@ package final class DatabasePool: @unchecked Sendable {
                 openReaderCount += 1
                 busyReaderCount += 1
                 readerCondition.unlock()
+                wake()
                 do {
                     return try openReader()
                 } catch {
@@ -257,6 +281,45 @@ package final class DatabasePool: @unchecked Sendable {
         return reader
     }
 
+    // MARK: - Hibernating
+
+    /// Whether the pool holds no connection (hibernating, or closed).
+    package var isHibernating: Bool {
+        writerLock.withLock { writer == nil } && readerCondition.withLock { openReaderCount == 0 }
+    }
+
+    /// Closes every connection if nothing is using one — no read or write in flight — so that the database holds
+    /// no file or page cache until it is used again; the next read or write opens it as before. Returns false (and
+    /// closes only idle readers) when busy. SQLite checkpoints the WAL into the file as its last connection closes.
+    @discardableResult
+    package func hibernate() -> Bool {
+        guard !isClosed else { return true }
+        readerCondition.lock()
+        let readers = idleReaders
+        idleReaders.removeAll()
+        openReaderCount -= readers.count
+        let readersBusy = busyReaderCount > 0
+        readerCondition.unlock()
+        for reader in readers { reader.close() }
+        guard !readersBusy, writerLock.try() else { return false }
+        defer { writerLock.unlock() }
+        // A reader may have opened meanwhile: then stay open.
+        guard readerCondition.withLock({ openReaderCount == 0 }) else { return false }
+        checkpointQueue.sync {
+            checkpointer?.close()
+            checkpointer = nil
+        }
+        writer?.close()
+        writer = nil
+        OpenPools.shared.closed(self)
+        return true
+    }
+
+    /// Called when a connection opens: a hibernating pool is open again (and may make another one hibernate).
+    private func wake() {
+        OpenPools.shared.opened(self)
+    }
+
     // MARK: - Closing
 
     /// Waits for in-flight reads and writes, closes the readers, checkpoints the WAL (`TRUNCATE`) if possible
@@ -264,6 +327,7 @@ package final class DatabasePool: @unchecked Sendable {
     /// Idempotent. Do not call from inside `read`/`write` (deadlock).
     package func close() {
         closed.store(true, ordering: .releasing)
+        OpenPools.shared.closed(self)
 
         readerCondition.lock()
         readersClosed = true

@@ -1,0 +1,84 @@
+import Dispatch
+import Synchronization
+
+/// The database pools holding open SQLite connections, and how many may at once — CouchDB's `max_dbs_open`.
+///
+/// A node with a thousand databases (one per user) would otherwise keep every database it ever touched open: its
+/// files (the database, WAL and shared-memory index, per connection) and page caches. When a pool opens past the
+/// limit, the least recently used others hibernate (``DatabasePool/hibernate()``) in the background: they close
+/// their connections if nothing is using them, and open again on their next read or write, unnoticed by callers.
+package final class OpenPools: Sendable {
+    package static let shared = OpenPools()
+    /// CouchDB's default `max_dbs_open`.
+    package static let defaultLimit = 500
+
+    private struct Entry {
+        weak var pool: DatabasePool?
+    }
+    private struct State {
+        var open: [ObjectIdentifier: Entry] = [:]
+        var limit = OpenPools.defaultLimit
+    }
+    private let state = Mutex(State())
+    private let clock = Atomic<UInt64>(0)
+    private let hibernated = Atomic<Int>(0)
+
+    /// How many times a pool has closed its connections to stay within the limit (since the process started).
+    package var hibernations: Int { hibernated.load(ordering: .relaxed) }
+    private let background = DispatchQueue(label: "settee.db.hibernate", qos: .utility)
+
+    /// A counter ordering uses (cheaper than a clock, and never equal twice).
+    func tick() -> UInt64 { clock.add(1, ordering: .relaxed).newValue }
+
+    /// The most pools that keep connections open (at least 1).
+    package var limit: Int { state.withLock { $0.limit } }
+
+    /// How many pools hold open connections now.
+    package var count: Int { state.withLock { $0.open.count } }
+
+    /// Sets the limit; pools past it hibernate.
+    package func setLimit(_ limit: Int) {
+        let victims = state.withLock { s -> [DatabasePool] in
+            s.limit = max(1, limit)
+            return Self.victims(&s, sparing: nil)
+        }
+        hibernate(victims)
+    }
+
+    func isOpen(_ pool: DatabasePool) -> Bool {
+        state.withLock { $0.open[ObjectIdentifier(pool)] != nil }
+    }
+
+    /// A pool opened a connection.
+    func opened(_ pool: DatabasePool) {
+        let victims = state.withLock { s -> [DatabasePool] in
+            let id = ObjectIdentifier(pool)
+            guard s.open[id] == nil else { return [] }
+            s.open[id] = Entry(pool: pool)
+            return Self.victims(&s, sparing: id)
+        }
+        hibernate(victims)
+    }
+
+    /// A pool closed (or hibernated) all its connections.
+    func closed(_ pool: DatabasePool) {
+        _ = state.withLock { $0.open.removeValue(forKey: ObjectIdentifier(pool)) }
+    }
+
+    /// The least recently used pools beyond the limit (entries of released pools dropped).
+    private static func victims(_ s: inout State, sparing spared: ObjectIdentifier?) -> [DatabasePool] {
+        s.open = s.open.filter { $0.value.pool != nil }
+        let excess = s.open.count - s.limit
+        guard excess > 0 else { return [] }
+        let candidates = s.open.compactMap { id, entry -> DatabasePool? in id == spared ? nil : entry.pool }
+        return Array(candidates.sorted { $0.lastUsed.load(ordering: .relaxed) < $1.lastUsed.load(ordering: .relaxed) }
+            .prefix(excess))
+    }
+
+    private func hibernate(_ pools: [DatabasePool]) {
+        guard !pools.isEmpty else { return }
+        background.async { [self] in
+            for pool in pools where pool.hibernate() { hibernated.add(1, ordering: .relaxed) }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import SetteeCore
+@testable import SetteeStore
+
+/// `max_dbs_open`: past the limit, the least recently used databases close their connections (files, page caches)
+/// and open again when next used, unnoticed by their callers.
+@Suite(.serialized) struct OpenPoolsTests {
+    static func openFiles() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    }
+
+    @Test func leastRecentlyUsedPoolsHibernateAndOpenAgainWhenUsed() async throws {
+        let dir = TempDir()
+        let previous = OpenPools.shared.limit
+        defer { OpenPools.shared.setLimit(previous) }
+        var dbs: [Database] = []
+        for i in 0..<6 {
+            let db = try dir.open("db\(i)")
+            let c = try db.defaultCollection()
+            _ = try c.write(RevisionWrite(id: "doc", body: obj(#"{"n":\#(i)}"#), mode: .edit(parent: nil)))
+            _ = try c.document(id: "doc")
+            dbs.append(db)
+        }
+        #expect(dbs.allSatisfy { !$0.pool.isHibernating })
+        let filesOpen = Self.openFiles()
+        // Other tests' databases count too: the limit leaves room for ours' last two only.
+        OpenPools.shared.setLimit(2)
+        var hibernated = false
+        for _ in 0..<200 where !hibernated {
+            hibernated = dbs.prefix(4).allSatisfy { $0.pool.isHibernating }
+            if !hibernated { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(hibernated)
+        #expect(Self.openFiles() < filesOpen, "hibernating databases hold no files")
+        OpenPools.shared.setLimit(previous)
+
+        // Used again: open again, with their data; a write and a read of each.
+        for (i, db) in dbs.enumerated() {
+            let c = try db.defaultCollection()
+            let doc = try #require(try c.document(id: "doc"))
+            #expect(doc.int(forKey: "n") == i)
+            _ = try c.write(RevisionWrite(id: "doc", body: obj(#"{"n":\#(i + 100)}"#), mode: .edit(parent: doc.revisionID.flatMap(RevID.init))))
+            #expect(try c.document(id: "doc")?.int(forKey: "n") == i + 100)
+            #expect(!db.pool.isHibernating)
+        }
+        // Hibernating twice, and closing a hibernating database, are harmless.
+        #expect(dbs[0].pool.hibernate())
+        #expect(dbs[0].pool.hibernate())
+        dbs[0].close()
+        #expect(throws: (any Error).self) { try dbs[0].defaultCollection().document(id: "doc") }
+        for db in dbs.dropFirst() { db.close() }
+    }
+
+    /// Many databases used at once from several threads under a limit of 3: each hibernates and opens again many
+    /// times, and no read or write notices.
+    @Test func concurrentUseAcrossManyDatabasesUnderATinyLimit() async throws {
+        let dir = TempDir()
+        let previous = OpenPools.shared.limit
+        OpenPools.shared.setLimit(3)
+        defer { OpenPools.shared.setLimit(previous) }
+        let dbs = try (0..<12).map { try dir.open("many\($0)") }
+        let hibernationsBefore = OpenPools.shared.hibernations
+        let workers = 4, rounds = 150
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<workers {
+                group.addTask {
+                    var rng = SeededGenerator(seed: UInt64(w + 1))
+                    for r in 0..<rounds {
+                        let db = dbs[Int.random(in: 0..<dbs.count, using: &rng)]
+                        let c = try db.defaultCollection()
+                        let id = "w\(w)-\(r)"
+                        _ = try c.write(RevisionWrite(id: id, body: obj(#"{"r":\#(r)}"#), mode: .edit(parent: nil)))
+                        #expect(try c.document(id: id)?.int(forKey: "r") == r)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        var total = 0
+        for db in dbs {
+            total += try db.defaultCollection().documentCounts().live
+            db.close()
+        }
+        #expect(total == workers * rounds)
+        #expect(OpenPools.shared.hibernations > hibernationsBefore + 10)
+    }
+}
