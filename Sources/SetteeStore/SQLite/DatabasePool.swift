@@ -35,7 +35,7 @@ package final class DatabasePool: @unchecked Sendable {
     private var readersClosed = false
 
     private let closed = Atomic<Bool>(false)
-    /// When the pool was last used (``OpenPools/ticks``), for choosing the least recently used pool to hibernate.
+    /// When the pool was last used (``OpenPools/now()``), for choosing the least recently used pool to hibernate.
     let lastUsed = Atomic<UInt64>(0)
     private let writerQueue: DispatchQueue
     private let readerQueue: DispatchQueue
@@ -141,7 +141,7 @@ package final class DatabasePool: @unchecked Sendable {
     /// Marks the pool used now, opening it again if it was hibernating (under the caller's lock: `writerLock` or
     /// `readerCondition`).
     private func touch() {
-        lastUsed.store(OpenPools.shared.tick(), ordering: .relaxed)
+        lastUsed.store(OpenPools.now(), ordering: .relaxed)
     }
 
     /// Whether ``close()`` has been called.

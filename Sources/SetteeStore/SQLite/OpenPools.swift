@@ -20,15 +20,14 @@ package final class OpenPools: Sendable {
         var limit = OpenPools.defaultLimit
     }
     private let state = Mutex(State())
-    private let clock = Atomic<UInt64>(0)
     private let hibernated = Atomic<Int>(0)
 
     /// How many times a pool has closed its connections to stay within the limit (since the process started).
     package var hibernations: Int { hibernated.load(ordering: .relaxed) }
     private let background = DispatchQueue(label: "settee.db.hibernate", qos: .utility)
 
-    /// A counter ordering uses (cheaper than a clock, and never equal twice).
-    func tick() -> UInt64 { clock.add(1, ordering: .relaxed).newValue }
+    /// The time of a use, for ordering pools by their last (the monotonic clock: no memory shared between threads).
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     /// The most pools that keep connections open (at least 1).
     package var limit: Int { state.withLock { $0.limit } }
