@@ -131,18 +131,22 @@ extension Collection {
                                        body: options.includeDocs ? stmt.blob(3) : nil))
             }
             if !options.countsRows { return (0, 0, rows) }
-            let count = try db.prepare("SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0")
-            defer { count.reset() }
-            let total = try count.step() ? count.int(0) : 0
+            // Live rows are all rows (the id index) less the tombstones (their partial index): no row is read.
+            func live(_ condition: String, _ bound: String?) throws -> Int {
+                func count(_ sql: String) throws -> Int {
+                    let stmt = try db.prepare(sql)
+                    defer { stmt.reset() }
+                    if let bound { stmt.bind(bound, at: 1) }
+                    return try stmt.step() ? stmt.int(0) : 0
+                }
+                return try count("SELECT count(*) FROM \(docsTable) WHERE 1\(condition)")
+                    - count("SELECT count(*) FROM \(docsTable) INDEXED BY \(docsTable)_deleted WHERE flags & 1\(condition)")
+            }
+            let total = try live("", nil)
             // CouchDB's offset: rows that precede the range in iteration order, plus skip.
             var offset = max(0, options.skip)
             if let bound = options.descending ? upper : lower {
-                let before = try db.prepare(options.descending
-                    ? "SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0 AND id > ?"
-                    : "SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0 AND id < ?")
-                defer { before.reset() }
-                before.bind(bound, at: 1)
-                offset += try before.step() ? before.int(0) : 0
+                offset += try live(options.descending ? " AND id > ?" : " AND id < ?", bound)
             }
             return (total, min(offset, total), rows)
         }

@@ -100,21 +100,19 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
 
     /// Number of live (not deleted) documents.
     public var count: UInt64 {
-        (try? database.read { db in
-            let stmt = try db.prepare("SELECT count(*) FROM \(docsTable) WHERE flags & 1 = 0")
-            defer { stmt.reset() }
-            return try stmt.step() ? UInt64(stmt.int64(0)) : 0
-        }) ?? 0
+        UInt64((try? documentCounts().live) ?? 0)
     }
 
-    /// Counts for database info: live documents, deleted documents.
+    /// Counts for database info: live documents, deleted documents. (All rows from the smallest index, tombstones
+    /// from their partial index: no row is read.)
     public func documentCounts() throws -> (live: Int, deleted: Int) {
         try database.read { db in
-            let stmt = try db.prepare("SELECT count(*), coalesce(sum(flags & 1), 0) FROM \(docsTable)")
-            defer { stmt.reset() }
-            guard try stmt.step() else { return (0, 0) }
-            let total = stmt.int(0), deleted = stmt.int(1)
-            return (total - deleted, deleted)
+            let all = try db.prepare("SELECT count(*) FROM \(docsTable)")
+            defer { all.reset() }
+            let deleted = try db.prepare("SELECT count(*) FROM \(docsTable) INDEXED BY \(docsTable)_deleted WHERE flags & 1")
+            defer { deleted.reset() }
+            guard try all.step(), try deleted.step() else { return (0, 0) }
+            return (all.int(0) - deleted.int(0), deleted.int(0))
         }
     }
 
