@@ -330,6 +330,9 @@ extension Collection {
         }
         tree.stem(limit: session.revsLimit)
         let leaves = tree.leafIndices
+        // (A set for the membership tests below: with many conflicting leaves an array made each write quadratic in
+        // them, and a batch adding n leaves to one document cubic.)
+        let leafSet = Set(leaves)
         var winnerIndex = leaves[0]
         var live = 0
         for i in leaves {
@@ -339,7 +342,7 @@ extension Collection {
         let winner = tree.nodes[winnerIndex]
         if let rowid {
             for old in oldLeaves {
-                guard let i = tree.index(of: old.rev), !leaves.contains(i) else { continue }  // still a leaf, or stemmed
+                guard let i = tree.index(of: old.rev), !leafSet.contains(i) else { continue }  // still a leaf, or stemmed
                 if old.rev == oldWinner {
                     // The winner's body is in the row (rewritten below), not in the tree.
                     try session.archive(body: try session.fetchBody(rowid: rowid) ?? Array("{}".utf8),
@@ -352,7 +355,7 @@ extension Collection {
         // The stored tree omits the old winner's body (it lives in the body column). If the old winner
         // is still a leaf but no longer wins, its body must move into the tree.
         if let old = oldWinner, old != winner.rev, let rowid,
-           let i = tree.index(of: old), leaves.contains(i), tree.nodes[i].body == nil {
+           let i = tree.index(of: old), leafSet.contains(i), tree.nodes[i].body == nil {
             tree.setBody(try session.fetchBody(rowid: rowid), for: old)
         }
         var flags: Int64 = winner.deleted ? DocFlags.deleted : 0
