@@ -72,7 +72,7 @@ struct CouchResponder: HTTPResponder {
         guard response.headers[.contentType]?.hasPrefix("application/json") == true,
               ["normal", nil].contains(call.query["feed"]) else { return response }
         let sink = ByteSink()
-        var body = response.body
+        let body = response.body
         do { try await body.write(CollectingWriter(sink: sink)) } catch { return response }
         var out = Array("/* CouchDB */\(callback)(".utf8)
         var json = sink.bytes
