@@ -294,17 +294,16 @@ package final class DatabasePool: @unchecked Sendable {
     @discardableResult
     package func hibernate() -> Bool {
         guard !isClosed else { return true }
+        // Readers wait on `readerCondition` while this runs, so none opens between the check and the writer's close.
         readerCondition.lock()
         let readers = idleReaders
         idleReaders.removeAll()
         openReaderCount -= readers.count
-        let readersBusy = busyReaderCount > 0
-        readerCondition.unlock()
         for reader in readers { reader.close() }
-        guard !readersBusy, writerLock.try() else { return false }
-        defer { writerLock.unlock() }
-        // A reader may have opened meanwhile: then stay open.
-        guard readerCondition.withLock({ openReaderCount == 0 }) else { return false }
+        guard busyReaderCount == 0, writerLock.try() else {
+            readerCondition.unlock()
+            return false
+        }
         checkpointQueue.sync {
             checkpointer?.close()
             checkpointer = nil
@@ -312,6 +311,8 @@ package final class DatabasePool: @unchecked Sendable {
         writer?.close()
         writer = nil
         OpenPools.shared.closed(self)
+        writerLock.unlock()
+        readerCondition.unlock()
         return true
     }
 
