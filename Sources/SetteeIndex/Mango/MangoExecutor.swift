@@ -145,12 +145,7 @@ public enum MangoExecutor {
     static func scanView(_ index: MangoIndex, _ query: MangoQuery, _ collection: Collection, manager: ViewManager,
                          collator: ViewCollator, after bookmark: (key: JSON, id: String)?, covering: Bool,
                          _ consider: ([UInt8], String, () throws -> JSON) throws -> Bool) throws {
-        guard let design = index.design else { return }
-        // (Registered once per definition: a query that finds it registered doesn't build it again.)
-        if ViewManager.definition(view: design.viewName, collection: collection)?.version != design.version(in: collection.database) {
-            _ = design.register(on: collection)
-        }
-        let (stored, definition) = try manager.prepare(view: design.viewName, collection: collection)
+        guard let (_, stored, definition) = try index.preparedView(in: collection) else { return }
         if query.update && !query.stale { try manager.update(stored, definition: definition, collection: collection) }
         let (start, end) = keyRange(index, query.selector)
         let paths = index.paths

@@ -20,23 +20,26 @@ extension MangoIndex {
     /// The view table holding the index's rows, `(key BLOB, docid, id, doc, k, v)` with `doc` the document's rowid
     /// in the collection's table: created (empty) if the index was never built. Nil for `_all_docs`.
     public func rowTable(in collection: Collection) throws -> String? {
-        guard let design else { return nil }
-        let manager = try ViewManager.shared(for: collection.database)
-        if ViewManager.definition(view: design.viewName, collection: collection)?.version != design.version(in: collection.database) {
-            _ = design.register(on: collection)
-        }
-        return try manager.prepare(view: design.viewName, collection: collection).0.table
+        try preparedView(in: collection)?.stored.table
     }
 
     /// Brings the index's rows up to date with the change feed (what `_find` does unless it says `update: false`).
     public func catchUp(in collection: Collection) throws {
-        guard let design else { return }
+        guard let view = try preparedView(in: collection) else { return }
+        try view.manager.update(view.stored, definition: view.definition, collection: collection)
+    }
+
+    /// The index's view, registered on the collection (once per definition: a query that finds it registered
+    /// doesn't build it again) and its stored index created as needed. Nil for `_all_docs`.
+    func preparedView(in collection: Collection) throws
+        -> (manager: ViewManager, stored: StoredView, definition: ViewDefinition)? {
+        guard let design else { return nil }
         if ViewManager.definition(view: design.viewName, collection: collection)?.version != design.version(in: collection.database) {
             _ = design.register(on: collection)
         }
         let manager = try ViewManager.shared(for: collection.database)
         let (stored, definition) = try manager.prepare(view: design.viewName, collection: collection)
-        try manager.update(stored, definition: definition, collection: collection)
+        return (manager, stored, definition)
     }
 
     /// Bounds on the row table's `key` column (inclusive both ends) holding every row whose leading columns equal
@@ -47,19 +50,10 @@ extension MangoIndex {
             var prefix: [UInt8] = [ViewCollator.array]
             for value in equal { collator.append(value, to: &prefix) }
             var low = prefix, high = prefix
-            if let lower, lower.isNumber { collator.append(lower, to: &low) }
-            if let upper, upper.isNumber { collator.append(upper, to: &high) }
+            if let lower, lower.doubleValue != nil { collator.append(lower, to: &low) }
+            if let upper, upper.doubleValue != nil { collator.append(upper, to: &high) }
             high.append(0xFF)
             return (low, high)
-        }
-    }
-}
-
-private extension JSON {
-    var isNumber: Bool {
-        switch self {
-        case .int, .double: return true
-        default: return false
         }
     }
 }

@@ -131,16 +131,9 @@ extension Collection {
                                        body: options.includeDocs ? stmt.blob(3) : nil))
             }
             if !options.countsRows { return (0, 0, rows) }
-            // Live rows are all rows (the id index) less the tombstones (their partial index): no row is read.
             func live(_ condition: String, _ bound: String?) throws -> Int {
-                func count(_ sql: String) throws -> Int {
-                    let stmt = try db.prepare(sql)
-                    defer { stmt.reset() }
-                    if let bound { stmt.bind(bound, at: 1) }
-                    return try stmt.step() ? stmt.int(0) : 0
-                }
-                return try count("SELECT count(*) FROM \(docsTable) WHERE 1\(condition)")
-                    - count("SELECT count(*) FROM \(docsTable) INDEXED BY \(docsTable)_deleted WHERE flags & 1\(condition)")
+                let counts = try rowCounts(db, idCondition: condition, bound: bound)
+                return counts.all - counts.deleted
             }
             let total = try live("", nil)
             // CouchDB's offset: rows that precede the range in iteration order, plus skip.

@@ -138,8 +138,7 @@ package final class DatabasePool: @unchecked Sendable {
         close()
     }
 
-    /// Marks the pool used now, opening it again if it was hibernating (under the caller's lock: `writerLock` or
-    /// `readerCondition`).
+    /// Marks the pool used now (for ``OpenPools``' choice of the least recently used; under the caller's lock).
     private func touch() {
         lastUsed.store(OpenPools.now(), ordering: .relaxed)
     }
