@@ -171,7 +171,9 @@ extension MangoSelector {
         case .and(let items): return ["$and": .array(items.map(json))]
         case .or(let items): return ["$or": .array(items.map(json))]
         case .field(let path, let test):
-            let name = path.map { $0.key.split(separator: ".", omittingEmptySubsequences: false).joined(separator: "\\.") }.joined(separator: ".")
+            var name = path.map { $0.key.split(separator: ".", omittingEmptySubsequences: false).joined(separator: "\\.") }.joined(separator: ".")
+            // A field named like an operator was written escaped (`"\\$or"`): keep it escaped, or it reads back as one.
+            if name.hasPrefix("$") { name = "\\" + name }
             let condition: JSON
             switch test {
             case .plain(let c): condition = json(c)
