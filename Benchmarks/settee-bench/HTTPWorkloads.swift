@@ -496,10 +496,10 @@ final class SetteeServerProcess {
     let port: Int
     let logPath: String
 
-    init(binary: String, dataDirectory: String, logPath: String) throws {
+    init(binary: String, dataDirectory: String, logPath: String, extraArguments: [String] = []) throws {
         self.logPath = logPath
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--data", dataDirectory, "--port", "0", "--log-level", "warning"]
+        process.arguments = ["serve", "--data", dataDirectory, "--port", "0", "--log-level", "warning"] + extraArguments
         let output = Pipe()
         process.standardOutput = output
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)

@@ -93,9 +93,7 @@ let couchDBReplicatorRate = 2_200.0
             throw HTTPBenchFailure(message: "target doc_count \(info["doc_count"]?.jsonString ?? "?"), expected \(count)")
         }
         let seen = sampler.stop()
-        peaks.anonymousKiB = max(peaks.anonymousKiB, seen.anonymousKiB)
-        peaks.fileKiB = max(peaks.fileKiB, seen.fileKiB)
-        peaks.sharedKiB = max(peaks.sharedKiB, seen.sharedKiB)
+        peaks.merge(seen)
         peakRSS = max(peakRSS, vmHWM(b.process.processIdentifier))
         fullTime = min(fullTime, t)
         connB.disconnect()
@@ -185,16 +183,27 @@ let couchDBReplicatorRate = 2_200.0
     }
 }
 
-/// Peak resident set size of a process in KiB (`VmHWM` in /proc/PID/status).
 /// Samples a process's resident memory every 50 ms while running: the peak of its anonymous memory (heap,
 /// stacks: what a replication's own state costs), of its file-backed pages (SQLite's memory-mapped database
 /// file, which grows with the data read and is page cache the kernel can take back) and of its shared memory
-/// (SQLite's WAL index). VmHWM is their sum's peak.
+/// (SQLite's WAL index). VmHWM is their sum's peak. Also the peaks of its open files and threads.
 final class MemorySampler: Sendable {
     struct Peaks: Sendable {
         var anonymousKiB = 0
         var fileKiB = 0
         var sharedKiB = 0
+        var files = 0
+        var threads = 0
+        /// VmHWM, filled in by the caller.
+        var rssKiB = 0
+        mutating func merge(_ other: Peaks) {
+            anonymousKiB = max(anonymousKiB, other.anonymousKiB)
+            fileKiB = max(fileKiB, other.fileKiB)
+            sharedKiB = max(sharedKiB, other.sharedKiB)
+            files = max(files, other.files)
+            threads = max(threads, other.threads)
+            rssKiB = max(rssKiB, other.rssKiB)
+        }
     }
     private let state = Mutex<(peaks: Peaks, running: Bool)>((Peaks(), true))
     private let finished = DispatchSemaphore(value: 0)
@@ -203,11 +212,7 @@ final class MemorySampler: Sendable {
         let thread = Thread { [self] in
             while state.withLock({ $0.running }) {
                 let sample = Self.sample(pid)
-                state.withLock {
-                    $0.peaks.anonymousKiB = max($0.peaks.anonymousKiB, sample.anonymousKiB)
-                    $0.peaks.fileKiB = max($0.peaks.fileKiB, sample.fileKiB)
-                    $0.peaks.sharedKiB = max($0.peaks.sharedKiB, sample.sharedKiB)
-                }
+                state.withLock { $0.peaks.merge(sample) }
                 Thread.sleep(forTimeInterval: 0.05)
             }
             finished.signal()
@@ -235,9 +240,13 @@ final class MemorySampler: Sendable {
             default: break
             }
         }
+        out.files = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+        out.threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0
         return out
     }
 }
+
+/// Peak resident set size of a process in KiB (`VmHWM` in /proc/PID/status).
 
 func vmHWM(_ pid: Int32) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }

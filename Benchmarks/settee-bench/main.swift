@@ -4,7 +4,8 @@
 //
 // Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes, find (server);
 // replicate, replicate-incremental (replicator); query-indexed, index-build, index-catchup, query-parse, fts-build,
-// fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views). Each prints its rate, the baseline's rate
+// fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views); many-dbs (1,000 databases
+// and --peer). Each prints its rate, the baseline's rate
 // and the ratio; `--json` prints one JSON object with every figure.
 import Foundation
 import SetteeCore
@@ -21,7 +22,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
                     "fts-build", "fts-query", "array-query", "vector", "view-build", "view-query", "view-reduce", "view-build-js",
-                    "validate-bulk", "find"]
+                    "validate-bulk", "find", "many-dbs"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -289,6 +290,18 @@ if selected.contains(where: replicationWorkloads.contains) {
                                     jsonOutput: jsonOutput)
     } catch {
         FileHandle.standardError.write(Data("settee-bench: replication workloads FAILED: \(error)\n".utf8))
+        exit(1)
+    }
+}
+// many-dbs: 1,000 databases, two nodes, --peer (ManyDatabasesWorkload.swift).
+if selected.contains(where: manyDatabasesWorkloads.contains) {
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("settee").path
+    do {
+        try runManyDatabases(count: count, workDir: workDir, binary: binary) { line in
+            if jsonOutput { FileHandle.standardError.write(Data((line + "\n").utf8)) } else { print(line) }
+        }
+    } catch {
+        FileHandle.standardError.write(Data("settee-bench: many-dbs FAILED: \(error)\n".utf8))
         exit(1)
     }
 }

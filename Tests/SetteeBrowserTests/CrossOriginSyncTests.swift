@@ -188,7 +188,7 @@ struct Couch {
 
 /// `python3 -m http.server` serving a directory on 127.0.0.1:PORT (the pages' origin).
 final class StaticServer: @unchecked Sendable {
-    let process = Process()
+    let process = SpawnedProcess()
     let port: Int
 
     init(directory: String, port: Int) throws {
@@ -197,7 +197,7 @@ final class StaticServer: @unchecked Sendable {
         process.arguments = ["python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", String(port), "--directory", directory]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.launchSerialized()
+        try process.run()
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             guard process.isRunning else {

@@ -7,13 +7,13 @@ import Testing
 /// attachments, named collections, `_security` and `revs_limit` come back identical.
 @Suite struct DumpLoadTests {
     static func run(_ args: [String], stdout: FileHandle? = nil) throws -> (Int32, String) {
-        let p = Process()
+        let p = SpawnedProcess()
         p.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         p.arguments = args
         let err = Pipe()
         p.standardError = err
         if let stdout { p.standardOutput = stdout }
-        try p.launchSerialized()
+        try p.run()
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         return (p.terminationStatus, text)

@@ -160,13 +160,13 @@ struct HTTP {
         let att = try await HTTP.send(.GET, url(b, "db/att") + "?attachments=true")
         #expect(att.json?["_attachments"]?["a.txt"]?["data"] == "aGk=")
         // The CLI with a document id filter.
-        let cli = Process()
+        let cli = SpawnedProcess()
         cli.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         cli.arguments = ["replicate", authURL(a, "db"), authURL(b, "picked"), "--create-target", "--doc-ids", "c000001,c000007",
                          "--quiet"]
         let out = Pipe()
         cli.standardOutput = out
-        try cli.launchSerialized()
+        try cli.run()
         let report = try JSON.parse(Array(out.fileHandleForReading.readDataToEndOfFile()))
         cli.waitUntilExit()
         #expect(cli.terminationStatus == 0)
@@ -249,11 +249,11 @@ struct HTTP {
         let total = 30_000
         try await HTTP.load(url(a, "db"), prefix: "k", count: total)
 
-        let cli = Process()
+        let cli = SpawnedProcess()
         cli.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         cli.arguments = ["replicate", authURL(a, "db"), authURL(b, "db"), "--batch-size", "500", "--quiet"]
         cli.standardOutput = FileHandle.nullDevice
-        try cli.launchSerialized()
+        try cli.run()
         var partial = 0
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
@@ -274,12 +274,12 @@ struct HTTP {
         }
         try #require(atKill < total, "the replication finished before it could be killed")
 
-        let resumed = Process()
+        let resumed = SpawnedProcess()
         resumed.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         resumed.arguments = ["replicate", authURL(a, "db"), authURL(b, "db"), "--batch-size", "500", "--quiet"]
         let out = Pipe()
         resumed.standardOutput = out
-        try resumed.launchSerialized()
+        try resumed.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         resumed.waitUntilExit()
         #expect(resumed.terminationStatus == 0)

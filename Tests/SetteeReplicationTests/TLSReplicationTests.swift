@@ -66,7 +66,7 @@ final class TestPKI: Sendable {
 
 /// Runs `settee` with `arguments` to its end; returns its exit status and standard error.
 func runSettee(_ arguments: [String], timeout: TimeInterval = 60) throws -> (status: Int32, stderr: String) {
-    let p = Process()
+    let p = SpawnedProcess()
     p.executableURL = URL(fileURLWithPath: builtProduct("settee"))
     p.arguments = arguments
     let err = Pipe()

@@ -103,13 +103,13 @@ import Testing
     }
 
     func runCLI(_ arguments: [String]) throws -> (status: Int32, lines: [String], error: String) {
-        let cli = Process()
+        let cli = SpawnedProcess()
         cli.executableURL = URL(fileURLWithPath: builtProduct("settee"))
         cli.arguments = arguments
         let out = Pipe(), err = Pipe()
         cli.standardOutput = out
         cli.standardError = err
-        try cli.launchSerialized()
+        try cli.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         cli.waitUntilExit()

@@ -15,7 +15,7 @@ import SetteeCore
         var acknowledged: [String: RevID] = [:]
         var rng = SystemRandomNumberGenerator()
         for round in 0..<12 {
-            let process = Process()
+            let process = SpawnedProcess()
             process.executableURL = URL(fileURLWithPath: binary)
             let batch = [1, 7, 100][round % 3]
             process.arguments = ["import", "--data", dir.path, "crashdb", "-", "--batch", "\(batch)"]
@@ -23,7 +23,7 @@ import SetteeCore
             process.standardInput = stdinPipe
             process.standardOutput = stdoutPipe
             process.standardError = FileHandle.nullDevice
-            try process.launchSerialized()
+            try process.run()
             // Feed documents continuously from another thread; some rewrite earlier ids (updates).
             let writer = stdinPipe.fileHandleForWriting
             let feeder = Thread {

@@ -28,7 +28,7 @@ public func builtProduct(_ name: String) -> String {
 
 /// A `settee serve` child process on a free loopback port.
 public final class ServerProcess: @unchecked Sendable {
-    public let process = Process()
+    public let process = SpawnedProcess()
     public private(set) var port = 0
     public let dataDirectory: String
     private let output = Pipe()
@@ -53,7 +53,7 @@ public final class ServerProcess: @unchecked Sendable {
         process.standardOutput = output
         _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: errorLog) ?? FileHandle.nullDevice
-        try process.launchSerialized()
+        try process.run()
         let handle = output.fileHandleForReading
         var buffer = ""
         let deadline = Date().addingTimeInterval(30)
@@ -167,23 +167,9 @@ public struct ServerProcessError: Error, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// Foundation's `Process.run()` on Linux is not safe to call from several threads at once: with suites running in
-/// parallel it crashed in a `memmove` inside `run()`. Every process a test starts is launched through this lock.
-private let processLaunchLock = NSLock()
-
-extension Process {
-    /// `run()`, one launch at a time across the test process.
-    public func launchSerialized() throws {
-        processLaunchLock.lock()
-        defer { processLaunchLock.unlock() }
-        try run()
-    }
-}
-
 /// Runs a tool to completion and returns its combined output; a non-zero exit throws with that output.
 ///
-/// Started with `posix_spawn` directly rather than Foundation's `Process`, whose `run()` crashed (a `memmove` in
-/// it) while the network-partition harness ran `ip` many times beside other tests.
+/// Started with `posix_spawn` directly rather than Foundation's `Process` (see ``SpawnedProcess`` for why).
 @discardableResult
 public func runTool(_ path: String, _ args: [String]) throws -> String {
     var fds: [Int32] = [0, 0]

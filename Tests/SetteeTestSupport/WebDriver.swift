@@ -160,13 +160,13 @@ private enum HTTPSessionHolder {
 public final class Browser: @unchecked Sendable {
     static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
 
-    private let driver: Process
+    private let driver: SpawnedProcess
     private let driverPort: Int
     private let sessionID: String
     private var closed = false
     private let lock = NSLock()
 
-    private init(driver: Process, driverPort: Int, sessionID: String) {
+    private init(driver: SpawnedProcess, driverPort: Int, sessionID: String) {
         self.driver = driver
         self.driverPort = driverPort
         self.sessionID = sessionID
@@ -199,12 +199,12 @@ public final class Browser: @unchecked Sendable {
             throw BrowserUnavailable("chromedriver not found (/usr/bin/chromedriver or $CHROMEDRIVER); run scripts/install-deps.sh")
         }
         let port = freePort()
-        let driver = Process()
+        let driver = SpawnedProcess()
         driver.executableURL = URL(fileURLWithPath: chromedriver)
         driver.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
         driver.standardOutput = FileHandle.nullDevice
         driver.standardError = FileHandle.nullDevice
-        do { try driver.launchSerialized() } catch {
+        do { try driver.run() } catch {
             throw WebDriverError(error: "chromedriver", message: "\(chromedriver) did not start: \(error)")
         }
         // Wait for /status to say ready.

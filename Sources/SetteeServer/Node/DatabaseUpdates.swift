@@ -42,11 +42,12 @@ final class DatabaseUpdates: Sendable {
         state.withLock { s in Array(s.events.filter { $0.seq > since }.prefix(limit)) }
     }
 
-    /// Waits until an event after `since` is recorded, `timeout` passes or the task is cancelled (checking every
-    /// 50 ms: database events are rare next to document writes, and this keeps no state per waiter).
-    func wait(since: UInt64, timeout: Duration) async {
+    /// Waits until an event after `since` is recorded, `timeout` passes, `stop` says so (the server shutting down)
+    /// or the task is cancelled (checking every 50 ms: database events are rare next to document writes, and this
+    /// keeps no state per waiter).
+    func wait(since: UInt64, timeout: Duration, stop: () -> Bool = { false }) async {
         let deadline = ContinuousClock.now + timeout
-        while lastSeq <= since, ContinuousClock.now < deadline, !Task.isCancelled {
+        while lastSeq <= since, ContinuousClock.now < deadline, !Task.isCancelled, !stop() {
             try? await Task.sleep(for: .milliseconds(50))
         }
     }

@@ -299,6 +299,9 @@ final class ShutdownNotice: Sendable {
         _ = state.withLock { $0.handlers.removeValue(forKey: token) }
     }
 
+    /// Whether shutdown has begun (for feeds that poll instead of registering a handler).
+    var isRaised: Bool { state.withLock { $0.raised } }
+
     func raise() {
         let handlers: [@Sendable () -> Void] = state.withLock { s in
             guard !s.raised else { return [] }

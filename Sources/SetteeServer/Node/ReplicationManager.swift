@@ -56,7 +56,45 @@ final class ReplicationManager: @unchecked Sendable {
         private var _task: Task<Void, Never>?
         private var _onCancel: (@Sendable () -> Void)?
         private var cancelled = false
-        let startedOn = Date()
+        private var _running = false
+        private var _rotating = false
+        private var _startedOn = Date()
+        /// Where the scheduler started it last (a job waiting for a slot keeps its last start).
+        var startedOn: Date { lock.withLock { _startedOn } }
+        /// Whether it runs now (started by the scheduler), rather than waiting for a slot.
+        var isRunning: Bool { lock.withLock { _running } }
+        /// Runs when the job ends by itself (a `_replicator` document's state written back).
+        var onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)?
+
+        /// Marks it running (the scheduler started it).
+        func markStarted() {
+            lock.withLock {
+                _running = true
+                _rotating = false
+                _startedOn = Date()
+            }
+        }
+
+        /// The scheduler stops it to give its slot to a waiting job; it waits for a slot again afterwards.
+        /// Returns false if it was already stopping.
+        func rotateOut() -> Bool {
+            let task: Task<Void, Never>? = lock.withLock {
+                guard _running, !_rotating, !cancelled else { return nil }
+                _rotating = true
+                return _task
+            }
+            task?.cancel()
+            return task != nil
+        }
+
+        /// Called as its run ends: whether the scheduler stopped it (to run again later) rather than it ending.
+        func endRun() -> Bool {
+            lock.withLock {
+                _running = false
+                defer { _rotating = false }
+                return _rotating && !cancelled
+            }
+        }
 
         /// The background run of a continuous or `_replicator` job.
         var task: Task<Void, Never>? {
@@ -95,18 +133,20 @@ final class ReplicationManager: @unchecked Sendable {
     }
 
     unowned let node: Node
-    private let lock = NSLock()
-    private var jobs: [String: Job] = [:]
-    private var replicatorWatch: Task<Void, Never>?
+    let lock = NSLock()
+    var jobs: [String: Job] = [:]
+    /// Scheduled jobs waiting for a slot (ids, oldest first): CouchDB's scheduler runs at most `[replicator]
+    /// max_jobs` continuous and `_replicator` jobs at once.
+    private var pending: [String] = []
+    private var schedulerLoop: Task<Void, Never>?
+    var replicatorWatch: Task<Void, Never>?
     private var peerLoop: Task<Void, Never>?
-    private var stopped = false
+    var stopped = false
     /// Each `_replicator` document's content (without `_replication_*` fields) as last acted upon, so the
     /// node's own state writes, which come back through the feed, are not acted upon again.
-    private var seenDocuments: [String: String] = [:]
+    var seenDocuments: [String: String] = [:]
     /// Jobs that stopped on an error (newest last, at most 50), for `_scheduler/jobs`.
     private var failedJobs: [(job: Job, error: ReplicationError, at: Date)] = []
-    /// The last problem reported per peer (so a misconfigured peer is logged once, not every scan).
-    private var peerProblems: [String: String] = [:]
     let logger = Logger(label: "settee.replicator")
 
     init(node: Node) {
@@ -293,6 +333,7 @@ final class ReplicationManager: @unchecked Sendable {
         let job = Job(id: id, docID: nil, spec: spec, replication: replication)
         let run = Task { try await replication.run() }
         job.onCancel = { run.cancel() }
+        job.markStarted()
         lock.withLock { jobs[id] = job }
         defer { _ = removeJob(id, ifSame: job) }
         do {
@@ -363,9 +404,46 @@ final class ReplicationManager: @unchecked Sendable {
 
     // MARK: Jobs
 
-    private func start(_ job: Job, onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)? = nil) {
+    /// Schedules a continuous `_replicate` or a `_replicator` job: it starts now if fewer than `max_jobs` run,
+    /// else it waits for a slot (``schedule()``).
+    func start(_ job: Job, onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)? = nil) {
+        job.onEnd = onEnd
+        lock.withLock {
+            jobs[job.id] = job
+            pending.append(job.id)
+        }
+        schedule()
+    }
+
+    /// The scheduler's settings (`[replicator]`, live): jobs at once, jobs swapped per interval, the interval.
+    var schedulerSettings: (maxJobs: Int, maxChurn: Int, interval: Duration) {
+        func int(_ key: String, _ fallback: Int) -> Int {
+            node.config.value("replicator", key).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? fallback
+        }
+        return (max(1, int("max_jobs", 500)), max(0, int("max_churn", 20)), .milliseconds(max(100, int("interval", 60_000))))
+    }
+
+    /// Starts waiting jobs, oldest first, while fewer than `max_jobs` run.
+    private func schedule() {
+        let maxJobs = schedulerSettings.maxJobs
+        let ready: [Job] = lock.withLock {
+            guard !stopped else { return [] }
+            var running = jobs.values.count { $0.isRunning }
+            var out: [Job] = []
+            while running < maxJobs, !pending.isEmpty {
+                let id = pending.removeFirst()
+                guard let job = jobs[id], !job.isRunning else { continue }
+                job.markStarted()
+                out.append(job)
+                running += 1
+            }
+            return out
+        }
+        for job in ready { launch(job) }
+    }
+
+    private func launch(_ job: Job) {
         let replication = job.replication
-        lock.withLock { jobs[job.id] = job }
         job.task = Task { [weak self] in
             let outcome: Result<ReplicationResult, ReplicationError>
             do {
@@ -375,21 +453,59 @@ final class ReplicationManager: @unchecked Sendable {
             } catch {
                 outcome = .failure(ReplicationError(.badRequest, "\(error)"))
             }
+            guard let self else { return }
+            if job.endRun() {
+                // Stopped by the scheduler (its checkpoint recorded): it waits for a slot again, behind the others.
+                self.lock.withLock { if self.jobs[job.id] === job { self.pending.append(job.id) } }
+                self.schedule()
+                return
+            }
             // The outcome is recorded (a `_replicator` document's final state written) while the job is still
             // registered, so a change-feed pass in between can't mistake a finished job for one to resume.
-            await onEnd?(outcome)
-            _ = self?.removeJob(job.id, ifSame: job)
-            if case .failure(let e) = outcome, e.kind != .cancelled, let self {
+            await job.onEnd?(outcome)
+            _ = self.removeJob(job.id, ifSame: job)
+            if case .failure(let e) = outcome, e.kind != .cancelled {
                 self.lock.withLock {
                     self.failedJobs.append((job, e, Date()))
                     if self.failedJobs.count > 50 { self.failedJobs.removeFirst() }
                 }
             }
+            self.schedule()
+        }
+    }
+
+    /// CouchDB's rotation: every `interval`, when jobs wait and every slot is taken, up to `max_churn` of the
+    /// continuous jobs that have run longest stop (recording their checkpoints) and wait again behind the others;
+    /// the waiting ones take their slots.
+    /// (The settings are read every 250 ms, so a changed `interval` or `max_jobs` applies at once.)
+    private func runScheduler() async {
+        var lastRotation = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            if Task.isCancelled { return }
+            schedule()
+            let settings = schedulerSettings
+            guard ContinuousClock.now - lastRotation >= settings.interval else { continue }
+            lastRotation = .now
+            let victims: [Job] = lock.withLock {
+                let running = jobs.values.filter { $0.isRunning }
+                guard !pending.isEmpty, running.count >= settings.maxJobs else { return [] }
+                let candidates = running.filter { $0.spec.continuous }.sorted { $0.startedOn < $1.startedOn }
+                return Array(candidates.prefix(min(settings.maxChurn, pending.count)))
+            }
+            for job in victims { _ = job.rotateOut() }
+        }
+    }
+
+    /// Jobs waiting for a slot (`_scheduler/jobs` and `_scheduler/docs` list them as `pending`).
+    var pendingJobs: [(id: String, docID: String?, source: String, target: String, continuous: Bool)] {
+        lock.withLock { pending.compactMap { jobs[$0] } }.filter { !$0.isRunning }.map {
+            ($0.id, $0.docID, $0.replication.source.displayName, $0.replication.target.displayName, $0.spec.continuous)
         }
     }
 
     @discardableResult
-    private func removeJob(_ id: String, ifSame job: Job? = nil) -> Job? {
+    func removeJob(_ id: String, ifSame job: Job? = nil) -> Job? {
         lock.withLock {
             guard let existing = jobs[id], job == nil || existing === job else { return nil }
             jobs[id] = nil
@@ -399,7 +515,7 @@ final class ReplicationManager: @unchecked Sendable {
 
     /// `_active_tasks` entries for the running replications (CouchDB's fields).
     var activeTasks: [JSON] {
-        let all = lock.withLock { Array(jobs.values) }
+        let all = lock.withLock { Array(jobs.values) }.filter(\.isRunning)
         return all.map { job in
             let s = job.replication.status
             var o: JSONObject = [
@@ -459,230 +575,51 @@ final class ReplicationManager: @unchecked Sendable {
         if !node.configuration.peers.isEmpty {
             peerLoop = Task { [weak self] in await self?.runPeers() }
         }
+        schedulerLoop = Task { [weak self] in await self?.runScheduler() }
     }
 
     /// Stops every replication and waits (briefly) for them to record their checkpoints.
     func stopAll() async {
-        let (all, watch, peers) = lock.withLock {
+        let (all, watch, peers, scheduler) = lock.withLock {
             stopped = true
             let all = Array(jobs.values)
             jobs.removeAll()
-            return (all, replicatorWatch, peerLoop)
+            pending.removeAll()
+            return (all, replicatorWatch, peerLoop, schedulerLoop)
         }
         watch?.cancel()
         peers?.cancel()
+        scheduler?.cancel()
         for job in all { job.cancel() }
         for job in all { await job.task?.value }
     }
 
-    // MARK: _replicator
-
-    /// Called when a database is created or deleted, to follow `_replicator`.
-    func databaseCreated(_ name: String) {
-        if name == "_replicator" { watchReplicatorDatabase() }
-    }
-
-    func databaseDeleted(_ name: String) {
-        guard name == "_replicator" else { return }
-        let (watch, docJobs) = lock.withLock {
-            let w = replicatorWatch
-            replicatorWatch = nil
-            let j = jobs.values.filter { $0.docID != nil }
-            for job in j { jobs[job.id] = nil }
-            return (w, j)
-        }
-        watch?.cancel()
-        for job in docJobs { job.cancel() }
-    }
-
-    private func watchReplicatorDatabase() {
-        lock.withLock {
-            guard replicatorWatch == nil, !stopped else { return }
-            replicatorWatch = Task { [weak self] in await self?.followReplicatorDatabase() }
-        }
-    }
-
-    private func followReplicatorDatabase() async {
-        guard let db = try? node.database("_replicator"), let collection = try? db.defaultCollection() else { return }
-        var since: UInt64 = 0
-        while !Task.isCancelled {
-            let commits = db.commits()
-            do {
-                let from = since
-                let rows = try await Database.offload { () -> [Collection.ChangeRow] in
-                    var o = Collection.ChangesOptions(since: from)
-                    o.includeDocs = true
-                    return try collection.changes(o)
-                }
-                for row in rows {
-                    since = max(since, row.sequence)
-                    await replicatorDocumentChanged(row, collection)
-                }
-            } catch {
-                logger.warning("_replicator: \(error)")
-                return
-            }
-            var iterator = commits.makeAsyncIterator()
-            guard await iterator.next() != nil else { return }  // the database closed
-        }
-    }
-
-    private func replicatorDocumentChanged(_ row: Collection.ChangeRow, _ collection: SetteeStore.Collection) async {
-        let docID = row.id
-        guard !docID.hasPrefix("_design/") else { return }
-        let current = lock.withLock { jobs.values.first { $0.docID == docID } }
-        guard !row.deleted, let bytes = row.body, case .object(let doc)? = try? JSON.parse(bytes) else {
-            lock.withLock { seenDocuments[docID] = nil }
-            if let current { removeJob(current.id)?.cancel() }
-            return
-        }
-        var userFields = doc
-        for key in doc.keys where key.hasPrefix("_replication_") { userFields.removeValue(forKey: key) }
-        // A save without `_replication_state` (a user asking to run a finished job again) counts as a change.
-        let fingerprint = JSON.object(userFields).jsonString + (doc["_replication_state"] == nil ? " new" : "")
-        let seen = lock.withLock {
-            let same = seenDocuments[docID] == fingerprint
-            seenDocuments[docID] = fingerprint
-            return same
-        }
-        if seen { return }  // only our own `_replication_*` fields changed
-        let spec: Spec
-        do {
-            spec = try Self.spec(doc)
-        } catch {
-            if let current { removeJob(current.id)?.cancel() }
-            await writeState(docID, collection, state: "failed", reason: "\(CouchError.from(any: error).reason)")
-            return
-        }
-        if let current, current.spec.fingerprint == spec.fingerprint { return }  // our own state write, or no change
-        if let current { removeJob(current.id)?.cancel() }
-        let state = doc["_replication_state"]?.stringValue
-        let source: any Endpoint, target: any Endpoint
-        do {
-            source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
-            try await checkSourceBeforeCreating(spec, source)
-            target = try endpoint(spec.target, create: spec.createTarget, creationParameters: spec.createTargetParameters,
-                                  allowInsecureCredentials: spec.allowInsecureCredentials)
-        } catch {
-            await writeState(docID, collection, state: "failed", reason: CouchError.from(any: error).reason)
-            return
-        }
-        let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
-        let id = replication.replicationID + Self.suffix(spec)
-        // A one-shot job that already finished (or failed) for this very replication is not run again.
-        if (state == "completed" || state == "failed") && doc["_replication_id"]?.stringValue == id { return }
-        let job = Job(id: id, docID: docID, spec: spec, replication: replication)
-        if !(state == "triggered" && doc["_replication_id"]?.stringValue == id) {
-            await writeState(docID, collection, state: "triggered", replicationID: id)
-        }
-        start(job) { [weak self] outcome in
-            guard let self else { return }
-            switch outcome {
-            case .success(let result) where result.completed:
-                await self.writeState(docID, collection, state: "completed", replicationID: id, stats: result.status)
-            case .failure(let e) where e.kind != .cancelled:
-                await self.writeState(docID, collection, state: "failed", reason: e.description, replicationID: id,
-                                      stats: replication.status)
-            default:
-                break
-            }
-        }
-    }
-
-    /// Writes `_replication_state` (and friends) back into a `_replicator` document.
-    private func writeState(_ docID: String, _ collection: SetteeStore.Collection, state: String, reason: String? = nil,
-                            replicationID: String? = nil, stats: ReplicatorStatus? = nil) async {
-        _ = try? await Database.offload {
-            for _ in 0..<3 {
-                guard let record = try collection.record(id: docID), !record.deleted else { return }
-                var body = try record.json()
-                // Already says so (a restart re-reading a failed document): no new revision.
-                if body["_replication_state"]?.stringValue == state && stats == nil
-                    && body["_replication_state_reason"]?.stringValue == reason
-                    && (replicationID == nil || body["_replication_id"]?.stringValue == replicationID) { return }
-                body["_replication_state"] = .string(state)
-                body["_replication_state_time"] = .string(ISO8601DateFormatter().string(from: Date()))
-                if let replicationID { body["_replication_id"] = .string(replicationID) }
-                if let reason { body["_replication_state_reason"] = .string(reason) } else {
-                    body.removeValue(forKey: "_replication_state_reason")
-                }
-                if let s = stats {
-                    body["_replication_stats"] = [
-                        "revisions_checked": .int(Int64(s.revisionsChecked)),
-                        "missing_revisions_found": .int(Int64(s.missingRevisionsFound)),
-                        "docs_read": .int(Int64(s.docsRead)), "docs_written": .int(Int64(s.docsWritten)),
-                        "doc_write_failures": .int(Int64(s.docWriteFailures)),
-                        "checkpointed_source_seq": s.checkpointedSourceSeq,
-                    ]
-                }
-                let outcome = try collection.write([RevisionWrite(id: docID, body: body, mode: .edit(parent: record.revID))])
-                if case .failure(let e) = outcome[0], e.code == .conflict { continue }
-                return
-            }
-        }
-    }
-
     // MARK: Peers
 
-    /// Keeps a continuous push and pull between every database here and the same-named database on each peer.
+    /// Keeps every database here in step with the same-named database on each peer (``PeerSync``).
     private func runPeers() async {
-        while !Task.isCancelled {
-            for peer in node.configuration.peers {
-                await syncPeer(peer)
-            }
-            try? await Task.sleep(for: node.configuration.peerScanInterval)
+        let peers = node.configuration.peers.map { PeerSync(peer: $0, manager: self) }
+        await withTaskGroup(of: Void.self) { group in
+            for peer in peers { group.addTask { await peer.run() } }
         }
     }
 
-    private func syncPeer(_ peer: String) async {
-        let root = peer.hasSuffix("/") ? String(peer.dropLast()) : peer
-        let probe: RemoteEndpoint
-        do {
-            probe = try RemoteEndpoint(url: root + "/_probe", trustedRootCertificatesPath: node.configuration.caFile,
-                                       allowInsecureCredentials: node.configuration.allowInsecureCredentials)
-        } catch {
-            let message = "peer \(RemoteEndpoint.redact(peer)): \((error as? ReplicationError)?.message ?? "\(error)")"
-            let fresh = lock.withLock { peerProblems[peer] != message }
-            if fresh { logger.error("\(message)") }
-            lock.withLock { peerProblems[peer] = message }
-            return
+    /// Runs a one-shot replication listed in `_active_tasks` while it runs (a peer's); it stops with the node.
+    func runTracked(_ replication: Replication, id: String, spec: Spec) async throws -> ReplicationResult {
+        let job = Job(id: id, docID: nil, spec: spec, replication: replication)
+        let run = Task { try await replication.run() }
+        job.onCancel = { run.cancel() }
+        job.markStarted()
+        let registered = lock.withLock { () -> Bool in
+            guard !stopped, jobs[id] == nil else { return false }
+            jobs[id] = job
+            return true
         }
-        // Databases the peer has and we lack are created here, so the pull has somewhere to go.
-        do {
-            for name in try await probe.allDatabases() where !name.hasPrefix("_") {
-                if !Database.exists(name: name, inDirectory: node.configuration.dataDirectory) {
-                    _ = try? node.createDatabase(name)
-                }
-            }
-        } catch {
-            // Reported once per distinct problem, not at every scan.
-            let message = "peer \(RemoteEndpoint.redact(peer)): cannot list its databases (\(error)); is it the server's root URL?"
-            let fresh = lock.withLock { peerProblems[peer] != message }
-            if fresh { logger.error("\(message)") }
-            lock.withLock { peerProblems[peer] = message }
+        guard registered else {
+            run.cancel()
+            throw ReplicationError(.cancelled, "stopped")
         }
-        for name in node.databaseNames() where !name.hasPrefix("_") {
-            guard let remote = try? probe.sibling(database: name),
-                  let collection = try? node.database(name).defaultCollection() else { continue }
-            let local = LocalEndpoint(collection: collection)
-            let spec = Spec(source: .string(name), target: .string(remote.url), continuous: true, createTarget: true)
-            var push = options(spec)
-            push.createTarget = true
-            var pull = options(spec)
-            pull.createTarget = false
-            var createdRemote = false
-            for (source, target, opts) in [(local as any Endpoint, remote as any Endpoint, push), (remote, local, pull)] {
-                let replication = Replication(source: source, target: target, options: opts, logger: logger)
-                let id = replication.replicationID + "+peer"
-                let running = lock.withLock { stopped || jobs[id] != nil }
-                if running { continue }
-                if !createdRemote {
-                    // So the pull does not start against a database the push has yet to create.
-                    try? await remote.createDatabase()
-                    createdRemote = true
-                }
-                start(Job(id: id, docID: nil, spec: spec, replication: replication))
-            }
-        }
+        defer { _ = removeJob(id, ifSame: job) }
+        return try await withTaskCancellationHandler { try await run.value } onCancel: { run.cancel() }
     }
 }

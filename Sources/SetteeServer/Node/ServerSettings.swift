@@ -16,6 +16,7 @@ import SetteeStore
 /// | `uuids` | `algorithm` (`random`, `sequential`, `utc_random`, `utc_id`), `utc_id_suffix`, `max_count` |
 /// | `attachments` | `compressible_types`, `compression_level` |
 /// | `couchdb` / `query_server_config` | `os_process_timeout` (ms), `max_partition_size`; `reduce_limit`, `os_process_limit` (JavaScript), `query_limit`, `partition_query_limit` |
+/// | `replicator` | `max_jobs`, `max_churn`, `interval` (ms): the replication scheduler (live) |
 /// | `settee` | `query_timeout`, `idle_timeout` (start-up only), `max_json_depth`, `full_sync` (start-up only) |
 enum ServerSettings {
     static func sections(of c: ServerConfiguration) -> [String: [String: String]] {
@@ -32,6 +33,7 @@ enum ServerSettings {
             "os_process_timeout": String(c.javascript.timeout.components.seconds * 1000
                                          + c.javascript.timeout.components.attoseconds / 1_000_000_000_000_000),
         ]
+        s["replicator"] = ["max_jobs": "500", "max_churn": "20", "interval": "60000"]
         s["couch_peruser"] = ["enable": "false", "delete_dbs": "false", "q": "1", "database_prefix": "userdb-"]
         s["query_server_config"] = [
             "reduce_limit": String(c.javascript.reduceLimit),

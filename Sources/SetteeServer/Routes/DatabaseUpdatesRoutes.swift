@@ -15,6 +15,7 @@ enum DatabaseUpdatesRoutes {
         }
         let q = call.query
         let updates = call.node.databaseUpdates
+        let shutdown = call.node.shutdownNotice
         let sequences = CouchSequence(node: call.node.configuration.nodeName, databaseUUID: call.node.uuid)
         let feed = q["feed"] ?? "normal"
         guard ["normal", "longpoll", "continuous", "eventsource"].contains(feed) else {
@@ -52,6 +53,13 @@ enum DatabaseUpdatesRoutes {
             out.append(contentsOf: "}\n".utf8)
             return out
         }
+        // A `since` past the end was given out before this node restarted (the feed lives in memory). A poll is
+        // answered at once with the current end, lower than `since`: a follower (a `--peer`) then knows it may have
+        // missed events and looks at every database again. Continuous feeds start from the end.
+        if since > updates.lastSeq {
+            if feed == "normal" || feed == "longpoll" { return Reply.raw(.ok, body([], last: updates.lastSeq)) }
+            since = updates.lastSeq
+        }
         switch feed {
         case "normal":
             let events = updates.events(since: since, limit: limit)
@@ -60,7 +68,7 @@ enum DatabaseUpdatesRoutes {
             let start = since
             return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"],
                             body: ResponseBody { writer in
-                await updates.wait(since: start, timeout: timeout)
+                await updates.wait(since: start, timeout: timeout) { shutdown.isRaised }
                 let events = updates.events(since: start, limit: limit)
                 try await writer.write(ByteBuffer(bytes: body(events, last: events.last?.seq ?? start)))
                 try await writer.finish(nil)
@@ -97,8 +105,10 @@ enum DatabaseUpdatesRoutes {
                         continue
                     }
                     let wait = heartbeat ?? timeout
-                    await updates.wait(since: cursor, timeout: min(wait, .seconds(1)))
+                    await updates.wait(since: cursor, timeout: min(wait, .seconds(1))) { shutdown.isRaised }
                     if updates.lastSeq > cursor { continue }
+                    // The server is shutting down: the feed ends with its last line instead of holding it up.
+                    if shutdown.isRaised { break }
                     let idle = ContinuousClock.now - lastActivity
                     if let heartbeat {
                         if idle >= heartbeat {

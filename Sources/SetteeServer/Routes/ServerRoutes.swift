@@ -144,6 +144,14 @@ enum ServerRoutes {
         if s.count == 2 && s[1] == "jobs" {
             // Running jobs, then those that stopped on an error (with `state: failed` and the error in `info`).
             var jobs = tasks.map(job)
+            // Jobs waiting for a slot (`[replicator] max_jobs`).
+            for p in call.node.replications.pendingJobs {
+                jobs.append(["id": .string(p.id), "database": p.docID == nil ? .null : "_replicator",
+                             "doc_id": p.docID.map(JSON.string) ?? .null, "source": .string(RemoteEndpoint.redact(p.source)),
+                             "target": .string(RemoteEndpoint.redact(p.target)), "pid": .null, "node": "settee@localhost",
+                             "user": .null, "state": "pending", "info": .null,
+                             "history": [["type": "added", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))]]])
+            }
             for case .object(let f) in call.node.replications.failures {
                 guard case .object(var j) = job(f) else { continue }
                 j["state"] = "failed"
@@ -159,6 +167,7 @@ enum ServerRoutes {
             throw CouchError.notFound("missing")
         }
         var docs: [JSON] = []
+        let pendingDocs = Set(call.node.replications.pendingJobs.compactMap(\.docID))
         if let db = try? call.node.database("_replicator") {
             let c = try db.defaultCollection()
             let rows = try await blocking {
@@ -171,6 +180,7 @@ enum ServerRoutes {
                 let running = tasks.first { $0["doc_id"]?.stringValue == row.id }
                 var state = doc["_replication_state"]?.stringValue ?? "pending"
                 if let running { state = running["state"]?.stringValue == "offline" ? "crashing" : "running" }
+                if pendingDocs.contains(row.id) { state = "pending" }
                 var d: JSONObject = ["database": "_replicator", "doc_id": .string(row.id),
                                      "id": running?["replication_id"] ?? doc["_replication_id"] ?? .null,
                                      "node": "settee@localhost", "state": .string(state),
