@@ -19,6 +19,7 @@ extension Collection {
                 }
                 return try self.apply(w, session)
             }
+            try self.storePendingTree(session)
             try session.flushArchive()
             self.database.noteChanges(collection: self.fullName, ids: session.changed)
             return results
@@ -111,6 +112,21 @@ extension Collection {
             return try fetch.step() ? fetch.blob(0) : nil
         }
 
+        /// A document whose replicated revisions are merged in memory: consecutive replicated writes of one
+        /// document in a batch (a document receiving many conflicting leaves at once) update this tree instead of
+        /// encoding and rewriting the row each time — which made such a batch quadratic in its leaves, every leaf's
+        /// body being rewritten with the tree at every write. It is stored when the batch moves on or ends.
+        struct PendingTree {
+            let id: String
+            let rowid: Int64?
+            let tree: RevTree
+            /// The winner the row holds (its body is in the row, not in the tree).
+            let storedWinner: RevID?
+            let archiveHead: Int64?
+            let archived: Bool
+        }
+        var pendingTree: PendingTree?
+
         /// The document's newest archived revision (its row's `arch`, as the lookup read it), then the ones this
         /// write archives: each new archive row links to it, and the row's update stores the last.
         var archiveHead: Int64?
@@ -192,6 +208,14 @@ extension Collection {
             return .failure(error)
         }
         let db = session.db
+        // Another replicated revision of the document whose tree is held in memory continues it; any other write
+        // stores that tree first.
+        var replicated = false
+        if case .replicated = w.mode { replicated = true }
+        var carried: WriteSession.PendingTree?
+        if let pending = session.pendingTree {
+            if replicated && pending.id == w.id { carried = pending } else { try storePendingTree(session) }
+        }
         if !w.blobs.isEmpty {
             let insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, ?, ?)")
             for blob in w.blobs {
@@ -229,14 +253,20 @@ extension Collection {
         }
         let bodyBytes = session.body
         let lookup = session.lookup
-        lookup.bind(w.id, at: 1)
         var rowid: Int64?
         var oldWinner: RevID?
         var tree = RevTree()
         var chainChild: RevID?  // the new revision when the fast path below computed it
         session.archived = false
         session.archiveHead = nil
-        if try lookup.step() {
+        if carried == nil { lookup.bind(w.id, at: 1) }
+        if let carried {
+            rowid = carried.rowid
+            tree = carried.tree
+            oldWinner = carried.storedWinner
+            session.archiveHead = carried.archiveHead
+            session.archived = carried.archived
+        } else if try lookup.step() {
             rowid = lookup.int64(0)
             session.archiveHead = lookup.isNull(2) ? nil : lookup.int64(2)
             // The common updates: a document whose history is one chain ending at the new revision's parent
@@ -329,16 +359,11 @@ extension Collection {
             }
         }
         tree.stem(limit: session.revsLimit)
-        let leaves = tree.leafIndices
         // (A set for the membership tests below: with many conflicting leaves an array made each write quadratic in
         // them, and a batch adding n leaves to one document cubic.)
-        let leafSet = Set(leaves)
-        var winnerIndex = leaves[0]
-        var live = 0
-        for i in leaves {
-            if !tree.nodes[i].deleted { live += 1 }
-            if RevTree.ranksBefore(tree.nodes[i], tree.nodes[winnerIndex]) { winnerIndex = i }
-        }
+        let leafSet = Set(tree.leafIndices)
+        var winnerIndex = 0, live = 0
+        Self.winner(of: tree, index: &winnerIndex, live: &live)
         let winner = tree.nodes[winnerIndex]
         if let rowid {
             for old in oldLeaves {
@@ -358,14 +383,55 @@ extension Collection {
            let i = tree.index(of: old), leafSet.contains(i), tree.nodes[i].body == nil {
             tree.setBody(try session.fetchBody(rowid: rowid), for: old)
         }
+        session.changed.append(w.id)
+        if replicated {
+            // Kept in memory: the next write, if it is another revision of this document, continues from it.
+            session.pendingTree = .init(id: w.id, rowid: rowid, tree: tree, storedWinner: oldWinner,
+                                        archiveHead: session.archiveHead, archived: session.archived)
+            return .success(newRev)
+        }
+        let hasAttachments = winner.rev == newRev ? w.body.contains(key: "_attachments") : nil
+        try storeTree(id: w.id, rowid: rowid, tree: tree, winnerIndex: winnerIndex, live: live, oldWinner: oldWinner,
+                      winnerHasAttachments: hasAttachments, session)
+        return .success(newRev)
+    }
+
+    /// Stores the tree held in memory for a document's replicated revisions (``WriteSession/PendingTree``).
+    func storePendingTree(_ session: WriteSession) throws {
+        guard let pending = session.pendingTree else { return }
+        session.pendingTree = nil
+        session.archiveHead = pending.archiveHead
+        session.archived = pending.archived
+        var winnerIndex = 0, live = 0
+        Self.winner(of: pending.tree, index: &winnerIndex, live: &live)
+        try storeTree(id: pending.id, rowid: pending.rowid, tree: pending.tree, winnerIndex: winnerIndex, live: live,
+                      oldWinner: pending.storedWinner, winnerHasAttachments: nil, session)
+    }
+
+    /// The winning leaf's index and the number of live leaves.
+    static func winner(of tree: RevTree, index winnerIndex: inout Int, live: inout Int) {
+        let leaves = tree.leafIndices
+        winnerIndex = leaves[0]
+        live = 0
+        for i in leaves {
+            if !tree.nodes[i].deleted { live += 1 }
+            if RevTree.ranksBefore(tree.nodes[i], tree.nodes[winnerIndex]) { winnerIndex = i }
+        }
+    }
+
+    /// Writes a document's row from its tree: a new row, the winner's body and the tree when the winner changed,
+    /// or only the tree, flags and sequence when it didn't. `winnerHasAttachments` is known for a new revision;
+    /// otherwise the winner's body is scanned.
+    private func storeTree(id: String, rowid: Int64?, tree: RevTree, winnerIndex: Int, live: Int, oldWinner: RevID?,
+                           winnerHasAttachments: Bool?, _ session: WriteSession) throws {
+        let winner = tree.nodes[winnerIndex]
         var flags: Int64 = winner.deleted ? DocFlags.deleted : 0
         if live > 1 { flags |= DocFlags.conflicted }
         let winnerChanged = winner.rev != oldWinner
         let winnerBody = winner.body ?? Array("{}".utf8)
         if winnerChanged {
             // The new revision's properties are at hand; only another leaf's body needs a byte scan.
-            let hasAttachments = winner.rev == newRev ? w.body.contains(key: "_attachments") : winnerBody.containsAttachments
-            if hasAttachments { flags |= DocFlags.hasAttachments }
+            if winnerHasAttachments ?? winnerBody.containsAttachments { flags |= DocFlags.hasAttachments }
         }
         session.tree.removeAll(keepingCapacity: true)
         tree.encode(omitBodyOf: winner.rev, into: &session.tree)
@@ -392,7 +458,7 @@ extension Collection {
             try session.tree.withUnsafeBytes { treeBytes in
                 try session.rev.withUnsafeBytes { revBytes in
                     try winnerBody.withUnsafeBytes { bodyBytes in
-                        insert.bind(w.id, at: 1)
+                        insert.bind(id, at: 1)
                         insert.bind(seq, at: 2)
                         insert.bindNoCopy(text: revBytes, at: 3)
                         insert.bind(flags, at: 4)
@@ -404,8 +470,6 @@ extension Collection {
                 }
             }
         }
-        session.changed.append(w.id)
-        return .success(newRev)
     }
 
     /// Rewrites a document's row with a new winning revision (its body and the encoded tree in
