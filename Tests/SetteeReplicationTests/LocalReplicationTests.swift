@@ -312,3 +312,19 @@ import Testing
         #expect(try a.record(id: "gone") == nil)
     }
 }
+
+@Suite struct CheckpointDateTests {
+    /// `start_time`/`end_time` are formatted by hand; they read as CouchDB's (and Foundation's) HTTP dates.
+    @Test func httpDatesReadAsDateFormatterWritesThem() {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var rng = SeededGenerator(seed: 7)
+        let dates = [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 951_782_400), Date()]
+            + (0..<200).map { _ in Date(timeIntervalSince1970: Double.random(in: 0..<4_102_444_800, using: &rng)) }
+        for date in dates {
+            #expect(Checkpointer.httpDate(date) == f.string(from: date))
+        }
+    }
+}

@@ -91,12 +91,17 @@ import Testing
             #expect(peakFiles[i] < 700, "node\(i) held \(peakFiles[i]) files")
             #expect(peakThreads[i] < 120, "node\(i) ran \(peakThreads[i]) threads")
         }
-        // The replications are one-shot and end: nothing runs once the nodes agree.
-        #expect(try await waitFor(seconds: 30) {
-            let a = try await HTTP.send(.GET, url(nodes[0], "_active_tasks")).json?.arrayValue ?? [nil]
-            let b = try await HTTP.send(.GET, url(nodes[1], "_active_tasks")).json?.arrayValue ?? [nil]
-            return a.isEmpty && b.isEmpty
-        })
+        // Once the nodes agree they go quiet: no database changes on either side (a replication's checkpoint is
+        // no update, else each side's checkpoints would wake the other forever), and no replication runs.
+        func lastSeqs() async throws -> [String] {
+            try await nodes.asyncMap { try await HTTP.send(.GET, url($0, "_db_updates")).json?["last_seq"]?.jsonString ?? "" }
+        }
+        let settled = try await lastSeqs()
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await lastSeqs() == settled, "the nodes keep changing databases after converging")
+        let a = try await HTTP.send(.GET, url(nodes[0], "_active_tasks")).json?.arrayValue ?? [nil]
+        let b = try await HTTP.send(.GET, url(nodes[1], "_active_tasks")).json?.arrayValue ?? [nil]
+        #expect(a.isEmpty && b.isEmpty)
     }
 
     @Test func theSchedulerRunsAtMostMaxJobsAndRotatesTheOthersIn() async throws {

@@ -193,10 +193,20 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// Records an `updated` event for `/_db_updates` after each commit, until the database closes.
+    /// Records an `updated` event for `/_db_updates` after each commit that moved the database's sequence, until
+    /// the database closes. Commits of `_local` documents (replication checkpoints) and metadata don't: as in
+    /// CouchDB, they are not updates of the database — and two peers would otherwise wake each other forever, each
+    /// replication's checkpoint an event for the other side.
     private func watchCommits(_ db: Database) {
         let commits = db.commits(), updates = databaseUpdates, name = db.name
-        Task.detached { for await _ in commits { updates.record(name, .updated) } }
+        let start = db.lastSequence
+        Task.detached {
+            var last = start
+            for await sequence in commits where sequence != last {
+                last = sequence
+                updates.record(name, .updated)
+            }
+        }
     }
 
     /// A database's `_security` object (cached; CouchDB 3's admin-only default when none was set).

@@ -119,7 +119,7 @@ extension Collection {
         struct PendingTree {
             let id: String
             let rowid: Int64?
-            let tree: RevTree
+            var tree: RevTree
             /// The winner the row holds (its body is in the row, not in the tree).
             let storedWinner: RevID?
             let archiveHead: Int64?
@@ -213,8 +213,22 @@ extension Collection {
         var replicated = false
         if case .replicated = w.mode { replicated = true }
         var carried: WriteSession.PendingTree?
-        if let pending = session.pendingTree {
-            if replicated && pending.id == w.id { carried = pending } else { try storePendingTree(session) }
+        var carriedTree = RevTree()
+        if replicated && session.pendingTree?.id == w.id {
+            // Moved out, not copied: the tree is then this write's alone, and editing it copies nothing.
+            var pending = session.pendingTree!
+            session.pendingTree = nil
+            swap(&carriedTree, &pending.tree)
+            carried = pending
+        } else if session.pendingTree != nil {
+            try storePendingTree(session)
+        }
+        /// A write that changes nothing (or fails) leaves the tree held in memory as it was.
+        func keepCarried(_ tree: RevTree) {
+            if var kept = carried {
+                kept.tree = tree
+                session.pendingTree = kept
+            }
         }
         if !w.blobs.isEmpty {
             let insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, ?, ?)")
@@ -262,7 +276,7 @@ extension Collection {
         if carried == nil { lookup.bind(w.id, at: 1) }
         if let carried {
             rowid = carried.rowid
-            tree = carried.tree
+            swap(&tree, &carriedTree)
             oldWinner = carried.storedWinner
             session.archiveHead = carried.archiveHead
             session.archived = carried.archived
@@ -310,9 +324,26 @@ extension Collection {
             oldWinner = tree.winner?.rev  // the stored `rev` column always equals the tree's winner
         }
         lookup.reset()
-        // The leaves before the edit: one that stops being a leaf loses its body from the row or the tree,
-        // and keeps it in the archive instead (below). Copy-on-write: no body is copied here.
-        let oldLeaves = tree.leafIndices.map { (rev: tree.nodes[$0].rev, body: tree.nodes[$0].body) }
+        // The leaves before the edit that it may extend: one that stops being a leaf loses its body from the row
+        // or the tree, and keeps it in the archive instead (below). Only the new revision's ancestors can stop
+        // being leaves (stemming never removes a leaf): an edit's parent (the winner for an overwrite or a
+        // re-created tombstone), a replicated revision's history. (Looking at every leaf made each write of a
+        // document with n conflicts cost n searches.) Copy-on-write: no body is copied here.
+        var extended: [RevID] = []
+        switch w.mode {
+        case .edit(let parent): extended = [parent, tree.winner?.rev].compactMap { $0 }
+        case .overwrite: extended = [tree.winner?.rev].compactMap { $0 }
+        case .replicated(let history): extended = Array(history.dropFirst())
+        }
+        let oldLeaves: [(rev: RevID, body: [UInt8]?)]
+        if extended.isEmpty || tree.isEmpty {
+            oldLeaves = []
+        } else {
+            let leafIndices = Set(tree.leafIndices)
+            oldLeaves = extended.compactMap { rev in
+                tree.index(of: rev).flatMap { leafIndices.contains($0) ? (rev, tree.nodes[$0].body) : nil }
+            }
+        }
 
         let newRev: RevID
         switch w.mode {
@@ -347,14 +378,17 @@ extension Collection {
             }
         case .replicated(let history):
             guard let first = history.first else {
+                keepCarried(tree)
                 return .failure(SetteeError(.badRequest, "Empty revision history"))
             }
             newRev = first
             do {
                 guard try tree.insert(path: history, deleted: w.deleted, body: bodyBytes) else {
+                    keepCarried(tree)
                     return .success(newRev)  // already stored: replication is idempotent
                 }
             } catch {
+                keepCarried(tree)  // (insert checks the history before it changes anything)
                 return .failure(SetteeError(.badRequest, "Invalid revision history for \(w.id)"))
             }
         }
@@ -384,8 +418,9 @@ extension Collection {
             tree.setBody(try session.fetchBody(rowid: rowid), for: old)
         }
         session.changed.append(w.id)
-        if replicated {
+        if replicated, rowid != nil {
             // Kept in memory: the next write, if it is another revision of this document, continues from it.
+            // (A new document's row is inserted at once: bodies its later revisions replace are archived under it.)
             session.pendingTree = .init(id: w.id, rowid: rowid, tree: tree, storedWinner: oldWinner,
                                         archiveHead: session.archiveHead, archived: session.archived)
             return .success(newRev)

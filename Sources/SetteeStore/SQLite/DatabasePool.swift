@@ -307,6 +307,9 @@ package final class DatabasePool: @unchecked Sendable {
             checkpointer?.close()
             checkpointer = nil
         }
+        // No checkpoint as the last connection closes: hibernating then costs no write and no sync (the WAL stays
+        // on disk, durable, and is read again at the next open; the WAL hook checkpoints it as writes go on).
+        if let writer { _ = csqlite_skip_checkpoint_on_close(writer.handle) }
         writer?.close()
         writer = nil
         OpenPools.shared.closed(self)
