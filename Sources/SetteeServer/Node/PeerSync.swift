@@ -223,7 +223,8 @@ final class PeerSync: Sendable {
                     continue
                 }
                 for (name, kind) in batch.events where kind != .deleted && !name.hasPrefix("_") {
-                    if kind == .created { createLocally(name) }
+                    // (Also for an update: its creation may have come while the feed was down.)
+                    createLocally(name)
                     enqueue([Work(database: name, direction: .pull)])
                 }
                 since = batch.lastSeq

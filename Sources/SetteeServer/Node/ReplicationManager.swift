@@ -137,7 +137,7 @@ final class ReplicationManager: @unchecked Sendable {
     var jobs: [String: Job] = [:]
     /// Scheduled jobs waiting for a slot (ids, oldest first): CouchDB's scheduler runs at most `[replicator]
     /// max_jobs` continuous and `_replicator` jobs at once.
-    private var pending: [String] = []
+    var pending: [String] = []
     private var schedulerLoop: Task<Void, Never>?
     var replicatorWatch: Task<Void, Never>?
     private var peerLoop: Task<Void, Never>?
@@ -146,7 +146,7 @@ final class ReplicationManager: @unchecked Sendable {
     /// node's own state writes, which come back through the feed, are not acted upon again.
     var seenDocuments: [String: String] = [:]
     /// Jobs that stopped on an error (newest last, at most 50), for `_scheduler/jobs`.
-    private var failedJobs: [(job: Job, error: ReplicationError, at: Date)] = []
+    var failedJobs: [(job: Job, error: ReplicationError, at: Date)] = []
     let logger = Logger(label: "settee.replicator")
 
     init(node: Node) {
@@ -403,106 +403,6 @@ final class ReplicationManager: @unchecked Sendable {
     }
 
     // MARK: Jobs
-
-    /// Schedules a continuous `_replicate` or a `_replicator` job: it starts now if fewer than `max_jobs` run,
-    /// else it waits for a slot (``schedule()``).
-    func start(_ job: Job, onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)? = nil) {
-        job.onEnd = onEnd
-        lock.withLock {
-            jobs[job.id] = job
-            pending.append(job.id)
-        }
-        schedule()
-    }
-
-    /// The scheduler's settings (`[replicator]`, live): jobs at once, jobs swapped per interval, the interval.
-    var schedulerSettings: (maxJobs: Int, maxChurn: Int, interval: Duration) {
-        func int(_ key: String, _ fallback: Int) -> Int {
-            node.config.value("replicator", key).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? fallback
-        }
-        return (max(1, int("max_jobs", 500)), max(0, int("max_churn", 20)), .milliseconds(max(100, int("interval", 60_000))))
-    }
-
-    /// Starts waiting jobs, oldest first, while fewer than `max_jobs` run.
-    private func schedule() {
-        let maxJobs = schedulerSettings.maxJobs
-        let ready: [Job] = lock.withLock {
-            guard !stopped else { return [] }
-            var running = jobs.values.count { $0.isRunning }
-            var out: [Job] = []
-            while running < maxJobs, !pending.isEmpty {
-                let id = pending.removeFirst()
-                guard let job = jobs[id], !job.isRunning else { continue }
-                job.markStarted()
-                out.append(job)
-                running += 1
-            }
-            return out
-        }
-        for job in ready { launch(job) }
-    }
-
-    private func launch(_ job: Job) {
-        let replication = job.replication
-        job.task = Task { [weak self] in
-            let outcome: Result<ReplicationResult, ReplicationError>
-            do {
-                outcome = .success(try await replication.run())
-            } catch let e as ReplicationError {
-                outcome = .failure(e)
-            } catch {
-                outcome = .failure(ReplicationError(.badRequest, "\(error)"))
-            }
-            guard let self else { return }
-            if job.endRun() {
-                // Stopped by the scheduler (its checkpoint recorded): it waits for a slot again, behind the others.
-                self.lock.withLock { if self.jobs[job.id] === job { self.pending.append(job.id) } }
-                self.schedule()
-                return
-            }
-            // The outcome is recorded (a `_replicator` document's final state written) while the job is still
-            // registered, so a change-feed pass in between can't mistake a finished job for one to resume.
-            await job.onEnd?(outcome)
-            _ = self.removeJob(job.id, ifSame: job)
-            if case .failure(let e) = outcome, e.kind != .cancelled {
-                self.lock.withLock {
-                    self.failedJobs.append((job, e, Date()))
-                    if self.failedJobs.count > 50 { self.failedJobs.removeFirst() }
-                }
-            }
-            self.schedule()
-        }
-    }
-
-    /// CouchDB's rotation: every `interval`, when jobs wait and every slot is taken, up to `max_churn` of the
-    /// continuous jobs that have run longest stop (recording their checkpoints) and wait again behind the others;
-    /// the waiting ones take their slots.
-    /// (The settings are read every 250 ms, so a changed `interval` or `max_jobs` applies at once.)
-    private func runScheduler() async {
-        var lastRotation = ContinuousClock.now
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(250))
-            if Task.isCancelled { return }
-            schedule()
-            let settings = schedulerSettings
-            guard ContinuousClock.now - lastRotation >= settings.interval else { continue }
-            lastRotation = .now
-            let victims: [Job] = lock.withLock {
-                let running = jobs.values.filter { $0.isRunning }
-                guard !pending.isEmpty, running.count >= settings.maxJobs else { return [] }
-                let candidates = running.filter { $0.spec.continuous }.sorted { $0.startedOn < $1.startedOn }
-                return Array(candidates.prefix(min(settings.maxChurn, pending.count)))
-            }
-            for job in victims { _ = job.rotateOut() }
-        }
-    }
-
-    /// Jobs waiting for a slot (`_scheduler/jobs` and `_scheduler/docs` list them as `pending`).
-    var pendingJobs: [(id: String, docID: String?, source: String, target: String, continuous: Bool)] {
-        lock.withLock { pending.compactMap { jobs[$0] } }.filter { !$0.isRunning }.map {
-            ($0.id, $0.docID, $0.replication.source.displayName, $0.replication.target.displayName, $0.spec.continuous)
-        }
-    }
 
     @discardableResult
     func removeJob(_ id: String, ifSame job: Job? = nil) -> Job? {
