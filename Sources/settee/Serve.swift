@@ -32,7 +32,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (also $SETTEE_LOG_LEVEL).") var logLevel: String = "info"
     @Option(help: "Log format: text, or json for one JSON object per line (also $SETTEE_LOG_FORMAT).") var logFormat: String = "text"
     @Option(name: .customLong("peer"),
-            help: "A peer server's URL (repeatable; also $SETTEE_PEERS, comma-separated): every database is kept in continuous push and pull with the same-named database there.")
+            help: "A peer server's URL (repeatable; also $SETTEE_PEERS, comma-separated): every database is kept in step with the same-named database there (replicated one-shot when either side writes it).")
     var peers: [String] = []
     @Option(help: "Seconds between looks for new databases to replicate with the peers.") var peerScanInterval: Double = 10
     @Option(help: "CORS: comma-separated origins allowed to call this node from a browser, or * (enables CORS; also $SETTEE_CORS_ORIGINS).")

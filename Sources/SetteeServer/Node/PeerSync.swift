@@ -20,8 +20,10 @@ import SetteeStore
 /// Every ``ServerConfiguration/peerScanInterval`` the node also compares the two database lists (creating here
 /// what the peer has, queueing both directions for databases new on either side), and at least every five minutes
 /// it queues every database in both directions, so that nothing a feed missed stays missed. A peer without
-/// `_db_updates` (not a server admin, or a server without the feed) is polled instead: every database is pulled
-/// at each scan. Databases whose name starts with `_` are not replicated; deleting a database is not propagated.
+/// `_db_updates` (a server without the feed) is polled instead: every database is pulled at each scan, and the
+/// feed is tried again every minute. The peer URL's user must be a server admin there (`_db_updates` and
+/// `_all_dbs` are admin-only). Databases whose name starts with `_` are not replicated; deleting a database is not
+/// propagated.
 final class PeerSync: Sendable {
     enum Direction: String, Sendable { case push, pull }
 
@@ -34,6 +36,8 @@ final class PeerSync: Sendable {
     static let concurrency = 4
     /// The peer's `_db_updates` long poll: below the replicator's 30 s read timeout.
     static let feedTimeout: Duration = .seconds(20)
+    /// How long a peer whose `_db_updates` refused this node is polled before the feed is tried again.
+    static let feedRetryInterval: Duration = .seconds(60)
     /// How often every database is replicated in both directions regardless of the feeds.
     static let fullSweepInterval: Duration = .seconds(300)
 
@@ -121,9 +125,9 @@ final class PeerSync: Sendable {
     private func finished(_ work: Work, ok: Bool, retry: Bool) {
         state.withLock { s in
             s.running.remove(work)
-            if ok {
+            if ok || !retry {
                 s.failures[work] = nil
-            } else if retry {
+            } else {
                 let count = (s.failures[work]?.count ?? 0) + 1
                 let delay = Duration.milliseconds(min(500 << min(count, 7), 60_000))
                 s.failures[work] = (count, .now + delay)
@@ -211,8 +215,17 @@ final class PeerSync: Sendable {
             do {
                 guard let from = since else {
                     // The end of the feed first, then everything: nothing written in between is missed.
-                    since = try await probe.databaseUpdates(since: "now").lastSeq
-                    try await pullEverything(probe)
+                    let end = try await probe.databaseUpdates(since: "now").lastSeq
+                    state.withLock { $0.remoteFeed = true }
+                    do {
+                        try await pullEverything(probe)
+                    } catch {
+                        // The feed works but the list doesn't (yet): the scan reports it; try again shortly.
+                        failures += 1
+                        try? await Task.sleep(for: .milliseconds(min(500 << min(failures, 6), 30_000)))
+                        continue
+                    }
+                    since = end
                     failures = 0
                     continue
                 }
@@ -237,7 +250,9 @@ final class PeerSync: Sendable {
                 if first {
                     logger.notice("peer \(RemoteEndpoint.redact(peer)): no _db_updates feed (\(e.message)); polling its databases every scan instead")
                 }
-                return
+                // Asked again now and then (a password being changed, a proxy answering before the peer is up).
+                since = nil
+                try? await Task.sleep(for: Self.feedRetryInterval)
             } catch {
                 if Task.isCancelled { return }
                 since = nil

@@ -409,6 +409,7 @@ final class ReplicationManager: @unchecked Sendable {
         lock.withLock {
             guard let existing = jobs[id], job == nil || existing === job else { return nil }
             jobs[id] = nil
+            pending.removeAll { $0 == id }  // (a job cancelled while it waited for a slot)
             return existing
         }
     }
