@@ -64,6 +64,29 @@ struct SetteeHTTP1Channel: ServerChildChannel {
     }
 }
 
+/// Tells a connection, on its event loop, that the route reading a streamed body wants more of it, or stopped.
+final class UploadDelegate: NIOAsyncSequenceProducerDelegate {
+    private let id: Int
+    private let connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>
+
+    fileprivate init(id: Int, connection: NIOLoopBound<(HTTP1ConnectionHandler, ChannelHandlerContext)>) {
+        self.id = id
+        self.connection = connection
+    }
+
+    func produceMore() { tell(abandoned: false) }
+
+    func didTerminate() { tell(abandoned: true) }
+
+    private func tell(abandoned: Bool) {
+        let (connection, id) = (self.connection, self.id)
+        connection.eventLoop.execute {
+            let (handler, context) = connection.value
+            handler.uploadWantsMore(id: id, abandoned: abandoned, context: context)
+        }
+    }
+}
+
 /// The task answering a connection's current request: cancelled when the connection closes (a client that
 /// went away, or a feed cut at shutdown), awaited by the connection before the server finishes.
 final class ConnectionTasks: Sendable {
@@ -87,8 +110,13 @@ final class ConnectionTasks: Sendable {
 ///
 /// - One request at a time: parts of pipelined requests that arrive while a response is pending are queued, and
 ///   the socket is not read until it is written (as NIO's `HTTPServerPipelineHandler`).
-/// - The body is kept up to one byte past the node's request limit: the route that reads it
-///   (``Call/bodyBytes()``) then answers 413 `too_large`; the rest of an oversized body is read and dropped.
+/// - A body up to ``streamingThreshold`` (by its `Content-Length`) is assembled before the route runs, kept up to
+///   one byte past the node's request limit: the route that reads it (``Call/bodyBytes()``) then answers 413
+///   `too_large`; the rest of an oversized body is read and dropped. A larger body, or one of unknown length
+///   (`Transfer-Encoding: chunked`), is handed to the route as it arrives (an attachment goes to disk that way,
+///   never whole in memory), with backpressure: past a few buffers the route hasn't taken, the socket isn't read.
+///   If the response ends before such a body does, the connection closes after it. A client that stalls
+///   mid-body while the route waits for it is closed after the idle timeout.
 /// - Keep-alive as the request asks (`Connection: close`, HTTP/1.0). A connection with no request part for the
 ///   idle timeout while no response is pending closes (idle between requests, or stalled mid-request).
 /// - Graceful shutdown (`ChannelShouldQuiesceEvent`) or a client's half-close: an idle connection closes at once,
@@ -104,16 +132,37 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private enum State {
         case idle
-        case reading(HTTPRequestHead, ByteBuffer?)
+        /// Assembling a request's body (in ``body``) before its route runs.
+        case reading(HTTPRequestHead)
         case responding(keepAlive: Bool)
         case closed
     }
+
+    /// A request body streamed to its route as it arrives.
+    private struct Upload {
+        typealias Producer = NIOThrowingAsyncSequenceProducer<ByteBuffer, any Error,
+                                                              NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark,
+                                                              UploadDelegate>
+        let id: Int
+        let source: Producer.Source
+        /// The route has enough unread buffers: the socket isn't read until it asks for more.
+        var paused = false
+        /// The route stopped reading: the rest of the body is dropped.
+        var abandoned = false
+    }
+
+    /// Bodies larger than this (by `Content-Length`), and chunked ones, stream to their route.
+    static let streamingThreshold = 1 << 20
 
     private let exchange: HTTPExchange
     private let tasks: ConnectionTasks
     private let keep: Int
     private let idleTimeout: TimeAmount?
     private var state = State.idle
+    /// The body being assembled while ``State/reading(_:)`` (kept out of the state so it grows in place).
+    private var body: ByteBuffer?
+    private var upload: Upload?
+    private var uploads = 0
     private var queued: [HTTPServerRequestPart] = []
     private var readPending = false
     private var closeWhenDone = false
@@ -142,19 +191,27 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelInactive(context: ChannelHandlerContext) {
         state = .closed
         queued = []
+        body = nil
+        upload?.source.finish(ChannelError.eof)
+        upload = nil
         cancelIdle()
         tasks.cancel()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        // A body cut short fails its route's read (it must not look complete).
+        upload?.source.finish(ChannelError.eof)
+        upload = nil
         cancelIdle()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
         lastActivity = .now()
-        if isResponding {
+        if upload != nil {
+            receiveUpload(part, context: context)
+        } else if isResponding {
             queued.append(part)
         } else {
             receive(part, context: context)
@@ -164,18 +221,26 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func receive(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch (part, state) {
         case (.head(let head), .idle):
-            state = .reading(head, nil)
-        case (.body(var chunk), .reading(let head, var body)):
+            let length = head.headers.first(name: "content-length").flatMap { Int($0) }
+            if length.map({ $0 > Self.streamingThreshold }) ?? head.headers.contains(name: "transfer-encoding") {
+                let keepAlive = head.isKeepAlive
+                state = .responding(keepAlive: keepAlive)
+                startStreaming(head, keepAlive: keepAlive, context: context)
+            } else {
+                state = .reading(head)
+                if let length, length > 0 { body = context.channel.allocator.buffer(capacity: min(length, keep)) }
+            }
+        case (.body(var chunk), .reading):
             let held = body?.readableBytes ?? 0
             guard held < keep else { return }
             if chunk.readableBytes > keep - held { chunk = chunk.getSlice(at: chunk.readerIndex, length: keep - held)! }
-            state = .idle  // drop the reference so the buffer below is uniquely held and grows in place
             if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
-            state = .reading(head, body)
-        case (.end, .reading(let head, let body)):
+        case (.end, .reading(let head)):
             let keepAlive = head.isKeepAlive
             state = .responding(keepAlive: keepAlive)
-            start(head, body: body ?? ByteBuffer(), keepAlive: keepAlive, context: context)
+            let assembled = body ?? ByteBuffer()
+            body = nil
+            start(head, body: RequestBody(buffer: assembled), keepAlive: keepAlive, context: context)
         case (_, .closed):
             return
         default:
@@ -184,10 +249,55 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         }
     }
 
-    private func start(_ head: HTTPRequestHead, body: ByteBuffer, keepAlive: Bool, context: ChannelHandlerContext) {
+    /// Starts a request whose body streams to its route (``Upload``).
+    private func startStreaming(_ head: HTTPRequestHead, keepAlive: Bool, context: ChannelHandlerContext) {
+        uploads += 1
+        let delegate = UploadDelegate(id: uploads, connection: NIOLoopBound((self, context), eventLoop: context.eventLoop))
+        let producer = Upload.Producer.makeSequence(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8),
+                                                    finishOnDeinit: false, delegate: delegate)
+        upload = Upload(id: uploads, source: producer.source)
+        start(head, body: RequestBody(asyncSequence: producer.sequence), keepAlive: keepAlive, context: context)
+    }
+
+    /// A part of a streamed body: passed on (or dropped, if the route stopped reading); the end finishes it.
+    private func receiveUpload(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        guard var current = upload else { return }
+        switch part {
+        case .body(let chunk):
+            guard !current.abandoned else { return }
+            if current.source.yield(chunk) == .stopProducing { current.paused = true }
+            upload = current
+        case .end:
+            current.source.finish()
+            upload = nil
+            resumeReading(context)
+        case .head:
+            // NIO's decoder ends a body before the next head; anything else is a broken connection.
+            state = .closed
+            context.close(promise: nil)
+        }
+    }
+
+    /// The route wants more of its streamed body (`abandoned`: it stopped reading, the rest is dropped).
+    fileprivate func uploadWantsMore(id: Int, abandoned: Bool, context: ChannelHandlerContext) {
+        guard var current = upload, current.id == id else { return }
+        current.paused = false
+        if abandoned { current.abandoned = true }
+        upload = current
+        resumeReading(context)
+    }
+
+    private func resumeReading(_ context: ChannelHandlerContext) {
+        if readPending && queued.isEmpty && !(upload?.paused ?? false) {
+            readPending = false
+            context.read()
+        }
+    }
+
+    private func start(_ head: HTTPRequestHead, body: RequestBody, keepAlive: Bool, context: ChannelHandlerContext) {
         let request: Request
         do {
-            request = Request(head: try Self.httpRequest(head), body: RequestBody(buffer: body))
+            request = Request(head: try Self.httpRequest(head), body: body)
         } catch {
             writeBadRequest(context)
             return
@@ -221,7 +331,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             return
         }
         if output.closes { closeWhenDone = true }
-        let closes = output.ends && (!keepAlive || closeWhenDone)
+        // (A streamed body the route didn't read to its end: the connection can't find the next request.)
+        let closes = output.ends && (!keepAlive || closeWhenDone || upload != nil)
         let count = (output.first == nil ? 0 : 1) + output.more.count
         if count == 0 {
             // Nothing to send (the end of an unframed body): still complete the promise in order.
@@ -243,8 +354,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             return
         }
         state = .idle
-        while !queued.isEmpty && !isResponding {
-            receive(queued.removeFirst(), context: context)
+        while !queued.isEmpty {
+            if upload != nil {
+                receiveUpload(queued.removeFirst(), context: context)
+            } else if !isResponding {
+                receive(queued.removeFirst(), context: context)
+            } else {
+                break
+            }
         }
         if isResponding { return }  // a queued request is being answered
         lastActivity = .now()
@@ -277,7 +394,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     // wait for the response's end (backpressure). Holding every read while responding would make NIO drop and
     // re-add the socket's read interest (two epoll_ctl calls) on each request of an ordinary keep-alive client.
     func read(context: ChannelHandlerContext) {
-        if isResponding && !queued.isEmpty {
+        if (isResponding && !queued.isEmpty) || (upload?.paused ?? false) {
             readPending = true
         } else {
             context.read()
@@ -324,9 +441,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             switch handler.state {
             case .closed:
                 return
-            case .responding:
+            case .responding where handler.upload.map({ $0.paused }) ?? true:
                 handler.scheduleIdle(context)  // a response of any length is not idleness
-            case .idle, .reading:
+            case .idle, .reading, .responding:
+                // Between requests, stalled mid-request, or stalled mid-body while the route waits for the rest.
                 let quiet = NIODeadline.now() - handler.lastActivity
                 if quiet < idleTimeout {
                     handler.scheduleIdle(context, after: idleTimeout - quiet)

@@ -88,6 +88,7 @@ public final class Node: @unchecked Sendable {
         replications = ReplicationManager(node: self)
         perUser = PerUserDatabases(node: self)
         applyOpenDatabaseLimit()
+        AttachmentStreaming.clearStaging(self)
         if configuration.createSystemDatabases {
             // CouchDB's single-node setup makes these; clients and replicators expect them on a fresh node.
             for name in [UserDirectory.database, "_replicator"]

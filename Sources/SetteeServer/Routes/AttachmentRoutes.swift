@@ -15,7 +15,7 @@ enum AttachmentRoutes {
                 guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
                 return r
             }
-            let (meta, stored): (JSONObject, Database.StoredBlob) = try await blocking {
+            let (meta, digest, found): (JSONObject, String, Found) = try await blocking {
                 // An older revision's attachments are readable until compaction drops its body.
                 guard let record = try c.record(id: id, withTree: rev != nil, archived: rev.map { .revisions([$0]) }) else {
                     throw CouchError.notFound("missing")
@@ -24,23 +24,54 @@ enum AttachmentRoutes {
                 guard let revision = record.revision(rev ?? record.revID),
                       case .object(let body) = try JSON.parse(revision.body),
                       case .object(let meta)? = body["_attachments"]?[name],
-                      let digest = meta["digest"]?.stringValue, let stored = try db.storedBlob(digest: digest)
+                      let digest = meta["digest"]?.stringValue, let info = try db.blobInfo(digest: digest)
                 else { throw CouchError.notFound("Document is missing attachment") }
-                return (meta, stored)
+                if info.length > AttachmentStreaming.threshold { return (meta, digest, .large(info.length, info.encoding)) }
+                guard let stored = try db.storedBlob(digest: digest) else { throw CouchError.notFound("Document is missing attachment") }
+                return (meta, digest, .small(stored))
             }
-            return try read(call, meta: meta, stored: stored)
+            switch found {
+            case .small(let stored):
+                return try read(call, meta: meta, stored: stored)
+            case .large(let length, let encoding):
+                if let response = try AttachmentStreaming.read(call, db: db, meta: meta, digest: digest, storedLength: length,
+                                                               encoding: encoding) {
+                    return response
+                }
+                // Several ranges, or a range of a compressed body: served from the whole body.
+                guard let stored = try await blocking({ try db.storedBlob(digest: digest) }) else {
+                    throw CouchError.notFound("Document is missing attachment")
+                }
+                return try read(call, meta: meta, stored: stored)
+            }
         case .put:
             try DocumentInput.validateAttachmentName(name)
-            let data = try await call.bodyBytes()
-            if data.count > call.node.configuration.maxAttachmentSize {
-                throw CouchError(.contentTooLarge, "attachment_too_large", name)
-            }
             let contentType = call.header(.contentType) ?? "application/octet-stream"
-            let compression = call.node.configuration.attachments
             let rev = try (call.query["rev"] ?? DocumentRoutes.ifMatch(call)).map { s in
                 guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
                 return r
             }
+            // The body: staged to a file as it arrives when large, else read whole.
+            let upload: AttachmentStreaming.Upload?
+            let stored: StoredAttachment?
+            if AttachmentStreaming.streams(call) {
+                if let length = call.header(.contentLength).flatMap(Int.init), length > call.node.configuration.maxRequestSize {
+                    throw CouchError.tooLarge
+                }
+                upload = try await AttachmentStreaming.stage(call.request.body, name: name, contentType: contentType,
+                                                             node: call.node)
+                stored = nil
+            } else {
+                let data = try await call.bodyBytes()
+                if data.count > call.node.configuration.maxAttachmentSize {
+                    throw CouchError(.contentTooLarge, "attachment_too_large", name)
+                }
+                upload = nil
+                stored = try StoredAttachment(data, contentType: contentType, compression: call.node.configuration.attachments)
+            }
+            defer { upload?.discard() }
+            let digest = upload?.blob.digest ?? stored!.digest
+            let length = upload?.length ?? stored!.length
             let newRev: RevID = try await blocking {
                 var body = JSONObject()
                 if let rev {
@@ -52,17 +83,20 @@ enum AttachmentRoutes {
                 } else if let existing = try c.record(id: id), !existing.deleted {
                     throw CouchError.conflict
                 }
-                let stored = try StoredAttachment(data, contentType: contentType, compression: compression)
                 // As CouchDB (chttpd_db): the new attachment first, then the others in their order. The order is
                 // part of the revision id's hash.
                 var atts: JSONObject = [name: ["content_type": .string(contentType),
                                                "revpos": .int(Int64((rev?.generation ?? 0) + 1)),
-                                               "digest": .string(stored.digest), "length": .int(Int64(stored.length)),
+                                               "digest": .string(digest), "length": .int(Int64(length)),
                                                "stub": true]]
                 for (other, stub) in body["_attachments"]?.objectValue ?? [:] where other != name { atts[other] = stub }
                 body["_attachments"] = .object(atts)
-                var write = RevisionWrite(id: id, body: body, mode: .edit(parent: rev), blobs: [(stored.digest, stored.bytes)])
-                if let encoding = stored.encoding { write.blobEncodings[stored.digest] = encoding }
+                var write = RevisionWrite(id: id, body: body, mode: .edit(parent: rev))
+                if let upload { write.stagedBlobs = [upload.blob] }
+                if let stored {
+                    write.blobs = [(stored.digest, stored.bytes)]
+                    if let encoding = stored.encoding { write.blobEncodings[stored.digest] = encoding }
+                }
                 return try c.write([write])[0].get()
             }
             let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id) + "/"
@@ -99,15 +133,8 @@ enum AttachmentRoutes {
     /// for several, 416 when none can be served).
     static func read(_ call: Call, meta: JSONObject, stored: Database.StoredBlob) throws -> Response {
         let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
-        // CouchDB's attachment ETag: the digest's base64 MD5, without its `md5-` prefix.
-        let digest = meta["digest"]?.stringValue ?? ""
-        let etag = "\"\(digest.hasPrefix("md5-") ? String(digest.dropFirst(4)) : digest)\""
-        var headers: HTTPFields = [.contentType: contentType, .eTag: etag,
-                                   .acceptRanges: "bytes", .cacheControl: "must-revalidate",
-                                   // As CouchDB's [csp] attachments_header_value: an HTML attachment opened in a
-                                   // browser runs no script on the node's origin.
-                                   HTTPField.Name("Content-Security-Policy")!: "sandbox",
-                                   HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
+        let (etag, common) = Self.headers(meta)
+        var headers = common
         if let match = call.header(.ifNoneMatch), ETags.matches(match, etag) {
             return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"])
         }
@@ -149,6 +176,29 @@ enum AttachmentRoutes {
             return Response(status: .ok, headers: headers)
         }
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension AttachmentRoutes {
+    /// Where an attachment's body is: small enough to answer from memory, or to be read a piece at a time.
+    enum Found: Sendable {
+        case small(Database.StoredBlob)
+        case large(Int, String?)
+    }
+
+    /// An attachment's ETag and the headers every answer with its body carries.
+    static func headers(_ meta: JSONObject) -> (etag: String, headers: HTTPFields) {
+        let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
+        // CouchDB's attachment ETag: the digest's base64 MD5, without its `md5-` prefix.
+        let digest = meta["digest"]?.stringValue ?? ""
+        let etag = "\"\(digest.hasPrefix("md5-") ? String(digest.dropFirst(4)) : digest)\""
+        let headers: HTTPFields = [.contentType: contentType, .eTag: etag,
+                                   .acceptRanges: "bytes", .cacheControl: "must-revalidate",
+                                   // As CouchDB's [csp] attachments_header_value: an HTML attachment opened in a
+                                   // browser runs no script on the node's origin.
+                                   HTTPField.Name("Content-Security-Policy")!: "sandbox",
+                                   HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
+        return (etag, headers)
     }
 }
 

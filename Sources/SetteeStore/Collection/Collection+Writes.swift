@@ -241,6 +241,7 @@ extension Collection {
                 insertBlob.reset()
             }
         }
+        for staged in w.stagedBlobs { try db.insertStagedBlob(staged) }
         session.body.removeAll(keepingCapacity: true)
         // A new edit's id is CouchDB's, from the parent, the deleted flag and the body with its attachment stubs.
         // For an edit of a given parent (or a new document) it is computed while the body is serialized, in one

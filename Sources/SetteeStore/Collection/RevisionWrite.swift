@@ -26,6 +26,9 @@ public struct RevisionWrite: Sendable {
     public var blobs: [(digest: String, data: [UInt8])]
     /// The encoding of blobs stored encoded (`gzip`), by digest; the others are identity.
     public var blobEncodings: [String: String] = [:]
+    /// Attachment bodies staged in files (large uploads, written to disk as they arrived): copied into the
+    /// database a piece at a time in the revision's transaction, never held whole in memory.
+    public var stagedBlobs: [StagedBlob] = []
 
     public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode,
                 blobs: [(digest: String, data: [UInt8])] = []) {
@@ -34,6 +37,22 @@ public struct RevisionWrite: Sendable {
         self.deleted = deleted
         self.mode = mode
         self.blobs = blobs
+    }
+}
+
+/// An attachment body waiting in a file to be stored: its digest (of the bytes as stored), how many bytes the
+/// file holds and their encoding (`gzip`, or nil). The file is the caller's; a write only reads it.
+public struct StagedBlob: Sendable {
+    public var digest: String
+    public var path: String
+    public var length: Int
+    public var encoding: String?
+
+    public init(digest: String, path: String, length: Int, encoding: String?) {
+        self.digest = digest
+        self.path = path
+        self.length = length
+        self.encoding = encoding
     }
 }
 

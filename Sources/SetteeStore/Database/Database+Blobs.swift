@@ -1,3 +1,5 @@
+import CSQLite
+import Glibc
 import SetteeCore
 
 /// Attachment bodies, stored once per digest, and other per-database metadata.
@@ -37,6 +39,38 @@ extension Database {
         }
     }
 
+    /// The size and encoding of an attachment body as stored, without reading it; nil if no revision stored it.
+    public func blobInfo(digest: String) throws -> (length: Int, encoding: String?)? {
+        try read { db in
+            let stmt = try db.prepare("SELECT length, encoding FROM blobs WHERE digest = ?")
+            defer { stmt.reset() }
+            stmt.bind(digest, at: 1)
+            return try stmt.step() ? (stmt.int(0), stmt.string(1)) : nil
+        }
+    }
+
+    /// Up to `count` bytes of an attachment body as stored, from `offset` (SQLite's incremental blob I/O: only
+    /// the pages holding them are read). Nil if the body is gone (compacted away since it was looked up).
+    public func readBlob(digest: String, offset: Int, count: Int) throws -> [UInt8]? {
+        try read { db in
+            let find = try db.prepare("SELECT rowid, length FROM blobs WHERE digest = ?")
+            defer { find.reset() }
+            find.bind(digest, at: 1)
+            guard try find.step() else { return nil }
+            let rowid = Int64(find.int(0)), length = find.int(1)
+            let n = max(0, min(count, length - offset))
+            guard n > 0 else { return [] }
+            var blob: OpaquePointer?
+            let rc = sqlite3_blob_open(db.handle, "main", "blobs", "data", rowid, 0, &blob)
+            defer { sqlite3_blob_close(blob) }
+            guard rc == SQLITE_OK else { throw SQLiteError(resultCode: rc, db: db.handle) }
+            var out = [UInt8](repeating: 0, count: n)
+            let read = out.withUnsafeMutableBytes { sqlite3_blob_read(blob, $0.baseAddress, Int32(n), Int32(offset)) }
+            guard read == SQLITE_OK else { throw SQLiteError(resultCode: read, db: db.handle) }
+            return out
+        }
+    }
+
     /// Which of these digests the database has bodies for.
     public func existingBlobs(_ digests: [String]) throws -> Set<String> {
         guard !digests.isEmpty else { return [] }
@@ -68,6 +102,41 @@ extension Database {
         let text = value.jsonString
         try write { db in
             try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run([.text("x-" + key), .text(text)])
+        }
+    }
+}
+
+extension Connection {
+    /// Stores a staged attachment body (unless one with its digest is stored): a row of the file's length, then
+    /// the file copied into it a megabyte at a time (SQLite's incremental blob I/O), so the body is never whole in
+    /// memory. Runs inside the caller's transaction.
+    /// - Throws: ``SetteeError`` `.internalError` if the file can't be read or isn't the length staged.
+    func insertStagedBlob(_ staged: StagedBlob) throws {
+        let insert = try prepare("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, zeroblob(?), ?)")
+        insert.bind(staged.digest, at: 1)
+        insert.bind(staged.length, at: 2)
+        insert.bind(staged.length, at: 3)
+        insert.bind(staged.encoding, at: 4)
+        _ = try insert.step()
+        insert.reset()
+        guard changes == 1 else { return }  // stored already: bodies are addressed by their digest
+        let rowid = lastInsertRowID
+        let fd = Glibc.open(staged.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SetteeError(.internalError, "staged attachment \(staged.path) can't be read") }
+        defer { Glibc.close(fd) }
+        var blob: OpaquePointer?
+        let rc = sqlite3_blob_open(handle, "main", "blobs", "data", rowid, 1, &blob)
+        defer { sqlite3_blob_close(blob) }
+        guard rc == SQLITE_OK else { throw SQLiteError(resultCode: rc, db: handle) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0
+        while offset < staged.length {
+            let got = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, staged.length - offset)) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { throw SetteeError(.internalError, "staged attachment \(staged.path) is shorter than staged") }
+            let wrote = buffer.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32(got), Int32(offset)) }
+            guard wrote == SQLITE_OK else { throw SQLiteError(resultCode: wrote, db: handle) }
+            offset += got
         }
     }
 }

@@ -1,0 +1,166 @@
+import Foundation
+import Glibc
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SetteeCore
+import SetteeStore
+
+/// Large attachments moved a piece at a time, never whole in memory: an upload goes to a staging file as it
+/// arrives (gzip-compressed on the way when its type is compressible, its digest computed as it goes) and the
+/// write that stores it copies the file into SQLite a megabyte at a time; a download is read from SQLite a megabyte
+/// at a time as the client takes it (and decompressed on the way for a client that doesn't accept gzip).
+enum AttachmentStreaming {
+    /// Attachments larger than this stream; smaller ones are handled whole, which is faster.
+    static let threshold = HTTP1ConnectionHandler.streamingThreshold
+    /// The piece read from SQLite and written to the client at a time.
+    static let pieceSize = 1 << 20
+
+    /// Where uploads are staged: `.staging` in the node's data directory (the same file system as the databases,
+    /// not a memory-backed `/tmp`). Emptied when the node starts.
+    static func stagingDirectory(_ node: Node) -> String {
+        (node.configuration.dataDirectory as NSString).appendingPathComponent(".staging")
+    }
+
+    /// Removes what a node that stopped mid-upload left in the staging directory.
+    static func clearStaging(_ node: Node) {
+        let directory = stagingDirectory(node)
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+            unlink((directory as NSString).appendingPathComponent(file))
+        }
+    }
+
+    /// An upload in its staging file, ready for ``RevisionWrite/stagedBlobs``.
+    struct Upload {
+        var blob: StagedBlob
+        /// The attachment's own length (``StagedBlob/length`` is what is stored, compressed or not).
+        var length: Int
+
+        /// Deletes the staging file (the write that stored it has copied it).
+        func discard() { unlink(blob.path) }
+    }
+
+    /// Writes a request body to a staging file as it arrives.
+    /// - Throws: 413 `too_large` past the request limit, 413 `attachment_too_large` past the attachment limit
+    ///   (the file removed either way).
+    static func stage(_ body: RequestBody, name: String, contentType: String, node: Node) async throws -> Upload {
+        let directory = stagingDirectory(node)
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = (directory as NSString).appendingPathComponent(UUID().uuidString)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CouchError(.internalServerError, "file_error", "the upload can't be staged: errno \(errno)") }
+        var finished = false
+        defer {
+            close(fd)
+            if !finished { unlink(path) }
+        }
+        let settings = node.configuration.attachments
+        let requestLimit = node.configuration.maxRequestSize, attachmentLimit = node.configuration.maxAttachmentSize
+        var compressor: GzipStream?
+        var hasher = MD5.Hasher()
+        var length = 0, stored = 0
+        func keep(_ bytes: UnsafeRawBufferPointer) throws {
+            hasher.update(bytes)
+            stored += bytes.count
+            var rest = bytes
+            while !rest.isEmpty {
+                let n = write(fd, rest.baseAddress, rest.count)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    throw CouchError(.internalServerError, "file_error", "the upload can't be staged: errno \(errno)")
+                }
+                rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+            }
+        }
+        for try await chunk in body {
+            guard chunk.readableBytes > 0 else { continue }
+            length += chunk.readableBytes
+            if length > requestLimit { throw CouchError.tooLarge }
+            if length > attachmentLimit { throw CouchError(.contentTooLarge, "attachment_too_large", name) }
+            if length == chunk.readableBytes, settings.compresses(contentType) {
+                compressor = try GzipStream(compressingAt: settings.compressionLevel)
+            }
+            try chunk.withUnsafeReadableBytes { bytes in
+                if let compressor { try compressor.process(bytes, finish: false, output: keep) } else { try keep(bytes) }
+            }
+        }
+        if let compressor { try compressor.process(UnsafeRawBufferPointer(start: nil, count: 0), finish: true, output: keep) }
+        finished = true
+        let digest = "md5-" + Base64.encode(hasher.finalize())
+        return Upload(blob: StagedBlob(digest: digest, path: path, length: stored, encoding: compressor == nil ? nil : "gzip"),
+                      length: length)
+    }
+
+    /// Whether a PUT's body should be staged rather than read whole: larger than ``threshold``, or of unknown
+    /// length, and not itself encoded (a gzip request body is decoded whole, within the request limit).
+    static func streams(_ call: Call) -> Bool {
+        guard call.header(.contentEncoding).map({ $0.lowercased() == "identity" }) ?? true else { return false }
+        return call.header(.contentLength).flatMap { Int($0) }.map { $0 > threshold } ?? true
+    }
+
+    /// The answer to a GET or HEAD of a large attachment (as ``AttachmentRoutes/read(_:meta:stored:)`` answers a
+    /// small one), its body read a piece at a time. `nil` when the request needs the whole body in memory: several
+    /// byte ranges, or a range of a gzip-stored attachment.
+    static func read(_ call: Call, db: Database, meta: JSONObject, digest: String, storedLength: Int,
+                     encoding: String?) throws -> Response? {
+        let (etag, baseHeaders) = AttachmentRoutes.headers(meta)
+        if let match = call.header(.ifNoneMatch), ETags.matches(match, etag) {
+            return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"])
+        }
+        var headers = baseHeaders
+        let acceptsGzip = call.header(.acceptEncoding)?.lowercased().contains("gzip") ?? false
+        let range = call.header(.range)
+        let gzipped = encoding == "gzip"
+        // The bytes to send: a span of the stored body, or (inflating) the whole of it decoded.
+        var span = 0..<storedLength
+        var status = HTTPResponse.Status.ok
+        var inflate = false
+        var length = storedLength
+        if gzipped && acceptsGzip && range == nil {
+            headers[.contentEncoding] = "gzip"
+        } else if gzipped {
+            guard range == nil, let identity = meta["length"]?.intValue else { return nil }
+            inflate = true
+            length = Int(identity)
+        } else if let range, let ranges = ByteRanges.parse(range, length: storedLength) {
+            guard !ranges.isEmpty else {
+                return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(storedLength)"])
+            }
+            guard ranges.count == 1 else { return nil }
+            span = ranges[0]
+            length = span.count
+            status = .partialContent
+            headers[.contentRange] = "bytes \(span.lowerBound)-\(span.upperBound - 1)/\(storedLength)"
+        }
+        if call.method == .head {
+            headers[.contentLength] = String(length)
+            return Response(status: status, headers: headers)
+        }
+        let (piece, decodes) = (span, inflate)
+        let body = ResponseBody(contentLength: length) { writer in
+            let span = piece
+            let decoder = decodes ? try GzipStream() : nil
+            var offset = span.lowerBound
+            while offset < span.upperBound {
+                // (Compressed pieces are smaller: each is written out decoded, several times its size.)
+                let count = min(decoder == nil ? pieceSize : pieceSize / 8, span.upperBound - offset)
+                let start = offset
+                let piece = try await blocking { try db.readBlob(digest: digest, offset: start, count: count) }
+                // Compacted away mid-download: the connection closes short of its Content-Length.
+                guard let piece, !piece.isEmpty else { throw CouchError.notFound("Document is missing attachment") }
+                offset += piece.count
+                if let decoder {
+                    var out = ByteBuffer()
+                    try piece.withUnsafeBytes { bytes in
+                        try decoder.process(bytes, finish: offset >= span.upperBound) { out.writeBytes($0) }
+                    }
+                    try await writer.write(out)
+                } else {
+                    try await writer.write(ByteBuffer(bytes: piece))
+                }
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+}
