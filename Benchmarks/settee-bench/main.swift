@@ -1,17 +1,19 @@
 // settee-bench: workloads measured against a baseline in the same run.
 //
 //   swift run -c release settee-bench [--json] [--count N] [workload …]
+//   swift run -c release settee-bench scale [--counts 100000,1000000] [--out DIR] [workload …]   (ScaleMode.swift)
 //
 // Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes, find (server);
 // replicate, replicate-incremental (replicator); query-indexed, index-build, index-catchup, query-parse, fts-build,
 // fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views); many-dbs (1,000 databases
-// and --peer). Each prints its rate, the baseline's rate
+// and --peer); deep (10,000 revisions and 1,000 conflicts of one document). Each prints its rate, the baseline's rate
 // and the ratio; `--json` prints one JSON object with every figure.
 import Foundation
 import SetteeCore
 import SetteeStore
 
 var args = Array(CommandLine.arguments.dropFirst())
+if args.first == "scale" { runScaleMode(Array(args.dropFirst())) }
 let jsonOutput = args.contains("--json")
 args.removeAll { $0 == "--json" }
 var count = 100_000
@@ -22,7 +24,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
                     "fts-build", "fts-query", "array-query", "vector", "view-build", "view-query", "view-reduce", "view-build-js",
-                    "validate-bulk", "find", "many-dbs"]
+                    "validate-bulk", "find", "many-dbs", "deep"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -303,6 +305,13 @@ if selected.contains(where: manyDatabasesWorkloads.contains) {
     } catch {
         FileHandle.standardError.write(Data("settee-bench: many-dbs FAILED: \(error)\n".utf8))
         exit(1)
+    }
+}
+// deep (DeepDocumentsWorkload.swift).
+if selected.contains(where: deepWorkloads.contains) {
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("settee").path
+    try runDeepDocuments(workDir: workDir, binary: binary) { line in
+        if jsonOutput { FileHandle.standardError.write(Data((line + "\n").utf8)) } else { print(line) }
     }
 }
 // query-indexed, index-build, index-catchup, query-parse (QueryWorkloads.swift).

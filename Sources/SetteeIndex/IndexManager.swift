@@ -286,7 +286,9 @@ public final class IndexManager: @unchecked Sendable {
         // Purged documents leave no change row: drop entries whose document row is gone.
         let anyPurged = try IndexManager.anyPurged(collection, since: lastSeq, db: db)
         if anyPurged {
-            try db.execute("DELETE FROM \(info.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
+            // (A full-text table is keyed by the document's rowid; the others have a `doc` column.)
+            let key = info.spec.kind == .fullText ? "rowid" : "doc"
+            try db.execute("DELETE FROM \(info.table) WHERE \(key) NOT IN (SELECT rowid FROM \(collection.docsTable))")
         }
         if info.spec.kind == .vector {
             return try catchUpVectorBatch(info, collection: collection, db: db, lastSeq: lastSeq, building: building,

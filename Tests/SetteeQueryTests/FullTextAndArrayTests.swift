@@ -297,3 +297,52 @@ import Settee
         }
     }
 }
+
+/// Purging removes a document from every kind of index, and indexes of every kind can be created and queried after
+/// a purge (a full-text index once failed there: its purge clean-up named a `doc` column full-text tables don't have).
+@Suite struct PurgeWithEveryIndexKindTests {
+    static let docs = [
+        #"{"_id":"a","city":"Paris","text":"a quiet hotel near the river","tags":["pool","spa"],"v":[1,0,0]}"#,
+        #"{"_id":"b","city":"Paris","text":"a loud hostel near the station","tags":["bar"],"v":[0,1,0]}"#,
+        #"{"_id":"c","city":"Rome","text":"a quiet villa on the hill","tags":["pool"],"v":[0,0,1]}"#,
+    ]
+
+    func ids(_ db: Database, _ sql: String) throws -> [String] {
+        try db.createQuery(sql).execute().compactMap { $0.string(forKey: "id") }
+    }
+
+    func createEveryKind(_ c: Settee.Collection, suffix: String) throws {
+        try c.createIndex(withName: "value" + suffix, config: ValueIndexConfiguration(["city"]))
+        try c.createIndex(withName: "text" + suffix, config: FullTextIndexConfiguration(["text"]))
+        try c.createIndex(withName: "tags" + suffix, config: ArrayIndexConfiguration(path: "tags"))
+        try c.createIndex(withName: "vec" + suffix, config: VectorIndexConfiguration(expression: "v", dimensions: 3, centroids: 1))
+    }
+
+    func expectEveryKind(_ db: Database, suffix: String, without purged: Set<String>) throws {
+        let all: (String) -> [String] = { ids in ids.split(separator: ",").map(String.init).filter { !purged.contains($0) } }
+        #expect(try ids(db, "SELECT META().id AS id FROM _ WHERE city = 'Paris' ORDER BY id") == all("a,b"))
+        #expect(try ids(db, "SELECT META().id AS id FROM _ WHERE MATCH(text\(suffix), 'quiet') ORDER BY id") == all("a,c"))
+        #expect(try ids(db, "SELECT DISTINCT META().id AS id FROM _ UNNEST tags AS t WHERE t = 'pool' ORDER BY id") == all("a,c"))
+        let nearest = try db.createQuery("SELECT META().id AS id FROM _ ORDER BY APPROX_VECTOR_DISTANCE(v, $q) LIMIT 3")
+        nearest.parameters = Parameters(["q": .array([.double(1), .double(0.1), .double(0)])])
+        #expect(try nearest.execute().compactMap { $0.string(forKey: "id") } == all("a,b,c"))
+    }
+
+    @Test func purgeWorksWithEveryIndexKind() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, Self.docs)
+        // Indexes that exist when the purge happens drop the document.
+        try createEveryKind(c, suffix: "1")
+        try expectEveryKind(db, suffix: "1", without: [])
+        try c.purge(id: "a")
+        try expectEveryKind(db, suffix: "1", without: ["a"])
+        // Indexes created after a purge are built and queried.
+        try createEveryKind(c, suffix: "2")
+        try expectEveryKind(db, suffix: "2", without: ["a"])
+        try c.purge(id: "c")
+        try expectEveryKind(db, suffix: "2", without: ["a", "c"])
+        try expectEveryKind(db, suffix: "1", without: ["a", "c"])
+    }
+}
