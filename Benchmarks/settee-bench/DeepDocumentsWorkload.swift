@@ -30,9 +30,12 @@ let deepWorkloads = ["deep"]
         let b = try SetteeServerProcess(binary: binary, dataDirectory: dirB, logPath: workDir + "/deep-b.log")
         defer { b.stop() }
         let connA = try HTTPConnection(port: a.port), connB = try HTTPConnection(port: b.port)
-        try check(try connA.request(method: "PUT", path: "/deep"), [201], "PUT /deep")
-        try check(try connA.request(method: "PUT", path: "/deep/_revs_limit", body: Array(String(revisions + 10).utf8)), [200],
-                  "PUT _revs_limit")
+        // Both keep every revision (a database stems to its own `_revs_limit`, 1,000 by default, as CouchDB's).
+        for conn in [connA, connB] {
+            try check(try conn.request(method: "PUT", path: "/deep"), [201], "PUT /deep")
+            try check(try conn.request(method: "PUT", path: "/deep/_revs_limit", body: Array(String(revisions + 10).utf8)), [200],
+                      "PUT _revs_limit")
+        }
         var steps: [(String, Int, Double)] = []
 
         // long: one PUT per edit.
@@ -60,7 +63,7 @@ let deepWorkloads = ["deep"]
         try check(response!, [201], "_bulk_docs of the leaves")
         steps.append(("wide: leaves in one _bulk_docs (leaves/s)", leaves, write))
 
-        let spec = #"{"source":"http://127.0.0.1:\#(a.port)/deep","target":"deep","create_target":true}"#
+        let spec = #"{"source":"http://127.0.0.1:\#(a.port)/deep","target":"deep"}"#
         let pull = try measure { response = try connB.request(method: "POST", path: "/_replicate", body: Array(spec.utf8)) }
         try check(response!, [200], "B pulls")
         steps.append(("both: B pulls them (revisions + leaves/s)", revisions + leaves, pull))
