@@ -7,8 +7,8 @@
 // records every figure it prints and the child's peak RSS (`wait4`'s `ru_maxrss`: the benchmark process with its
 // in-memory documents and, for local workloads, the store; workloads that start nodes report the nodes' own peak
 // RSS as figures). Writes `scale.md` (the growth table: each figure per count and its ratio largest/smallest)
-// and `scale.svg` (each workload's main rate relative to its rate at the smallest count, on a log scale of
-// documents: a flat line is a rate that holds) to DIR (default: the current directory), and prints the table.
+// and `scale.svg` (each workload's main rate, or its ratio to its baseline when it has one, relative to the
+// smallest count, on a log scale of documents: a flat line is a rate that holds) to DIR (default: the current directory), and prints the table.
 // 10M documents need ~30 GB for the benchmark's own copy of the documents: documented, not run in CI.
 import Foundation
 import Glibc
@@ -36,6 +36,8 @@ func runScaleMode(_ arguments: [String]) -> Never {
     var values: [String: [Int: Double]] = [:]
     var order: [(workload: String, metric: String)] = []
     var peaks: [String: [Int: Int]] = [:]
+    /// (workload, metric) → the figure's ratio to its baseline per count, for figures that have one.
+    var ratios: [String: [Int: Double]] = [:]
     for count in counts {
         for workload in workloads {
             FileHandle.standardError.write(Data("scale: \(workload) at \(count) documents…\n".utf8))
@@ -47,10 +49,13 @@ func runScaleMode(_ arguments: [String]) -> Never {
             }
             peaks[workload, default: [:]][count] = maxRSS
             for result in results {
-                guard let metric = result["metric"]?.stringValue, let value = result["per_second"]?.doubleValue else { continue }
+                guard let text = result["metric"]?.stringValue, let value = result["per_second"]?.doubleValue else { continue }
+                // Figures that name the count ("1666 rows each", "of 100000 docs") are the same figure at every count.
+                let metric = text.replacingOccurrences(of: #"\d{4,}"#, with: "N", options: .regularExpression)
                 let key = workload + "\u{1}" + metric
                 if values[key] == nil { order.append((workload, metric)) }
                 values[key, default: [:]][count] = value
+                if let ratio = result["ratio"]?.doubleValue { ratios[key, default: [:]][count] = ratio }
             }
             FileHandle.standardError.write(Data(String(format: "scale: %@ at %d done in %.0f s, peak RSS %d MB\n",
                                                        workload, count, Date().timeIntervalSince(started), maxRSS / 1024).utf8))
@@ -67,25 +72,30 @@ func runScaleMode(_ arguments: [String]) -> Never {
         + " | \(last.formatted()) / \(first.formatted()) |\n"
     table += "|---|---|" + String(repeating: "---|", count: counts.count + 1) + "\n"
     for (workload, metric) in order {
-        let row = values[workload + "\u{1}" + metric] ?? [:]
+        let row = values[workload + "\u{1}" + metric] ?? [:], ratio = ratios[workload + "\u{1}" + metric] ?? [:]
         let growth = row[first].flatMap { a in row[last].map { b in a == 0 ? nil : b / a } } ?? nil
-        table += "| \(workload) | \(metric) | " + counts.map { number(row[$0]) }.joined(separator: " | ")
+        table += "| \(workload) | \(metric) | "
+            + counts.map { c in number(row[c]) + (ratio[c].map { String(format: " (%.2f× baseline)", $0) } ?? "") }
+                .joined(separator: " | ")
             + " | \(growth.map { String(format: "%.2f×", $0) } ?? "—") |\n"
     }
     for workload in workloads where peaks[workload] != nil {
         let row = peaks[workload]!
         let growth = row[first].flatMap { a in row[last].map { b in Double(b) / Double(max(a, 1)) } }
-        table += "| \(workload) | peak RSS of the benchmark process, MB | "
+        table += "| \(workload) | peak RSS MB of the benchmark process (its copy of the documents; the store too when local) | "
             + counts.map { row[$0].map { String($0 / 1024) } ?? "—" }.joined(separator: " | ")
             + " | \(growth.map { String(format: "%.2f×", $0) } ?? "—") |\n"
     }
     print(table)
 
-    // The plot: each workload's first rate figure (not a memory one), relative to its value at the smallest count.
+    // The plot: each workload's first rate figure (not a memory one), relative to its value at the smallest count;
+    // a figure with a baseline in the same run (raw SQLite) is plotted by its ratio to it, which is what holds or
+    // not (a query returning 10× the rows runs at a tenth of the rate on both sides).
     var series: [(name: String, points: [(Int, Double)])] = []
     for workload in workloads {
         guard let (w, metric) = order.first(where: { $0.workload == workload && !$0.metric.contains("RSS") }),
-              let row = values[w + "\u{1}" + metric], let base = row[first], base > 0 else { continue }
+              let row = ratios[w + "\u{1}" + metric] ?? values[w + "\u{1}" + metric], let base = row[first], base > 0
+        else { continue }
         series.append((workload, counts.compactMap { c in row[c].map { (c, $0 / base) } }))
     }
     let svg = scalePlot(series, counts: counts)

@@ -150,6 +150,13 @@ import Testing
             let back = try #require(try conn.readResponse())
             #expect(back.status == 200 && back.headers["content-type"] == "image/png")
             #expect(Self.digest(back.body) == Self.digest(data))
+            // A client that waits for `100 Continue` before the body (curl does for bodies over 1 MB) gets it at once.
+            let small = Self.payload(2 << 20)
+            let put = Self.put("/db/doc2/x.bin", small, type: "application/octet-stream", headers: ["Expect: 100-continue"])
+            try conn.send(Array(put.prefix(put.count - small.count)))
+            #expect(try conn.readResponse(expectBody: false)?.status == 100)
+            try conn.send(small)
+            #expect(try conn.readResponse()?.status == 201)
             // A small chunked request body is read as any other.
             let json = Array(#"{"small":true}"#.utf8)
             try conn.send(Array("PUT /db/small HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
@@ -195,6 +202,51 @@ import Testing
             let staller = try RawHTTPConnection(port: limited.1.port)
             try staller.send(Array(Self.put("/db/stalled/a.bin", data, type: "application/octet-stream").prefix(1 << 20)))
             #expect(staller.closedByServer(within: 6))
+        }
+    }
+
+    /// A node serving a large attachment to a replicator (`open_revs` as `multipart/mixed`, as CouchDB's and
+    /// Settee's replicators read it) reads it from SQLite as it writes the answer: its heap doesn't grow with it.
+    @Test func aSourceServesALargeAttachmentToAReplicatorInBoundedMemory() async throws {
+        try await offThePool {
+            let (dirA, a, conn) = try HTTPConnectionTests.nodeWithDatabase()
+            defer { a.stop(); _ = dirA }
+            let data = Self.payload(40 << 20)
+            try conn.send(Self.put("/db/doc/big.bin", data, type: "application/octet-stream"))
+            let rev = try #require(Self.rev(try conn.readResponse()))
+            // The answer a replicator gets, parsed here.
+            let revs = "%5B%22\(rev)%22%5D"
+            let before = Self.anonymousKiB(a.process.processIdentifier)
+            var answer: (status: Int, headers: [String: String], body: [UInt8])?
+            let peak = try Self.peakAnonymousKiB(a.process.processIdentifier) {
+                try conn.send(Self.get("/db/doc?open_revs=\(revs)&revs=true&latest=true&attachments=true",
+                                       headers: ["Accept: multipart/mixed"]))
+                answer = try conn.readResponse()
+            }
+            let mixed = try #require(answer)
+            #expect(mixed.status == 200)
+            #expect(peak - before < 32 << 10, "the node's heap grew \(peak - before) KiB serving 40 MB")
+            let outer = try Multipart.parse(mixed.body, boundary: try #require(Multipart.boundary(fromContentType: mixed.headers["content-type"] ?? "")))
+            #expect(outer.count == 1)
+            let related = try Multipart.parse(outer[0].body, boundary: try #require(Multipart.boundary(fromContentType: outer[0].contentType ?? "")))
+            #expect(related.count == 2)
+            let doc = try JSON.parse(related[0].body)
+            #expect(doc["_attachments"]?["big.bin"]?["follows"]?.boolValue == true)
+            #expect(related[1].body.count == data.count && Self.digest(related[1].body) == Self.digest(data))
+
+            // A second node pulls it over HTTP and has the same attachment.
+            let dirB = TempDir()
+            let b = try ServerProcess(dataDirectory: dirB.path, admin: nil)
+            defer { b.stop() }
+            let connB = try RawHTTPConnection(port: b.port)
+            let spec = #"{"source":"http://127.0.0.1:\#(a.port)/db","target":"copy","create_target":true}"#
+            try connB.send(HTTPConnectionTests.request("POST", "/_replicate", body: spec))
+            #expect(try connB.readResponse()?.status == 200)
+            try connB.send(Self.get("/copy/doc"))
+            let copied = try JSON.parse(try #require(try connB.readResponse()).body)
+            #expect(copied["_attachments"]?["big.bin"]?["digest"]?.stringValue == Self.digest(data))
+            try connB.send(Self.get("/copy/doc/big.bin", headers: ["Range: bytes=39999990-39999999"]))
+            #expect(try connB.readResponse()?.body == Array(data[39_999_990..<40_000_000]))
         }
     }
 }

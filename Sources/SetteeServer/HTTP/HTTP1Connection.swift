@@ -117,6 +117,7 @@ final class ConnectionTasks: Sendable {
 ///   never whole in memory), with backpressure: past a few buffers the route hasn't taken, the socket isn't read.
 ///   If the response ends before such a body does, the connection closes after it. A client that stalls
 ///   mid-body while the route waits for it is closed after the idle timeout.
+/// - `Expect: 100-continue` is answered `100 Continue` at once (as CouchDB's mochiweb does).
 /// - Keep-alive as the request asks (`Connection: close`, HTTP/1.0). A connection with no request part for the
 ///   idle timeout while no response is pending closes (idle between requests, or stalled mid-request).
 /// - Graceful shutdown (`ChannelShouldQuiesceEvent`) or a client's half-close: an idle connection closes at once,
@@ -221,6 +222,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func receive(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch (part, state) {
         case (.head(let head), .idle):
+            if head.version == .http1_1, head.headers.first(name: "expect")?.lowercased() == "100-continue" {
+                // The client waits for this before it sends the body (curl does for bodies over 1 MB, for a second).
+                var interim = context.channel.allocator.buffer(capacity: 25)
+                interim.writeStaticString("HTTP/1.1 100 Continue\r\n\r\n")
+                context.writeAndFlush(wrapOutboundOut(.byteBuffer(interim)), promise: nil)
+            }
             let length = head.headers.first(name: "content-length").flatMap { Int($0) }
             if length.map({ $0 > Self.streamingThreshold }) ?? head.headers.contains(name: "transfer-encoding") {
                 let keepAlive = head.isKeepAlive

@@ -138,29 +138,35 @@ enum AttachmentStreaming {
         }
         let (piece, decodes) = (span, inflate)
         let body = ResponseBody(contentLength: length) { writer in
-            let span = piece
-            let decoder = decodes ? try GzipStream() : nil
-            var offset = span.lowerBound
-            while offset < span.upperBound {
-                // (Compressed pieces are smaller: each is written out decoded, several times its size.)
-                let count = min(decoder == nil ? pieceSize : pieceSize / 8, span.upperBound - offset)
-                let start = offset
-                let piece = try await blocking { try db.readBlob(digest: digest, offset: start, count: count) }
-                // Compacted away mid-download: the connection closes short of its Content-Length.
-                guard let piece, !piece.isEmpty else { throw CouchError.notFound("Document is missing attachment") }
-                offset += piece.count
-                if let decoder {
-                    var out = ByteBuffer()
-                    try piece.withUnsafeBytes { bytes in
-                        try decoder.process(bytes, finish: offset >= span.upperBound) { out.writeBytes($0) }
-                    }
-                    try await writer.write(out)
-                } else {
-                    try await writer.write(ByteBuffer(bytes: piece))
-                }
-            }
+            try await writeBlob(digest: digest, span: piece, inflate: decodes, database: db, to: &writer)
             try await writer.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)
+    }
+
+    /// Writes `span` of an attachment body as stored, read from SQLite a piece at a time (decoded on the way when
+    /// `inflate`: then `span` must be the whole body).
+    /// - Throws: 404 if the body is compacted away meanwhile (the connection then closes short of its length).
+    static func writeBlob(digest: String, span: Range<Int>, inflate: Bool, database db: Database,
+                          to writer: inout any ResponseBodyWriter) async throws {
+        let decoder = inflate ? try GzipStream() : nil
+        var offset = span.lowerBound
+        while offset < span.upperBound {
+            // (Compressed pieces are smaller: each is written out decoded, several times its size.)
+            let count = min(decoder == nil ? pieceSize : pieceSize / 8, span.upperBound - offset)
+            let start = offset
+            let piece = try await blocking { try db.readBlob(digest: digest, offset: start, count: count) }
+            guard let piece, !piece.isEmpty else { throw CouchError.notFound("Document is missing attachment") }
+            offset += piece.count
+            if let decoder {
+                var out = ByteBuffer()
+                try piece.withUnsafeBytes { bytes in
+                    try decoder.process(bytes, finish: offset >= span.upperBound) { out.writeBytes($0) }
+                }
+                try await writer.write(out)
+            } else {
+                try await writer.write(ByteBuffer(bytes: piece))
+            }
+        }
     }
 }

@@ -13,6 +13,9 @@ struct DocumentOutput: Sendable {
     var localSeq = false
     /// Show how each attachment is stored (`encoding`, `encoded_length`) for gzip-stored ones.
     var attEncodingInfo = false
+    /// For a multipart answer: attachments to send are marked `"follows": true` instead of carrying their bytes
+    /// inline (``MultipartDocuments`` sends them as parts of their own, without reading them here).
+    var attachmentsFollow = false
 
     init() {}
 
@@ -87,8 +90,14 @@ struct DocumentOutput: Sendable {
             for (name, meta) in atts {
                 guard case .object(var m) = meta else { continue }
                 let revpos = Int(m["revpos"]?.intValue ?? 0)
-                guard attachments || revpos > knownGeneration,
-                      let digest = m["digest"]?.stringValue, let data = try database.blob(digest: digest) else { continue }
+                guard attachments || revpos > knownGeneration, let digest = m["digest"]?.stringValue else { continue }
+                if attachmentsFollow {
+                    m.removeValue(forKey: "stub")
+                    m["follows"] = true
+                    atts[name] = .object(m)
+                    continue
+                }
+                guard let data = try database.blob(digest: digest) else { continue }
                 m.removeValue(forKey: "stub")
                 m["data"] = .string(Base64.encode(data))
                 atts[name] = .object(m)
@@ -136,9 +145,9 @@ struct DocumentOutput: Sendable {
         guard case .object(var atts)? = doc["_attachments"] else { return }
         for (name, meta) in atts {
             guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
-                  let stored = try database.storedBlob(digest: digest), let encoding = stored.encoding else { continue }
+                  let stored = try database.blobInfo(digest: digest), let encoding = stored.encoding else { continue }
             m["encoding"] = .string(encoding)
-            m["encoded_length"] = .int(Int64(stored.data.count))
+            m["encoded_length"] = .int(Int64(stored.length))
             atts[name] = .object(m)
         }
         doc["_attachments"] = .object(atts)

@@ -95,35 +95,44 @@ enum DocumentRoutes {
         var output = output
         // A multipart answer always carries attachments, only those newer than `atts_since` when it is given.
         if multipart && output.attsSince.isEmpty { output.attachments = true }
+        output.attachmentsFollow = multipart
         let finalOutput = output
-        let results: [JSON] = try await blocking {
-            guard let record = try c.record(id: id, withTree: true, archived: finalOutput.archived(wanted ?? [])) else {
-                if let wanted { return wanted.map { ["missing": .string($0.description)] } }
+        let sendEncoded = output.attEncodingInfo || call.header(HTTPField.Name("X-CouchDB-Send-Encoded-Atts")!) == "true"
+        let (results, body): ([JSON], MultipartBody?) = try await blocking {
+            let results: [JSON]
+            if let record = try c.record(id: id, withTree: true, archived: finalOutput.archived(wanted ?? [])) {
+                results = try DocumentOutput.openRevs(record, requested: wanted, latest: latest).map { rev, found in
+                    guard found, let revision = record.revision(rev) else { return ["missing": .string(rev.description)] }
+                    return ["ok": .object(try finalOutput.render(record, rev: rev, body: revision.body,
+                                                                 deleted: revision.deleted, database: db))]
+                }
+            } else if let wanted {
+                results = wanted.map { ["missing": .string($0.description)] }
+            } else {
                 throw CouchError.notFound("missing")
             }
-            return try DocumentOutput.openRevs(record, requested: wanted, latest: latest).map { rev, found in
-                guard found, let revision = record.revision(rev) else { return ["missing": .string(rev.description)] }
-                return ["ok": .object(try finalOutput.render(record, rev: rev, body: revision.body,
-                                                             deleted: revision.deleted, database: db))]
-            }
-        }
-        if !multipart { return Reply.json(.ok, .array(results)) }
-        let boundary = Multipart.makeBoundary()
-        let sendEncoded = finalOutput.attEncodingInfo || call.header(HTTPField.Name("X-CouchDB-Send-Encoded-Atts")!) == "true"
-        let parts = try results.map { result -> MultipartPart in
-            if case .object(let doc)? = result["ok"] {
-                // A revision with attachment bytes is a nested multipart/related part, as CouchDB sends it.
-                if MultipartDocuments.sendsAttachments(doc) {
-                    let (inner, bytes) = try MultipartDocuments.related(doc, database: db, sendEncoded: sendEncoded)
-                    return MultipartPart(headers: [("Content-Type", "multipart/related; boundary=\"\(inner)\"")], body: bytes)
+            guard multipart else { return (results, nil) }
+            var body = MultipartBody()
+            for result in results {
+                if case .object(let doc)? = result["ok"] {
+                    // A revision with attachment bytes is a nested multipart/related part, as CouchDB sends it.
+                    if MultipartDocuments.sendsAttachments(doc) {
+                        let related = try MultipartDocuments.related(doc, database: db, sendEncoded: sendEncoded)
+                        body.appendPart(headers: [("Content-Type", "multipart/related; boundary=\"\(related.boundary)\"")],
+                                        related)
+                    } else {
+                        body.appendPart(headers: [("Content-Type", "application/json")], .bytes(JSON.object(doc).serializedBytes))
+                    }
+                } else {
+                    body.appendPart(headers: [("Content-Type", "application/json; error=\"true\"")], .bytes(result.serializedBytes))
                 }
-                return MultipartPart(headers: [("Content-Type", "application/json")], body: JSON.object(doc).serializedBytes)
             }
-            return MultipartPart(headers: [("Content-Type", "application/json; error=\"true\"")],
-                                 body: result.serializedBytes)
+            body.close()
+            return (results, body)
         }
-        return Reply.raw(.ok, Multipart.write(parts, boundary: boundary),
-                         contentType: "multipart/mixed; boundary=\"\(boundary)\"")
+        guard let body else { return Reply.json(.ok, .array(results)) }
+        return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(body.boundary)\""],
+                        body: body.responseBody(db))
     }
 
     /// `GET /{db}/{docid}?attachments=true` (or `atts_since`) with `Accept: multipart/related`: the document and
@@ -131,7 +140,10 @@ enum DocumentRoutes {
     static func relatedDocument(_ call: Call, _ db: Database, _ c: SetteeStore.Collection, id: String, rev: RevID?,
                                 output: DocumentOutput) async throws -> Response {
         let sendEncoded = output.attEncodingInfo || call.header(HTTPField.Name("X-CouchDB-Send-Encoded-Atts")!) == "true"
-        let (doc, rendered): (JSONObject, (boundary: String, bytes: [UInt8])?) = try await blocking {
+        var following = output
+        following.attachmentsFollow = true
+        let output = following
+        let (doc, rendered): (JSONObject, MultipartBody?) = try await blocking {
             guard let record = try c.record(id: id, withTree: true, archived: output.archived(rev.map { [$0] } ?? [])) else {
                 throw CouchError.notFound("missing")
             }
@@ -142,8 +154,9 @@ enum DocumentRoutes {
             guard MultipartDocuments.sendsAttachments(doc) else { return (doc, nil) }
             return (doc, try MultipartDocuments.related(doc, database: db, sendEncoded: sendEncoded))
         }
-        guard let rendered else { return Reply.json(.ok, .object(doc)) }
-        return Reply.raw(.ok, rendered.bytes, contentType: "multipart/related; boundary=\"\(rendered.boundary)\"")
+        guard let rendered else { return Reply.json(.ok, .object(doc)) }  // no attachment bytes to send
+        return Response(status: .ok, headers: [.contentType: "multipart/related; boundary=\"\(rendered.boundary)\""],
+                        body: rendered.responseBody(db))
     }
 
     // MARK: Write

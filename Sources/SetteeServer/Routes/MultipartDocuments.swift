@@ -1,4 +1,6 @@
 import Foundation
+import Hummingbird
+import NIOCore
 import SetteeCore
 import SetteeStore
 
@@ -6,47 +8,158 @@ import SetteeStore
 /// (`GET /{db}/{docid}?attachments=true` with `Accept: multipart/related`, and each revision of an
 /// `open_revs` answer in `multipart/mixed`, which CouchDB's replicator reads): the JSON document first, each
 /// attachment sent marked `"follows": true`, then one part per attachment with its bytes, in the document's order.
+///
+/// Attachment bodies larger than ``AttachmentStreaming/threshold`` are not read while the answer is built: the
+/// body is a ``MultipartBody`` whose segments name them, read from SQLite a megabyte at a time as the response is
+/// written (so a replicator pulling a 50 MB attachment costs the source a megabyte, not the attachment thrice).
 enum MultipartDocuments {
-    /// The parts of one document. `rendered` is the document as ``DocumentOutput/render`` made it: attachments to
-    /// send carry inline `data` (identity bytes); the others are stubs and stay so. With `sendEncoded`, a
-    /// gzip-stored attachment goes as stored, with `"encoding": "gzip"` and `encoded_length`.
-    static func related(_ rendered: JSONObject, database: Database, sendEncoded: Bool) throws -> (boundary: String, bytes: [UInt8]) {
+    /// The parts of one document. `rendered` is the document as ``DocumentOutput/render`` made it with
+    /// `attachmentsFollow`: attachments to send carry `"follows": true` (their bytes not read); the others are
+    /// stubs and stay so. With `sendEncoded`, a gzip-stored attachment goes as stored, with `"encoding": "gzip"` and
+    /// `encoded_length`; otherwise it goes decoded.
+    static func related(_ rendered: JSONObject, database: Database, sendEncoded: Bool) throws -> MultipartBody {
         var doc = rendered
-        var attachmentParts: [MultipartPart] = []
+        var attachments: [(headers: [(name: String, value: String)], body: MultipartBody.Segment)] = []
         if case .object(var atts)? = doc["_attachments"] {
             for (name, meta) in atts {
-                guard case .object(var m) = meta, let data = m["data"]?.stringValue, let identity = Base64.decode(data) else { continue }
-                var bytes = identity
-                m.removeValue(forKey: "data")
-                m["follows"] = true
-                m["length"] = .int(Int64(identity.count))
-                if sendEncoded, let digest = m["digest"]?.stringValue, let stored = try database.storedBlob(digest: digest),
-                   let encoding = stored.encoding {
-                    bytes = stored.data
-                    m["encoding"] = .string(encoding)
-                    m["encoded_length"] = .int(Int64(stored.data.count))
+                guard case .object(var m) = meta, m["follows"]?.boolValue == true else { continue }
+                guard let digest = m["digest"]?.stringValue, let info = try database.blobInfo(digest: digest) else {
+                    // No body stored (compacted away meanwhile): it stays a stub.
+                    m.removeValue(forKey: "follows")
+                    m["stub"] = true
+                    atts[name] = .object(m)
+                    continue
+                }
+                let gzipped = info.encoding == "gzip"
+                let identityLength = Int(m["length"]?.intValue ?? Int64(info.length))
+                let sendsStored = !gzipped || sendEncoded
+                let length = sendsStored ? info.length : identityLength
+                if gzipped && sendEncoded {
+                    m["encoding"] = "gzip"
+                    m["encoded_length"] = .int(Int64(info.length))
                 }
                 atts[name] = .object(m)
                 var headers: [(name: String, value: String)] = [
                     ("Content-Disposition", Multipart.contentDisposition(attachmentFilename: name)),
                     ("Content-Type", m["content_type"]?.stringValue ?? "application/octet-stream"),
-                    ("Content-Length", String(bytes.count)),
+                    ("Content-Length", String(length)),
                 ]
-                if let encoding = m["encoding"]?.stringValue { headers.append(("Content-Encoding", encoding)) }
-                attachmentParts.append(MultipartPart(headers: headers, body: bytes))
+                if gzipped && sendEncoded { headers.append(("Content-Encoding", "gzip")) }
+                let segment: MultipartBody.Segment
+                if info.length > AttachmentStreaming.threshold {
+                    segment = .blob(digest: digest, storedLength: info.length, inflate: !sendsStored, length: length)
+                } else {
+                    guard let stored = try database.storedBlob(digest: digest) else { throw CouchError.notFound("missing") }
+                    segment = .bytes(sendsStored ? stored.data : try stored.identity())
+                }
+                attachments.append((headers, segment))
             }
             doc["_attachments"] = .object(atts)
         }
-        let boundary = Multipart.makeBoundary()
-        let parts = [MultipartPart(headers: [("Content-Type", "application/json")], body: JSON.object(doc).serializedBytes)]
-            + attachmentParts
-        return (boundary, Multipart.write(parts, boundary: boundary))
+        var body = MultipartBody()
+        body.appendPart(headers: [("Content-Type", "application/json")], .bytes(JSON.object(doc).serializedBytes))
+        for attachment in attachments { body.appendPart(headers: attachment.headers, attachment.body) }
+        body.close()
+        return body
     }
 
     /// Whether a rendered document sends any attachment bytes (else it goes as plain JSON).
     static func sendsAttachments(_ rendered: JSONObject) -> Bool {
         guard case .object(let atts)? = rendered["_attachments"] else { return false }
-        for (_, meta) in atts where meta["data"] != nil { return true }
+        for (_, meta) in atts where meta["follows"]?.boolValue == true { return true }
         return false
+    }
+}
+
+/// A multipart body as segments: bytes, and attachment bodies read from the database as the body is written.
+/// The byte layout is ``Multipart/write(_:boundary:)``'s (CouchDB's).
+struct MultipartBody: Sendable {
+    enum Segment: Sendable {
+        case bytes([UInt8])
+        /// An attachment body read a piece at a time: `storedLength` bytes as stored, `length` bytes sent
+        /// (decoded on the way when `inflate`).
+        case blob(digest: String, storedLength: Int, inflate: Bool, length: Int)
+
+        var length: Int {
+            switch self {
+            case .bytes(let b): b.count
+            case .blob(_, _, _, let length): length
+            }
+        }
+    }
+
+    let boundary = Multipart.makeBoundary()
+    private(set) var segments: [Segment] = []
+    private var pending: [UInt8] = []
+
+    /// The body's length in bytes.
+    var length: Int { segments.reduce(pending.count) { $0 + $1.length } }
+
+    /// A part: `--boundary`, its header lines, a blank line, the body, a line break.
+    mutating func appendPart(headers: [(name: String, value: String)], _ body: Segment) {
+        appendHead(headers)
+        append(body)
+        pending += [13, 10]
+    }
+
+    /// A part whose body is another multipart body (a revision's `multipart/related` inside `multipart/mixed`).
+    mutating func appendPart(headers: [(name: String, value: String)], _ body: MultipartBody) {
+        appendHead(headers)
+        for segment in body.segments { append(segment) }
+        pending += body.pending
+        pending += [13, 10]
+    }
+
+    /// The closing delimiter (`--boundary--`, no line break after it).
+    mutating func close() {
+        pending += Array("--\(boundary)--".utf8)
+        flush()
+    }
+
+    private mutating func appendHead(_ headers: [(name: String, value: String)]) {
+        pending += Array("--\(boundary)\r\n".utf8)
+        for field in headers {
+            // (CR and LF in a header become spaces: a header can't inject lines.)
+            let line = "\(field.name): \(field.value)".utf8.map { $0 == 13 || $0 == 10 ? 32 : $0 }
+            pending += line + [13, 10]
+        }
+        pending += [13, 10]
+    }
+
+    private mutating func append(_ segment: Segment) {
+        switch segment {
+        case .bytes(let b): pending += b
+        case .blob:
+            flush()
+            segments.append(segment)
+        }
+    }
+
+    private mutating func flush() {
+        if !pending.isEmpty { segments.append(.bytes(pending)) }
+        pending = []
+    }
+
+    /// The body for a response: in one buffer when it names no large attachment, else written a piece at a time.
+    func responseBody(_ database: Database) -> ResponseBody {
+        if segments.allSatisfy({ if case .bytes = $0 { true } else { false } }) {
+            var buffer = ByteBuffer()
+            buffer.reserveCapacity(length)
+            for case .bytes(let b) in segments { buffer.writeBytes(b) }
+            return ResponseBody(byteBuffer: buffer)
+        }
+        let segments = self.segments
+        return ResponseBody(contentLength: length) { writer in
+            for segment in segments {
+                switch segment {
+                case .bytes(let b):
+                    try await writer.write(ByteBuffer(bytes: b))
+                case .blob(let digest, let storedLength, let inflate, _):
+                    try await AttachmentStreaming.writeBlob(digest: digest, span: 0..<storedLength, inflate: inflate,
+                                                            database: database, to: &writer)
+                }
+            }
+            try await writer.finish(nil)
+        }
     }
 }
