@@ -16,8 +16,11 @@ package struct PoolConfiguration: Sendable {
     package var writerCacheKiB: Int = 32 * 1024
     /// Page cache of each reader connection, KiB.
     package var readerCacheKiB: Int = 8 * 1024
-    /// Memory-mapped I/O size for readers (0 disables).
-    package var mmapBytes: Int = 256 << 20
+    /// Memory-mapped I/O size for readers (0 disables). Large enough to map a database of millions of documents
+    /// whole (SQLite caps it at its `SQLITE_MAX_MMAP_SIZE`, 2 GB by default): a read past the mapped part goes through
+    /// `pread` and the reader's page cache, which at 1M documents cost indexed queries ~10 % (256 MB before). Only
+    /// pages read count toward RSS, as file-backed pages the kernel can drop; the heap doesn't grow with it.
+    package var mmapBytes: Int = 2 << 30
     /// Opens every connection read-only; writes fail with `SQLITE_READONLY`.
     package var readOnly: Bool = false
 
