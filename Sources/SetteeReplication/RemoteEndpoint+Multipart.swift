@@ -35,12 +35,15 @@ extension RemoteEndpoint {
         if !request.attsSince.isEmpty {
             query.append(("atts_since", JSON.array(request.attsSince.map { .string($0.description) }).jsonString))
         }
-        let r = try await send(.GET, "/" + Self.escapeDocID(request.id), query: query,
+        var r = try await send(.GET, "/" + Self.escapeDocID(request.id), query: query,
                                accept: "multipart/mixed, application/json;q=0.5")
         if r.status == 404 { return [] }
         guard (200..<300).contains(r.status) else { throw error(for: r, "GET \(request.id)?open_revs") }
         if let contentType = r.contentType, contentType.lowercased().hasPrefix("multipart/") {
-            return try Self.revisions(fromMixed: r.body, contentType: contentType, id: request.id)
+            // (Handed over, not shared: the parser lets go of the whole answer once it is split into parts.)
+            var body = r.body
+            r.body = []
+            return try Self.revisions(fromMixed: &body, contentType: contentType, id: request.id)
         }
         guard case .array(let entries) = try parse(r.body) else {
             throw ReplicationError(.transient, "open_revs response is not an array from \(url)")
@@ -53,15 +56,21 @@ extension RemoteEndpoint {
 
     /// The revisions of a `multipart/mixed` `open_revs` answer: JSON parts (a revision without bodies to send,
     /// or `{"missing": rev}`) and `multipart/related` parts (a revision and its attachment bodies).
-    static func revisions(fromMixed body: [UInt8], contentType: String, id: String) throws -> [ReplicatedRevision] {
+    ///
+    /// Attachment bodies are held once: `body` is emptied once it is split into parts, and each part once its
+    /// revision is read from it.
+    static func revisions(fromMixed body: inout [UInt8], contentType: String, id: String) throws -> [ReplicatedRevision] {
         func malformed(_ detail: String) -> ReplicationError {
             ReplicationError(.transient, "malformed multipart open_revs answer for \(id): \(detail)")
         }
         guard let boundary = Multipart.boundary(fromContentType: contentType) else { throw malformed("no boundary") }
-        let parts: [MultipartPart]
+        var parts: [MultipartPart]
         do { parts = try Multipart.parse(body, boundary: boundary) } catch { throw malformed("\(error)") }
+        body = []
         var out: [ReplicatedRevision] = []
-        for part in parts {
+        for index in parts.indices {
+            let part = parts[index]
+            parts[index].body = []
             let type = (part.contentType ?? "application/json").lowercased()
             if type.hasPrefix("multipart/related") {
                 guard let inner = Multipart.boundary(fromContentType: part.contentType ?? "") else {

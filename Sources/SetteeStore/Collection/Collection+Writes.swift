@@ -235,9 +235,12 @@ extension Collection {
             for blob in w.blobs {
                 insertBlob.bind(blob.digest, at: 1)
                 insertBlob.bind(blob.data.count, at: 2)
-                insertBlob.bind(bytes: blob.data, at: 3)
                 insertBlob.bind(w.blobEncodings[blob.digest], at: 4)
-                _ = try insertBlob.step()
+                // Not copied by SQLite (an attachment can be tens of megabytes): the bytes outlive the step.
+                try blob.data.withUnsafeBytes { bytes in
+                    insertBlob.bindNoCopy(blob: bytes, at: 3)
+                    _ = try insertBlob.step()
+                }
                 insertBlob.reset()
             }
         }
