@@ -252,3 +252,16 @@ struct AttachmentRouteTests {
         }
     }
 }
+
+@Suite struct AcceptEncodingTests {
+    @Test func gzipIsSentOnlyToClientsThatTakeIt() {
+        #expect(AttachmentRoutes.acceptsGzip("gzip, deflate"))
+        #expect(AttachmentRoutes.acceptsGzip("deflate, GZIP;q=0.5"))
+        #expect(AttachmentRoutes.acceptsGzip("*"))
+        #expect(!AttachmentRoutes.acceptsGzip(nil))
+        #expect(!AttachmentRoutes.acceptsGzip("identity"))
+        #expect(!AttachmentRoutes.acceptsGzip("gzip;q=0, identity"))
+        #expect(!AttachmentRoutes.acceptsGzip("*, gzip;q=0"))
+        #expect(!AttachmentRoutes.acceptsGzip("*;q=0"))
+    }
+}

@@ -138,7 +138,7 @@ enum AttachmentRoutes {
         if let match = call.header(.ifNoneMatch), ETags.matches(match, etag) {
             return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"])
         }
-        let acceptsGzip = call.header(.acceptEncoding)?.lowercased().contains("gzip") ?? false
+        let acceptsGzip = acceptsGzip(call.header(.acceptEncoding))
         let range = call.header(.range)
         var data: [UInt8]
         if stored.encoding == "gzip" && acceptsGzip && range == nil {
@@ -184,6 +184,20 @@ extension AttachmentRoutes {
     enum Found: Sendable {
         case small(Database.StoredBlob)
         case large(Int, String?)
+    }
+
+    /// Whether an `Accept-Encoding` header takes gzip: named (or `*`) with a quality above 0 (`gzip;q=0` refuses it).
+    static func acceptsGzip(_ header: String?) -> Bool {
+        guard let header else { return false }
+        var star = false
+        for item in header.lowercased().split(separator: ",") {
+            let fields = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let coding = fields.first else { continue }
+            let quality = fields.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            if coding == "gzip" || coding == "x-gzip" { return quality > 0 }
+            if coding == "*" { star = quality > 0 }
+        }
+        return star
     }
 
     /// An attachment's ETag and the headers every answer with its body carries.

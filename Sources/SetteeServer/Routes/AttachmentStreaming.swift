@@ -72,7 +72,14 @@ enum AttachmentStreaming {
                 rest = UnsafeRawBufferPointer(rebasing: rest[n...])
             }
         }
-        for try await chunk in body {
+        var chunks = body.makeAsyncIterator()
+        while true {
+            let next: ByteBuffer?
+            do { next = try await chunks.next() } catch {
+                // The client went away mid-body, or its chunked framing broke: nothing is stored.
+                throw CouchError.badRequest("the attachment's body ended before its end")
+            }
+            guard let chunk = next else { break }
             guard chunk.readableBytes > 0 else { continue }
             length += chunk.readableBytes
             if length > requestLimit { throw CouchError.tooLarge }
@@ -108,7 +115,7 @@ enum AttachmentStreaming {
             return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"])
         }
         var headers = baseHeaders
-        let acceptsGzip = call.header(.acceptEncoding)?.lowercased().contains("gzip") ?? false
+        let acceptsGzip = AttachmentRoutes.acceptsGzip(call.header(.acceptEncoding))
         let range = call.header(.range)
         let gzipped = encoding == "gzip"
         // The bytes to send: a span of the stored body, or (inflating) the whole of it decoded.
