@@ -18,6 +18,12 @@ public struct LocalEndpoint: Endpoint {
     /// Unicode scalar); a node supplies CouchDB's order (ICU's collation), which this layer doesn't link.
     public typealias SelectorMatcher = @Sendable (_ selector: MangoSelector, _ document: JSON) -> Bool
     public var selectorMatcher: SelectorMatcher?
+    /// The largest document body (its JSON, stubs included) this endpoint stores as a replication target; larger
+    /// is a per-document `too_large` failure, as a node's `--max-document-size` makes it over HTTP.
+    public var maxDocumentSize = Int.max
+    /// The largest attachment (its own length) this endpoint stores as a replication target; larger is a
+    /// per-document `attachment_too_large` failure naming it, as `--max-attachment-size` makes it over HTTP.
+    public var maxAttachmentSize = Int.max
 
     /// The default collection of `database`.
     public init(database: Database) throws {
@@ -178,6 +184,10 @@ public struct LocalEndpoint: Endpoint {
             var writes: [RevisionWrite] = []
             writes.reserveCapacity(revisions.count)
             for revision in revisions {
+                if let refusal = refusal(of: revision) {
+                    failures.append(refusal)
+                    continue
+                }
                 do {
                     writes.append(try LocalEndpoint.revisionWrite(revision, collection: c))
                 } catch let error as SetteeError {
@@ -194,6 +204,25 @@ public struct LocalEndpoint: Endpoint {
             }
             return failures
         }
+    }
+
+    /// The refusal of a revision past this endpoint's size limits, or nil.
+    func refusal(of revision: ReplicatedRevision) -> DocumentFailure? {
+        if maxAttachmentSize < .max, case .object(let atts)? = revision.body["_attachments"] {
+            for (name, meta) in atts {
+                guard let digest = meta["digest"]?.stringValue, let data = revision.attachments[digest] else { continue }
+                let length = meta["length"]?.intValue.map(Int.init) ?? data.count
+                if length > maxAttachmentSize {
+                    return DocumentFailure(id: revision.id, rev: revision.rev.description, error: "attachment_too_large",
+                                           reason: name)
+                }
+            }
+        }
+        if maxDocumentSize < .max, JSON.object(revision.body).serializedBytes.count > maxDocumentSize {
+            return DocumentFailure(id: revision.id, rev: revision.rev.description, error: "too_large",
+                                   reason: "the document is larger than the target accepts")
+        }
+        return nil
     }
 
     /// The store write for a replicated revision. Attachment stubs must name a body the store has, one that

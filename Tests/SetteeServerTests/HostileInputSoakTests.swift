@@ -42,6 +42,12 @@ final class RawHTTPConnection {
         }
     }
 
+    /// How long a read waits for the server's next bytes (20 s unless set).
+    func setReceiveTimeout(seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Half-closes the connection: the server sees end of input, this side can still read.
     func shutdownWrite() {
         shutdown(fd, Int32(SHUT_WR))

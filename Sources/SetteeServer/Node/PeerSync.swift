@@ -164,7 +164,9 @@ final class PeerSync: Sendable {
         } catch {
             return (false, false)  // deleted here since
         }
-        let local = LocalEndpoint(collection: collection)
+        var local = LocalEndpoint(collection: collection)
+        local.maxDocumentSize = node.configuration.maxDocumentSize
+        local.maxAttachmentSize = node.configuration.maxAttachmentSize
         let spec = ReplicationManager.Spec(source: .string(work.database), target: .string(remote.url),
                                            continuous: false, createTarget: work.direction == .push)
         var options = manager.options(spec)

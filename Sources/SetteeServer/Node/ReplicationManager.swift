@@ -246,6 +246,8 @@ final class ReplicationManager: @unchecked Sendable {
         do {
             let (_, collection) = try keyspace.open(node)
             var local = LocalEndpoint(collection: collection)
+            local.maxDocumentSize = node.configuration.maxDocumentSize
+            local.maxAttachmentSize = node.configuration.maxAttachmentSize
             local.filterEvaluator = Self.filterEvaluator
             local.selectorMatcher = { ViewCollator.matches($0, $1) }
             return local
