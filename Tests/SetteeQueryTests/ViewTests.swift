@@ -267,6 +267,98 @@ import Settee
         #expect(try view.createQuery().run().map(\.key) == ["FOUR", "LOSER", "THREE"])
     }
 
+    /// A view's map function runs with no lock held: documents are written (updated, deleted, purged, added) while
+    /// a slow map builds the view, those writes don't wait for the mapping, and the view ends up with exactly the
+    /// current documents' rows — whatever the batches read before the writes.
+    @Test func writesGoOnWhileAViewMapsAndEndUpIndexed() throws {
+        let dir = try TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        let initial = 2000
+        try load(c, (0..<initial).map { #"{"_id":"d\#(String(format: "%04d", $0))","n":\#($0)}"# })
+        let mapped = Atomic<Int>(0)
+        let view = c.view(named: "slow")
+        view.setMapReduce({ doc, emit in
+            mapped.add(1, ordering: .relaxed)
+            usleep(2_000)  // 2 ms a document: the first build maps for about two seconds on two cores
+            emit(doc["n"] ?? .null, nil)
+        }, .count, version: "1")
+        let built = DispatchSemaphore(value: 0)
+        let buildError = Mutex<(any Error)?>(nil)
+        DispatchQueue.global().async {
+            do { try view.updateIndex() } catch { buildError.withLock { $0 = error } }
+            built.signal()
+        }
+        while mapped.load(ordering: .relaxed) < 100 { usleep(1_000) }
+        var slowest = 0.0
+        func timed(_ body: () throws -> Void) rethrows {
+            let start = Date()
+            try body()
+            slowest = max(slowest, Date().timeIntervalSince(start))
+        }
+        for i in 0..<50 {
+            try timed { try load(c, [#"{"_id":"d\#(String(format: "%04d", i))","n":\#(100_000 + i)}"#]) }
+            try timed { _ = try c.write([RevisionWrite(id: String(format: "d%04d", 100 + i), body: [:], deleted: true, mode: .overwrite)]) }
+            try timed { try c.purge(id: String(format: "d%04d", 200 + i)) }
+            try timed { try load(c, [#"{"_id":"e\#(i)","n":\#(200_000 + i)}"#]) }
+        }
+        let mappedWhenWritten = mapped.load(ordering: .relaxed)
+        built.wait()
+        #expect(buildError.withLock { $0 } == nil)
+        // The writes were done while the first build was still mapping (a map inside the write transaction held
+        // every one of them until its whole batch was mapped).
+        #expect(mappedWhenWritten < initial, "the writes waited for the mapping: \(mappedWhenWritten) documents mapped")
+        #expect(slowest < 1.0, "a write took \(slowest) s")
+
+        var expected: [Int64] = (0..<initial).compactMap { i in
+            if i < 50 { return Int64(100_000 + i) }
+            if (100..<150).contains(i) || (200..<250).contains(i) { return nil }
+            return Int64(i)
+        }
+        expected += (0..<50).map { Int64(200_000 + $0) }
+        var rows = view.createQuery()
+        rows.mapOnly = true
+        #expect(try rows.run().map { $0.key.intValue ?? -1 } == expected.sorted())
+        #expect(try view.createQuery().run().first?.value == .int(Int64(expected.count)))
+    }
+
+    /// A build over several batches whose keys come in no order (staged, then moved into the view in key order)
+    /// and one whose keys come in the feed's order (appended): both equal a brute-force map, reduce included, and
+    /// stay so through edits after the build.
+    @Test func buildsOfManyBatchesEqualBruteForce() throws {
+        let dir = try TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        let count = 12_000  // over two catch-up batches
+        var rng = SeededGenerator(seed: 5)
+        var values = (0..<count).map { _ in Int.random(in: 0..<1_000_000, using: &rng) }
+        try load(c, (0..<count).map { #"{"_id":"d\#(String(format: "%05d", $0))","n":\#(values[$0])}"# })
+        let shuffled = c.view(named: "shuffled"), ordered = c.view(named: "ordered")
+        shuffled.setMapReduce({ doc, emit in emit(doc["n"] ?? .null, doc["n"]) }, .sum, version: "1")
+        ordered.setMapReduce({ doc, emit in emit(doc["_id"] ?? .null, doc["n"]) }, .sum, version: "1")
+        func check() throws {
+            var rows = shuffled.createQuery()
+            rows.mapOnly = true
+            let got = try rows.run().map { ($0.key.intValue ?? -1, $0.sourceDocumentID ?? "") }
+            let want = values.enumerated().map { (Int64($0.element), String(format: "d%05d", $0.offset)) }
+                .sorted { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }
+            #expect(got.map(\.0) == want.map(\.0))
+            #expect(got.map(\.1) == want.map(\.1))
+            var byID = ordered.createQuery()
+            byID.mapOnly = true
+            #expect(try byID.run().map { $0.sourceDocumentID ?? "" } == (0..<count).map { String(format: "d%05d", $0) })
+            let total = Double(values.reduce(0, +))
+            #expect(try shuffled.createQuery().run().first?.value?.doubleValue == total)
+            #expect(try ordered.createQuery().run().first?.value?.doubleValue == total)
+        }
+        try check()
+        for i in stride(from: 0, to: count, by: 97) {
+            values[i] = Int.random(in: 0..<1_000_000, using: &rng)
+            try load(c, [#"{"_id":"d\#(String(format: "%05d", i))","n":\#(values[i])}"#])
+        }
+        try check()
+    }
+
     /// Random edits over many chunks: the incrementally maintained index equals one built from scratch, and every
     /// reduce (ranges, groups) equals a brute-force reduce of the map rows.
     @Test func incrementalIndexEqualsRebuildAndReduceEqualsBruteForce() throws {

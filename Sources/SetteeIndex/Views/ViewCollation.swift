@@ -19,6 +19,15 @@ import SetteeSQLPP
 public final class ViewCollator {
     private let collator: OpaquePointer
     private var scratch: [UInt8] = Array(repeating: 0, count: 256)
+    /// Sort keys of short strings met recently: a view's keys repeat (types, cities, tags) and an ICU sort key costs
+    /// far more than a lookup. Emptied when it reaches ``sortKeyCacheLimit`` entries.
+    private var sortKeys: [String: [UInt8]] = [:]
+    static let sortKeyCacheLimit = 4_096
+    private var cachingSortKeys = true
+    private var sortKeyHits = 0
+    private var sortKeyMisses = 0
+    /// Strings longer than this (in UTF-8 bytes) are not cached: long keys seldom repeat.
+    static let sortKeyCacheMaxLength = 64
 
     static let null: UInt8 = 0x01, falseTag: UInt8 = 0x02, trueTag: UInt8 = 0x03, number: UInt8 = 0x04
     static let string: UInt8 = 0x05, array: UInt8 = 0x06, object: UInt8 = 0x07
@@ -166,6 +175,26 @@ public final class ViewCollator {
     }
 
     private func appendSortKey(_ s: String, to out: inout [UInt8]) {
+        guard cachingSortKeys, s.utf8.count <= Self.sortKeyCacheMaxLength else { return appendComputedSortKey(s, to: &out) }
+        if let known = sortKeys[s] {
+            sortKeyHits += 1
+            out.append(contentsOf: known)
+            return
+        }
+        sortKeyMisses += 1
+        let start = out.count
+        appendComputedSortKey(s, to: &out)
+        // Keys that don't repeat (ids, timestamps) would only fill the cache: it stops after a poor start.
+        if sortKeyMisses == 128 && sortKeyHits < sortKeyMisses {
+            cachingSortKeys = false
+            sortKeys = [:]
+            return
+        }
+        if sortKeys.count >= Self.sortKeyCacheLimit { sortKeys.removeAll(keepingCapacity: true) }
+        sortKeys[s] = Array(out[start...])
+    }
+
+    private func appendComputedSortKey(_ s: String, to out: inout [UInt8]) {
         var s = s
         s.withUTF8 { utf8 in
             while true {

@@ -3,7 +3,7 @@ import SetteeCore
 import SetteeStore
 
 /// Mapping a catch-up batch: the changed documents as map functions see them, mapped in pieces on every core while
-/// the writer stores the piece before (``ViewManager/catchUpBatch``), each emitted key encoded for its view (with the
+/// the batch before is written (``ViewManager/update(_:definition:collection:)``), each emitted key encoded for its view (with the
 /// document's partition first in a partitioned view).
 extension ViewManager {
     /// Documents mapped per piece of a batch (pieces are mapped ahead of the writes, from when they are read).

@@ -12,6 +12,8 @@ struct StoredView: Sendable, Hashable {
     var table: String { "view_\(id)" }
     var chunks: String { "view_\(id)_chunks" }
     var fts: String { "view_\(id)_fts" }
+    /// Rows of a build, appended in the order they are mapped, then moved into `table` in key order at once.
+    var stage: String { "view_\(id)_stage" }
 }
 
 /// Keeps a database's map/reduce views current by reading its change feed (the index manager's view kind).
@@ -39,6 +41,8 @@ final class ViewManager: @unchecked Sendable {
     private var upToDate: [Int64: UInt64] = [:]
     private var loaded = false
     private var directories: [Int64: ChunkDirectory] = [:]
+    /// Per view: held by the one caller bringing it up to date.
+    private var updating: [Int64: NSLock] = [:]
     private let preparing = NSLock()
 
     /// Runs `body` with a collator from the process's pool (opening an ICU collator costs more than a short query).
@@ -136,7 +140,7 @@ final class ViewManager: @unchecked Sendable {
         }
         try deleteIndex(view: name, collection: collection)
         let created = try database.write { db -> StoredView in
-            // build_seq: the database's sequence when the build starts (see catchUpBatch).
+            // build_seq: the database's sequence when the build starts (see ``apply(_:_:view:definition:collection:db:)``).
             let seq = try db.prepare("SELECT coalesce(max(seq), 0) FROM \(collection.docsTable)")
             let buildSeq = try seq.step() ? seq.int64(0) : 0
             seq.reset()
@@ -166,11 +170,13 @@ final class ViewManager: @unchecked Sendable {
             try db.execute("DROP TABLE IF EXISTS \(view.table)")
             try db.execute("DROP TABLE IF EXISTS \(view.chunks)")
             try db.execute("DROP TABLE IF EXISTS \(view.fts)")
+            try db.execute("DROP TABLE IF EXISTS \(view.stage)")
         }
         lock.withLock {
             if registry[collection.id]?[name]?.id == view.id { registry[collection.id]?[name] = nil }
             upToDate[view.id] = nil
             directories[view.id] = nil
+            updating[view.id] = nil
         }
     }
 
@@ -185,7 +191,7 @@ final class ViewManager: @unchecked Sendable {
             var info = ViewInfo(name: name, version: view.version, rowCount: rows, lastSequence: UInt64(stmt.int64(0)),
                                 isFullText: stmt.int64(1) != 0, mapErrors: stmt.int(2))
             // The pages of the view's tables and indexes (its "file", inside the database's) and their rows' bytes.
-            let names = [view.table, view.table + "_doc", view.chunks, view.chunks + "_start", view.fts]
+            let names = [view.table, view.table + "_doc", view.chunks, view.chunks + "_start", view.fts, view.stage]
                 + ["_data", "_idx", "_content", "_docsize", "_config"].map { view.fts + $0 }
             let sizes = try Database.liveBytes(db, tables: names)
             info.fileSize = sizes.file
@@ -205,220 +211,63 @@ final class ViewManager: @unchecked Sendable {
         return view
     }
 
-    /// Brings a prepared view up to date.
+    /// Brings a prepared view up to date: one updater per view at a time (a second caller waits, then finds it
+    /// current). Each batch of changes is read and mapped outside any transaction — the next one while the one before
+    /// is written — so the write lock is held only to store rows, not while map functions run.
     func update(_ view: StoredView, definition: ViewDefinition, collection: Collection) throws {
-        let name = view.name
-        while true {
-            let target = database.lastSequence
-            if lock.withLock({ (upToDate[view.id] ?? 0) >= target && upToDate[view.id] != nil }) { return }
-            // A JavaScript map function's failure reaches the caller as itself (CouchDB's error for the query),
-            // not as the storage error the write transaction would make of it.
-            var javascriptError: JavaScriptError?
-            let done: Bool
-            do {
-                done = try database.write { db in
-                    do {
-                        return try self.catchUpBatch(view, definition: definition, collection: collection, db: db)
-                    } catch let error as JavaScriptError {
-                        javascriptError = error
-                        throw error
+        let gate = lock.withLock { () -> NSLock in
+            if let existing = updating[view.id] { return existing }
+            let created = NSLock()
+            updating[view.id] = created
+            return created
+        }
+        try gate.withLock {
+            catchUp: while true {
+                let target = database.lastSequence
+                if lock.withLock({ (upToDate[view.id] ?? 0) >= target && upToDate[view.id] != nil }) { return }
+                guard let from = try lastSequence(of: view) else { return }  // dropped meanwhile
+                var batch = try readBatch(after: from, definition: definition, collection: collection)
+                while true {
+                    // The next batch is read, and its mapping started, on another thread while this one is written.
+                    let after = batch.maxSeq
+                    let next = batch.isFull ? BatchRead { [self] in
+                        try readBatch(after: after, definition: definition, collection: collection)
+                    } : nil
+                    let outputs = try batch.outputs()
+                    let outcome = try database.write { db in
+                        try self.apply(batch, outputs, view: view, definition: definition, collection: collection, db: db)
+                    }
+                    switch outcome {
+                    case .dropped:
+                        return
+                    case .stale:
+                        continue catchUp  // the view moved meanwhile (rebuilt): read again from where it is
+                    case .applied:
+                        if let next {
+                            batch = try next.get()
+                            continue
+                        }
+                        lock.withLock {
+                            if registry[collection.id]?[view.name]?.id == view.id {
+                                upToDate[view.id] = max(upToDate[view.id] ?? 0, target)
+                            }
+                        }
+                        return
                     }
                 }
-            } catch {
-                if let javascriptError { throw javascriptError }
-                throw error
-            }
-            if done {
-                lock.withLock {
-                    if registry[collection.id]?[name]?.id == view.id { upToDate[view.id] = max(upToDate[view.id] ?? 0, target) }
-                }
-                return
             }
         }
     }
 
-    /// One batch inside a write transaction. Returns true when the view has absorbed every change.
-    private func catchUpBatch(_ view: StoredView, definition: ViewDefinition, collection: Collection,
-                              db: Connection) throws -> Bool {
-        let state = try db.prepare("SELECT last_seq, state, full_text, build_seq, next_id FROM views WHERE id = ?")
-        state.bind(view.id, at: 1)
-        guard try state.step() else { state.reset(); return true }
-        let lastSeq = state.int64(0)
-        let building = state.string(1) == "building"
-        var fullText = state.int64(2) != 0
-        let buildSeq = state.int64(3)
-        var nextID = state.int64(4)
-        state.reset()
-        var dirty = ChunkMarks(view: view)
-
-        let anyPurged = try IndexManager.anyPurged(collection, since: lastSeq, db: db)
-        if anyPurged {
-            try db.execute("DELETE FROM \(view.fts) WHERE rowid IN (SELECT id FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable)))")
-            try db.execute("DELETE FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
-            dirty.all = true
+    /// The sequence a view has absorbed; nil when it no longer exists.
+    private func lastSequence(of view: StoredView) throws -> Int64? {
+        try database.read { db in
+            let stmt = try db.prepare("SELECT last_seq FROM views WHERE id = ?")
+            defer { stmt.reset() }
+            stmt.bind(view.id, at: 1)
+            return try stmt.step() ? stmt.int64(0) : nil
         }
-
-        let changes = try IndexManager.changes(of: collection, after: lastSeq, limit: ViewManager.batchSize, db: db)
-        defer { changes.reset() }
-        let oldRows = try db.prepare("SELECT id, key, docid FROM \(view.table) WHERE doc = ?")
-        let remove = try db.prepare("DELETE FROM \(view.table) WHERE doc = ?")
-        let removeText = try db.prepare("DELETE FROM \(view.fts) WHERE rowid = ?")
-        let insert = try db.prepare("INSERT INTO \(view.table)(doc, key, docid, k, v, id) VALUES (?, ?, ?, ?, ?, ?)")
-        let insertText = try db.prepare("INSERT INTO \(view.fts)(rowid, text, docid, k, v) VALUES (?, ?, ?, ?, ?)")
-        // 1. Read the batch's changes, and 2. map them in pieces on other threads as they are read (map functions
-        //    must be thread-safe; parsing the documents is most of the work), encoding each row's key and
-        //    serializing its key and value. The first piece is small, so writing (3.) starts soon; the others are
-        //    mapped while this thread reads and then writes the pieces before them.
-        var changed: [Change] = []
-        var pieces: [Range<Int>] = []
-        var mapped: [MapFuture] = []
-        func startPiece(upTo end: Int) {
-            let start = pieces.last?.upperBound ?? 0
-            guard end > start else { return }
-            let piece = Array(changed[start..<end]), future = MapFuture()
-            pieces.append(start..<end)
-            mapped.append(future)
-            DispatchQueue.global().async { future.set(Result { try ViewManager.map(piece, definition: definition) }) }
-        }
-        var nextPiece = ViewManager.firstMapPiece
-        var maxSeq = lastSeq
-        // A document in conflict is mapped with its `_conflicts`, as CouchDB's indexer opens it.
-        let treeOf = try db.prepare("SELECT tree FROM \(collection.docsTable) WHERE rowid = ?")
-        while try changes.step() {
-            let seq = changes.int64(2)
-            maxSeq = max(maxSeq, seq)
-            let flags = changes.int64(4)
-            let deleted = flags & DocFlags.deleted != 0
-            var conflicts: [String] = []
-            if !deleted && flags & DocFlags.conflicted != 0 {
-                treeOf.bind(changes.int64(0), at: 1)
-                if try treeOf.step(), let tree = try? RevTree(encoded: treeOf.blob(0) ?? []) {
-                    conflicts = tree.conflicts.map(\.description)
-                }
-                treeOf.reset()
-            }
-            changed.append(Change(rowid: changes.int64(0), docID: changes.string(1) ?? "", seq: seq,
-                                  rev: changes.string(3) ?? "", deleted: deleted,
-                                  body: deleted ? [] : changes.withTextBytes(5) { Array($0) }, conflicts: conflicts))
-            if changed.count == nextPiece {
-                startPiece(upTo: nextPiece)
-                nextPiece += ViewManager.mapPiece
-            }
-        }
-        startPiece(upTo: changed.count)
-        let count = changed.count
-
-        if !building || changed.contains(where: { $0.seq > buildSeq }) {
-            try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_doc ON \(view.table)(doc)")
-        }
-        var mapErrors = 0
-
-        // 3. Write: remove each changed document's old rows, insert its new ones — by groups of rows per statement.
-        let insertMany = try db.prepare("INSERT INTO \(view.table)(doc, key, docid, k, v, id) VALUES "
-            + Array(repeating: "(?, ?, ?, ?, ?, ?)", count: ViewManager.insertGroup).joined(separator: ", "))
-        var pending: [PendingRow] = []
-        pending.reserveCapacity(ViewManager.insertGroup)
-        func flushRows() throws {
-            // While building, a piece's rows go in key order: the clustered table is then filled in runs, not
-            // at random places (fewer pages touched per row).
-            if building {
-                pending.sort {
-                    let c = ViewRange.compareBytes($0.row.key, $1.row.key)
-                    return c != 0 ? c < 0 : $0.docID.utf8.lexicographicallyPrecedes($1.docID.utf8)
-                }
-            }
-            var start = 0
-            while start < pending.count {
-                let group = pending[start..<min(pending.count, start + ViewManager.insertGroup)]
-                let full = group.count == ViewManager.insertGroup
-                for (i, p) in group.enumerated() {
-                    let statement = full ? insertMany : insert
-                    let base = full ? Int32(i * 6) : 0
-                    statement.bind(p.doc, at: base + 1)
-                    statement.bind(bytes: p.row.key, at: base + 2)
-                    statement.bind(p.docID, at: base + 3)
-                    statement.bind(text: p.row.keyJSON, at: base + 4)
-                    if let v = p.row.valueJSON { statement.bind(text: v, at: base + 5) } else { statement.bindNull(at: base + 5) }
-                    statement.bind(p.id, at: base + 6)
-                    if !full { try insert.run() }
-                }
-                if full { try insertMany.run() }
-                start += group.count
-            }
-            pending.removeAll(keepingCapacity: true)
-        }
-        func write(_ changed: ArraySlice<Change>, _ outputs: [MapOutput]) throws {
-        for (change, output) in zip(changed, outputs) {
-            let rowid = change.rowid
-            // While building, a document comes round again only if it changed after the build started (its old
-            // rows are from an earlier batch); one unchanged since is seen for the first time and has no rows.
-            if !building || change.seq > buildSeq {
-                oldRows.bind(rowid, at: 1)
-                var had = false
-                while try oldRows.step() {
-                    had = true
-                    if !building { try dirty.mark(key: oldRows.blob(1) ?? [], doc: oldRows.string(2) ?? "", db: db) }
-                    if fullText {
-                        removeText.bind(oldRows.int64(0), at: 1)
-                        try removeText.run()
-                    }
-                }
-                oldRows.reset()
-                if had {
-                    remove.bind(rowid, at: 1)
-                    try remove.run()
-                }
-            }
-            let rows: [MappedRow]
-            switch output {
-            case .rows(let r): rows = r
-            case .skipped: continue
-            case .failed(let error):
-                mapErrors += 1
-                ViewManager.log("view \(view.name): map function threw for document \(change.docID): \(error) — skipped")
-                continue
-            }
-            for row in rows {
-                nextID += 1
-                pending.append(PendingRow(doc: rowid, docID: change.docID, row: row, id: nextID))
-                if pending.count == ViewManager.insertGroup && !building { try flushRows() }
-                if let text = row.text {
-                    if !fullText {
-                        fullText = true
-                        try db.prepare("UPDATE views SET full_text = 1 WHERE id = ?").run([.integer(view.id)])
-                    }
-                    insertText.bind(nextID, at: 1)
-                    insertText.bind(text, at: 2)
-                    insertText.bind(change.docID, at: 3)
-                    insertText.bind(text: row.keyJSON, at: 4)
-                    if let valueJSON = row.valueJSON { insertText.bind(text: valueJSON, at: 5) } else { insertText.bindNull(at: 5) }
-                    try insertText.run()
-                }
-                if !building { try dirty.mark(key: row.key, doc: change.docID, db: db) }
-            }
-        }
-        try flushRows()
-        }
-        for k in pieces.indices {
-            try write(changed[pieces[k]], try mapped[k].get())
-        }
-        let done = count < ViewManager.batchSize
-        if building {
-            if done {
-                try db.execute("CREATE INDEX IF NOT EXISTS \(view.table)_doc ON \(view.table)(doc)")
-                try rebuildChunks(view, definition: definition, db: db)
-            }
-        } else if dirty.all {
-            try rebuildChunks(view, definition: definition, db: db)
-        } else {
-            for chunk in dirty.chunks.sorted() { try refreshChunk(chunk, view: view, definition: definition, db: db) }
-        }
-        try db.prepare("UPDATE views SET last_seq = ?, state = ?, map_errors = map_errors + ?, chunk_version = chunk_version + ?, next_id = ? WHERE id = ?")
-            .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(Int64(mapErrors)),
-                  .integer(count > 0 || anyPurged || (building && done) ? 1 : 0), .integer(nextID), .integer(view.id)])
-        return done
     }
-
 
     static func log(_ message: String) {
         FileHandle.standardError.write(Data(("[settee] " + message + "\n").utf8))
@@ -480,7 +329,7 @@ final class ViewManager: @unchecked Sendable {
     }
 
     /// Recomputes one chunk from its rows; splits it when it grew past twice ``chunkSize``, drops it when empty.
-    private func refreshChunk(_ id: Int64, view: StoredView, definition: ViewDefinition, db: Connection) throws {
+    func refreshChunk(_ id: Int64, view: StoredView, definition: ViewDefinition, db: Connection) throws {
         let bounds = try db.prepare("SELECT skey, sdoc FROM \(view.chunks) WHERE id = ?")
         bounds.bind(id, at: 1)
         guard try bounds.step() else { bounds.reset(); return }
