@@ -219,17 +219,32 @@ public final class JavaScriptEngine: Sendable {
     /// Runs a `validate_doc_update` function on many writes in one exchange (pipelined): for each `(new, old)`
     /// pair, nil when accepted, or the refusal (``JavaScriptError/forbidden(_:)``, ``JavaScriptError/unauthorized(_:)``,
     /// a thrown string as `unknown_error`). A failure of the engine (time limit, crash) is thrown.
+    ///
+    /// `documents` are each call's first two arguments as JSON text, `newDoc,oldDoc` (the caller serializes them as
+    /// it builds them); the user context and security object are serialized once for the batch.
     public func validateBatch(designDocumentID id: String, revision: String, designDocument: JSON,
-                              documents: [(new: JSON, old: JSON)], userContext: JSON,
+                              documents: [[UInt8]], userContext: JSON,
                               security: JSON) throws(JavaScriptError) -> [JavaScriptError?] {
         if documents.isEmpty { return [] }
+        // Each command: ["ddoc", id, ["validate_doc_update"], [newDoc, oldDoc, userCtx, secObj]]
+        var prefix: [UInt8] = Array(#"["ddoc","#.utf8)
+        JSON.string(id).serialize(into: &prefix)
+        prefix.append(contentsOf: #",["validate_doc_update"],["#.utf8)
+        var suffix: [UInt8] = [UInt8(ascii: ",")]
+        userContext.serialize(into: &suffix)
+        suffix.append(UInt8(ascii: ","))
+        security.serialize(into: &suffix)
+        suffix.append(contentsOf: "]]\n".utf8)
+        var lines: [UInt8] = []
+        lines.reserveCapacity(documents.reduce(0) { $0 + $1.count } + documents.count * (prefix.count + suffix.count))
+        for arguments in documents {
+            lines.append(contentsOf: prefix)
+            lines.append(contentsOf: arguments)
+            lines.append(contentsOf: suffix)
+        }
         return try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
-            let commands: [JSON] = documents.map {
-                .array([.string("ddoc"), .string(id), .array([.string("validate_doc_update")]),
-                        .array([$0.new, $0.old, userContext, security])])
-            }
-            let answers = try p.callPipelined(commands, timeout: config.timeout, log: log)
+            let answers = try p.callPipelined(serialized: lines, count: documents.count, timeout: config.timeout, log: log)
             return try answers.map { answer throws(JavaScriptError) -> JavaScriptError? in
                 if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return nil }
                 if let error = JavaScriptError.from(answer: answer) {

@@ -113,6 +113,51 @@ struct DocumentValidator: Sendable {
         return (.object(new), old)
     }
 
+    /// ``arguments(_:current:)`` as JSON text, `newDoc,oldDoc`, written straight from the bodies (no copy of them
+    /// with `_id` and `_rev` added).
+    static func serializedArguments(_ write: RevisionWrite, current: (rev: String, body: JSONObject)?) -> [UInt8] {
+        let reserved = ["_id", "_rev", "_deleted"]
+        if reserved.contains(where: { write.body[$0] != nil || current?.body[$0] != nil }) {
+            // (Bodies as the store keeps them have none of these; should one, the added members must win.)
+            let (new, old) = arguments(write, current: current)
+            var out = new.serializedBytes
+            out.append(UInt8(ascii: ","))
+            old.serialize(into: &out)
+            return out
+        }
+        var rev: String?
+        switch write.mode {
+        case .edit(let parent?): rev = parent.description
+        case .replicated(let history): rev = history.first?.description
+        default: break
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        appendDocument(write.body, id: write.id, rev: rev, deleted: write.deleted, to: &out)
+        out.append(UInt8(ascii: ","))
+        if let current {
+            appendDocument(current.body, id: write.id, rev: current.rev, deleted: false, to: &out)
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
+        return out
+    }
+
+    /// `{"_id": …, "_rev": …, ["_deleted": true,] <the body's members>}`.
+    private static func appendDocument(_ body: JSONObject, id: String, rev: String?, deleted: Bool, to out: inout [UInt8]) {
+        var header: [UInt8] = Array(#"{"_id":"#.utf8)
+        JSON.string(id).serialize(into: &header)
+        if let rev {
+            header.append(contentsOf: #","_rev":"#.utf8)
+            JSON.string(rev).serialize(into: &header)
+        }
+        if deleted { header.append(contentsOf: #","_deleted":true"#.utf8) }
+        let start = out.count
+        JSON.object(body).serialize(into: &out)  // "{…}"
+        if out.count - start > 2 { header.append(UInt8(ascii: ",")) }
+        out.replaceSubrange(start..<(start + 1), with: header)
+    }
+
     /// The current live revision of a write's document, as validation sees it.
     static func current(_ id: String, in collection: SetteeStore.Collection) throws -> (rev: String, body: JSONObject)? {
         guard let record = try collection.record(id: id), !record.deleted, case .object(let body) = try JSON.parse(record.body) else {
@@ -128,14 +173,14 @@ struct DocumentValidator: Sendable {
         let checked = writes.indices.filter { !writes[$0].id.hasPrefix("_design/") && !writes[$0].id.hasPrefix("_local/") }
         // The current revisions of the whole batch in one read transaction.
         let records = try collection.records(ids: checked.map { writes[$0].id })
-        var pairs: [(new: JSON, old: JSON)] = []
+        var pairs: [[UInt8]] = []
         pairs.reserveCapacity(checked.count)
         for (i, record) in zip(checked, records) {
             var current: (rev: String, body: JSONObject)?
             if let record, !record.deleted, case .object(let body) = try JSON.parse(record.body) {
                 current = (record.revID.description, body)
             }
-            pairs.append(Self.arguments(writes[i], current: current))
+            pairs.append(Self.serializedArguments(writes[i], current: current))
         }
         for v in validators {
             let verdicts = try JavaScriptEngine.shared.validateBatch(designDocumentID: v.id, revision: v.revision,
