@@ -78,9 +78,14 @@ extension Collection {
     public func records(ids: [String], withTree: Bool = false, archived: [ArchivedBodies?] = []) throws -> [DocumentRecord?] {
         precondition(archived.isEmpty || archived.count == ids.count, "one ArchivedBodies per id")
         return try database.read { db in
-            try ids.indices.map { i in
-                try self.readRecord(id: ids[i], withTree: withTree, archived: archived.isEmpty ? nil : archived[i], db: db)
+            let all = {
+                try ids.indices.map { i in
+                    try self.readRecord(id: ids[i], withTree: withTree, archived: archived.isEmpty ? nil : archived[i], db: db)
+                }
             }
+            // One read transaction for them all: one snapshot, and the file's and WAL's read locks taken once rather
+            // than once per document (each statement alone is its own transaction).
+            return ids.count > 1 ? try db.transaction(.deferred, all) : try all()
         }
     }
 
