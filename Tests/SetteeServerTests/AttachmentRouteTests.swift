@@ -49,6 +49,26 @@ struct AttachmentRouteTests {
         }
     }
 
+    /// As CouchDB: ranges are served of attachments stored as they are (`Accept-Ranges: bytes`); a compressed one
+    /// (text/plain is stored gzip) is sent whole whatever the `Range` (`Accept-Ranges: none`).
+    @Test func rangesAreOfAttachmentsStoredAsTheyAre() async throws {
+        try await withServer { c in
+            let rev = try await docWithHello(c)
+            let put = try await c.request(.put, "/db/doc/data.bin?rev=\(rev)", body: Array("0123456789".utf8),
+                                          headers: [.contentType: "application/octet-stream"])
+            #expect(put.status == .created)
+            let part = try await c.request(.get, "/db/doc/data.bin", headers: [.range: "bytes=2-4"])
+            #expect(part.status == .partialContent && part.text == "234")
+            #expect(part.header(.contentRange) == "bytes 2-4/10" && part.header(.acceptRanges) == "bytes")
+            let text = try await c.request(.get, "/db/doc/hello.txt", headers: [.range: "bytes=1-2"])
+            #expect(text.status == .ok && text.text == "hello" && text.header(.contentRange) == nil)
+            #expect(text.header(.acceptRanges) == "none")
+            let packed = try await c.request(.get, "/db/doc/hello.txt", headers: [.range: "bytes=1-2", .acceptEncoding: "gzip"])
+            #expect(packed.status == .ok && packed.header(.contentEncoding) == "gzip")
+            #expect(try Gzip.decompress(packed.bytes, limit: 1 << 20) == Array("hello".utf8))
+        }
+    }
+
     @Test func standalonePutAddsAttachmentAsNewRevision() async throws {
         try await withServer { c in
             let rev1 = try await docWithHello(c)

@@ -38,7 +38,7 @@ enum AttachmentRoutes {
                                                                encoding: encoding) {
                     return response
                 }
-                // Several ranges, or a range of a compressed body: served from the whole body.
+                // Several ranges, or a compressed body of unknown length: served from the whole body.
                 guard let stored = try await blocking({ try db.storedBlob(digest: digest) }) else {
                     throw CouchError.notFound("Document is missing attachment")
                 }
@@ -129,8 +129,8 @@ enum AttachmentRoutes {
 
     /// Answers a GET or HEAD of an attachment as CouchDB does: the ETag is the digest (`If-None-Match` → 304); a
     /// gzip-stored attachment goes out compressed (`Content-Encoding: gzip`) to clients that accept gzip and
-    /// decoded to others; `Range` asks for byte ranges of the attachment's own bytes (206, `multipart/byteranges`
-    /// for several, 416 when none can be served).
+    /// decoded to others; `Range` asks for byte ranges of an attachment stored as it is (206, `multipart/byteranges`
+    /// for several, 416 when none can be served) and is ignored for a compressed one, as in CouchDB.
     static func read(_ call: Call, meta: JSONObject, stored: Database.StoredBlob) throws -> Response {
         let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
         let (etag, common) = Self.headers(meta)
@@ -139,9 +139,13 @@ enum AttachmentRoutes {
             return Response(status: .notModified, headers: [.eTag: etag, .contentLength: "0"])
         }
         let acceptsGzip = acceptsGzip(call.header(.acceptEncoding))
-        let range = call.header(.range)
+        // Ranges are of attachments stored as they are: a compressed one is always sent whole (CouchDB's
+        // `Accept-Ranges: none`, the `Range` ignored).
+        let compressed = stored.encoding == "gzip"
+        let range = compressed ? nil : call.header(.range)
         var data: [UInt8]
-        if stored.encoding == "gzip" && acceptsGzip && range == nil {
+        if compressed { headers[.acceptRanges] = "none" }
+        if compressed && acceptsGzip {
             headers[.contentEncoding] = "gzip"
             data = stored.data
         } else {

@@ -123,10 +123,13 @@ enum AttachmentStreaming {
         var status = HTTPResponse.Status.ok
         var inflate = false
         var length = storedLength
-        if gzipped && acceptsGzip && range == nil {
+        // A compressed attachment is always sent whole, a `Range` ignored (CouchDB serves ranges of attachments
+        // stored as they are only, and says `Accept-Ranges: none` of the others).
+        if gzipped { headers[.acceptRanges] = "none" }
+        if gzipped && acceptsGzip {
             headers[.contentEncoding] = "gzip"
         } else if gzipped {
-            guard range == nil, let identity = meta["length"]?.intValue else { return nil }
+            guard let identity = meta["length"]?.intValue else { return nil }
             inflate = true
             length = Int(identity)
         } else if let range, let ranges = ByteRanges.parse(range, length: storedLength) {
