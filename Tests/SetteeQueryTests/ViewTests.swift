@@ -3,6 +3,11 @@ import Synchronization
 import Testing
 import Settee
 
+/// A collator with nothing cached.
+enum ViewCollatorFresh {
+    static func encode(_ s: String) -> [UInt8] { (try? ViewCollator())?.encode(.string(s)) ?? [] }
+}
+
 @Suite(.serialized) struct ViewTests {
     // MARK: Collation
 
@@ -320,6 +325,31 @@ import Settee
         rows.mapOnly = true
         #expect(try rows.run().map { $0.key.intValue ?? -1 } == expected.sorted())
         #expect(try view.createQuery().run().first?.value == .int(Int64(expected.count)))
+    }
+
+    /// Two canonically equivalent strings (equal as Swift strings, different bytes and ICU sort keys) emitted as keys
+    /// keep their own encodings: the collator's sort-key cache is keyed by bytes, not by `String` equality.
+    @Test func canonicallyEquivalentKeysKeepTheirOwnEncoding() throws {
+        let dir = try TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        let first = "a\u{301}\u{323}", second = "a\u{323}\u{301}"
+        #expect(first == second && Array(first.utf8) != Array(second.utf8))
+        try load(c, [#"{"_id":"one","k":"\#(first)"}"#, #"{"_id":"two","k":"\#(second)"}"#])
+        let view = c.view(named: "k")
+        view.setMapBlock({ doc, emit in emit(doc["k"] ?? .null, nil) }, version: "1")
+        let (firstKey, secondKey) = (ViewCollatorFresh.encode(first), ViewCollatorFresh.encode(second))
+        #expect(firstKey != secondKey, "ICU gives the two forms different sort keys")
+        var q = view.createQuery()
+        q.key = .string(first)
+        #expect(try q.run().compactMap(\.sourceDocumentID) == ["one"])
+        // The same in a fresh collator's order as in the view: the rows' order by key is the encodings' order.
+        var all = view.createQuery()
+        all.mapOnly = true
+        let ids = try all.run().compactMap(\.sourceDocumentID)
+        let byEncoding = [("one", firstKey), ("two", secondKey)]
+            .sorted { $0.1.lexicographicallyPrecedes($1.1) || ($0.1 == $1.1 && $0.0 < $1.0) }.map(\.0)
+        #expect(ids == byEncoding)
     }
 
     /// A build over several batches whose keys come in no order (staged, then moved into the view in key order)

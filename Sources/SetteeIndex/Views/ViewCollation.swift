@@ -21,7 +21,9 @@ public final class ViewCollator {
     private var scratch: [UInt8] = Array(repeating: 0, count: 256)
     /// Sort keys of short strings met recently: a view's keys repeat (types, cities, tags) and an ICU sort key costs
     /// far more than a lookup. Emptied when it reaches ``sortKeyCacheLimit`` entries.
-    private var sortKeys: [String: [UInt8]] = [:]
+    /// (Keyed by UTF-8 bytes: Swift's `String` equality is canonical equivalence, and ICU's keys of two canonically
+    /// equivalent strings may differ.)
+    private var sortKeys: [[UInt8]: [UInt8]] = [:]
     static let sortKeyCacheLimit = 4_096
     private var cachingSortKeys = true
     private var sortKeyHits = 0
@@ -176,7 +178,8 @@ public final class ViewCollator {
 
     private func appendSortKey(_ s: String, to out: inout [UInt8]) {
         guard cachingSortKeys, s.utf8.count <= Self.sortKeyCacheMaxLength else { return appendComputedSortKey(s, to: &out) }
-        if let known = sortKeys[s] {
+        let bytes = Array(s.utf8)
+        if let known = sortKeys[bytes] {
             sortKeyHits += 1
             out.append(contentsOf: known)
             return
@@ -191,7 +194,7 @@ public final class ViewCollator {
             return
         }
         if sortKeys.count >= Self.sortKeyCacheLimit { sortKeys.removeAll(keepingCapacity: true) }
-        sortKeys[s] = Array(out[start...])
+        sortKeys[bytes] = Array(out[start...])
     }
 
     private func appendComputedSortKey(_ s: String, to out: inout [UInt8]) {

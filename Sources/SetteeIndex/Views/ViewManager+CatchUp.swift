@@ -58,6 +58,8 @@ extension ViewManager {
         case stale
         /// The view was dropped.
         case dropped
+        /// The view's reduce is no longer the one the caller holds (re-registered with another): nothing written.
+        case redefined
     }
 
     /// Reads up to ``batchSize`` changes after `sequence` in a read transaction and starts mapping them, a piece at a
@@ -111,7 +113,7 @@ extension ViewManager {
     /// the touched chunks' reductions recomputed, the view's sequence moved to the batch's end.
     func apply(_ batch: CatchUpBatch, _ outputs: [MapOutput], view: StoredView, definition: ViewDefinition,
                collection: Collection, db: Connection) throws -> CatchUpOutcome {
-        let state = try db.prepare("SELECT last_seq, state, full_text, build_seq, next_id FROM views WHERE id = ?")
+        let state = try db.prepare("SELECT last_seq, state, full_text, build_seq, next_id, reduce FROM views WHERE id = ?")
         state.bind(view.id, at: 1)
         guard try state.step() else { state.reset(); return .dropped }
         let lastSeq = state.int64(0)
@@ -119,7 +121,9 @@ extension ViewManager {
         var fullText = state.int64(2) != 0
         let buildSeq = state.int64(3)
         var nextID = state.int64(4)
+        let reduce = state.string(5) ?? ""
         state.reset()
+        guard reduce == view.reduce else { return .redefined }
         guard lastSeq == batch.from else { return .stale }
         var dirty = ChunkMarks(view: view)
         let changed = batch.changed

@@ -215,6 +215,7 @@ final class ViewManager: @unchecked Sendable {
     /// current). Each batch of changes is read and mapped outside any transaction — the next one while the one before
     /// is written — so the write lock is held only to store rows, not while map functions run.
     func update(_ view: StoredView, definition: ViewDefinition, collection: Collection) throws {
+        var (view, definition) = (view, definition)
         let gate = lock.withLock { () -> NSLock in
             if let existing = updating[view.id] { return existing }
             let created = NSLock()
@@ -230,9 +231,12 @@ final class ViewManager: @unchecked Sendable {
                 while true {
                     // The next batch is read, and its mapping started, on another thread while this one is written.
                     let after = batch.maxSeq
-                    let next = batch.isFull ? BatchRead { [self] in
+                    let next = batch.isFull ? BatchRead { [self, definition] in
                         try readBatch(after: after, definition: definition, collection: collection)
                     } : nil
+                    // Whatever ends this round waits for that read: it uses the database, which may be closed
+                    // once this returns.
+                    defer { _ = try? next?.get() }
                     let outputs = try batch.outputs()
                     let outcome = try database.write { db in
                         try self.apply(batch, outputs, view: view, definition: definition, collection: collection, db: db)
@@ -242,6 +246,12 @@ final class ViewManager: @unchecked Sendable {
                         return
                     case .stale:
                         continue catchUp  // the view moved meanwhile (rebuilt): read again from where it is
+                    case .redefined:
+                        // Its reduce was changed meanwhile: go on with the registered definition.
+                        let (current, registered) = try prepare(view: view.name, collection: collection)
+                        guard current.id == view.id else { return }
+                        (view, definition) = (current, registered)
+                        continue catchUp
                     case .applied:
                         if let next {
                             batch = try next.get()

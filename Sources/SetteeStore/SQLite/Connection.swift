@@ -220,6 +220,19 @@ package final class Connection {
         return quoted
     }
 
+    /// Runs `body` with this connection's memory map turned off (`PRAGMA mmap_size=0`), restored after: for scans
+    /// of a whole database, whose pages would otherwise stay mapped and count in the process's resident memory.
+    /// Call it with no statement of the connection active.
+    package func withoutMemoryMap<T>(_ body: () throws -> T) throws -> T {
+        let current = try prepareUncached("PRAGMA mmap_size")
+        let size = try current.step() ? current.int(0) : 0
+        current.reset()
+        if size == 0 { return try body() }
+        try execute("PRAGMA mmap_size=0")
+        defer { try? execute("PRAGMA mmap_size=\(size)") }
+        return try body()
+    }
+
     /// Rolls back the open transaction, if any, ignoring errors.
     func rollbackIfNeeded() {
         if isInTransaction { _ = try? execute("ROLLBACK") }
