@@ -26,9 +26,10 @@ struct StoredView: Sendable, Hashable {
 /// range reads the stored reductions of the chunks inside it and reduces only the rows of the (at most two) chunks at
 /// its ends — CouchDB's B-tree inner-node reductions, in a table.
 ///
-/// Catching up reads the changes after the view's sequence, deletes each changed document's rows, runs the map
-/// function on the winning revision, inserts the rows and recomputes the chunks they touched — one transaction per
-/// batch. A view is brought up to date when queried (unless the query says not to).
+/// Catching up reads the changes after the view's sequence and runs the map function on each winning revision with
+/// no lock held, then, in one write transaction per batch, deletes each changed document's rows, inserts the new
+/// ones and recomputes the chunks they touched (``update(_:definition:collection:)``, `ViewManager+CatchUp.swift`).
+/// A view is brought up to date when queried (unless the query says not to).
 final class ViewManager: @unchecked Sendable {
     /// Rows per chunk after a build or a split; a chunk splits above twice that.
     static let chunkSize = 64
