@@ -12,7 +12,7 @@ extension ViewManager {
         let from: Int64
         let changed: [Change]
         let pieces: [Range<Int>]
-        let mapped: [MapFuture]
+        let mapped: [Pending<[MapOutput]>]
         /// The highest sequence in the batch (`from` when it is empty).
         let maxSeq: Int64
 
@@ -25,29 +25,6 @@ extension ViewManager {
             all.reserveCapacity(changed.count)
             for future in mapped { all += try future.get() }
             return all
-        }
-    }
-
-    /// A batch being read on another thread (the next one, while the writer stores the one before).
-    final class BatchRead: @unchecked Sendable {  // (its state is guarded by `condition`)
-        private let condition = NSCondition()
-        private var result: Result<CatchUpBatch, any Error>?
-
-        init(_ read: @escaping @Sendable () throws -> CatchUpBatch) {
-            DispatchQueue.global().async {
-                let r = Result { try read() }
-                self.condition.lock()
-                self.result = r
-                self.condition.broadcast()
-                self.condition.unlock()
-            }
-        }
-
-        func get() throws -> CatchUpBatch {
-            condition.lock()
-            defer { condition.unlock() }
-            while result == nil { condition.wait() }
-            return try result!.get()
         }
     }
 
@@ -72,14 +49,13 @@ extension ViewManager {
             let treeOf = try db.prepare("SELECT tree FROM \(collection.docsTable) WHERE rowid = ?")
             var changed: [Change] = []
             var pieces: [Range<Int>] = []
-            var mapped: [MapFuture] = []
+            var mapped: [Pending<[MapOutput]>] = []
             func startPiece(upTo end: Int) {
                 let start = pieces.last?.upperBound ?? 0
                 guard end > start else { return }
-                let piece = Array(changed[start..<end]), future = MapFuture()
+                let piece = Array(changed[start..<end])
                 pieces.append(start..<end)
-                mapped.append(future)
-                DispatchQueue.global().async { future.set(Result { try ViewManager.map(piece, definition: definition) }) }
+                mapped.append(Pending { try ViewManager.map(piece, definition: definition) })
             }
             var nextPiece = ViewManager.firstMapPiece
             var maxSeq = sequence

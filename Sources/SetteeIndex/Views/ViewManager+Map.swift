@@ -11,17 +11,23 @@ extension ViewManager {
     /// The first piece of a batch, smaller: writing waits for it.
     static let firstMapPiece = 250
 
-    /// The result of mapping one piece, handed from the mapping thread to the writer.
-    final class MapFuture: @unchecked Sendable {
+    /// A result computed on another thread (a piece's map outputs, the next batch), waited for by the writer.
+    final class Pending<Value>: @unchecked Sendable {  // (its state is guarded by `condition`)
         private let condition = NSCondition()
-        private var result: Result<[MapOutput], any Error>?
-        func set(_ r: Result<[MapOutput], any Error>) {
-            condition.lock()
-            result = r
-            condition.broadcast()
-            condition.unlock()
+        private var result: Result<Value, any Error>?
+
+        /// Starts `work` on a global queue.
+        init(_ work: @escaping @Sendable () throws -> Value) {
+            DispatchQueue.global().async {
+                let r = Result { try work() }
+                self.condition.lock()
+                self.result = r
+                self.condition.broadcast()
+                self.condition.unlock()
+            }
         }
-        func get() throws -> [MapOutput] {
+
+        func get() throws -> Value {
             condition.lock()
             defer { condition.unlock() }
             while result == nil { condition.wait() }

@@ -232,7 +232,7 @@ final class ViewManager: @unchecked Sendable {
                 while true {
                     // The next batch is read, and its mapping started, on another thread while this one is written.
                     let after = batch.maxSeq
-                    let next = batch.isFull ? BatchRead { [self, definition] in
+                    let next = batch.isFull ? Pending { [self, definition] in
                         try readBatch(after: after, definition: definition, collection: collection)
                     } : nil
                     // Whatever ends this round waits for that read: it uses the database, which may be closed
