@@ -503,6 +503,38 @@ def test_updates_filters_validate_rewrites():
     check("validate with arguments that are not JSON", is_error(q.line(), "query_protocol_error"))
     eq("validate after a malformed command", vdu({"kind": "unauth"}), {"unauthorized": "You are not the author"})
 
+    # validate_batch (Settee's own command): one line, many writes; each answer is the per-write command's answer.
+    ann, sec = {"name": "ann", "roles": []}, {"admins": {"names": ["root"]}}
+    kinds = [{"_id": "ok"}, {"kind": "forbid"}, {"kind": "unauth"}, {"kind": "ctx"}, {"kind": "type"}, {"kind": "string"}]
+    flat = []
+    for d in kinds:
+        flat += [d, None]
+    r = q.call(["validate_batch", "_design/t", [ann, sec, flat]])
+    eq("validate_batch answers as the per-write commands",
+       r, [True, [vdu(d) for d in kinds]])
+    eq("validate_batch of nothing", q.call(["validate_batch", "_design/t", [ann, sec, []]]), [True, []])
+    check("validate_batch with an odd list", is_error(q.call(["validate_batch", "_design/t", [ann, sec, [{}]]]),
+                                                      "query_protocol_error"))
+    q.p.stdin.write(b'["validate_batch","_design/t",[{},{},[{"_id":"a"},null] oops]]\n')
+    q.p.stdin.flush()
+    check("validate_batch with arguments that are not JSON", is_error(q.line(), "query_protocol_error"))
+    eq("usable after a malformed batch", vdu({"kind": "unauth"}), {"unauthorized": "You are not the author"})
+    q.close()
+    # Each write sees its own userCtx and secObj (a function that changes them cannot reach the next write), and
+    # gets the whole time limit.
+    q = ddoc({"_id": "_design/b", "validate_doc_update":
+              "function(n, o, u, s) { u.roles.push('x'); s.seen = (s.seen || 0) + 1;"
+              " if (u.roles.length !== 1 || s.seen !== 1) throw({forbidden: 'shared'});"
+              " if (n.wait) { var t = Date.now(); while (Date.now() - t < n.wait) {} } if (n.loop) while (true) {} }"},
+             args=("--timeout-ms", "400"))
+    batch = lambda docs: q.call(["validate_batch", "_design/b", [{"name": "ann", "roles": []}, {}, docs]], timeout=30)
+    eq("validate_batch: no state from one write to the next", batch([{"_id": "a"}, None] * 3), [True, [1, 1, 1]])
+    eq("validate_batch: every write gets the whole time limit", batch([{"wait": 250}, None] * 3), [True, [1, 1, 1]])
+    check("validate_batch: an endless loop times out", is_error(batch([{"_id": "a"}, None, {"loop": 1}, None]), "timeout"))
+    eq("validate_batch: usable after a timeout", batch([{"_id": "a"}, None]), [True, [1]])
+    q.close()
+    q = ddoc(DDOC)
+
     rw = lambda path, method="GET": q.call(["ddoc", "_design/t", ["rewrites"],
                                             [{"path": ["db", "_design", "t", "_rewrite"] + path, "method": method}]])
     eq("rewrite string", rw(["foo"]), ["ok", {"path": "foo.txt", "method": "GET"}])

@@ -12,6 +12,7 @@ var readline = natives.readline;
 var collectGarbage = natives.gc;
 var runJobs = natives.runJobs;
 var setTimeoutMs = natives.setTimeout;
+var restartClock = natives.restartClock;
 var newSandbox = natives.newSandbox;
 var evaluate = natives.evaluate;
 var syntaxError = natives.syntaxError;

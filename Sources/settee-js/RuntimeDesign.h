@@ -36,13 +36,26 @@ function ddocCommand(cmd, line) {
     respond(true);
     return;
   }
-  var entry = ddocs.get(String(id));
-  if (entry === undefined) throw ["fatal", "query_protocol_error", "uncached design doc: " + id];
   var funPath = cmd[2];
   if (!isArray(funPath) || funPath.length === 0) throw ["fatal", "query_protocol_error", "no function path"];
   var kind = funPath[0];
   var handler = own(ddocHandlers, kind) ? ddocHandlers[kind] : undefined;
   if (handler === undefined) throw ["fatal", "unknown_command", "unknown ddoc command '" + kind + "'"];
+  var call = resolveDdoc(id, funPath, handler);
+  // The arguments, parsed in the sandbox's realm: from the line itself when it is laid out as expected.
+  var prefix = stringify(["ddoc", id, funPath]);
+  prefix = prefix.slice(0, prefix.length - 1) + ",";
+  call.prefix = prefix;
+  var laidOut = line.length > prefix.length && line.startsWith(prefix) && line.endsWith("]");
+  lastDdoc = laidOut ? call : null;
+  runDdoc(call, laidOut ? line.slice(prefix.length, line.length - 1) : stringify(cmd[3] === undefined ? [] : cmd[3]),
+          cmd[3]);
+}
+
+// A cached design document's function at funPath, compiled on first use in the document's sandbox.
+function resolveDdoc(id, funPath, handler) {
+  var entry = ddocs.get(String(id));
+  if (entry === undefined) throw ["fatal", "query_protocol_error", "uncached design doc: " + id];
   var key = funPath.join("\u0000");
   var fun = entry.funs.get(key);
   var box = ensureBox(entry);
@@ -63,14 +76,7 @@ function ddocCommand(cmd, line) {
     fun = compileFunction(box, source, funPath.join("."));
     entry.funs.set(key, fun);
   }
-  // The arguments, parsed in the sandbox's realm: from the line itself when it is laid out as expected.
-  var prefix = stringify(["ddoc", id, funPath]);
-  prefix = prefix.slice(0, prefix.length - 1) + ",";
-  var call = {prefix: prefix, fun: fun, box: box, handler: handler};
-  var laidOut = line.length > prefix.length && line.startsWith(prefix) && line.endsWith("]");
-  lastDdoc = laidOut ? call : null;
-  runDdoc(call, laidOut ? line.slice(prefix.length, line.length - 1) : stringify(cmd[3] === undefined ? [] : cmd[3]),
-          cmd[3]);
+  return {prefix: null, fun: fun, box: box, handler: handler};
 }
 
 // Runs a resolved design function on its arguments' JSON text (`parsed`: the same arguments already parsed in the
@@ -103,22 +109,17 @@ function handleError(e) {
     return 0;
   }
   var res = resourceError(e);
-  if (res) {
-    respond(res);
-    return 0;
-  }
-  try {
-    if (e !== null && typeof e === "object" && e.error && e.reason) {
-      respond(["error", e.error, e.reason]);
-      return 0;
-    }
-    if (e !== null && typeof e === "object" && e.name) {
-      respond(["error", String(e.name), errorMessage(e)]);
-      return 0;
-    }
-  } catch (x) {}
-  respond(["error", "unnamed_error", errstr(e)]);
+  respond(res ? res : errorAnswer(e));
   return 0;
+}
+
+// The answer for an error a command failed with: ["error", name, message].
+function errorAnswer(e) {
+  try {
+    if (e !== null && typeof e === "object" && e.error && e.reason) return ["error", e.error, e.reason];
+    if (e !== null && typeof e === "object" && e.name) return ["error", String(e.name), errorMessage(e)];
+  } catch (x) {}
+  return ["error", "unnamed_error", errstr(e)];
 }
 
 var MAP_PREFIX = "[\"map_doc\",";
@@ -130,6 +131,11 @@ function dispatch(line) {
   try {
     if (line.startsWith(MAP_PREFIX) && line.endsWith("]")) {
       mapDoc(line.slice(MAP_PREFIX.length, line.length - 1));
+      return 0;
+    }
+    if (line.startsWith(VALIDATE_BATCH_PREFIX)) {
+      lastDdoc = null;
+      validateBatch(line);
       return 0;
     }
     if (lastDdoc !== null && line.startsWith(lastDdoc.prefix) && line.endsWith("]")) {

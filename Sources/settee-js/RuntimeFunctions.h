@@ -37,19 +37,68 @@ function runViewFilter(fun, ddoc, args, box) {
 }
 
 function runValidate(fun, ddoc, args, box) {
+  respond(validationAnswer(fun, ddoc, args));
+}
+
+// What a validate_doc_update call answers: 1 when it accepts the write; what it threw ({forbidden: …},
+// {unauthorized: …} or anything else) when it refuses it; ["error", name, message] when it failed with an error.
+// A time or memory limit is thrown on.
+function validationAnswer(fun, ddoc, args) {
   try {
     fun.apply(ddoc, args);
     runJobs();
-    respond(1);
+    return 1;
   } catch (error) {
     var res = resourceError(error);
     if (res) throw res;
     var isError = false;
     try { isError = error !== null && typeof error === "object" && !!error.name && !!error.stack; } catch (x) {}
-    if (isError || error === undefined) throw error;
-    // {forbidden: …} / {unauthorized: …} (or anything else the function threw) is the answer.
-    respond(error);
+    if (isError || error === undefined) return errorAnswer(error);
+    return error;
   }
+}
+
+// Settee's own command (not CouchDB's protocol): a validate_doc_update function over many writes in one line, one
+// parse and one answer instead of a command per write:
+//   ["validate_batch", ddocId, [userCtx, secObj, [newDoc1, oldDoc1, newDoc2, oldDoc2, …]]] → [true, [answer1, …]]
+// Each answer is what ["ddoc", ddocId, ["validate_doc_update"], [newDoc, oldDoc, userCtx, secObj]] answers. Each
+// write gets the whole time limit, as a command of its own does, and its own copies of userCtx and secObj.
+var VALIDATE_BATCH_PREFIX = "[\"validate_batch\",";
+
+function validateBatch(line) {
+  var start = VALIDATE_BATCH_PREFIX.length, end = jsonStringEnd(line, start);
+  if (end < 0 || line.charAt(end) !== "," || !line.endsWith("]")) {
+    throw ["error", "query_protocol_error", "validate_batch takes a design document id and [userCtx, secObj, docs]"];
+  }
+  var call = resolveDdoc(parse(line.slice(start, end)), ["validate_doc_update"], runValidate);
+  var args;
+  try {
+    args = call.box.kit.parse(line.slice(end + 1, line.length - 1));
+  } catch (e) {
+    throw ["error", "query_protocol_error", "the command is not JSON: " + errorMessage(e)];
+  }
+  if (!isArray(args) || args.length !== 3 || !isArray(args[2]) || args[2].length % 2 !== 0) {
+    throw ["error", "query_protocol_error", "validate_batch takes [userCtx, secObj, [newDoc, oldDoc, …]]"];
+  }
+  var contextText = stringify([args[0], args[1]]), docs = args[2], answers = [];
+  for (var i = 0; i < docs.length; i += 2) {
+    if (i > 0) restartClock();
+    var context = call.box.kit.parse(contextText);
+    resetRender(call.box);
+    answers.push(validationAnswer(call.fun, call.box.ddoc, [docs[i], docs[i + 1], context[0], context[1]]));
+  }
+  respond([true, answers]);
+}
+
+// The index just past the JSON string that starts at line[start] (its closing quote's index + 1), or -1.
+function jsonStringEnd(line, start) {
+  if (line.charAt(start) !== "\"") return -1;
+  for (var i = start + 1; i < line.length; i++) {
+    var c = line.charCodeAt(i);
+    if (c === 92) { i++; continue; }  // a backslash escapes the next character
+    if (c === 34) return i + 1;
+  }
+  return -1;
 }
 
 // MARK: Sandboxes

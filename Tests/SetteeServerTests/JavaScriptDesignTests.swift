@@ -60,6 +60,56 @@ import Testing
         #expect(try await Self.send(client, .put, "/notes/_design/other", #"{"language":"javascript"}"#).0 == 201)
     }
 
+    /// A `_bulk_docs` of 3,000 documents of ~1 KB goes to settee-js in several `validate_batch` lines (about a
+    /// megabyte each): every verdict lands on its own document, with two functions (the first refusal wins), for new
+    /// documents and for updates (whose `oldDoc` is the current revision).
+    @Test func bulkValidationAnswersEachDocument() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        let client = LiveServerTests.client(server)
+        #expect(try await Self.send(client, .put, "/big").0 == 201)
+        #expect(try await Self.send(client, .put, "/big/_design/a", #"""
+        {"validate_doc_update": "function(n, o) { if (n.n % 7 === 0) throw({forbidden: 'sevens ' + n._id}); if (o && o.n !== n.n - 1) throw({forbidden: 'old ' + n._id}); }"}
+        """#).0 == 201)
+        #expect(try await Self.send(client, .put, "/big/_design/b", #"""
+        {"validate_doc_update": "function(n, o, u) { if (n.n % 5 === 0) throw({unauthorized: 'fives ' + n._id + ' ' + u.db}); }"}
+        """#).0 == 201)
+        let pad = String(repeating: "x", count: 1_000)
+        func body(_ n: (Int) -> Int, revs: [String: String] = [:]) -> String {
+            let docs = (0..<3_000).map { i -> String in
+                let rev = revs["d\(i)"].map { #","_rev":"\#($0)""# } ?? ""
+                return #"{"_id":"d\#(i)"\#(rev),"n":\#(n(i)),"pad":"\#(pad)"}"#
+            }
+            return #"{"docs":[\#(docs.joined(separator: ","))]}"#
+        }
+        func expectRows(_ rows: JSON, n: (Int) -> Int) -> [String: String] {
+            var revs: [String: String] = [:]
+            for i in 0..<3_000 {
+                let row = rows[i], id = "d\(i)", value = n(i)
+                #expect(row?["id"] == .string(id))
+                if value % 7 == 0 {
+                    #expect(row?["error"] == "forbidden" && row?["reason"] == .string("sevens \(id)"), "\(id)")
+                } else if value % 5 == 0 {
+                    #expect(row?["error"] == "unauthorized" && row?["reason"] == .string("fives \(id) big"), "\(id)")
+                } else {
+                    #expect(row?["ok"] == true, "\(id)")
+                    revs[id] = row?["rev"]?.stringValue
+                }
+            }
+            return revs
+        }
+        let first = try await Self.send(client, .post, "/big/_bulk_docs", body { $0 })
+        #expect(first.0 == 201)
+        let revs = expectRows(first.1) { $0 }
+        // Updates: n + 1; documents refused the first time are new now.
+        let second = try await Self.send(client, .post, "/big/_bulk_docs", body({ $0 + 1 }, revs: revs))
+        #expect(second.0 == 201)
+        let updated = expectRows(second.1) { $0 + 1 }
+        let info = try await Self.send(client, .get, "/big")
+        let written = Set(revs.keys).union(updated.keys).count
+        #expect(info.1["doc_count"] == .int(Int64(written + 2)))
+    }
+
     @Test func filtersShowsListsUpdatesAndRewrites() async throws {
         let dir = TempDir()
         let server = try ServerProcess(dataDirectory: dir.path)

@@ -216,47 +216,77 @@ public final class JavaScriptEngine: Sendable {
         throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
     }
 
-    /// Runs a `validate_doc_update` function on many writes in one exchange (pipelined): for each `(new, old)`
-    /// pair, nil when accepted, or the refusal (``JavaScriptError/forbidden(_:)``, ``JavaScriptError/unauthorized(_:)``,
-    /// a thrown string as `unknown_error`). A failure of the engine (time limit, crash) is thrown.
+    /// Runs a `validate_doc_update` function on many writes in one exchange: for each `(new, old)` pair, nil when
+    /// accepted, or the refusal (``JavaScriptError/forbidden(_:)``, ``JavaScriptError/unauthorized(_:)``, a thrown
+    /// string as `unknown_error`, an error the function failed with as ``JavaScriptError/thrown(name:reason:)``). A
+    /// failure of the engine (time limit, crash) is thrown.
     ///
     /// `documents` are each call's first two arguments as JSON text, `newDoc,oldDoc` (the caller serializes them as
-    /// it builds them); the user context and security object are serialized once for the batch.
+    /// it builds them). They go to settee-js in lines of about a megabyte, each one `validate_batch` command (one
+    /// parse and one answer per line; every write still gets the whole time limit and its own `userCtx`/`secObj`).
     public func validateBatch(designDocumentID id: String, revision: String, designDocument: JSON,
                               documents: [[UInt8]], userContext: JSON,
                               security: JSON) throws(JavaScriptError) -> [JavaScriptError?] {
         if documents.isEmpty { return [] }
-        // Each command: ["ddoc", id, ["validate_doc_update"], [newDoc, oldDoc, userCtx, secObj]]
-        var prefix: [UInt8] = Array(#"["ddoc","#.utf8)
+        // Each line: ["validate_batch", id, [userCtx, secObj, [newDoc1, oldDoc1, newDoc2, oldDoc2, …]]]
+        var prefix: [UInt8] = Array(#"["validate_batch","#.utf8)
         JSON.string(id).serialize(into: &prefix)
-        prefix.append(contentsOf: #",["validate_doc_update"],["#.utf8)
-        var suffix: [UInt8] = [UInt8(ascii: ",")]
-        userContext.serialize(into: &suffix)
-        suffix.append(UInt8(ascii: ","))
-        security.serialize(into: &suffix)
-        suffix.append(contentsOf: "]]\n".utf8)
+        prefix.append(contentsOf: ",[".utf8)
+        userContext.serialize(into: &prefix)
+        prefix.append(UInt8(ascii: ","))
+        security.serialize(into: &prefix)
+        prefix.append(contentsOf: ",[".utf8)
+        let suffix: [UInt8] = Array("]]]\n".utf8)
+        let lineBytes = 1 << 20
         var lines: [UInt8] = []
-        lines.reserveCapacity(documents.reduce(0) { $0 + $1.count } + documents.count * (prefix.count + suffix.count))
+        lines.reserveCapacity(documents.reduce(0) { $0 + $1.count + 1 } + (prefix.count + suffix.count) * (documents.count / 64 + 1))
+        var counts: [Int] = []  // writes per line
+        var inLine = 0, lineStart = 0
         for arguments in documents {
-            lines.append(contentsOf: prefix)
+            if inLine > 0 && lines.count - lineStart + arguments.count > lineBytes {
+                lines.append(contentsOf: suffix)
+                counts.append(inLine)
+                inLine = 0
+            }
+            if inLine == 0 {
+                lineStart = lines.count
+                lines.append(contentsOf: prefix)
+            } else {
+                lines.append(UInt8(ascii: ","))
+            }
             lines.append(contentsOf: arguments)
-            lines.append(contentsOf: suffix)
+            inLine += 1
         }
+        lines.append(contentsOf: suffix)
+        counts.append(inLine)
         return try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
-            let answers = try p.callPipelined(serialized: lines, count: documents.count, timeout: config.timeout, log: log)
-            return try answers.map { answer throws(JavaScriptError) -> JavaScriptError? in
-                if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return nil }
-                if let error = JavaScriptError.from(answer: answer) {
-                    switch error {
-                    case .forbidden, .unauthorized, .thrown: return error
-                    default: throw error
-                    }
+            let answers = try p.callPipelined(serialized: lines, count: counts.count, timeout: config.timeout, log: log)
+            var verdicts: [JavaScriptError?] = []
+            verdicts.reserveCapacity(documents.count)
+            for (answer, count) in zip(answers, counts) {
+                guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true),
+                      case .array(let each) = items[1], each.count == count else {
+                    if let error = JavaScriptError.from(answer: answer) { throw error }
+                    throw .protocolError("validate_batch answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
                 }
-                if case .string(let message) = answer { return .thrown(name: "unknown_error", reason: message) }
-                throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+                for answer in each { verdicts.append(try Self.verdict(answer)) }
+            }
+            return verdicts
+        }
+    }
+
+    /// One validation's answer: nil when it accepted the write, the refusal, or thrown when the engine failed.
+    private static func verdict(_ answer: JSON) throws(JavaScriptError) -> JavaScriptError? {
+        if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return nil }
+        if let error = JavaScriptError.from(answer: answer) {
+            switch error {
+            case .forbidden, .unauthorized, .thrown: return error
+            default: throw error
             }
         }
+        if case .string(let message) = answer { return .thrown(name: "unknown_error", reason: message) }
+        throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
     }
 
     /// Runs a filter function (`["filters", name]`) or a view's map as a filter (`["views", name, "map"]`) over

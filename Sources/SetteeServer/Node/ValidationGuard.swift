@@ -114,8 +114,10 @@ struct DocumentValidator: Sendable {
     }
 
     /// ``arguments(_:current:)`` as JSON text, `newDoc,oldDoc`, written straight from the bodies (no copy of them
-    /// with `_id` and `_rev` added).
-    static func serializedArguments(_ write: RevisionWrite, current: (rev: String, body: JSONObject)?) -> [UInt8] {
+    /// with `_id` and `_rev` added). `bodyText`, when given, is the write's body already serialized
+    /// (`JSON.object(write.body).serializedBytes`), used as it is.
+    static func serializedArguments(_ write: RevisionWrite, bodyText: [UInt8]? = nil,
+                                    current: (rev: String, body: JSONObject)?) -> [UInt8] {
         let reserved = ["_id", "_rev", "_deleted"]
         if reserved.contains(where: { write.body[$0] != nil || current?.body[$0] != nil }) {
             // (Bodies as the store keeps them have none of these; should one, the added members must win.)
@@ -132,19 +134,20 @@ struct DocumentValidator: Sendable {
         default: break
         }
         var out: [UInt8] = []
-        out.reserveCapacity(512)
-        appendDocument(write.body, id: write.id, rev: rev, deleted: write.deleted, to: &out)
+        out.reserveCapacity((bodyText?.count ?? 256) + 256)
+        appendDocument(write.body, text: bodyText, id: write.id, rev: rev, deleted: write.deleted, to: &out)
         out.append(UInt8(ascii: ","))
         if let current {
-            appendDocument(current.body, id: write.id, rev: current.rev, deleted: false, to: &out)
+            appendDocument(current.body, text: nil, id: write.id, rev: current.rev, deleted: false, to: &out)
         } else {
             out.append(contentsOf: "null".utf8)
         }
         return out
     }
 
-    /// `{"_id": …, "_rev": …, ["_deleted": true,] <the body's members>}`.
-    private static func appendDocument(_ body: JSONObject, id: String, rev: String?, deleted: Bool, to out: inout [UInt8]) {
+    /// `{"_id": …, "_rev": …, ["_deleted": true,] <the body's members>}`; `text` is the body's JSON text if at hand.
+    private static func appendDocument(_ body: JSONObject, text: [UInt8]?, id: String, rev: String?, deleted: Bool,
+                                       to out: inout [UInt8]) {
         var header: [UInt8] = Array(#"{"_id":"#.utf8)
         JSON.string(id).serialize(into: &header)
         if let rev {
@@ -152,6 +155,13 @@ struct DocumentValidator: Sendable {
             JSON.string(rev).serialize(into: &header)
         }
         if deleted { header.append(contentsOf: #","_deleted":true"#.utf8) }
+        if let text, text.count >= 2 {
+            // "{…}": the header replaces its opening brace.
+            if text.count > 2 { header.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: header)
+            out.append(contentsOf: text[1...])
+            return
+        }
         let start = out.count
         JSON.object(body).serialize(into: &out)  // "{…}"
         if out.count - start > 2 { header.append(UInt8(ascii: ",")) }
@@ -167,8 +177,10 @@ struct DocumentValidator: Sendable {
     }
 
     /// Validates many writes (a `_bulk_docs` request) with one exchange per function: for each write, nil when
-    /// every function accepts it, or the first refusal.
-    func validateBatch(_ writes: [RevisionWrite], in collection: SetteeStore.Collection) throws -> [(any Error)?] {
+    /// every function accepts it, or the first refusal. `bodyTexts`, when given, are the writes' bodies already
+    /// serialized, one per write.
+    func validateBatch(_ writes: [RevisionWrite], bodyTexts: [[UInt8]]? = nil,
+                       in collection: SetteeStore.Collection) throws -> [(any Error)?] {
         var results = [(any Error)?](repeating: nil, count: writes.count)
         let checked = writes.indices.filter { !writes[$0].id.hasPrefix("_design/") && !writes[$0].id.hasPrefix("_local/") }
         // The current revisions of the whole batch in one read transaction.
@@ -180,7 +192,7 @@ struct DocumentValidator: Sendable {
             if let record, !record.deleted, case .object(let body) = try JSON.parse(record.body) {
                 current = (record.revID.description, body)
             }
-            pairs.append(Self.serializedArguments(writes[i], current: current))
+            pairs.append(Self.serializedArguments(writes[i], bodyText: bodyTexts?[i], current: current))
         }
         for v in validators {
             let verdicts = try JavaScriptEngine.shared.validateBatch(designDocumentID: v.id, revision: v.revision,

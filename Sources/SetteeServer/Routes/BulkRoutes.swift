@@ -45,6 +45,7 @@ enum BulkRoutes {
             // Validate each document; failures become per-document rows, the rest go in one transaction.
             var results = [JSON?](repeating: nil, count: docs.count)
             var writes: [RevisionWrite] = []
+            var bodyTexts: [[UInt8]] = []  // with a validator: each write's body as JSON text
             var positions: [Int] = []
             for (i, doc) in docs.enumerated() {
                 do {
@@ -71,8 +72,11 @@ enum BulkRoutes {
                     }
                     let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c, maxAttachmentSize: maxAttachment,
                                                         compression: compression)
-                    if maxDoc < (64 << 20), JSON.object(write.body).serializedBytes.count > maxDoc {
-                        throw CouchError.tooLarge
+                    // The body's JSON text, serialized once for the size limit and the validation functions.
+                    if maxDoc < (64 << 20) || validator != nil {
+                        let text = JSON.object(write.body).serializedBytes
+                        if maxDoc < (64 << 20), text.count > maxDoc { throw CouchError.tooLarge }
+                        if validator != nil { bodyTexts.append(text) }
                     }
                     writes.append(write)
                     positions.append(i)
@@ -89,7 +93,7 @@ enum BulkRoutes {
             // validate_doc_update, every write of the request in one exchange per function; refused writes
             // become rows and are not written.
             if let validator, !writes.isEmpty {
-                let verdicts = try validator.validateBatch(writes, in: c)
+                let verdicts = try validator.validateBatch(writes, bodyTexts: bodyTexts, in: c)
                 var kept: [RevisionWrite] = [], keptPositions: [Int] = []
                 for (k, verdict) in verdicts.enumerated() {
                     if let verdict {

@@ -104,10 +104,12 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     }
 
     /// Counts for database info: live documents, deleted documents. (All rows from the smallest index, tombstones
-    /// from their partial index: no row is read.)
+    /// from their partial index: no row is read.) The count reads the whole id index, through SQLite's bounded page
+    /// cache rather than the reader's memory map, where every page read would stay mapped: at a million documents a
+    /// `GET /{db}` grew the node's resident memory by 90 MB.
     public func documentCounts() throws -> (live: Int, deleted: Int) {
         try database.read { db in
-            let counts = try rowCounts(db)
+            let counts = try db.withoutMemoryMap { try rowCounts(db) }
             return (counts.all - counts.deleted, counts.deleted)
         }
     }
