@@ -62,8 +62,27 @@ final class CompiledQuery: @unchecked Sendable {
     let readsRevision: Bool
     /// Per source name: the top-level members the query reads (nil: the whole document).
     let bodyKeys: [String: JSONMemberSelector?]
+    /// What the query reads of the primary document besides its WHERE conjuncts on the primary source: the rest
+    /// of the expressions (vector searches rewritten as for ``bodyKeys``), or nil when it reads the whole document.
+    private let primaryReadsBesidesItsTerms: [SQLExpression]?
+    private let sourceNames: [String]
     /// ORDER BY items with references to result aliases resolved to column positions.
     let ordering: [(expression: SQLExpression?, column: Int?, descending: Bool)]
+
+    /// The top-level members of the primary document the query reads when only `terms` of its ``primaryTerms`` are
+    /// evaluated on the document (an index decided the others exactly); nil: the whole document. A value index
+    /// that answers `address.city = $c AND age = $a` leaves only the projection to read from each body.
+    func primaryBodyKeys(evaluating terms: [SQLExpression]) -> JSONMemberSelector? {
+        guard let primary = sourceNames.first, let besides = primaryReadsBesidesItsTerms else { return nil }
+        let rewritten = terms.map { e in
+            e.rewritten { node in
+                guard case .function(VectorSearch.functionName, let args, let d) = node else { return nil }
+                return .function(VectorSearch.functionName, [.missing] + args.dropFirst(), distinct: d)
+            }
+        }
+        return PropertyUsage.topLevelKeys(of: besides + rewritten, source: primary, primary: primary,
+                                          aliases: Set(sourceNames)).map(JSONMemberSelector.init)
+    }
 
     /// Whether every collection it read is still the one of that name (not deleted, not re-created).
     func isCurrent() throws -> Bool {
@@ -201,6 +220,10 @@ final class CompiledQuery: @unchecked Sendable {
                 return .function(VectorSearch.functionName, [.missing] + args.dropFirst(), distinct: d)
             }
         }
+        // The same without the WHERE clause (first in `all`), with the conjuncts that read other sources.
+        primaryReadsBesidesItsTerms = wholeSources.contains(names.first ?? "") ? nil
+            : Array(all.dropFirst(statement.whereClause == nil ? 0 : 1)) + otherTerms + unnestExpressions
+        sourceNames = names
         var bodyKeys: [String: JSONMemberSelector?] = [:]
         for n in names {
             bodyKeys[n] = wholeSources.contains(n) ? nil

@@ -335,7 +335,9 @@ struct Executor {
                 }
                 return
             }
-            let keys = query.bodyKeys[primary.name] ?? nil
+            // Members only the conjuncts the index decided would read are not extracted from each body.
+            let keys = remaining.count < query.primaryTerms.count ? query.primaryBodyKeys(evaluating: remaining)
+                : query.bodyKeys[primary.name] ?? nil
             var seen = Set<Int64>()
             while try stmt.step() {
                 if path.distinctDocuments && !seen.insert(stmt.int64(0)).inserted { continue }

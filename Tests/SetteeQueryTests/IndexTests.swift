@@ -40,6 +40,29 @@ import Settee
         #expect(try db.createQuery("SELECT META().id FROM _ WHERE META().id = 'h2'").explain().contains("USING INDEX sqlite_autoindex"))
     }
 
+    /// With the conjuncts an index decided exactly, only what else the query reads is taken from each document:
+    /// members read by the projection, ORDER BY or a conjunct the index did not decide still come through.
+    @Test func decidedConjunctsLeaveTheRestOfTheQueryReadingTheDocument() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, Self.docs + [#"{"_id":"h4","type":"inn","name":"Old","city":"Paris","stars":4}"#])
+        try c.createIndex(withName: "cityStars", config: ValueIndexConfiguration(["city", "stars"]))
+        func rows(_ sql: String) throws -> [String] {
+            try db.createQuery(sql).execute().map { String(decoding: JSON.object($0.toDictionary()).serializedBytes, as: UTF8.self) }
+        }
+        let decided = "SELECT META().id, name FROM _ WHERE city = 'Paris' AND stars = 4 ORDER BY META().id"
+        #expect(try db.createQuery(decided).explain().contains("cityStars"))
+        #expect(try rows(decided) == [#"{"id":"h1","name":"Ghia"}"#, #"{"id":"h4","name":"Old"}"#])
+        #expect(try rows("SELECT META().id FROM _ WHERE city = 'Paris' AND stars = 4 AND type = 'hotel'") == [#"{"id":"h1"}"#])
+        #expect(try rows("SELECT city, stars FROM _ WHERE city = 'Paris' AND stars = 4 ORDER BY META().id")
+                == [#"{"city":"Paris","stars":4}"#, #"{"city":"Paris","stars":4}"#])
+        #expect(try rows("SELECT name FROM _ WHERE city = 'Paris' AND stars BETWEEN 2 AND 4 ORDER BY stars, name")
+                == [#"{"name":"Motel"}"#, #"{"name":"Ghia"}"#, #"{"name":"Old"}"#])
+        #expect(try rows("SELECT META().id FROM _ WHERE city = 'Paris' AND stars > 3 AND name LIKE 'G%'") == [#"{"id":"h1"}"#])
+        #expect(try rows("SELECT * FROM _ WHERE city = 'London' AND stars = 5").count == 1)
+    }
+
     @Test func indexFollowsUpdatesDeletesPurgesAndRedefinition() throws {
         let dir = TempDir()
         let db = try dir.open()
