@@ -57,6 +57,37 @@ import SetteeCore
         for db in dbs.dropFirst() { db.close() }
     }
 
+    /// Below the limit too, a database nothing has used for `idleAfter` hibernates (the sweep runs every second): it
+    /// holds no file, and the next read opens it again with the data as it was.
+    @Test func idleDatabasesHoldNoFiles() async throws {
+        let dir = TempDir()
+        let db = try dir.open("idle")
+        let c = try db.defaultCollection()
+        _ = try c.write(RevisionWrite(id: "doc", body: obj(#"{"n":1}"#), mode: .edit(parent: nil)))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { for _ in 0..<50 { _ = try c.document(id: "doc") } }
+            }
+            try await group.waitForAll()
+        }
+        let busy = Self.openFiles(under: dir.path)
+        #expect(busy >= 3, "the writer's database, WAL and WAL index at least: \(busy) files")
+        var idle = busy
+        let deadline = ContinuousClock.now + OpenPools.idleAfter + .seconds(5)
+        while ContinuousClock.now < deadline {
+            idle = Self.openFiles(under: dir.path)
+            if idle == 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(idle == 0, "an idle database holds no file: \(idle) files (\(busy) in use)")
+        #expect(db.pool.isHibernating)
+        #expect(try c.document(id: "doc")?.int(forKey: "n") == 1)
+        _ = try c.write(RevisionWrite(id: "doc2", body: obj(#"{"n":2}"#), mode: .edit(parent: nil)))
+        #expect(!db.pool.isHibernating)
+        #expect(try c.document(id: "doc2")?.int(forKey: "n") == 2)
+        db.close()
+    }
+
     /// Many databases used at once from several threads under a limit of 3: each hibernates and opens again many
     /// times, and no read or write notices.
     @Test func concurrentUseAcrossManyDatabasesUnderATinyLimit() async throws {

@@ -50,7 +50,8 @@ package final class Connection {
     }
 
     /// Process-wide SQLite settings, applied once before the first connection opens: memory-usage
-    /// statistics off (Settee never reads them, and they cost a global mutex per allocation).
+    /// statistics off (Settee never reads them, and they cost a global mutex per allocation), and no page cache
+    /// allocated ahead per connection.
     /// Code that opens SQLite on its own in the same process (a benchmark's baseline) calls this first
     /// so both run under the same settings. If other code initialized SQLite before, the settings cannot
     /// apply (`SQLITE_MISUSE`) and SQLite keeps its defaults: slower allocation, nothing else.
@@ -58,7 +59,8 @@ package final class Connection {
         _ = libraryConfigured
     }
 
-    private static let libraryConfigured: Bool = csqlite_disable_memory_statistics() == SQLITE_OK
+    private static let libraryConfigured: Bool =
+        csqlite_disable_memory_statistics() == SQLITE_OK && csqlite_no_initial_page_cache() == SQLITE_OK
 
     /// Finalizes cached statements and closes the connection (`sqlite3_close_v2`). Idempotent.
     ///

@@ -1,5 +1,8 @@
 import Dispatch
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The database pools holding open SQLite connections, and how many may at once — CouchDB's `max_dbs_open`.
 ///
@@ -7,6 +10,9 @@ import Synchronization
 /// files (the database, WAL and shared-memory index, per connection) and page caches. When a pool opens past the
 /// limit, the least recently used others hibernate (``DatabasePool/hibernate()``) in the background: they close
 /// their connections if nothing is using them, and open again on their next read or write, unnoticed by callers.
+/// Below the limit too, a pool nothing has used for ``idleAfter`` hibernates (a sweep every half second): an idle
+/// database holds no file, no page cache and no parsed schema. (An open one holds up to thirteen files: the
+/// database and its WAL per connection — the writer, up to four readers, the checkpointer — and the WAL index.)
 package final class OpenPools: Sendable {
     package static let shared = OpenPools()
     /// CouchDB's default `max_dbs_open`.
@@ -22,9 +28,13 @@ package final class OpenPools: Sendable {
     private let state = Mutex(State())
     private let hibernated = Atomic<Int>(0)
 
-    /// How many times a pool has closed its connections to stay within the limit (since the process started).
+    /// How many times a pool has closed its connections, past the limit or idle (since the process started).
     package var hibernations: Int { hibernated.load(ordering: .relaxed) }
     private let background = DispatchQueue(label: "settee.db.hibernate", qos: .utility)
+    /// How long a pool goes unused before it hibernates.
+    package static let idleAfter: Duration = .seconds(1)
+    /// The sweep hibernating idle pools: started with the first pool, every half second after.
+    private let sweeper = Mutex<DispatchSourceTimer?>(nil)
 
     /// The time of a use, for ordering pools by their last (the monotonic clock: no memory shared between threads).
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -48,8 +58,46 @@ package final class OpenPools: Sendable {
         state.withLock { $0.open[ObjectIdentifier(pool)] != nil }
     }
 
+    /// Hibernates the open pools nothing has used for ``idleAfter`` (a pool in use at that moment stays open).
+    package func sweepIdle() {
+        let idleNanos = UInt64(Self.idleAfter.components.seconds) * 1_000_000_000
+        let cutoff = Self.now() &- idleNanos
+        let idle = state.withLock { s in
+            s.open.values.compactMap(\.pool).filter { $0.lastUsed.load(ordering: .relaxed) < cutoff }
+        }
+        var closed = 0
+        for pool in idle where pool.hibernate() { closed += 1 }
+        guard closed > 0 else { return }
+        hibernated.add(closed, ordering: .relaxed)
+        // What the closed connections held (page caches, schemas, statements) goes back to the system: glibc keeps
+        // freed memory in its arenas, so a node that opened hundreds of databases stayed at its high-water mark.
+        Self.mallocTrim?(0)
+    }
+
+    #if canImport(Glibc)
+    /// glibc's `malloc_trim` (not in the Glibc module's headers), or nil on another C library.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
+    #else
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = nil
+    #endif
+
+    private func startSweeping() {
+        sweeper.withLock { timer in
+            guard timer == nil else { return }
+            let source = DispatchSource.makeTimerSource(queue: background)
+            source.schedule(deadline: .now() + 0.5, repeating: 0.5, leeway: .milliseconds(100))
+            source.setEventHandler { [weak self] in self?.sweepIdle() }
+            source.resume()
+            timer = source
+        }
+    }
+
     /// A pool opened a connection.
     func opened(_ pool: DatabasePool) {
+        startSweeping()
         let victims = state.withLock { s -> [DatabasePool] in
             let id = ObjectIdentifier(pool)
             guard s.open[id] == nil else { return [] }
