@@ -294,8 +294,10 @@ struct Executor {
             let stmt = try db.prepare(path.sql)
             defer { stmt.reset() }
             let exact = try bind(path, to: stmt)
-            // Conjuncts the index decided exactly are not evaluated again.
-            let remaining = exact && !path.servedTerms.isEmpty
+            // Conjuncts the index decided exactly are not evaluated again. (An array index serves conjuncts on the
+            // UNNEST alias: its served positions are in `otherTerms`, and every primary conjunct is still evaluated.)
+            let servesPrimaryTerms = path.index?.spec.kind != .array
+            let remaining = exact && servesPrimaryTerms && !path.servedTerms.isEmpty
                 ? query.primaryTerms.enumerated().filter { !path.servedTerms.contains($0.offset) }.map(\.element)
                 : query.primaryTerms
             if path.coveringUnnest, let alias = query.statement.unnests.first?.alias {

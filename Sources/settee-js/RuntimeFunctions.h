@@ -85,7 +85,16 @@ function validateBatch(line) {
     if (i > 0) restartClock();
     var context = call.box.kit.parse(contextText);
     resetRender(call.box);
-    answers.push(validationAnswer(call.fun, call.box.ddoc, [docs[i], docs[i + 1], context[0], context[1]]));
+    var answer = validationAnswer(call.fun, call.box.ddoc, [docs[i], docs[i + 1], context[0], context[1]]);
+    if (answer !== 1) {
+      // What respond() does for a single write whose answer is not JSON (a cycle, a BigInt, a throwing toJSON).
+      try {
+        if (typeof stringify(answer) !== "string") answer = null;
+      } catch (e) {
+        answer = ["error", "render_error", "the answer cannot be serialized as JSON: " + errstr(e)];
+      }
+    }
+    answers.push(answer);
   }
   respond([true, answers]);
 }

@@ -63,6 +63,20 @@ import Settee
         #expect(try rows("SELECT * FROM _ WHERE city = 'London' AND stars = 5").count == 1)
     }
 
+    /// An array index decides the conjunct on the UNNEST alias; a conjunct on the document itself is still evaluated.
+    @Test func arrayIndexLeavesConjunctsOnTheDocument() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try load(c, [#"{"_id":"a","type":"hotel","tags":["b","c"]}"#, #"{"_id":"b","type":"inn","tags":["b"]}"#,
+                     #"{"_id":"c","type":"hotel","tags":["x"]}"#])
+        try c.createIndex(withName: "tags", config: ArrayIndexConfiguration(path: "tags"))
+        let sql = "SELECT META().id FROM _ UNNEST tags AS t WHERE type = 'hotel' AND t = 'b'"
+        #expect(try db.createQuery(sql).explain().contains("tags"))
+        #expect(try ids(db, sql) == ["a"])
+        #expect(try ids(db, "SELECT META().id FROM _ UNNEST tags AS t WHERE t = 'b' AND type = 'inn'") == ["b"])
+    }
+
     @Test func indexFollowsUpdatesDeletesPurgesAndRedefinition() throws {
         let dir = TempDir()
         let db = try dir.open()

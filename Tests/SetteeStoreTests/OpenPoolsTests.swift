@@ -26,6 +26,8 @@ import SetteeCore
             _ = try c.document(id: "doc")
             dbs.append(db)
         }
+        // (Each used just now: a pool unused for `OpenPools.idleAfter` hibernates on its own.)
+        for db in dbs { _ = try db.defaultCollection().document(id: "doc") }
         #expect(dbs.allSatisfy { !$0.pool.isHibernating })
         let filesOpen = Self.openFiles(under: dir.path)
         #expect(filesOpen >= 6)

@@ -222,8 +222,9 @@ public final class JavaScriptEngine: Sendable {
     /// failure of the engine (time limit, crash) is thrown.
     ///
     /// `documents` are each call's first two arguments as JSON text, `newDoc,oldDoc` (the caller serializes them as
-    /// it builds them). They go to settee-js in lines of about a megabyte, each one `validate_batch` command (one
-    /// parse and one answer per line; every write still gets the whole time limit and its own `userCtx`/`secObj`).
+    /// it builds them). They go to settee-js in lines of up to a megabyte and 100 writes, each one `validate_batch`
+    /// command (one parse and one answer per line; every write still gets the whole time limit and its own
+    /// `userCtx`/`secObj`).
     public func validateBatch(designDocumentID id: String, revision: String, designDocument: JSON,
                               documents: [[UInt8]], userContext: JSON,
                               security: JSON) throws(JavaScriptError) -> [JavaScriptError?] {
@@ -237,13 +238,15 @@ public final class JavaScriptEngine: Sendable {
         security.serialize(into: &prefix)
         prefix.append(contentsOf: ",[".utf8)
         let suffix: [UInt8] = Array("]]]\n".utf8)
-        let lineBytes = 1 << 20
+        // A line holds at most ~1 MB and 100 writes: settee-js gives each write the whole time limit, and this side
+        // waits for a line's answer up to that limit times its writes.
+        let lineBytes = 1 << 20, lineWrites = 100
         var lines: [UInt8] = []
         lines.reserveCapacity(documents.reduce(0) { $0 + $1.count + 1 } + (prefix.count + suffix.count) * (documents.count / 64 + 1))
         var counts: [Int] = []  // writes per line
         var inLine = 0, lineStart = 0
         for arguments in documents {
-            if inLine > 0 && lines.count - lineStart + arguments.count > lineBytes {
+            if inLine > 0 && (inLine == lineWrites || lines.count - lineStart + arguments.count > lineBytes) {
                 lines.append(contentsOf: suffix)
                 counts.append(inLine)
                 inLine = 0
@@ -261,7 +264,8 @@ public final class JavaScriptEngine: Sendable {
         counts.append(inLine)
         return try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
-            let answers = try p.callPipelined(serialized: lines, count: counts.count, timeout: config.timeout, log: log)
+            let answers = try p.callPipelined(serialized: lines, count: counts.count,
+                                              timeout: config.timeout * (counts.max() ?? 1), log: log)
             var verdicts: [JavaScriptError?] = []
             verdicts.reserveCapacity(documents.count)
             for (answer, count) in zip(answers, counts) {

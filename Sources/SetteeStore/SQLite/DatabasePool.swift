@@ -318,6 +318,9 @@ package final class DatabasePool: @unchecked Sendable {
         return true
     }
 
+    /// Whether a background checkpoint is running (hibernating would wait for it while holding the pool's locks).
+    var isCheckpointing: Bool { checkpointLock.withLock { checkpointRunning } }
+
     /// Called when a connection opens: a hibernating pool is open again (and may make another one hibernate).
     private func wake() {
         OpenPools.shared.opened(self)
@@ -329,7 +332,7 @@ package final class DatabasePool: @unchecked Sendable {
     /// and closes the writer. Later calls to `read`/`write` throw `SQLITE_MISUSE` "database is closed".
     /// Idempotent. Do not call from inside `read`/`write` (deadlock).
     package func close() {
-        closed.store(true, ordering: .releasing)
+        if closed.exchange(true, ordering: .acquiringAndReleasing) { return }
         OpenPools.shared.closed(self)
 
         readerCondition.lock()
@@ -347,9 +350,14 @@ package final class DatabasePool: @unchecked Sendable {
             checkpointer = nil
         }
         writerLock.lock()
-        let writer = self.writer
+        var writer = self.writer
         self.writer = nil
         writerLock.unlock()
+        // A hibernated pool left its WAL as it was: open a connection once more to fold it into the database.
+        if writer == nil, !configuration.readOnly,
+           let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? NSNumber, size.intValue > 0 {
+            writer = try? Connection(path: path)
+        }
         if let writer {
             if !configuration.readOnly {
                 _ = try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -62,17 +62,24 @@ package final class OpenPools: Sendable {
     package func sweepIdle() {
         let idleNanos = UInt64(Self.idleAfter.components.seconds) * 1_000_000_000
         let cutoff = Self.now() &- idleNanos
-        let idle = state.withLock { s in
-            s.open.values.compactMap(\.pool).filter { $0.lastUsed.load(ordering: .relaxed) < cutoff }
-        }
+        // The pools are resolved outside the lock: releasing the last reference to one runs its `close()`, which
+        // takes the lock again.
+        let entries = state.withLock { s in Array(s.open.values) }
+        let idle = entries.compactMap(\.pool).filter { $0.lastUsed.load(ordering: .relaxed) < cutoff && !$0.isCheckpointing }
         var closed = 0
         for pool in idle where pool.hibernate() { closed += 1 }
         guard closed > 0 else { return }
         hibernated.add(closed, ordering: .relaxed)
         // What the closed connections held (page caches, schemas, statements) goes back to the system: glibc keeps
         // freed memory in its arenas, so a node that opened hundreds of databases stayed at its high-water mark.
-        Self.mallocTrim?(0)
+        // (At most every few seconds: the trim locks each arena in turn.)
+        let now = Self.now()
+        if now &- lastTrim.load(ordering: .relaxed) >= 5_000_000_000 {
+            lastTrim.store(now, ordering: .relaxed)
+            Self.mallocTrim?(0)
+        }
     }
+    private let lastTrim = Atomic<UInt64>(0)
 
     #if canImport(Glibc)
     /// glibc's `malloc_trim` (not in the Glibc module's headers), or nil on another C library.
