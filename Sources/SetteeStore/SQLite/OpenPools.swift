@@ -10,7 +10,7 @@ import Glibc
 /// files (the database, WAL and shared-memory index, per connection) and page caches. When a pool opens past the
 /// limit, the least recently used others hibernate (``DatabasePool/hibernate()``) in the background: they close
 /// their connections if nothing is using them, and open again on their next read or write, unnoticed by callers.
-/// Below the limit too, a pool nothing has used for ``idleAfter`` hibernates (a sweep every half second): an idle
+/// Below the limit too, a pool nothing has used for ``idleAfter`` hibernates (a sweep every half second, stopped while no pool holds connections): an idle
 /// database holds no file, no page cache and no parsed schema. (An open one holds up to thirteen files: the
 /// database and its WAL per connection — the writer, up to four readers, the checkpointer — and the WAL index.)
 package final class OpenPools: Sendable {
@@ -68,6 +68,7 @@ package final class OpenPools: Sendable {
         let idle = entries.compactMap(\.pool).filter { $0.lastUsed.load(ordering: .relaxed) < cutoff && !$0.isCheckpointing }
         var closed = 0
         for pool in idle where pool.hibernate() { closed += 1 }
+        stopSweepingIfNothingIsOpen()
         guard closed > 0 else { return }
         hibernated.add(closed, ordering: .relaxed)
         // What the closed connections held (page caches, schemas, statements) goes back to the system: glibc keeps
@@ -91,6 +92,20 @@ package final class OpenPools: Sendable {
     private static let mallocTrim: (@convention(c) (Int) -> Int32)? = nil
     #endif
 
+    /// With every pool hibernating or closed, the sweep stops (an app embedding the store is not woken twice a second
+    /// for nothing); the next pool to open starts it again. (Under the sweep's lock, so an open racing this either
+    /// is seen here or finds no timer and starts one.)
+    private func stopSweepingIfNothingIsOpen() {
+        sweeper.withLock { timer in
+            guard state.withLock({ $0.open.isEmpty }) else { return }
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
+    /// Whether the idle sweep is running (it runs while a pool holds connections).
+    package var isSweeping: Bool { sweeper.withLock { $0 != nil } }
+
     private func startSweeping() {
         sweeper.withLock { timer in
             guard timer == nil else { return }
@@ -104,13 +119,13 @@ package final class OpenPools: Sendable {
 
     /// A pool opened a connection.
     func opened(_ pool: DatabasePool) {
-        startSweeping()
         let victims = state.withLock { s -> [DatabasePool] in
             let id = ObjectIdentifier(pool)
             guard s.open[id] == nil else { return [] }
             s.open[id] = Entry(pool: pool)
             return Self.victims(&s, sparing: id)
         }
+        startSweeping()
         hibernate(victims)
     }
 
