@@ -209,11 +209,7 @@ public final class JavaScriptEngine: Sendable {
                          oldDocument: JSON, userContext: JSON, security: JSON) throws(JavaScriptError) {
         let answer = try call(designDocumentID: id, revision: revision, designDocument: designDocument,
                               path: ["validate_doc_update"], arguments: [newDocument, oldDocument, userContext, security])
-        if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return }
-        if let error = JavaScriptError.from(answer: answer) { throw error }
-        // A plain thrown string (or object) refuses the write too, as CouchDB's `unknown_error`.
-        if case .string(let message) = answer { throw .thrown(name: "unknown_error", reason: message) }
-        throw .protocolError("validate_doc_update answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+        if let refusal = try Self.verdict(answer) { throw refusal }
     }
 
     /// Runs a `validate_doc_update` function on many writes in one exchange: for each `(new, old)` pair, nil when
@@ -280,7 +276,8 @@ public final class JavaScriptEngine: Sendable {
         }
     }
 
-    /// One validation's answer: nil when it accepted the write, the refusal, or thrown when the engine failed.
+    /// One validation's answer: nil when it accepted the write, the refusal (a plain thrown string too, as CouchDB's
+    /// `unknown_error`), or thrown when the engine failed.
     private static func verdict(_ answer: JSON) throws(JavaScriptError) -> JavaScriptError? {
         if answer == .int(1) || answer == .double(1) || answer == .bool(true) { return nil }
         if let error = JavaScriptError.from(answer: answer) {

@@ -10,8 +10,8 @@ import Glibc
 /// files (the database, WAL and shared-memory index, per connection) and page caches. When a pool opens past the
 /// limit, the least recently used others hibernate (``DatabasePool/hibernate()``) in the background: they close
 /// their connections if nothing is using them, and open again on their next read or write, unnoticed by callers.
-/// Below the limit too, a pool nothing has used for ``idleAfter`` hibernates (a sweep every half second, stopped while no pool holds connections): an idle
-/// database holds no file, no page cache and no parsed schema. (An open one holds up to thirteen files: the
+/// Below the limit too, a pool nothing has used for ``idleAfter`` hibernates (a sweep every half second, stopped
+/// while no pool holds connections): an idle database holds no file, no page cache and no parsed schema. (An open one holds up to thirteen files: the
 /// database and its WAL per connection — the writer, up to four readers, the checkpointer — and the WAL index.)
 package final class OpenPools: Sendable {
     package static let shared = OpenPools()
