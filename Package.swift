@@ -163,6 +163,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LayeringTests"),
+        // Couchbase Lite's documented Swift snippets, as written there (only the import differs).
+        .testTarget(name: "CouchbaseLiteAPITests", dependencies: ["Settee", "SetteeTestSupport"]),
         // Browser tests: headless Chromium driven over WebDriver (chromedriver) against `settee serve` children.
         // They skip when chromium / chromedriver aren't installed (scripts/install-deps.sh installs them).
         .testTarget(name: "SetteeBrowserTests", dependencies: ["SetteeTestSupport"]),

@@ -6,3 +6,7 @@
 @_exported import SetteeVector
 @_exported import SetteeIndex
 @_exported import SetteeQuery
+
+/// A query result row, under Couchbase Lite's name. Files that `import Settee` see it in place of
+/// `Swift.Result` (write `Swift.Result` for the standard library's), as in Couchbase Lite.
+public typealias Result = QueryResult

@@ -351,8 +351,8 @@ struct Executor {
                 if try !expand(row, from: 0) { break }
             }
         }
-        if let direct { return ResultSet(columns: query.columns.map(\.name), rows: direct) }
-        return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
+        if let direct { return ResultSet(columns: query.columns.map(\.name), rows: direct, database: database) }
+        return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset), database: database)
     }
 
     /// The documents a full-text access path's MATCH conjunct matched (from the MATCH already run), with that

@@ -171,7 +171,7 @@ final class LiveQuery: @unchecked Sendable {
         guard let query, !lock.withLock({ stopped }) else { return }
         do {
             let results = try query.execute()
-            let rows = results.rows.map { JSON.object($0.toDictionary()) }
+            let rows = results.rows.map { JSON.object($0.jsonObject) }
             if rows != last {
                 last = rows
                 listener(QueryChange(query: query, results: results, error: nil))

@@ -39,8 +39,8 @@ public struct DataSource: DataSourceAs {
     /// collection's name — the database's name for the default collection, as Couchbase Lite's guide shows
     /// (`{"travel-sample": {…}}`) — unless an alias is given with ``as(_:)``.
     public static func collection(_ collection: SetteeStore.Collection) -> DataSource {
-        let isDefault = collection.scope == "_default" && collection.name == "_default"
-        return DataSource(sourceRef: SourceRef(scope: collection.scope == "_default" ? nil : collection.scope,
+        let isDefault = collection.scopeName == "_default" && collection.name == "_default"
+        return DataSource(sourceRef: SourceRef(scope: collection.scopeName == "_default" ? nil : collection.scopeName,
                                                collection: isDefault ? collection.database.name : collection.name),
                           database: collection.database)
     }

@@ -1,30 +1,59 @@
+import Foundation
 import SetteeCore
 import SetteeSQLPP
+import SetteeStore
 
-/// The rows a query returned (Couchbase Lite's `ResultSet`). Iterate it, or take ``allResults()``.
-public final class ResultSet: Sequence, @unchecked Sendable {
+/// The rows a query returned (Couchbase Lite's `ResultSet`): iterate it, call ``next()``, or take
+/// ``allResults()``. Like Couchbase Lite's, it is read once: each row is handed out one time.
+// @unchecked: the read position is guarded by `lock`; the rows never change.
+public final class ResultSet: Sequence, IteratorProtocol, @unchecked Sendable {
     /// The column names, in SELECT order.
     public let columnNames: [String]
     let rows: [QueryResult]
+    private let database: Database?
+    private let lock = NSLock()
+    private var position = 0
 
-    init(columns: [String], rows: [QueryResult]) {
+    init(columns: [String], rows: [QueryResult], database: Database? = nil) {
         self.columnNames = columns
         self.rows = rows
+        self.database = database
     }
 
-    /// Every row.
-    public func allResults() -> [QueryResult] { rows }
+    /// The next row, or nil after the last.
+    public func next() -> QueryResult? {
+        lock.withLock {
+            guard position < rows.count else { return nil }
+            defer { position += 1 }
+            return attached(rows[position])
+        }
+    }
 
-    public func makeIterator() -> IndexingIterator<[QueryResult]> { rows.makeIterator() }
+    /// The rows not yet read (every row of a fresh result set).
+    public func allResults() -> [QueryResult] {
+        lock.withLock {
+            defer { position = rows.count }
+            return rows[position...].map(attached)
+        }
+    }
+
+    private func attached(_ row: QueryResult) -> QueryResult {
+        var row = row
+        row.database = database
+        return row
+    }
 }
 
-/// One result row (Couchbase Lite's `Result`, named so it does not shadow `Swift.Result`): values by column name (alias, property name, `$1`…) or by position.
+/// One result row (Couchbase Lite's `Result`; `import Settee` names it `Result` too): values by column name
+/// (alias, property name, `$1`…) or by position.
 ///
-/// A MISSING value has no key: ``toDictionary()`` and ``toJSON()`` leave it out, getters return nil / zero.
-public struct QueryResult: Sendable {
+/// A MISSING value has no key: ``toDictionary()`` and ``toJSON()`` leave it out, getters return nil or 0.
+public struct QueryResult: DictionaryProtocol, ArrayProtocol, Sequence, Sendable {
     /// Column names, in SELECT order.
     public let keys: [String]
     let values: [JSON?]
+    /// The database a blob in the row reads its content from.
+    var database: Database?
 
     init(keys: [String], values: [JSON?]) {
         self.keys = keys
@@ -34,64 +63,71 @@ public struct QueryResult: Sendable {
     /// Number of columns.
     public var count: Int { keys.count }
 
-    /// The value of the column `key` (nil for MISSING or an unknown key).
-    public func value(forKey key: String) -> JSON? {
+    /// The column `key` as stored JSON (Settee's): nil for MISSING or an unknown key.
+    public func json(forKey key: String) -> JSON? {
         guard let i = keys.firstIndex(of: key) else { return nil }
         return values[i]
     }
 
-    /// The value at `index` (nil for MISSING or out of range).
-    public func value(at index: Int) -> JSON? {
-        values.indices.contains(index) ? values[index] : nil
+    /// The column at `index` as stored JSON (Settee's): nil for MISSING or out of range.
+    public func json(at index: Int) -> JSON? { values.indices.contains(index) ? values[index] : nil }
+
+    /// Whether the row has the column `key` with a value (MISSING has none).
+    public func contains(key: String) -> Bool { json(forKey: key) != nil }
+
+    /// The column as Couchbase Lite returns it (`String`, `Int`, `Double`, `Bool`, ``Blob``, ``ArrayObject``,
+    /// ``DictionaryObject``); nil for null, MISSING or an unknown key.
+    public func value(forKey key: String) -> Any? { json(forKey: key).flatMap(read) }
+    public func string(forKey key: String) -> String? { json(forKey: key)?.stringValue }
+    public func number(forKey key: String) -> NSNumber? { DocumentValue.number(json(forKey: key)) }
+    public func int(forKey key: String) -> Int { Int(truncatingIfNeeded: int64(forKey: key)) }
+    public func int64(forKey key: String) -> Int64 { self[key].int64 }
+    public func float(forKey key: String) -> Float { self[key].float }
+    public func double(forKey key: String) -> Double { self[key].double }
+    public func boolean(forKey key: String) -> Bool { Collation.isTruthy(json(forKey: key)) }
+    public func date(forKey key: String) -> Date? { self[key].date }
+    public func blob(forKey key: String) -> Blob? { value(forKey: key) as? Blob }
+    public func array(forKey key: String) -> ArrayObject? { value(forKey: key) as? ArrayObject }
+    public func dictionary(forKey key: String) -> DictionaryObject? { value(forKey: key) as? DictionaryObject }
+
+    public func value(at index: Int) -> Any? { json(at: index).flatMap(read) }
+    public func string(at index: Int) -> String? { json(at: index)?.stringValue }
+    public func number(at index: Int) -> NSNumber? { DocumentValue.number(json(at: index)) }
+    public func int(at index: Int) -> Int { Int(truncatingIfNeeded: int64(at: index)) }
+    public func int64(at index: Int) -> Int64 { self[index].int64 }
+    public func float(at index: Int) -> Float { self[index].float }
+    public func double(at index: Int) -> Double { self[index].double }
+    public func boolean(at index: Int) -> Bool { Collation.isTruthy(json(at: index)) }
+    public func date(at index: Int) -> Date? { self[index].date }
+    public func blob(at index: Int) -> Blob? { value(at: index) as? Blob }
+    public func array(at index: Int) -> ArrayObject? { value(at: index) as? ArrayObject }
+    public func dictionary(at index: Int) -> DictionaryObject? { value(at: index) as? DictionaryObject }
+
+    public subscript(key: String) -> Fragment { Fragment(json(forKey: key), database: database) }
+    public subscript(index: Int) -> Fragment { Fragment(json(at: index), database: database) }
+
+    /// The row as Swift values keyed by column name (MISSING values left out).
+    public func toDictionary() -> [String: Any] {
+        var out: [String: Any] = [:]
+        for (k, v) in zip(keys, values) { if let v { out[k] = DocumentValue.plain(v, database: database) } }
+        return out
     }
 
-    public func contains(key: String) -> Bool { value(forKey: key) != nil }
+    /// The row's values in column order (MISSING as `NSNull`).
+    public func toArray() -> [Any] { values.map { $0.map { DocumentValue.plain($0, database: database) } ?? NSNull() } }
 
-    public func string(forKey key: String) -> String? { value(forKey: key)?.stringValue }
-    public func int(forKey key: String) -> Int { Int(value(forKey: key)?.intValue ?? 0) }
-    public func int64(forKey key: String) -> Int64 { value(forKey: key)?.intValue ?? 0 }
-    public func double(forKey key: String) -> Double { value(forKey: key)?.doubleValue ?? 0 }
-    public func float(forKey key: String) -> Float { Float(double(forKey: key)) }
-    public func number(forKey key: String) -> Double? { value(forKey: key)?.doubleValue }
-    public func boolean(forKey key: String) -> Bool { Collation.isTruthy(value(forKey: key)) }
-    public func array(forKey key: String) -> [JSON]? { value(forKey: key)?.arrayValue }
-    public func dictionary(forKey key: String) -> JSONObject? { value(forKey: key)?.objectValue }
-
-    public func string(at index: Int) -> String? { value(at: index)?.stringValue }
-    public func int(at index: Int) -> Int { Int(value(at: index)?.intValue ?? 0) }
-    public func int64(at index: Int) -> Int64 { value(at: index)?.intValue ?? 0 }
-    public func double(at index: Int) -> Double { value(at: index)?.doubleValue ?? 0 }
-    public func boolean(at index: Int) -> Bool { Collation.isTruthy(value(at: index)) }
-    public func array(at index: Int) -> [JSON]? { value(at: index)?.arrayValue }
-    public func dictionary(at index: Int) -> JSONObject? { value(at: index)?.objectValue }
-
-    public subscript(key: String) -> JSON? { value(forKey: key) }
-    public subscript(index: Int) -> JSON? { value(at: index) }
-
-    /// The row as an object, keys in SELECT order; MISSING values are left out.
-    public func toDictionary() -> JSONObject {
+    /// The row as JSON (Settee's), keys in SELECT order; MISSING values are left out.
+    public var jsonObject: JSONObject {
         var pairs: [(String, JSON)] = []
         for (k, v) in zip(keys, values) { if let v { pairs.append((k, v)) } }
         return JSONObject(pairs)
     }
 
     /// The row as JSON text (`SELECT *` gives `{"collection": {…}}`).
-    public func toJSON() -> String { JSON.object(toDictionary()).jsonString }
-}
+    public func toJSON() -> String { JSON.object(jsonObject).jsonString }
 
-extension JSONObject {
-    /// The member `key` as a string (Couchbase Lite's `DictionaryObject.string(forKey:)`).
-    public func string(forKey key: String) -> String? { self[key]?.stringValue }
-    public func int(forKey key: String) -> Int { Int(self[key]?.intValue ?? 0) }
-    public func int64(forKey key: String) -> Int64 { self[key]?.intValue ?? 0 }
-    public func double(forKey key: String) -> Double { self[key]?.doubleValue ?? 0 }
-    public func boolean(forKey key: String) -> Bool { Collation.isTruthy(self[key]) }
-    public func array(forKey key: String) -> [JSON]? { self[key]?.arrayValue }
-    public func dictionary(forKey key: String) -> JSONObject? { self[key]?.objectValue }
-    public func value(forKey key: String) -> JSON? { self[key] }
-}
+    /// The column names.
+    public func makeIterator() -> IndexingIterator<[String]> { keys.makeIterator() }
 
-extension Array where Element == JSON {
-    /// The elements (Couchbase Lite's `ArrayObject.toArray()`).
-    public func toArray() -> [JSON] { self }
+    private func read(_ json: JSON) -> Any? { DocumentValue.read(json, database: database) }
 }

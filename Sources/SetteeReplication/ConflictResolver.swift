@@ -96,7 +96,8 @@ enum ConflictResolution {
                     tombstone(remote)
                 } else {
                     // A merge: a new revision on the remote branch, the local branch closed.
-                    writes.append(RevisionWrite(id: id, body: resolved.toDictionary(), mode: .edit(parent: remote)))
+                    let merged = try resolved.revisionBody(for: c.database, generation: remote.generation + 1)
+                    writes.append(RevisionWrite(id: id, body: merged.body, mode: .edit(parent: remote), blobs: merged.blobs))
                     tombstone(local)
                 }
             } else {

@@ -108,8 +108,8 @@ struct Dump: ParsableCommand {
         let manager = try IndexManager.shared(for: db)
         var indexLines: [JSON] = []
         for collection in try db.allCollections() {
-            let isDefault = collection.scope == "_default" && collection.name == "_default"
-            let collectionName: JSON = .string(collection.scope + "." + collection.name)
+            let isDefault = collection.scopeName == "_default" && collection.name == "_default"
+            let collectionName: JSON = .string(collection.scopeName + "." + collection.name)
             if !isDefault { try out.write(["db": name, "collection": collectionName]) }
             var ids: [String] = []
             try collection.forEachChange(Collection.ChangesOptions(since: 0)) { ids.append($0.id); return true }
@@ -234,7 +234,7 @@ struct Load: ParsableCommand {
                             used.append((digest, data))
                         }
                     }
-                    let key = dbName + "\u{0}" + c.scope + "." + c.name
+                    let key = dbName + "\u{0}" + c.scopeName + "." + c.name
                     var entry = pending[key] ?? (c, [])
                     entry.1.append(RevisionWrite(id: id, body: body, deleted: line["deleted"]?.boolValue ?? false,
                                                  mode: .replicated(history: revs), blobs: used))

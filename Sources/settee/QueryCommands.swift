@@ -39,7 +39,7 @@ struct QueryCommand: ParsableCommand {
                 print(try query.explain())
                 return
             }
-            for row in try query.execute() { emit(.object(row.toDictionary())) }
+            for row in try query.execute() { emit(.object(row.jsonObject)) }
         } catch {
             throw fail(error)
         }

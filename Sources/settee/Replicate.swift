@@ -76,7 +76,7 @@ struct Replicate: AsyncParsableCommand {
             }
             let signals = SignalWatcher()
             let work = Task { await withTaskGroup(
-                of: (Int, Result<ReplicationResult, ReplicationError>).self
+                of: (Int, Swift.Result<ReplicationResult, ReplicationError>).self
             ) { group in
                 for (i, r) in replications.enumerated() {
                     group.addTask {
@@ -85,7 +85,7 @@ struct Replicate: AsyncParsableCommand {
                         } catch { return (i, .failure(ReplicationError(.badRequest, "\(error)"))) }
                     }
                 }
-                var out = [Result<ReplicationResult, ReplicationError>?](repeating: nil, count: replications.count)
+                var out = [Swift.Result<ReplicationResult, ReplicationError>?](repeating: nil, count: replications.count)
                 for await (i, r) in group { out[i] = r }
                 return out.compactMap { $0 }
             } }

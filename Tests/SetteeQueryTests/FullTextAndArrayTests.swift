@@ -71,7 +71,7 @@ import Settee
         let snippet = try #require(rows.first?.string(forKey: "snippet"))
         #expect(snippet.contains("[café]") && snippet.contains("[pool]"), "\(snippet)")
         let text = "A quiet hotel near the running track, with a café and a pool"
-        let matches = try #require(rows.first?.array(forKey: "matches"))
+        let matches = try #require(rows.first?.json(forKey: "matches")?.arrayValue)
         let decoded = matches.map { m -> (Int, String) in
             let bytes = Array(text.utf8)
             let o = Int(m["offset"]!.intValue!), l = Int(m["length"]!.intValue!)

@@ -49,7 +49,7 @@ import Settee
         try load(c, Self.docs + [#"{"_id":"h4","type":"inn","name":"Old","city":"Paris","stars":4}"#])
         try c.createIndex(withName: "cityStars", config: ValueIndexConfiguration(["city", "stars"]))
         func rows(_ sql: String) throws -> [String] {
-            try db.createQuery(sql).execute().map { String(decoding: JSON.object($0.toDictionary()).serializedBytes, as: UTF8.self) }
+            try db.createQuery(sql).execute().map { String(decoding: JSON.object($0.jsonObject).serializedBytes, as: UTF8.self) }
         }
         let decided = "SELECT META().id, name FROM _ WHERE city = 'Paris' AND stars = 4 ORDER BY META().id"
         #expect(try db.createQuery(decided).explain().contains("cityStars"))

@@ -115,12 +115,12 @@ enum ViewCollatorFresh {
         let db = try dir.open()
         let c = try db.defaultCollection()
         let doc = MutableDocument(id: "d")
-        doc["v"] = 1
+        doc["v"].value = 1
         try c.save(document: doc)
         let first = try #require(try c.document(id: "d")?.revisionID)
         let edit = try #require(try c.document(id: "d")).toMutable()
-        edit["v"] = 2
-        edit["prev"] = .string(first)
+        edit["v"].value = 2
+        edit["prev"].string = first
         try c.save(document: edit)
         let view = c.view(named: "previous")
         view.setMapBlock({ doc, emit in

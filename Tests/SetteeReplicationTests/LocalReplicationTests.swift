@@ -295,7 +295,7 @@ import Testing
         let second = try await Replication(source: LocalEndpoint(collection: a), target: LocalEndpoint(collection: b)).run()
         #expect(second.status.docsWritten == 1)
         #expect(try b.winner("doc") == r2)
-        #expect(try b.document(id: "doc")?.dictionary(forKey: "_attachments")?["big.bin"]?["digest"] == .string(digest))
+        #expect(try b.document(id: "doc")?.attachments?["big.bin"]?["digest"] == .string(digest))
     }
 
     @Test func purgesAreNotReplicated() async throws {

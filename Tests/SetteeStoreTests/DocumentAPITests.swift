@@ -21,7 +21,7 @@ import SetteeCore
         #expect(read.int(forKey: "stars") == 4)
         #expect(read.double(forKey: "price") == 99.5)
         #expect(read.boolean(forKey: "open"))
-        #expect(read.array(forKey: "amenities") == ["pool", "spa"])
+        #expect(read.array(forKey: "amenities")?.toArray() as? [String] == ["pool", "spa"])
         #expect(read.string(forKey: "missing") == nil)
         #expect(read.keys == ["name", "stars", "price", "open", "amenities"])
     }

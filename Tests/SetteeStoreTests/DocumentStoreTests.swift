@@ -277,7 +277,7 @@ import SetteeCore
         let c = try db.defaultCollection()
         let (stream, cont) = AsyncStream<[String]>.makeStream()
         let token = c.addChangeListener { cont.yield($0.documentIDs) }
-        let docToken = c.addDocumentChangeListener(id: "b") { cont.yield(["doc:" + $0.documentIDs[0]]) }
+        let docToken = c.addDocumentChangeListener(id: "b") { cont.yield(["doc:" + $0.documentID]) }
         _ = try c.write([RevisionWrite(id: "a", body: [:], mode: .edit(parent: nil)),
                          RevisionWrite(id: "b", body: [:], mode: .edit(parent: nil))])
         var got: [[String]] = []

@@ -418,7 +418,7 @@ struct UsersWrite: Sendable {
 
     /// nil unless `c` is a default collection that is the authentication database or has its rules.
     init?(_ call: Call, _ c: SetteeStore.Collection) {
-        guard c.scope == "_default", c.name == "_default" else { return nil }
+        guard c.scopeName == "_default", c.name == "_default" else { return nil }
         let name = c.database.name
         hashPasswords = name == call.node.configuration.security.authenticationDB
         enforceRules = name == UserDirectory.database || ((try? call.node.validation.rules(c.database).userRules) ?? false)

@@ -56,7 +56,7 @@ enum QueryRoutes {
             for row in results {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                JSON.object(row.toDictionary()).serialize(into: &out)
+                JSON.object(row.jsonObject).serialize(into: &out)
             }
             out.append(contentsOf: Array("]}".utf8))
             return Reply.raw(.ok, out)

@@ -86,27 +86,28 @@ extension Collection {
     }
 
     private func store(_ document: Document, deleted: Bool, concurrencyControl: ConcurrencyControl) throws -> Bool {
-        var body = deleted ? JSONObject() : document.properties
-        if !deleted {
-            for key in body.keys where key.hasPrefix("_") {
-                guard key == "_attachments" else {
-                    throw SetteeError(.badRequest, "Property name `\(key)` is reserved")
-                }
+        let generation = (document.revisionID.flatMap(RevID.init)?.generation ?? 0) + 1
+        var body = JSONObject()
+        var blobs: [(digest: String, data: [UInt8])] = []
+        if deleted {
+            if let atts = document.attachments, !atts.isEmpty { body["_attachments"] = .object(atts) }
+        } else {
+            for key in document.keys where key.hasPrefix("_") {
+                throw SetteeError(.badRequest, "Property name `\(key)` is reserved")
             }
+            (body, blobs) = try document.revisionBody(for: database, generation: generation)
         }
-        if deleted, let atts = document.properties["_attachments"] { body["_attachments"] = atts }
         let mode: RevisionWrite.Mode
         switch concurrencyControl {
         case .lastWriteWins: mode = .overwrite
         case .failOnConflict: mode = .edit(parent: document.revisionID.flatMap(RevID.init))
         }
-        let result = try write([RevisionWrite(id: document.id, body: body, deleted: deleted, mode: mode)])[0]
+        let result = try write([RevisionWrite(id: document.id, body: body, deleted: deleted, mode: mode, blobs: blobs)])[0]
         switch result {
         case .success(let rev):
-            document.revisionID = rev.description
-            document.isDeleted = deleted
-            document.sequence = (try? record(id: document.id)?.sequence) ?? database.lastSequence
-            document.collection = self
+            let sequence = try record(id: document.id)?.sequence
+            document.didSave(revision: rev.description, sequence: sequence.map { Int64($0) } ?? Int64(database.lastSequence),
+                             deleted: deleted, collection: self, body: body)
             return true
         case .failure(let error) where error.code == .conflict || (error.code == .notFound && deleted):
             if concurrencyControl == .failOnConflict { return false }

@@ -19,8 +19,12 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     public let database: Database
     /// The collection's name.
     public let name: String
-    /// The collection's scope name.
-    public let scope: String
+    /// The name of the collection's scope.
+    public let scopeName: String
+    /// The collection's scope (Couchbase Lite's `Collection.scope`).
+    public var scope: Scope { Scope(name: scopeName, database: database) }
+    /// The default collection's name, `_default`.
+    public static let defaultCollectionName = "_default"
     package let id: Int64
     package let docsTable: String
     let localTable: String
@@ -33,7 +37,7 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     init(database: Database, info: CollectionInfo) {
         self.database = database
         self.id = info.id
-        self.scope = info.scope
+        self.scopeName = info.scope
         self.name = info.name
         self.docsTable = info.sql.table
         self.localTable = info.sql.localTable
@@ -147,20 +151,32 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
 
     /// Calls `listener` after each commit that changed documents in this collection.
     ///
-    /// - Parameter queue: where the listener runs (default: the main queue's stand-in, a private serial queue).
+    /// - Parameter queue: where the listener runs (default: a private serial queue of its own).
     /// - Returns: a token; call `remove()` on it to stop.
     @discardableResult
     public func addChangeListener(queue: DispatchQueue? = nil,
                                   listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
-        database.notifier.addListener(collection: fullName, documentID: nil,
+        database.notifier.addListener(collection: self, documentID: nil,
                                       queue: queue ?? DispatchQueue(label: "settee.listener"), listener)
+    }
+
+    /// Couchbase Lite's spelling of ``addChangeListener(queue:listener:)``.
+    @discardableResult
+    public func addChangeListener(withQueue queue: DispatchQueue?,
+                                  listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
+        addChangeListener(queue: queue, listener: listener)
     }
 
     /// Calls `listener` after each commit that changed the document `id`.
     @discardableResult
     public func addDocumentChangeListener(id: String, queue: DispatchQueue? = nil,
-                                          listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
-        database.notifier.addListener(collection: fullName, documentID: id,
-                                      queue: queue ?? DispatchQueue(label: "settee.listener"), listener)
+                                          listener: @escaping @Sendable (DocumentChange) -> Void) -> ListenerToken {
+        database.notifier.addListener(collection: self, documentID: id,
+                                      queue: queue ?? DispatchQueue(label: "settee.listener")) { change in
+            listener(DocumentChange(collection: change.collection, documentID: id, sequence: change.sequence))
+        }
     }
+
+    /// Stops a listener (the same as `token.remove()`).
+    public func removeChangeListener(withToken token: ListenerToken) { token.remove() }
 }

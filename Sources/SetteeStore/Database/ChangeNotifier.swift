@@ -1,13 +1,27 @@
 import Foundation
 
-/// What one commit changed in one collection.
+/// What one commit changed in one collection (Couchbase Lite's `CollectionChange`).
 public struct CollectionChange: Sendable {
-    /// The collection's full name, `scope.collection`.
-    public let collectionName: String
+    /// The collection.
+    public let collection: Collection
     /// Ids of the documents the commit wrote (created, updated, deleted, purged), in write order.
     public let documentIDs: [String]
     /// The database's sequence after the commit.
     public let sequence: UInt64
+    /// The collection's full name, `scope.collection`.
+    public var collectionName: String { collection.fullName }
+}
+
+/// A commit that changed one document (Couchbase Lite's `DocumentChange`).
+public struct DocumentChange: Sendable {
+    /// The collection holding the document.
+    public let collection: Collection
+    /// The document's id.
+    public let documentID: String
+    /// The database's sequence after the commit.
+    public let sequence: UInt64
+    /// The database (Couchbase Lite keeps it for code written before collections).
+    public var database: Database { collection.database }
 }
 
 /// A registration returned by `addChangeListener`; call ``remove()`` to stop receiving changes.
@@ -36,7 +50,7 @@ public final class ListenerToken: @unchecked Sendable {
 /// callbacks are dispatched on the listener's queue.
 final class ChangeNotifier: @unchecked Sendable {
     private struct Listener {
-        let collection: String
+        let collection: Collection
         let documentID: String?
         let queue: DispatchQueue
         let callback: @Sendable (CollectionChange) -> Void
@@ -62,7 +76,7 @@ final class ChangeNotifier: @unchecked Sendable {
         return stream
     }
 
-    func addListener(collection: String, documentID: String?, queue: DispatchQueue,
+    func addListener(collection: Collection, documentID: String?, queue: DispatchQueue,
                      _ callback: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
         let key = UUID()
         lock.lock()
@@ -85,13 +99,13 @@ final class ChangeNotifier: @unchecked Sendable {
         for c in conts { c.yield(sequence) }
         guard !ls.isEmpty else { return }
         for l in ls {
-            guard let ids = changes[l.collection], !ids.isEmpty else { continue }
+            guard let ids = changes[l.collection.fullName], !ids.isEmpty else { continue }
             if let docID = l.documentID {
                 guard ids.contains(docID) else { continue }
-                let change = CollectionChange(collectionName: l.collection, documentIDs: [docID], sequence: sequence)
+                let change = CollectionChange(collection: l.collection, documentIDs: [docID], sequence: sequence)
                 l.queue.async { l.callback(change) }
             } else {
-                let change = CollectionChange(collectionName: l.collection, documentIDs: ids, sequence: sequence)
+                let change = CollectionChange(collection: l.collection, documentIDs: ids, sequence: sequence)
                 l.queue.async { l.callback(change) }
             }
         }

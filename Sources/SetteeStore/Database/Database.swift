@@ -348,12 +348,24 @@ public final class Database: @unchecked Sendable {
         return infos.map { Collection(database: self, info: $0) }
     }
 
-    /// Names of all scopes that have a collection.
-    public func scopes() throws -> [String] {
+    /// The scopes that have a collection, by name (the default scope always: it holds the default collection).
+    public func scopes() throws -> [Scope] {
         try checkOpen()
         lock.lock()
-        defer { lock.unlock() }
-        return Set(collectionCache.values.map(\.scope)).sorted()
+        let names = Set(collectionCache.values.map(\.scope)).sorted()
+        lock.unlock()
+        return names.map { Scope(name: $0, database: self) }
+    }
+
+    /// The scope `name`, or nil when no collection is in it.
+    public func scope(name: String) throws -> Scope? {
+        try scopes().first { $0.name == name }
+    }
+
+    /// The default scope, `_default`.
+    public func defaultScope() throws -> Scope {
+        try checkOpen()
+        return Scope(name: Scope.defaultScopeName, database: self)
     }
 
     /// Deletes a collection and all its documents. The default collection cannot be deleted.
@@ -404,6 +416,12 @@ public final class Database: @unchecked Sendable {
     package func write<T>(_ work: @escaping (Connection) throws -> T) throws(SetteeError) -> T {
         try checkOpen()
         do {
+            if let batch = Batch.current(of: self) {
+                // Inside `inBatch`: the batch's transaction, each write in a savepoint of its own.
+                var result: T?
+                try batch.savepoint { try batch.connection.savepoint("batch\(batch.depth % 8)") { result = try work(batch.connection) } }
+                return result!
+            }
             return try writer.submit(work)
         } catch let error as SetteeError {
             throw error
@@ -416,6 +434,8 @@ public final class Database: @unchecked Sendable {
     package func read<T>(_ work: (Connection) throws -> T) throws(SetteeError) -> T {
         try checkOpen()
         do {
+            // Inside `inBatch`, reads see the batch's writes.
+            if let batch = Batch.current(of: self) { return try work(batch.connection) }
             return try pool.read(work)
         } catch let error as SetteeError {
             throw error

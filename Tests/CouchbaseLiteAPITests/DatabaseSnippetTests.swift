@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+import Settee
+
+/// Couchbase Lite's database, scope, batch and listener APIs (Swift), run against Settee.
+@Suite struct DatabaseSnippetTests {
+    @Test func batchOperations() throws {
+        let s = try SnippetDatabase()
+        let database = s.database, collection = s.collection
+        try database.inBatch {
+            for i in 0...10 {
+                let doc = MutableDocument()
+                doc.setValue("user", forKey: "type")
+                doc.setValue("user \(i)", forKey: "name")
+                doc.setBoolean(false, forKey: "admin")
+                try collection.save(document: doc)
+                print("saved user document \(doc.string(forKey: "name")!)")
+            }
+        }
+        #expect(collection.count == 11)
+    }
+
+    @Test func aBatchThatThrowsLeavesNothing() throws {
+        struct Stop: Error {}
+        let s = try SnippetDatabase()
+        let collection = s.collection
+        try collection.save(document: MutableDocument(id: "kept"))
+        #expect(throws: Stop.self) {
+            try s.database.inBatch {
+                try collection.save(document: MutableDocument(id: "a"))
+                // Reads inside the batch see its writes.
+                #expect(try collection.document(id: "a") != nil)
+                try collection.delete(document: try #require(try collection.document(id: "kept")))
+                throw Stop()
+            }
+        }
+        #expect(try collection.document(id: "a") == nil)
+        #expect(try collection.document(id: "kept") != nil)
+        #expect(collection.count == 1)
+    }
+
+    @Test func scopesAndCollections() throws {
+        let s = try SnippetDatabase()
+        let database = s.database
+        let collection = try database.createCollection(name: "myCollectionName", scope: "myScopeName")
+        #expect(collection.scope.name == "myScopeName")
+        let scope = try #require(try database.scope(name: "myScopeName"))
+        #expect(try scope.collections().map(\.name) == ["myCollectionName"])
+        #expect(try scope.collection(name: "myCollectionName") == collection)
+        #expect(try database.defaultScope().name == Scope.defaultScopeName)
+        #expect(try database.scopes().map(\.name) == ["_default", "myScopeName"])
+        #expect(try database.defaultCollection().name == Database.defaultCollectionName)
+        #expect(try database.scope(name: "nothing") == nil)
+    }
+
+    @Test func documentChangeListener() async throws {
+        let s = try SnippetDatabase()
+        let collection = s.collection
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        let token = collection.addDocumentChangeListener(id: "user.john") { (change) in
+            if let document = try? collection.document(id: change.documentID) {
+                print("Status: \(document.string(forKey: "verified_account")!)")
+                continuation.yield(change.documentID + ":" + document.string(forKey: "verified_account")!)
+            }
+        }
+        let all = collection.addChangeListener { change in
+            continuation.yield("collection:" + change.collection.name + ":" + change.documentIDs.joined(separator: ","))
+        }
+        try collection.save(document: MutableDocument(id: "user.john").setString("yes", forKey: "verified_account"))
+        var heard: [String] = []
+        for await line in stream {
+            heard.append(line)
+            if heard.count == 2 { break }
+        }
+        #expect(heard.sorted() == ["collection:_default:user.john", "user.john:yes"])
+        token.remove()
+        collection.removeChangeListener(withToken: all)
+    }
+
+    @Test func copyExistsDeleteAndMaintenance() throws {
+        let s = try SnippetDatabase("prebuilt")
+        try s.collection.save(document: MutableDocument(id: "seed").setString("v", forKey: "k"))
+        let uuid = s.database.uuid
+        let path = s.database.path
+        s.database.close()
+        let config = DatabaseConfiguration(directory: s.dir.path + "/app")
+        try Database.copy(fromPath: path, toDatabase: "travel", withConfig: config)
+        #expect(Database.exists(withName: "travel", inDirectory: config.directory))
+        let copy = try Database(name: "travel", config: config)
+        #expect(copy.uuid != uuid)
+        #expect(try copy.defaultCollection().document(id: "seed")?.string(forKey: "k") == "v")
+        for type in [MaintenanceType.compact, .reindex, .integrityCheck, .optimize, .fullOptimize] {
+            try copy.performMaintenance(type: type)
+        }
+        #expect(throws: SetteeError.self) { try Database.copy(fromPath: path, toDatabase: "travel", withConfig: config) }
+        copy.close()
+        try Database.delete(withName: "travel", inDirectory: config.directory)
+        #expect(!Database.exists(withName: "travel", inDirectory: config.directory))
+    }
+}
