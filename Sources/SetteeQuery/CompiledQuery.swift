@@ -60,6 +60,8 @@ final class CompiledQuery: @unchecked Sendable {
     let readsPrimaryBodyBesidesUnnest: Bool
     /// Whether anything reads `META().revisionID` (else it is not read from storage).
     let readsRevision: Bool
+    /// Whether anything reads `META().expiration` (else expiration times are not looked up).
+    let readsExpiration: Bool
     /// Per source name: the top-level members the query reads (nil: the whole document).
     let bodyKeys: [String: JSONMemberSelector?]
     /// What the query reads of the primary document besides its WHERE conjuncts on the primary source: the rest
@@ -235,9 +237,15 @@ final class CompiledQuery: @unchecked Sendable {
         readsPrimaryBodyBesidesUnnest = wholeSources.contains(names.first ?? "")
             || PropertyUsage.topLevelKeys(of: all, source: names.first ?? "", primary: names.first ?? "",
                                           aliases: Set(names)).map { !$0.isEmpty } ?? true
-        var revision = false
-        for e in all { e.visit { if case .meta(_, .revisionID) = $0 { revision = true } } }
+        var revision = false, expiration = false
+        for e in all {
+            e.visit {
+                if case .meta(_, .revisionID) = $0 { revision = true }
+                if case .meta(_, .expiration) = $0 { expiration = true }
+            }
+        }
         readsRevision = revision
+        readsExpiration = expiration
 
         try CompiledQuery.checkFullText(statement, primary: primary, indexes: indexes, text: text)
 

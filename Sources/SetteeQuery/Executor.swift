@@ -12,10 +12,14 @@ struct Executor {
     /// A vector search's candidates, nearest first (set by `prepareVectorSearch`).
     var vectorCandidates: [Int64]?
 
-    init(query: CompiledQuery, parameters: [String: JSON]) {
+    /// The FROM collection's expiration times by document id, when the query reads `META().expiration`.
+    private var expirations: [String: Int64]?
+
+    init(query: CompiledQuery, parameters: [String: JSON]) throws {
         self.query = query
         self.evaluator = Evaluator(parameters: parameters)
         self.evaluator.predictor = Database.prediction.predictor
+        if query.readsExpiration, let primary = query.primary { expirations = try primary.collection.expirations() }
     }
 
     private var database: Database { query.database }
@@ -283,7 +287,8 @@ struct Executor {
                     if ranked, let wanted, rows.count >= wanted { break }
                     fetch.bind(rowid, at: 1)
                     defer { fetch.reset() }
-                    guard try fetch.step(), let document = Executor.document(fetch, keys: keys, revision: query.readsRevision) else { continue }
+                    guard try fetch.step(), let document = Executor.document(fetch, keys: keys, revision: query.readsRevision,
+                                                                             expirations: expirations) else { continue }
                     let row = Row(primaryName: primary.name, primary: document)
                     var keep = true
                     for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
@@ -327,9 +332,10 @@ struct Executor {
                 }
                 while try stmt.step() {
                     guard let element = try? stmt.withTextBytes(5, { bytes in try JSON.parse(bytes) }) else { continue }
-                    let owner = SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)),
+                    var owner = SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)),
                                                revisionID: query.readsRevision ? (stmt.string(3) ?? "") : "",
                                                body: .object(JSONObject()), rowid: stmt.int64(0))
+                    owner.expiration = expirations?[owner.id]
                     var row = Row(primaryName: primary.name, primary: owner)
                     row.others.append((alias, SourceDocument(id: owner.id, sequence: owner.sequence, body: element,
                                                              rowid: owner.rowid)))
@@ -343,7 +349,8 @@ struct Executor {
             var seen = Set<Int64>()
             while try stmt.step() {
                 if path.distinctDocuments && !seen.insert(stmt.int64(0)).inserted { continue }
-                guard let document = Executor.document(stmt, keys: keys, revision: query.readsRevision) else { continue }
+                guard let document = Executor.document(stmt, keys: keys, revision: query.readsRevision,
+                                                       expirations: expirations) else { continue }
                 let row = Row(primaryName: primary.name, primary: document)
                 var keep = true
                 for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
@@ -580,7 +587,8 @@ struct Executor {
     }
 
     /// A document from a `rowid, id, seq, rev, flags, body` row, reading only `keys` of the body (nil: all of it).
-    static func document(_ stmt: Statement, keys: JSONMemberSelector?, revision: Bool = true) -> SourceDocument? {
+    static func document(_ stmt: Statement, keys: JSONMemberSelector?, revision: Bool = true,
+                         expirations: [String: Int64]? = nil) -> SourceDocument? {
         let body: JSON
         do {
             body = try stmt.withTextBytes(5) { bytes in
@@ -591,8 +599,11 @@ struct Executor {
         } catch {
             return nil
         }
-        return SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)), revisionID: revision ? (stmt.string(3) ?? "") : "",
-                              deleted: stmt.int64(4) & DocFlags.deleted != 0, body: body, rowid: stmt.int64(0))
+        var document = SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)),
+                                      revisionID: revision ? (stmt.string(3) ?? "") : "",
+                                      deleted: stmt.int64(4) & DocFlags.deleted != 0, body: body, rowid: stmt.int64(0))
+        if let expirations { document.expiration = expirations[document.id] }
+        return document
     }
 
     // MARK: Explain

@@ -53,7 +53,7 @@ public class Query: @unchecked Sendable {
     ///   `.closed` / `.storage` from the store.
     public func execute() throws -> ResultSet {
         let compiled = try compile()
-        var executor = Executor(query: compiled, parameters: parameters?.values ?? [:])
+        var executor = try Executor(query: compiled, parameters: parameters?.values ?? [:])
         try executor.prepareFullText()
         try executor.prepareVectorSearch()
         return try executor.run()

@@ -9,6 +9,8 @@ public struct SourceDocument: Sendable {
     public var body: JSON
     /// The document's row in its collection table (what full-text matches are keyed by); 0 when unknown.
     public var rowid: Int64 = 0
+    /// The document's expiration time, milliseconds since 1970 (`META().expiration`); nil when it has none.
+    public var expiration: Int64?
 
     public init(id: String, sequence: UInt64 = 0, revisionID: String = "", deleted: Bool = false, body: JSON,
                 rowid: Int64 = 0) {
@@ -27,7 +29,7 @@ public struct SourceDocument: Sendable {
         case .sequence: return .int(Int64(clamping: sequence))
         case .revisionID: return .string(revisionID)
         case .deleted: return .bool(deleted)
-        case .expiration: return nil
+        case .expiration: return expiration.map { .int($0) }
         }
     }
 }

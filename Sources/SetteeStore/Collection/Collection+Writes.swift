@@ -609,6 +609,7 @@ extension Collection {
             try db.prepare("DELETE FROM \(docsTable) WHERE rowid = ?").run([.integer(rowid)])
             try db.prepare("INSERT INTO purges(seq, collection, id) VALUES (?, ?, ?)")
                 .run([.integer(seq), .integer(self.id), .text(id)])
+            try db.prepare("DELETE FROM expiry WHERE collection = ? AND id = ?").run([.integer(self.id), .text(id)])
         } else {
             let winner = tree.winner!
             var flags: Int64 = winner.deleted ? DocFlags.deleted : 0

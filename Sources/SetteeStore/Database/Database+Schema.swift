@@ -13,6 +13,7 @@ import SetteeCore
 /// blobs(digest PRIMARY KEY, length, data, encoding)   attachment bodies, stored once by digest; encoding
 ///                                            NULL (identity) or 'gzip' (data compressed, digest of those bytes)
 /// purges(seq, collection, id)                purged documents, so feed followers (indexes) can drop them
+/// expiry(collection, id, expires)            documents' expiration times (ms since 1970), purged when reached
 /// ```
 extension Database {
     static func migrator(revsLimit: Int) -> Migrator {
@@ -48,6 +49,14 @@ extension Database {
         migrator.register(4) { db in
             // Deleted documents counted from an index of their own (database info read the whole table).
             for cid in try collectionIDs(db) { try db.execute(deletedIndexSQL(cid)) }
+        }
+        migrator.register(5) { db in
+            // Couchbase Lite's document expiration: a time per document, purged in the background once reached.
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS expiry(collection INTEGER NOT NULL, id TEXT NOT NULL, expires INTEGER NOT NULL,
+                                    PRIMARY KEY(collection, id)) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS expiry_time ON expiry(expires);
+                """)
         }
         return migrator
     }

@@ -30,6 +30,8 @@ public final class Database: @unchecked Sendable {
     let pool: DatabasePool
     let writer: GroupCommitWriter
     let notifier = ChangeNotifier()
+    /// Purges documents whose expiration time came (Couchbase Lite's document expiration).
+    let expiry = ExpiryTimer()
 
     // Writer state: touched only inside writer transactions.
     var writerSeq: UInt64
@@ -146,9 +148,11 @@ public final class Database: @unchecked Sendable {
             self.writerSeq = self.persistedSeq
             self.pendingChanges = [:]
         }
+        expiry.start(database: self)
     }
 
     deinit {
+        expiry.stop()
         notifier.finish()
         pool.close()
     }
@@ -205,6 +209,7 @@ public final class Database: @unchecked Sendable {
     /// Closes the database: waits for in-flight work, checkpoints the WAL and closes every connection.
     /// Later calls throw `.closed`.
     public func close() {
+        expiry.stop()
         notifier.finish()
         pool.close()
     }
@@ -379,6 +384,7 @@ public final class Database: @unchecked Sendable {
         }
         try write { db in
             try db.execute("DROP TABLE docs_\(c.id); DROP TABLE local_\(c.id); DROP TABLE \(c.archiveTable);")
+            try db.prepare("DELETE FROM expiry WHERE collection = ?").run([.integer(c.id)])
             try db.prepare("DELETE FROM collections WHERE id = ?").run([.integer(c.id)])
         }
         lock.lock()
