@@ -25,6 +25,10 @@ public enum ConflictResolver {
     /// The revision CouchDB's rule would pick (live, then higher generation, then greater revision id) wins on
     /// every node; the loser is tombstoned, so no conflict remains.
     public static let `default`: any ConflictResolverProtocol = Deterministic()
+    /// Couchbase Lite's default rule: a deletion wins; between live revisions the longer history (higher
+    /// generation), then the greater revision id. What a replicator configured in Couchbase Lite's shape
+    /// (``ReplicatorConfiguration/init(target:)``) uses when no resolver is set.
+    public static let couchbaseLite: any ConflictResolverProtocol = CouchbaseLiteDefault()
     /// The local revision wins.
     public static let localWins: any ConflictResolverProtocol = Custom { $0.localDocument }
     /// The remote revision wins.
@@ -38,6 +42,15 @@ public enum ConflictResolver {
     struct Custom: ConflictResolverProtocol {
         let body: @Sendable (Conflict) -> Document?
         func resolve(conflict: Conflict) -> Document? { body(conflict) }
+    }
+
+    struct CouchbaseLiteDefault: ConflictResolverProtocol {
+        func resolve(conflict: Conflict) -> Document? {
+            guard let local = conflict.localDocument, let remote = conflict.remoteDocument else { return nil }
+            let l = local.revisionID.flatMap(RevID.init), r = remote.revisionID.flatMap(RevID.init)
+            guard let l, let r else { return remote }
+            return l < r ? remote : local
+        }
     }
 
     struct Deterministic: ConflictResolverProtocol {

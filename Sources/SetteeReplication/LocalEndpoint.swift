@@ -25,9 +25,14 @@ public struct LocalEndpoint: Endpoint {
     /// per-document `attachment_too_large` failure naming it, as `--max-attachment-size` makes it over HTTP.
     public var maxAttachmentSize = Int.max
 
-    /// The default collection of `database`.
-    public init(database: Database) throws {
-        self.collection = try database.defaultCollection()
+    /// The default collection of `database` (Couchbase Lite's `DatabaseEndpoint(database:)`). The database must
+    /// be open: a closed one stops the program, as using a closed database does in Couchbase Lite.
+    public init(database: Database) {
+        do {
+            self.collection = try database.defaultCollection()
+        } catch {
+            preconditionFailure("DatabaseEndpoint of a closed database \(database.name): \(error)")
+        }
     }
 
     public init(collection: SetteeStore.Collection) {

@@ -36,6 +36,12 @@ public struct ReplicationOptions: Sendable {
     public var heartbeat: Duration = .seconds(10)
     /// Resolves conflicts the pulled revisions create (only when the target is a ``LocalEndpoint``).
     public var conflictResolver: (any ConflictResolverProtocol)?
+    /// Revisions this returns false for are not written to the target (Couchbase Lite's push and pull filters);
+    /// the checkpoint passes them, so they are not offered again until they change.
+    public var revisionFilter: (@Sendable (ReplicatedRevision) -> Bool)?
+    /// Called after each written batch with the revisions written and the ones that failed (Couchbase Lite's
+    /// document replication listeners).
+    public var onDocuments: (@Sendable (_ written: [ReplicatedRevision], _ failures: [DocumentFailure]) -> Void)?
     /// Where the `settee_replication_*` counters go; nil: swift-metrics' process-wide factory.
     public var metricsFactory: (any MetricsFactory)?
 
@@ -315,8 +321,14 @@ public final class Replication: @unchecked Sendable {
     }
 
     private func writeAndRecord(_ fetched: Fetched) async throws {
+        var fetched = fetched
+        if let keep = options.revisionFilter { fetched.revisions = fetched.revisions.filter(keep) }
         if !fetched.revisions.isEmpty {
             let failures = try await stages.time("write") { try await target.write(fetched.revisions) }
+            if let onDocuments = options.onDocuments {
+                let failed = Set(failures.map(\.id))
+                onDocuments(fetched.revisions.filter { !failed.contains($0.id) }, failures)
+            }
             let written = fetched.revisions.count - failures.count
             counters.docsWritten.increment(by: written)
             counters.docWriteFailures.increment(by: failures.count)

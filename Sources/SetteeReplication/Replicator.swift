@@ -12,108 +12,6 @@ public enum ReplicatorType: String, Sendable {
     case pull
 }
 
-/// A Couchbase Lite-style URL endpoint: a database on a CouchDB-compatible server.
-public typealias URLEndpoint = RemoteEndpoint
-/// A Couchbase Lite-style database endpoint: another local database (replication without sockets).
-public typealias DatabaseEndpoint = LocalEndpoint
-
-/// Basic (user/password) authentication for a ``URLEndpoint``, as in Couchbase Lite.
-public struct BasicAuthenticator: Sendable {
-    public let username: String
-    public let password: String
-    public init(username: String, password: String) {
-        self.username = username
-        self.password = password
-    }
-}
-
-/// A replicator's configuration (Couchbase Lite's `ReplicatorConfiguration`).
-public struct ReplicatorConfiguration: Sendable {
-    /// The local collection.
-    public var collection: SetteeStore.Collection
-    /// The other side: a ``URLEndpoint`` (remote) or a ``DatabaseEndpoint`` (local).
-    public var target: any Endpoint
-    public var replicatorType: ReplicatorType = .pushAndPull
-    /// Keep replicating as changes happen, until stopped.
-    public var continuous = false
-    /// Only these documents, both ways.
-    public var documentIDs: [String]?
-    /// Only documents matching this Mango selector, both ways.
-    public var selector: JSON?
-    /// Resolves conflicts created by pulled revisions; nil keeps conflicts as branches (CouchDB's behaviour).
-    public var conflictResolver: (any ConflictResolverProtocol)?
-    /// Create the target database when pushing to one that does not exist.
-    public var createTarget = false
-    /// Changes per batch.
-    public var batchSize = 500
-    /// Failed attempts before a one-shot replicator stops (continuous replicators retry forever).
-    public var maxAttempts = 10
-    /// The longest wait between retries.
-    public var maxAttemptWaitTime: Duration = .seconds(60)
-    /// How often a continuous pull's long poll is renewed, and its heartbeat.
-    public var heartbeat: Duration = .seconds(10)
-    /// Credentials for a ``URLEndpoint`` target (replaces any in its URL).
-    public var authenticator: BasicAuthenticator? {
-        didSet {
-            guard let auth = authenticator, let remote = target as? RemoteEndpoint,
-                  let endpoint = try? RemoteEndpoint(url: remote.url, authentication: .basic(user: auth.username,
-                                                                                             password: auth.password),
-                                                     headers: remote.headers, client: remote.client,
-                                                     trustedRootCertificatesPath: remote.trustedRootCertificatesPath,
-                                                     allowInsecureCredentials: remote.allowInsecureCredentials)
-            else { return }  // refused (credentials over plain HTTP): `start()` reports it
-            target = endpoint
-        }
-    }
-    /// A PEM file of CA certificates that a ``URLEndpoint`` target's HTTPS certificate is verified against, instead
-    /// of the system's trust store — for a peer whose certificate comes from a private CA (or is self-signed:
-    /// pin it by listing that certificate). Verification stays full (chain, validity, host name); a certificate
-    /// that does not verify stops the replicator with a ``ReplicationError/Kind/tls`` error.
-    /// Nil keeps the target's own setting.
-    public var trustedRootCertificatesPath: String?
-    /// Allow sending the credentials (``authenticator``, user info in the URL, or an `Authorization`/`Cookie`
-    /// header) to a ``URLEndpoint`` target over plain `http://` when its host is not loopback. Off by default:
-    /// the replicator then stops at once with a `.badRequest` error instead of sending them.
-    public var allowInsecureCredentials = false
-
-    public init(collection: SetteeStore.Collection, target: any Endpoint) {
-        self.collection = collection
-        self.target = target
-    }
-
-    /// The default collection of `database`.
-    public init(database: Database, target: any Endpoint) throws {
-        self.init(collection: try database.defaultCollection(), target: target)
-    }
-
-    /// The target with ``authenticator``, ``trustedRootCertificatesPath`` and ``allowInsecureCredentials`` applied.
-    func resolvedTarget() throws -> any Endpoint {
-        guard let remote = target as? RemoteEndpoint,
-              authenticator != nil || trustedRootCertificatesPath != nil || allowInsecureCredentials else { return target }
-        var authentication = remote.authentication
-        if let auth = authenticator { authentication = .basic(user: auth.username, password: auth.password) }
-        let caPath = trustedRootCertificatesPath ?? remote.trustedRootCertificatesPath
-        return try RemoteEndpoint(url: remote.url, authentication: authentication, headers: remote.headers,
-                                  client: trustedRootCertificatesPath == nil ? remote.client : nil,
-                                  trustedRootCertificatesPath: caPath,
-                                  allowInsecureCredentials: allowInsecureCredentials || remote.allowInsecureCredentials)
-    }
-
-    func options(resolver: Bool, reset: Bool) -> ReplicationOptions {
-        var o = ReplicationOptions()
-        o.continuous = continuous
-        o.documentIDs = documentIDs
-        o.selector = selector
-        o.batchSize = batchSize
-        o.maxAttempts = maxAttempts
-        o.maxRetryDelay = maxAttemptWaitTime
-        o.heartbeat = heartbeat
-        o.reset = reset
-        if resolver { o.conflictResolver = conflictResolver }
-        return o
-    }
-}
-
 /// A status change delivered to ``Replicator`` listeners.
 public struct ReplicatorChange: Sendable {
     public let replicator: Replicator
@@ -136,9 +34,10 @@ public final class Replicator: @unchecked Sendable {
     public let config: ReplicatorConfiguration
     private let lock = NSLock()
     private var task: Task<Void, Never>?
-    private var push: ReplicatorStatus?
-    private var pull: ReplicatorStatus?
+    /// The status of each replication running (push and pull per collection), by slot.
+    private var statuses: [Int: ReplicatorStatus] = [:]
     private var listeners: [UUID: @Sendable (ReplicatorChange) -> Void] = [:]
+    private var documentListeners: [UUID: (queue: DispatchQueue?, listener: @Sendable (DocumentReplication) -> Void)] = [:]
     private var streams: [UUID: AsyncStream<ReplicatorStatus>.Continuation] = [:]
     private var stoppedWaiters: [CheckedContinuation<ReplicatorStatus, Never>] = []
     private var running = false
@@ -147,21 +46,27 @@ public final class Replicator: @unchecked Sendable {
         self.config = config
     }
 
-    /// The combined status of both directions.
+    /// The combined status of every direction and collection.
     public var status: ReplicatorStatus {
         lock.withLock { combined() }
     }
 
     private func combined() -> ReplicatorStatus {
-        var s: ReplicatorStatus
-        switch (push, pull) {
-        case let (a?, b?): s = ReplicatorStatus.combine(a, b)
-        case let (a?, nil): s = a
-        case let (nil, b?): s = b
-        case (nil, nil): s = ReplicatorStatus()
-        }
+        var s = statuses.keys.sorted().compactMap { statuses[$0] }.reduce(nil as ReplicatorStatus?) { acc, next in
+            acc.map { ReplicatorStatus.combine($0, next) } ?? next
+        } ?? ReplicatorStatus()
         if running && s.activity == .stopped { s.activity = .busy }
         return s
+    }
+
+    /// One direction of one collection: where it reads, where it writes, how.
+    private struct Leg {
+        let slot: Int
+        let collection: SetteeStore.Collection
+        let isPush: Bool
+        let source: any Endpoint
+        let target: any Endpoint
+        let options: ReplicationOptions
     }
 
     /// Starts replicating; does nothing if already running.
@@ -173,38 +78,24 @@ public final class Replicator: @unchecked Sendable {
             return
         }
         running = true
-        push = config.replicatorType != .pull ? ReplicatorStatus() : nil
-        pull = config.replicatorType != .push ? ReplicatorStatus() : nil
+        statuses = [:]
         lock.unlock()
-        let local = LocalEndpoint(collection: config.collection)
-        let config = self.config
-        let target: any Endpoint
+        let legs: [Leg]
         do {
-            target = try config.resolvedTarget()
+            legs = try self.legs(reset: reset)
         } catch {
             var failed = ReplicatorStatus()
             failed.error = error as? ReplicationError ?? ReplicationError(.badRequest, "\(error)")
-            lock.withLock {
-                if push != nil { push = failed }
-                if pull != nil { pull = failed }
-            }
+            lock.withLock { statuses = [0: failed] }
             finished()
             return
         }
+        lock.withLock { for leg in legs { statuses[leg.slot] = ReplicatorStatus() } }
         let t = Task { [self] in
             await withTaskGroup(of: Void.self) { group in
-                if config.replicatorType != .pull {
-                    var options = config.options(resolver: false, reset: reset)
-                    options.createTarget = config.createTarget
-                    let replication = Replication(source: local, target: target, options: options) { s in
-                        self.update(push: s)
-                    }
-                    group.addTask { _ = try? await replication.run() }
-                }
-                if config.replicatorType != .push {
-                    let replication = Replication(source: target, target: local,
-                                                  options: config.options(resolver: true, reset: reset)) { s in
-                        self.update(pull: s)
+                for leg in legs {
+                    let replication = Replication(source: leg.source, target: leg.target, options: leg.options) { s in
+                        self.update(slot: leg.slot, s)
                     }
                     group.addTask { _ = try? await replication.run() }
                 }
@@ -212,6 +103,51 @@ public final class Replicator: @unchecked Sendable {
             self.finished()
         }
         lock.withLock { if running { task = t } }
+    }
+
+    /// The replications `start` runs: for each collection a push and/or a pull, filters and listeners wired in.
+    private func legs(reset: Bool) throws -> [Leg] {
+        guard !config.collectionConfigs.isEmpty else {
+            throw ReplicationError(.badRequest, "The replicator's configuration has no collection")
+        }
+        let target = try config.resolvedTarget()
+        var legs: [Leg] = []
+        for (i, entry) in config.collectionConfigs.enumerated() {
+            if let channels = entry.config.channels, !channels.isEmpty {
+                throw ReplicationError(.badRequest, "Channels are Sync Gateway's; a CouchDB peer has none")
+            }
+            let local = LocalEndpoint(collection: entry.collection)
+            let peer = try ReplicatorConfiguration.endpoint(for: entry.collection, target: target)
+            if config.replicatorType != .pull {
+                var options = config.options(for: entry.config, pull: false, reset: reset)
+                options.createTarget = config.createTarget
+                wire(&options, collection: entry.collection, filter: entry.config.pushFilter, isPush: true)
+                legs.append(Leg(slot: 2 * i, collection: entry.collection, isPush: true, source: local, target: peer,
+                                options: options))
+            }
+            if config.replicatorType != .push {
+                var options = config.options(for: entry.config, pull: true, reset: reset)
+                wire(&options, collection: entry.collection, filter: entry.config.pullFilter, isPush: false)
+                legs.append(Leg(slot: 2 * i + 1, collection: entry.collection, isPush: false, source: peer, target: local,
+                                options: options))
+            }
+        }
+        return legs
+    }
+
+    /// Adds the push or pull filter and the document listeners' hook to a leg's options.
+    private func wire(_ options: inout ReplicationOptions, collection: SetteeStore.Collection, filter: ReplicationFilter?,
+                      isPush: Bool) {
+        if let filter {
+            options.revisionFilter = { revision in
+                let document = Document(id: revision.id, revisionID: revision.rev.description, sequence: 0,
+                                        deleted: revision.deleted, properties: revision.body, collection: collection)
+                return filter(document, revision.deleted ? .deleted : [])
+            }
+        }
+        options.onDocuments = { [weak self] written, failures in
+            self?.reportDocuments(written, failures, collection: collection, isPush: isPush)
+        }
     }
 
     /// Stops replicating. Writes in flight finish and are checkpointed; the status becomes `stopped`.
@@ -246,6 +182,34 @@ public final class Replicator: @unchecked Sendable {
         }
     }
 
+    func addDocumentListener(queue: DispatchQueue?, _ listener: @escaping @Sendable (DocumentReplication) -> Void) -> ListenerToken {
+        let key = UUID()
+        lock.withLock { documentListeners[key] = (queue, listener) }
+        return ListenerToken { [weak self] in
+            guard let self else { return }
+            self.lock.withLock { self.documentListeners[key] = nil }
+        }
+    }
+
+    /// Tells the document listeners about a written batch.
+    func reportDocuments(_ written: [ReplicatedRevision], _ failures: [DocumentFailure], collection: SetteeStore.Collection,
+                         isPush: Bool) {
+        let listeners = lock.withLock { Array(documentListeners.values) }
+        guard !listeners.isEmpty else { return }
+        var documents = written.map {
+            ReplicatedDocument(id: $0.id, flags: $0.deleted ? .deleted : [], error: nil, scope: collection.scopeName,
+                               collection: collection.name)
+        }
+        documents += failures.map {
+            ReplicatedDocument(id: $0.id, flags: [], error: ReplicationError.document($0), scope: collection.scopeName,
+                               collection: collection.name)
+        }
+        let replication = DocumentReplication(replicator: self, isPush: isPush, documents: documents)
+        for (queue, listener) in listeners {
+            if let queue { queue.async { listener(replication) } } else { listener(replication) }
+        }
+    }
+
     /// Status changes as an async sequence (the newest status if the consumer falls behind); it ends when the
     /// replicator stops.
     public func statusUpdates() -> AsyncStream<ReplicatorStatus> {
@@ -259,10 +223,9 @@ public final class Replicator: @unchecked Sendable {
         return stream
     }
 
-    private func update(push: ReplicatorStatus? = nil, pull: ReplicatorStatus? = nil) {
+    private func update(slot: Int, _ status: ReplicatorStatus) {
         let (status, listeners, streams) = lock.withLock {
-            if let push { self.push = push }
-            if let pull { self.pull = pull }
+            statuses[slot] = status
             return (combined(), Array(self.listeners.values), Array(self.streams.values))
         }
         notify(status, listeners, streams)

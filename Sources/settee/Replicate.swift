@@ -48,7 +48,7 @@ struct Replicate: AsyncParsableCommand {
             }
             let db = try options.open(text, create: true)
             opened.append(db)
-            return try LocalEndpoint(database: db)
+            return LocalEndpoint(database: db)
         }
         do {
             guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }

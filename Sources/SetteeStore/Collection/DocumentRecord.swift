@@ -74,7 +74,7 @@ public struct DocumentRecord: Sendable {
         try DocumentRecord.parseBody(body)
     }
 
-    static func parseBody(_ bytes: [UInt8]) throws(SetteeError) -> JSONObject {
+    package static func parseBody(_ bytes: [UInt8]) throws(SetteeError) -> JSONObject {
         do {
             guard case .object(let object) = try JSON.parse(bytes) else {
                 throw SetteeError(.internalError, "Stored body is not an object")

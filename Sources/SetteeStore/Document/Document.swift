@@ -32,7 +32,7 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
     /// The CouchDB attachment stubs stored with the revision (`_attachments`), blobs' ones included; nil when none.
     public internal(set) var attachments: JSONObject?
 
-    init(id: String, revisionID: String?, sequence: UInt64, deleted: Bool, properties: JSONObject,
+    package init(id: String, revisionID: String?, sequence: UInt64, deleted: Bool, properties: JSONObject,
          collection: Collection?, mutable: Bool = false) {
         self.id = id
         self.revisionID = revisionID

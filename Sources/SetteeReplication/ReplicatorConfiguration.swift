@@ -1,0 +1,231 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// A Couchbase Lite-style URL endpoint: a database on a CouchDB-compatible server.
+public typealias URLEndpoint = RemoteEndpoint
+/// A Couchbase Lite-style database endpoint: another local database (replication without sockets).
+public typealias DatabaseEndpoint = LocalEndpoint
+
+extension RemoteEndpoint {
+    /// Couchbase Lite's `URLEndpoint(url:)`: the database at `url`. Couchbase Lite's WebSocket schemes name the
+    /// same server over HTTP here (`ws://` → `http://`, `wss://` → `https://`), since Settee's peers speak the
+    /// CouchDB replication protocol. A URL that is not a database URL stops the program, as Couchbase Lite's
+    /// invalid-URL exception does.
+    public init(url: URL) {
+        var text = url.absoluteString
+        if text.lowercased().hasPrefix("ws://") { text = "http://" + text.dropFirst(5) }
+        if text.lowercased().hasPrefix("wss://") { text = "https://" + text.dropFirst(6) }
+        do {
+            self = try RemoteEndpoint(url: text, allowInsecureCredentials: true)
+        } catch {
+            preconditionFailure("Invalid URLEndpoint URL \(RemoteEndpoint.redact(text)): \(error)")
+        }
+    }
+}
+
+/// Basic (user/password) authentication for a ``URLEndpoint``, as in Couchbase Lite.
+public struct BasicAuthenticator: Sendable {
+    public let username: String
+    public let password: String
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
+}
+
+/// What a replicated document's flags say (Couchbase Lite's `DocumentFlags`).
+public struct DocumentFlags: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// The revision is a deletion.
+    public static let deleted = DocumentFlags(rawValue: 1)
+    /// The user lost access to the document (Sync Gateway's channels; never set by CouchDB peers).
+    public static let accessRemoved = DocumentFlags(rawValue: 2)
+}
+
+/// A push or pull filter (Couchbase Lite's `ReplicationFilter`): true replicates the revision.
+public typealias ReplicationFilter = @Sendable (Document, DocumentFlags) -> Bool
+
+/// How one collection replicates (Couchbase Lite's `CollectionConfiguration`).
+public struct CollectionConfiguration: Sendable {
+    /// Only these documents, both ways.
+    public var documentIDs: [String]?
+    /// Sync Gateway's channels. CouchDB peers have none: a non-empty list makes the replicator stop with a
+    /// `.badRequest` error rather than replicate everything.
+    public var channels: [String]?
+    /// Local revisions this returns false for are not pushed.
+    public var pushFilter: ReplicationFilter?
+    /// Pulled revisions this returns false for are not stored.
+    public var pullFilter: ReplicationFilter?
+    /// Resolves conflicts pulled revisions create (nil: the replicator's, else the default resolver).
+    public var conflictResolver: (any ConflictResolverProtocol)?
+
+    public init() {}
+}
+
+/// A replicator's configuration (Couchbase Lite's `ReplicatorConfiguration`).
+///
+/// ```swift
+/// var config = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: "http://peer:5984/app")!))
+/// config.addCollection(try database.defaultCollection())
+/// config.addCollections([users, orders], config: CollectionConfiguration())
+/// config.replicatorType = .pushAndPull
+/// config.continuous = true
+/// ```
+/// A named collection replicates with the peer's collection of the same scope and name: on a Settee peer its
+/// keyspace `/{db}.{scope}.{collection}`, in a ``DatabaseEndpoint``'s database the collection itself (made
+/// if missing). The default collection replicates with the target database as CouchDB sees it.
+public struct ReplicatorConfiguration: Sendable {
+    /// The collections and how each replicates, in the order added.
+    public private(set) var collectionConfigs: [(collection: SetteeStore.Collection, config: CollectionConfiguration)] = []
+    /// The other side: a ``URLEndpoint`` (remote) or a ``DatabaseEndpoint`` (local).
+    public var target: any Endpoint
+    public var replicatorType: ReplicatorType = .pushAndPull
+    /// Keep replicating as changes happen, until stopped.
+    public var continuous = false
+    /// Only these documents, both ways, for collections whose configuration names none.
+    public var documentIDs: [String]?
+    /// Only documents matching this Mango selector, both ways (Settee's).
+    public var selector: JSON?
+    /// Resolves conflicts created by pulled revisions, for collections whose configuration has none; nil keeps
+    /// conflicts as branches (CouchDB's behaviour).
+    public var conflictResolver: (any ConflictResolverProtocol)?
+    /// Create the target database when pushing to one that does not exist.
+    public var createTarget = false
+    /// Changes per batch.
+    public var batchSize = 500
+    /// Failed attempts before a one-shot replicator stops (continuous replicators retry forever).
+    public var maxAttempts = 10
+    /// The longest wait between retries.
+    public var maxAttemptWaitTime: Duration = .seconds(60)
+    /// How often a continuous pull's long poll is renewed, and its heartbeat.
+    public var heartbeat: Duration = .seconds(10)
+    /// Credentials for a ``URLEndpoint`` target (replaces any in its URL).
+    public var authenticator: BasicAuthenticator? {
+        didSet {
+            guard let auth = authenticator, let remote = target as? RemoteEndpoint,
+                  let endpoint = try? RemoteEndpoint(url: remote.url, authentication: .basic(user: auth.username,
+                                                                                             password: auth.password),
+                                                     headers: remote.headers, client: remote.client,
+                                                     trustedRootCertificatesPath: remote.trustedRootCertificatesPath,
+                                                     allowInsecureCredentials: remote.allowInsecureCredentials)
+            else { return }  // refused (credentials over plain HTTP): `start()` reports it
+            target = endpoint
+        }
+    }
+    /// A PEM file of CA certificates that a ``URLEndpoint`` target's HTTPS certificate is verified against, instead
+    /// of the system's trust store — for a peer whose certificate comes from a private CA (or is self-signed:
+    /// pin it by listing that certificate). Verification stays full (chain, validity, host name); a certificate
+    /// that does not verify stops the replicator with a ``ReplicationError/Kind/tls`` error.
+    /// Nil keeps the target's own setting.
+    public var trustedRootCertificatesPath: String?
+    /// Allow sending the credentials (``authenticator``, user info in the URL, or an `Authorization`/`Cookie`
+    /// header) to a ``URLEndpoint`` target over plain `http://` when its host is not loopback. Off by default:
+    /// the replicator then stops at once with a `.badRequest` error instead of sending them.
+    public var allowInsecureCredentials = false
+
+    /// Whether conflicts are resolved with ``ConflictResolver/couchbaseLite`` when no resolver is set (Couchbase
+    /// Lite's behaviour, for configurations made with ``init(target:)``) rather than kept as branches (CouchDB's).
+    var resolvesConflictsByDefault = false
+
+    /// A configuration with no collections yet, in Couchbase Lite's shape: add them with
+    /// ``addCollection(_:config:)``. Conflicts a pull creates are resolved as Couchbase Lite does when no
+    /// resolver is set (``ConflictResolver/couchbaseLite``).
+    public init(target: any Endpoint) {
+        self.target = target
+        resolvesConflictsByDefault = true
+    }
+
+    /// One collection, replicated with the target as configured by the top-level options.
+    public init(collection: SetteeStore.Collection, target: any Endpoint) {
+        self.target = target
+        addCollection(collection)
+    }
+
+    /// The default collection of `database`.
+    public init(database: Database, target: any Endpoint) throws {
+        self.init(collection: try database.defaultCollection(), target: target)
+    }
+
+    /// The collections to replicate.
+    public var collections: [SetteeStore.Collection] { collectionConfigs.map(\.collection) }
+
+    /// The first collection (Settee's single-collection form).
+    public var collection: SetteeStore.Collection { collectionConfigs[0].collection }
+
+    /// Adds a collection (or replaces its configuration).
+    public mutating func addCollection(_ collection: SetteeStore.Collection, config: CollectionConfiguration? = nil) {
+        let config = config ?? CollectionConfiguration()
+        if let i = collectionConfigs.firstIndex(where: { $0.collection == collection }) {
+            collectionConfigs[i].config = config
+        } else {
+            collectionConfigs.append((collection, config))
+        }
+    }
+
+    /// Adds collections, each with `config`.
+    public mutating func addCollections(_ collections: [SetteeStore.Collection], config: CollectionConfiguration? = nil) {
+        for c in collections { addCollection(c, config: config) }
+    }
+
+    /// Stops replicating a collection.
+    public mutating func removeCollection(_ collection: SetteeStore.Collection) {
+        collectionConfigs.removeAll { $0.collection == collection }
+    }
+
+    /// A collection's configuration, or nil when it is not replicated.
+    public func collectionConfig(_ collection: SetteeStore.Collection) -> CollectionConfiguration? {
+        collectionConfigs.first { $0.collection == collection }?.config
+    }
+
+    /// The target with ``authenticator``, ``trustedRootCertificatesPath`` and ``allowInsecureCredentials`` applied.
+    func resolvedTarget() throws -> any Endpoint {
+        guard let remote = target as? RemoteEndpoint,
+              authenticator != nil || trustedRootCertificatesPath != nil || allowInsecureCredentials else { return target }
+        var authentication = remote.authentication
+        if let auth = authenticator { authentication = .basic(user: auth.username, password: auth.password) }
+        let caPath = trustedRootCertificatesPath ?? remote.trustedRootCertificatesPath
+        return try RemoteEndpoint(url: remote.url, authentication: authentication, headers: remote.headers,
+                                  client: trustedRootCertificatesPath == nil ? remote.client : nil,
+                                  trustedRootCertificatesPath: caPath,
+                                  allowInsecureCredentials: allowInsecureCredentials || remote.allowInsecureCredentials)
+    }
+
+    /// The peer `collection` replicates with: the target itself for the default collection; for a named one, the
+    /// keyspace of a remote target, or the same-named collection of a local target's database.
+    static func endpoint(for collection: SetteeStore.Collection, target: any Endpoint) throws -> any Endpoint {
+        let isDefault = collection.scopeName == Scope.defaultScopeName && collection.name == Collection.defaultCollectionName
+        if isDefault { return target }
+        switch target {
+        case let remote as RemoteEndpoint:
+            let keyspace = collection.scopeName == Scope.defaultScopeName ? collection.name : collection.fullName
+            return try RemoteEndpoint(url: remote.url + "." + keyspace, authentication: remote.authentication,
+                                      headers: remote.headers, client: remote.client,
+                                      trustedRootCertificatesPath: remote.trustedRootCertificatesPath,
+                                      allowInsecureCredentials: remote.allowInsecureCredentials)
+        case let local as LocalEndpoint:
+            let peer = try local.collection.database.createCollection(name: collection.name, scope: collection.scopeName)
+            return LocalEndpoint(collection: peer)
+        default:
+            return target
+        }
+    }
+
+    func options(for config: CollectionConfiguration, pull: Bool, reset: Bool) -> ReplicationOptions {
+        var o = ReplicationOptions()
+        o.continuous = continuous
+        o.documentIDs = config.documentIDs ?? documentIDs
+        o.selector = selector
+        o.batchSize = batchSize
+        o.maxAttempts = maxAttempts
+        o.maxRetryDelay = maxAttemptWaitTime
+        o.heartbeat = heartbeat
+        o.reset = reset
+        if pull {
+            o.conflictResolver = config.conflictResolver ?? conflictResolver
+                ?? (resolvesConflictsByDefault ? ConflictResolver.couchbaseLite : nil)
+        }
+        return o
+    }
+}
