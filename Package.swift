@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "Settee", targets: ["Settee"]),
+        // Couchbase Lite's URLEndpointListener: the CouchDB-compatible server, started in an app's process.
+        .library(name: "SetteeListener", targets: ["SetteeListener"]),
         .executable(name: "settee", targets: ["settee"]),
         .executable(name: "settee-bench", targets: ["settee-bench"]),
         .executable(name: "settee-js", targets: ["settee-js"]),
@@ -25,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // System SQLite (libsqlite3-dev). Only SetteeStore imports it.
@@ -103,6 +107,19 @@ let package = Package(
         // Umbrella library for embedders.
         .target(name: "Settee", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
                                               "SetteeReplication"]),
+        // The in-process listener (Couchbase Lite's URLEndpointListener) over SetteeServer, with self-signed TLS
+        // identities (swift-certificates, already in the graph through jwt-kit).
+        .target(
+            name: "SetteeListener",
+            dependencies: [
+                "Settee", "SetteeServer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         .executableTarget(
             name: "settee",
             dependencies: [
@@ -164,7 +181,7 @@ let package = Package(
         ),
         .testTarget(name: "LayeringTests"),
         // Couchbase Lite's documented Swift snippets, as written there (only the import differs).
-        .testTarget(name: "CouchbaseLiteAPITests", dependencies: ["Settee", "SetteeTestSupport"]),
+        .testTarget(name: "CouchbaseLiteAPITests", dependencies: ["Settee", "SetteeListener", "SetteeTestSupport"]),
         // Browser tests: headless Chromium driven over WebDriver (chromedriver) against `settee serve` children.
         // They skip when chromium / chromedriver aren't installed (scripts/install-deps.sh installs them).
         .testTarget(name: "SetteeBrowserTests", dependencies: ["SetteeTestSupport"]),

@@ -16,6 +16,8 @@ import Testing
                          "SetteeReplication", "Hummingbird", "Mustache"],
         "Settee": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
                    "SetteeReplication"],
+        // The in-process listener: the embedder's API plus the server (the umbrella stays free of the server).
+        "SetteeListener": ["Settee", "SetteeCore", "SetteeStore", "SetteeServer"],
     ]
     /// Modules only their owner (and the CLI / benchmarks, which sit on top) may import.
     static let owned: Set<String> = ["CSQLite", "CZlib", "CICU", "Hummingbird", "AsyncHTTPClient", "ArgumentParser", "Mustache"]

@@ -124,6 +124,9 @@ enum Auth {
         } else {
             result = try await blocking { try node.users.authenticate(name: name, password: password, node: node) }
         }
+        if result == nil, let check = node.configuration.passwordAuthenticator, check(name, password) {
+            result = (UserContext(name: name, roles: ["_admin"], method: "default"), adminSalt("authenticator:" + name))
+        }
         if result == nil {
             node.metrics.authFailed()
             if node.lockout.recordFailure(user: name, address: address) { node.metrics.lockedOut() }

@@ -55,6 +55,8 @@ public final class Node: @unchecked Sendable {
 
     private let lock = NSLock()
     private var open: [String: Database] = [:]
+    /// Databases the node serves but does not own (``serve(_:)``).
+    private var served: [Database] = []
     /// The default collection of each open database (the plain `/{db}` keyspace, named by nearly every
     /// request), kept beside it rather than made per request.
     private var defaultCollections: [String: SetteeStore.Collection] = [:]
@@ -168,6 +170,9 @@ public final class Node: @unchecked Sendable {
 
     /// Closes and deletes a database. Throws `.notFound` if it does not exist.
     public func deleteDatabase(_ name: String) throws {
+        if lock.withLock({ served.contains { $0.name == name } }) {
+            throw SetteeError(.forbidden, "The database \(name) belongs to the application serving it and cannot be deleted here.")
+        }
         replications.databaseDeleted(name)
         defer { if name == UserDirectory.database { perUser.refresh() } }
         lock.lock()
@@ -242,7 +247,9 @@ public final class Node: @unchecked Sendable {
 
     /// Names of every database, sorted.
     public func databaseNames() -> [String] {
-        Database.names(inDirectory: configuration.dataDirectory)
+        let names = Database.names(inDirectory: configuration.dataDirectory)
+        let extra = lock.withLock { served.map(\.name) }
+        return extra.isEmpty ? names : Array(Set(names + extra)).sorted()
     }
 
     /// `/_node/_local/_stats` in CouchDB's shape.
@@ -251,14 +258,27 @@ public final class Node: @unchecked Sendable {
                            userCache: (users.cacheHits.load(ordering: .relaxed), users.cacheMisses.load(ordering: .relaxed)))
     }
 
-    /// Closes every open database (graceful shutdown).
+    /// Closes every open database (graceful shutdown); databases given with ``serve(_:)`` stay open (their
+    /// owner closes them).
     public func closeAll() {
         lock.lock()
-        let dbs = Array(open.values)
+        let dbs = Array(open.values).filter { db in !served.contains { $0 === db } }
         open.removeAll()
         defaultCollections.removeAll()
         lock.unlock()
         for db in dbs { db.close() }
+    }
+
+    /// Serves an already open database under its name, in place of a file of the node's data directory (an app
+    /// that embeds the store and listens for peers: `URLEndpointListener`). The node never closes it.
+    public func serve(_ database: Database) {
+        lock.lock()
+        served.append(database)
+        open[database.name] = database
+        metrics.openDatabases(open.count)
+        lock.unlock()
+        _ = try? IndexManager.shared(for: database)
+        watchCommits(database)
     }
 
     /// Gives a database the node's live `max_partition_size`.

@@ -98,7 +98,7 @@ final class NodeConfig: Sendable {
     var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
     /// Whether any server admin exists (otherwise the node is in admin party).
-    var hasAdmins: Bool { !snapshot.admins.isEmpty }
+    var hasAdmins: Bool { !snapshot.admins.isEmpty || snapshot.server.passwordAuthenticator != nil }
 
     /// The value of one key, or nil.
     func value(_ section: String, _ key: String) -> String? { snapshot.sections[section]?[key] }

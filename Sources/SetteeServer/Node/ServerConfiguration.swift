@@ -79,6 +79,9 @@ public struct ServerConfiguration: Sendable {
     public var uuids = UUIDSettings()
     /// Which attachments are stored gzip-compressed (`[attachments]`).
     public var attachments = AttachmentSettings()
+    /// Checks a name and password that are neither a configured admin's nor a `_users` account's; a pair it
+    /// accepts signs in as a server admin. What an in-process listener (`URLEndpointListener`) authenticates with.
+    public var passwordAuthenticator: (@Sendable (_ username: String, _ password: String) -> Bool)?
 
     public init(dataDirectory: String, host: String = "127.0.0.1", port: Int = 5984,
                 admin: (username: String, password: String)? = nil,

@@ -1,0 +1,218 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Settee
+import SetteeServer
+
+/// How a ``URLEndpointListener`` checks who connects (Couchbase Lite's `ListenerAuthenticator`).
+public protocol ListenerAuthenticator: Sendable {}
+
+/// Accepts the peers whose name and password `authenticate` accepts, sent as HTTP basic authentication or through
+/// a `_session` cookie (Couchbase Lite's `ListenerPasswordAuthenticator`).
+public struct ListenerPasswordAuthenticator: ListenerAuthenticator {
+    let authenticate: @Sendable (_ username: String, _ password: String) -> Bool
+    public init(_ authenticate: @escaping @Sendable (_ username: String, _ password: String) -> Bool) {
+        self.authenticate = authenticate
+    }
+}
+
+/// What a ``URLEndpointListener`` serves and how (Couchbase Lite's `URLEndpointListenerConfiguration`).
+public struct URLEndpointListenerConfiguration: Sendable {
+    /// The collections served, all of one database: its default collection at `/{db}`, a named one at its
+    /// keyspace `/{db}.{scope}.{collection}` (what a Settee replicator's collection configuration uses).
+    public var collections: [SetteeStore.Collection]
+    /// The port; nil or 0 takes a free one (read it from ``URLEndpointListener/port`` after ``URLEndpointListener/start()``).
+    public var port: UInt16?
+    /// The address to listen on (`0.0.0.0`, `::`, `127.0.0.1`, a host name); nil listens on every IPv4 interface.
+    public var networkInterface: String?
+    /// Serve plain HTTP instead of HTTPS.
+    public var disableTLS = false
+    /// The TLS certificate and key; nil with TLS on makes a self-signed one at start (see
+    /// ``URLEndpointListener/tlsIdentity``).
+    public var tlsIdentity: TLSIdentity?
+    /// Who may connect. Without one, the listener serves loopback peers only (a listener on another interface
+    /// refuses to start): Settee never serves databases to the network without authentication.
+    public var authenticator: (any ListenerAuthenticator)?
+
+    public init(collections: [SetteeStore.Collection]) {
+        self.collections = collections
+    }
+}
+
+/// An app's own CouchDB-compatible server, in process (Couchbase Lite's `URLEndpointListener`): two embedded apps
+/// replicate by one listening and the other pointing a ``Replicator`` at ``urls``.
+///
+/// ```swift
+/// var config = URLEndpointListenerConfiguration(collections: [try database.defaultCollection()])
+/// config.port = 4984
+/// config.authenticator = ListenerPasswordAuthenticator { user, password in user == "peer" && password == "secret" }
+/// let listener = URLEndpointListener(config: config)
+/// try listener.start()
+/// print(listener.urls ?? [])   // https://<interface>:4984/<database>
+/// ```
+/// It is the same server `settee serve` runs (the whole CouchDB API over the served database), started on a
+/// private node whose only databases are the one given; it never closes that database.
+public final class URLEndpointListener: @unchecked Sendable {
+    // @unchecked: the mutable state (`running`, `boundPort`, `identity`, `directory`) is guarded by `lock`.
+    public let config: URLEndpointListenerConfiguration
+    private let lock = NSLock()
+    private var running: (group: ServiceGroup, task: Task<Void, Never>, finished: DispatchSemaphore)?
+    private var boundPort: Int?
+    private var identity: TLSIdentity?
+    private var directory: String?
+
+    public init(config: URLEndpointListenerConfiguration) {
+        self.config = config
+    }
+
+    /// The port listened on, while running.
+    public var port: UInt16? { lock.withLock { boundPort.map { UInt16(clamping: $0) } } }
+
+    /// The TLS identity served, while running with TLS (the one given, or the self-signed one made at start).
+    public var tlsIdentity: TLSIdentity? { lock.withLock { running == nil ? nil : identity } }
+
+    /// The database URLs peers replicate with, while running: one per address of the interface listened on
+    /// (`localhost` for every interface).
+    public var urls: [URL]? {
+        guard let port = lock.withLock({ boundPort }), let database = config.collections.first?.database else { return nil }
+        let scheme = config.disableTLS ? "http" : "https"
+        let interface = config.networkInterface ?? "0.0.0.0"
+        let hosts = ["0.0.0.0", "::"].contains(interface) ? ["localhost"] : [interface.contains(":") ? "[\(interface)]" : interface]
+        let name = database.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? database.name
+        return hosts.compactMap { URL(string: "\(scheme)://\($0):\(port)/\(name)") }
+    }
+
+    /// Starts listening; returns once the port is bound.
+    /// - Throws: ``SetteeError`` `.badRequest` for collections of more than one database (or none), a listener
+    ///   beyond loopback without an authenticator, an unusable TLS identity; the server's error when the port is
+    ///   taken.
+    public func start() throws {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Outcome()
+        Task {
+            do { try await self.start() } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+
+    /// Starts listening; returns once the port is bound.
+    public func start() async throws {
+        guard lock.withLock({ running == nil }) else { return }
+        let databases = Set(config.collections.map { ObjectIdentifier($0.database) })
+        guard databases.count == 1, let database = config.collections.first?.database else {
+            throw SetteeError(.badRequest, "A listener serves the collections of exactly one database")
+        }
+        let directory = NSTemporaryDirectory() + "settee-listener-" + UUID().uuidString
+        var server = ServerConfiguration(dataDirectory: directory, host: config.networkInterface ?? "0.0.0.0",
+                                         port: Int(config.port ?? 0), fullSync: database.config.fullSync)
+        server.createSystemDatabases = false
+        if let password = config.authenticator as? ListenerPasswordAuthenticator {
+            server.passwordAuthenticator = password.authenticate
+            server.requireValidUser = true
+        } else if config.authenticator != nil {
+            throw SetteeError(.badRequest, "Unsupported listener authenticator \(type(of: config.authenticator!))")
+        }
+        var identity = config.tlsIdentity
+        if !config.disableTLS {
+            if identity == nil {
+                identity = try TLSIdentity.createIdentity(hosts: config.networkInterface.map { [$0] } ?? [], directory: directory + "/tls")
+            }
+            server.tlsCertificatePath = identity?.certificatePath
+            server.tlsKeyPath = identity?.keyPath
+        }
+        let node = try Node(configuration: server)
+        node.serve(database)
+        var logger = Logger(label: "settee.listener")
+        // The server's own connection errors (a peer gone, a stop cutting idle connections) are not the app's
+        // concern; start and replication errors reach it as thrown errors and replicator statuses.
+        logger.logLevel = .critical
+        let bound = PortBox()
+        let app = try SetteeServer.application(node: node, logger: logger) { port in bound.set(port) }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
+        let finished = DispatchSemaphore(value: 0)
+        let task = Task {
+            do { try await group.run() } catch { bound.fail(error) }
+            bound.fail(SetteeError(.internalError, "The listener stopped"))
+            finished.signal()
+        }
+        let port = try await bound.wait()
+        lock.withLock {
+            running = (group, task, finished)
+            boundPort = port
+            self.identity = identity
+            self.directory = directory
+        }
+    }
+
+    /// Stops listening: connections close, replications through them see the peer go away. The database stays
+    /// open (it is the app's).
+    public func stop() {
+        let (running, directory) = lock.withLock { () -> ((group: ServiceGroup, task: Task<Void, Never>, finished: DispatchSemaphore)?, String?) in
+            defer {
+                self.running = nil
+                boundPort = nil
+                self.directory = nil
+            }
+            return (self.running, self.directory)
+        }
+        if let running {
+            // In-flight requests get a second to finish; then the connections are cut (a TLS peer that keeps an
+            // idle connection would otherwise hold the close for NIOSSL's 5-second close_notify wait).
+            Task { await running.group.triggerGracefulShutdown() }
+            if running.finished.wait(timeout: .now() + 1) == .timedOut {
+                running.task.cancel()
+                // The node's files go once the server is down.
+                if let directory {
+                    Task {
+                        _ = await running.task.value
+                        try? FileManager.default.removeItem(atPath: directory)
+                    }
+                }
+                return
+            }
+        }
+        if let directory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    deinit { stop() }
+}
+
+/// The port the server reports once bound, or why it never did.
+private final class PortBox: @unchecked Sendable {
+    // @unchecked: `result` and `waiter` are guarded by `lock`.
+    private let lock = NSLock()
+    private var result: Swift.Result<Int, any Error>?
+    private var waiter: CheckedContinuation<Int, any Error>?
+
+    func set(_ port: Int) { finish(.success(port)) }
+    func fail(_ error: any Error) { finish(.failure(error)) }
+
+    private func finish(_ outcome: Swift.Result<Int, any Error>) {
+        let waiter = lock.withLock { () -> CheckedContinuation<Int, any Error>? in
+            guard result == nil else { return nil }
+            result = outcome
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume(with: outcome)
+    }
+
+    func wait() async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready = lock.withLock { () -> Swift.Result<Int, any Error>? in
+                if let result { return result }
+                waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+}
+
+/// An error carried out of the task a synchronous `start()` waits for.
+private final class Outcome: @unchecked Sendable {
+    // @unchecked: written by the task before the semaphore is signalled, read after the wait.
+    var error: (any Error)?
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+import Settee
+import SetteeListener
+
+/// Couchbase Lite's peer-to-peer sync (Swift): one app listens, the other replicates with it, over real HTTPS
+/// sockets on loopback.
+@Suite struct ListenerSnippetTests {
+    @Test func twoEmbeddedAppsReplicateThroughAListener() async throws {
+        let passive = try SnippetDatabase("passive"), active = try SnippetDatabase("active")
+        try passive.collection.save(document: MutableDocument(id: "from-passive").setString("p", forKey: "side"))
+        try active.collection.save(document: MutableDocument(id: "from-active").setString("a", forKey: "side"))
+
+        // The passive peer listens.
+        var listenerConfig = URLEndpointListenerConfiguration(collections: [passive.collection])
+        listenerConfig.networkInterface = "127.0.0.1"
+        listenerConfig.authenticator = ListenerPasswordAuthenticator { username, password in
+            username == "peer" && password == "secret"
+        }
+        let listener = URLEndpointListener(config: listenerConfig)
+        try await listener.start()
+        defer { listener.stop() }
+        let url = try #require(listener.urls?.first)
+        #expect(url.scheme == "https" && url.port == Int(listener.port ?? 0))
+        let identity = try #require(listener.tlsIdentity)
+
+        // The active peer replicates with it, trusting its self-signed certificate.
+        var config = ReplicatorConfiguration(target: URLEndpoint(url: url))
+        config.addCollection(active.collection)
+        config.authenticator = BasicAuthenticator(username: "peer", password: "secret")
+        config.trustedRootCertificatesPath = identity.certificatePath
+        let replicator = Replicator(config: config)
+        replicator.start()
+        let status = await replicator.waitUntilStopped()
+        #expect(status.error == nil, "\(String(describing: status.error))")
+        #expect(try passive.collection.document(id: "from-active")?.string(forKey: "side") == "a")
+        #expect(try active.collection.document(id: "from-passive")?.string(forKey: "side") == "p")
+
+        // Wrong credentials are refused; the served database stays open after the listener stops.
+        var wrong = ReplicatorConfiguration(target: URLEndpoint(url: url))
+        wrong.addCollection(active.collection)
+        wrong.authenticator = BasicAuthenticator(username: "peer", password: "nope")
+        wrong.trustedRootCertificatesPath = identity.certificatePath
+        let refused = Replicator(config: wrong)
+        refused.start()
+        #expect(await refused.waitUntilStopped().error?.kind == .unauthorized)
+        listener.stop()
+        #expect(listener.urls == nil)
+        try passive.collection.save(document: MutableDocument(id: "after-stop"))
+    }
+
+    @Test func aListenerBeyondLoopbackNeedsAnAuthenticator() throws {
+        let s = try SnippetDatabase()
+        var config = URLEndpointListenerConfiguration(collections: [s.collection])
+        config.disableTLS = true
+        let listener = URLEndpointListener(config: config)
+        #expect(throws: SetteeError.self) { try listener.start() }
+        config.networkInterface = "127.0.0.1"
+        let local = URLEndpointListener(config: config)
+        try local.start()
+        #expect(local.urls?.first?.absoluteString == "http://127.0.0.1:\(local.port!)/my-database")
+        local.stop()
+        let other = try SnippetDatabase("other")
+        #expect(throws: SetteeError.self) {
+            try URLEndpointListener(config: URLEndpointListenerConfiguration(collections: [s.collection, other.collection])).start()
+        }
+    }
+}
