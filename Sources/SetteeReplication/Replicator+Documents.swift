@@ -83,3 +83,23 @@ extension ReplicationError {
         }
     }
 }
+
+extension ReplicationError: CustomNSError {
+    public static var errorDomain: String { CBLError.domain }
+
+    /// The Couchbase Lite code of the failure: HTTP statuses as `CBLError.httpBase` + status, TLS failures as
+    /// `tlsCertUntrusted`, an unreachable peer as `networkBase`.
+    public var errorCode: Int {
+        switch kind {
+        case .unauthorized: CBLError.httpAuthRequired
+        case .forbidden: CBLError.httpForbidden
+        case .notFound: CBLError.httpNotFound
+        case .tls: CBLError.tlsCertUntrusted
+        case .unreachable: CBLError.networkBase
+        case .unsupported: CBLError.httpNotImplemented
+        case .transient, .badRequest, .cancelled: status.map { CBLError.httpBase + $0 } ?? CBLError.remoteError
+        }
+    }
+
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
+}

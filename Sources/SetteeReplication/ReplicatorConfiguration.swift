@@ -24,8 +24,23 @@ extension RemoteEndpoint {
     }
 }
 
+/// How a replicator authenticates to a ``URLEndpoint`` (Couchbase Lite's `Authenticator`).
+public protocol Authenticator: Sendable {}
+
+/// A session cookie got from the peer beforehand (Couchbase Lite's `SessionAuthenticator`). Couchbase Lite's
+/// default cookie is Sync Gateway's, `SyncGatewaySession`; a CouchDB or Settee peer's `_session` cookie is
+/// `AuthSession`.
+public struct SessionAuthenticator: Authenticator {
+    public let sessionID: String
+    public let cookieName: String
+    public init(sessionID: String, cookieName: String? = nil) {
+        self.sessionID = sessionID
+        self.cookieName = cookieName ?? "SyncGatewaySession"
+    }
+}
+
 /// Basic (user/password) authentication for a ``URLEndpoint``, as in Couchbase Lite.
-public struct BasicAuthenticator: Sendable {
+public struct BasicAuthenticator: Authenticator {
     public let username: String
     public let password: String
     public init(username: String, password: String) {
@@ -101,19 +116,10 @@ public struct ReplicatorConfiguration: Sendable {
     public var maxAttemptWaitTime: Duration = .seconds(60)
     /// How often a continuous pull's long poll is renewed, and its heartbeat.
     public var heartbeat: Duration = .seconds(10)
-    /// Credentials for a ``URLEndpoint`` target (replaces any in its URL).
-    public var authenticator: BasicAuthenticator? {
-        didSet {
-            guard let auth = authenticator, let remote = target as? RemoteEndpoint,
-                  let endpoint = try? RemoteEndpoint(url: remote.url, authentication: .basic(user: auth.username,
-                                                                                             password: auth.password),
-                                                     headers: remote.headers, client: remote.client,
-                                                     trustedRootCertificatesPath: remote.trustedRootCertificatesPath,
-                                                     allowInsecureCredentials: remote.allowInsecureCredentials)
-            else { return }  // refused (credentials over plain HTTP): `start()` reports it
-            target = endpoint
-        }
-    }
+    /// Credentials for a ``URLEndpoint`` target: a ``BasicAuthenticator`` (replaces any user in its URL) or a
+    /// ``SessionAuthenticator`` (its cookie is sent with every request). Credentials over plain HTTP to a host
+    /// that is not loopback stop the replicator at `start()` unless ``allowInsecureCredentials`` is set.
+    public var authenticator: (any Authenticator)?
     /// A PEM file of CA certificates that a ``URLEndpoint`` target's HTTPS certificate is verified against, instead
     /// of the system's trust store — for a peer whose certificate comes from a private CA (or is self-signed:
     /// pin it by listing that certificate). Verification stays full (chain, validity, host name); a certificate
@@ -184,9 +190,20 @@ public struct ReplicatorConfiguration: Sendable {
         guard let remote = target as? RemoteEndpoint,
               authenticator != nil || trustedRootCertificatesPath != nil || allowInsecureCredentials else { return target }
         var authentication = remote.authentication
-        if let auth = authenticator { authentication = .basic(user: auth.username, password: auth.password) }
+        var headers = remote.headers
+        switch authenticator {
+        case let basic as BasicAuthenticator:
+            authentication = .basic(user: basic.username, password: basic.password)
+        case let session as SessionAuthenticator:
+            headers.removeAll { $0.0.lowercased() == "cookie" }
+            headers.append(("Cookie", "\(session.cookieName)=\(session.sessionID)"))
+        case nil:
+            break
+        case let other?:
+            throw ReplicationError(.badRequest, "Unsupported authenticator \(type(of: other))")
+        }
         let caPath = trustedRootCertificatesPath ?? remote.trustedRootCertificatesPath
-        return try RemoteEndpoint(url: remote.url, authentication: authentication, headers: remote.headers,
+        return try RemoteEndpoint(url: remote.url, authentication: authentication, headers: headers,
                                   client: trustedRootCertificatesPath == nil ? remote.client : nil,
                                   trustedRootCertificatesPath: caPath,
                                   allowInsecureCredentials: allowInsecureCredentials || remote.allowInsecureCredentials)

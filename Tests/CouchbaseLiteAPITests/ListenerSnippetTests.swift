@@ -36,6 +36,19 @@ import SetteeListener
         #expect(try passive.collection.document(id: "from-active")?.string(forKey: "side") == "a")
         #expect(try active.collection.document(id: "from-passive")?.string(forKey: "side") == "p")
 
+        // A session cookie got from the listener's `_session` works too (Couchbase Lite's SessionAuthenticator).
+        let sessionID = try await Self.sessionCookie(url: url, certificate: identity.certificatePath)
+        try active.collection.save(document: MutableDocument(id: "by-session"))
+        var bySession = ReplicatorConfiguration(target: URLEndpoint(url: url))
+        bySession.addCollection(active.collection)
+        bySession.replicatorType = .push
+        bySession.authenticator = SessionAuthenticator(sessionID: sessionID, cookieName: "AuthSession")
+        bySession.trustedRootCertificatesPath = identity.certificatePath
+        let sessionReplicator = Replicator(config: bySession)
+        sessionReplicator.start()
+        #expect(await sessionReplicator.waitUntilStopped().error == nil)
+        #expect(try passive.collection.document(id: "by-session") != nil)
+
         // Wrong credentials are refused; the served database stays open after the listener stops.
         var wrong = ReplicatorConfiguration(target: URLEndpoint(url: url))
         wrong.addCollection(active.collection)
@@ -47,6 +60,25 @@ import SetteeListener
         listener.stop()
         #expect(listener.urls == nil)
         try passive.collection.save(document: MutableDocument(id: "after-stop"))
+    }
+
+    /// Signs in at the listener's `_session` (over curl, trusting the listener's certificate) and returns the
+    /// `AuthSession` cookie's value.
+    static func sessionCookie(url: URL, certificate: String) async throws -> String {
+        var server = url
+        server.deleteLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["curl", "-s", "-i", "--cacert", certificate, "-H", "Content-Type: application/json",
+                             "-d", #"{"name":"peer","password":"secret"}"#, server.absoluteString + "_session"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let line = try #require(output.split(separator: "\r\n").first { $0.lowercased().hasPrefix("set-cookie: authsession=") })
+        let value = line.dropFirst("set-cookie: AuthSession=".count).prefix { $0 != ";" }
+        return String(value)
     }
 
     @Test func aListenerBeyondLoopbackNeedsAnAuthenticator() throws {
