@@ -131,3 +131,20 @@ public struct QueryResult: DictionaryProtocol, ArrayProtocol, Sequence, Sendable
 
     private func read(_ json: JSON) -> Any? { DocumentValue.read(json, database: database) }
 }
+
+extension QueryResult {
+    /// The row decoded as `T` (Couchbase Lite's `Result.data(as:dataKey:)`): the whole row, or the column
+    /// `dataKey` (`SELECT *` rows hold the document under the collection's name). A model's `@DocumentID` reads
+    /// the `id` column when the query selected `META().id AS id`.
+    /// - Throws: ``SetteeError`` `.badRequest` when the row does not decode as `T`.
+    public func data<T: Decodable>(as type: T.Type, dataKey: String? = nil) throws -> T {
+        var json = JSON.object(jsonObject)
+        if let dataKey {
+            guard let member = self.json(forKey: dataKey) else {
+                throw SetteeError(.badRequest, "The result has no column \(dataKey)")
+            }
+            json = member
+        }
+        return try DocumentCoding.decode(T.self, from: json, id: nil, revision: nil)
+    }
+}

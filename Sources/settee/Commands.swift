@@ -13,7 +13,7 @@ struct Put: ParsableCommand {
 
     func run() throws {
         do {
-            try DocumentID.validateDatabaseName(db)
+            try DocumentIDs.validateDatabaseName(db)
             let text = json ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
             let parsed: JSON
             do { parsed = try JSON.parse(text) } catch { throw SetteeError(.invalidJSON, "\(error)") }
@@ -191,7 +191,7 @@ struct Import: ParsableCommand {
 
     func run() throws {
         do {
-            try DocumentID.validateDatabaseName(db)
+            try DocumentIDs.validateDatabaseName(db)
             let database = try options.open(db, create: true)
             defer { database.close() }
             let collection = try database.defaultCollection()

@@ -179,7 +179,7 @@ struct Load: ParsableCommand {
 
             func database(_ name: String) throws -> Database {
                 if let db = open[name] { return db }
-                try DocumentID.validateDatabaseName(name)
+                try DocumentIDs.validateDatabaseName(name)
                 let db = try options.open(name, create: !Database.exists(name: name, inDirectory: options.data))
                 open[name] = db
                 return db

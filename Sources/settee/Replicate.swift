@@ -41,7 +41,7 @@ struct Replicate: AsyncParsableCommand {
                 return try RemoteEndpoint(url: text, trustedRootCertificatesPath: ca,
                                           allowInsecureCredentials: allowInsecureCredentials)
             }
-            try DocumentID.validateDatabaseName(text)
+            try DocumentIDs.validateDatabaseName(text)
             guard create || Database.exists(name: text, inDirectory: options.data) else {
                 throw ValidationError("database `\(text)` does not exist in \(options.data)"
                     + " (--create-target creates the receiving database)")

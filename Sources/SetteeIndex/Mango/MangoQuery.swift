@@ -67,7 +67,7 @@ public struct MangoQuery: Sendable {
             case "partition":
                 guard case .string(let p) = value else { throw MangoError.badRequest("invalid_value", "Invalid value for partition: \(value.jsonString)") }
                 if !p.isEmpty {
-                    do { try DocumentID.validatePartition(p) } catch { throw MangoError.badRequest("bad_request", error.reason) }
+                    do { try DocumentIDs.validatePartition(p) } catch { throw MangoError.badRequest("bad_request", error.reason) }
                     partition = p
                 }
             case "r":

@@ -205,7 +205,7 @@ extension ViewManager {
     /// key): one partition's rows are one contiguous range, in key order inside it.
     static func partitionPrefix(_ docID: String, _ definition: ViewDefinition, _ collator: ViewCollator) -> [UInt8] {
         guard definition.partitioned else { return [] }
-        return partitionPrefix(DocumentID.partition(of: docID) ?? "", collator)
+        return partitionPrefix(DocumentIDs.partition(of: docID) ?? "", collator)
     }
 
     /// The encoded-key prefix of a partition's rows.

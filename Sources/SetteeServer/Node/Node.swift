@@ -298,7 +298,7 @@ public final class Node: @unchecked Sendable {
     /// CouchDB's database-name rule, plus the system databases `_users`, `_replicator`, `_global_changes`.
     static func validateName(_ name: String) throws(SetteeError) {
         if ["_users", "_replicator", "_global_changes"].contains(name) { return }
-        try DocumentID.validateDatabaseName(name)
+        try DocumentIDs.validateDatabaseName(name)
     }
 }
 

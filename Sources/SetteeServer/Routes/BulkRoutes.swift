@@ -63,7 +63,7 @@ enum BulkRoutes {
                         results[i] = ["ok": true, "id": .string(id), "rev": .string(newRev)]
                         continue
                     }
-                    _ = try c.database.isPartitioned ? DocumentID.validatePartitioned(id) : DocumentID.validate(id)
+                    _ = try c.database.isPartitioned ? DocumentIDs.validatePartitioned(id) : DocumentIDs.validate(id)
                     if id.hasPrefix("_design/") && !canWriteDesign { throw Auth.notDatabaseAdmin }
                     var parsed = try DocumentInput.parse(o, id: id)
                     parsed.id = id
@@ -187,7 +187,7 @@ enum BulkRoutes {
                 }
                 var invalidID: SetteeError?
                 if db.isPartitioned {
-                    do throws(SetteeError) { try DocumentID.requirePartition(id) } catch { invalidID = error }
+                    do throws(SetteeError) { try DocumentIDs.requirePartition(id) } catch { invalidID = error }
                 }
                 if let invalidID {
                     let e = CouchError.from(invalidID)
@@ -339,7 +339,7 @@ enum BulkRoutes {
                 throw CouchError(.badRequest, "query_parse_error", "`partition` parameter is not supported on this db")
             }
             let p = (try? JSON.parse(Array(given.utf8)))?.stringValue ?? given
-            do { try DocumentID.validatePartition(p) } catch { throw CouchError.from(error) }
+            do { try DocumentIDs.validatePartition(p) } catch { throw CouchError.from(error) }
             partition = p
         }
         let configuration = call.node.configuration

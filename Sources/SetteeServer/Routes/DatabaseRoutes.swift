@@ -150,7 +150,7 @@ enum DatabaseRoutes {
             var request: [(String, [RevID])] = []
             for (id, revs) in body {
                 if db.isPartitioned {
-                    do { try DocumentID.requirePartition(id) } catch { throw CouchError.from(error) }
+                    do { try DocumentIDs.requirePartition(id) } catch { throw CouchError.from(error) }
                 }
                 guard let list = revs.arrayValue else { throw CouchError.badRequest("Revisions of \(id) must be an array") }
                 request.append((id, try list.map { r in

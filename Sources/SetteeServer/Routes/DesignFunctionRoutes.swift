@@ -108,7 +108,7 @@ enum DesignFunctionRoutes {
                 // The document's own `_id` (not the URL's), as CouchDB saves it.
                 let id = newDoc["_id"]?.stringValue ?? ""
                 if id.isEmpty { throw CouchError(.badRequest, "illegal_docid", "Document id must not be empty") }
-                _ = try DocumentID.validate(id)
+                _ = try DocumentIDs.validate(id)
                 if id.hasPrefix("_design/") && !canWriteDesign { throw Auth.notDatabaseAdmin }
                 var parsed = try DocumentInput.parse(newDoc, id: id)
                 parsed.id = id

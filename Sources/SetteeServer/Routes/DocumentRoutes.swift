@@ -14,7 +14,7 @@ enum DocumentRoutes {
             throw CouchError.notFound("missing")
         }
         if db.isPartitioned {
-            do { try DocumentID.requirePartition(id) } catch { throw CouchError.from(error) }
+            do { try DocumentIDs.requirePartition(id) } catch { throw CouchError.from(error) }
         }
         switch call.method {
         case .get, .head: return try await get(call, db, c, id: id)

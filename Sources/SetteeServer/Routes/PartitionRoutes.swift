@@ -13,7 +13,7 @@ enum PartitionRoutes {
         let (db, collection) = try target.open(call.node)
         // (CouchDB checks the partition first for the info request, the database first for the others.)
         if s.count > 3 && !db.isPartitioned { throw CouchError.badRequest("database is not partitioned") }
-        do { try DocumentID.validatePartition(partition) } catch { throw CouchError.from(error) }
+        do { try DocumentIDs.validatePartition(partition) } catch { throw CouchError.from(error) }
         guard db.isPartitioned else { throw CouchError.badRequest("database is not partitioned") }
         if s.count == 3 {
             call.route = "partition"

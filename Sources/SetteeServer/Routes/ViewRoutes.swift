@@ -281,7 +281,7 @@ enum ViewRoutes {
             fullText = o["full_text"]
             snippets = try bool("snippets")
             if let p = try o.jsonString("partition") {
-                do { try DocumentID.validatePartition(p) } catch { throw CouchError.from(error) }
+                do { try DocumentIDs.validatePartition(p) } catch { throw CouchError.from(error) }
                 partition = p
             }
         }

@@ -39,7 +39,7 @@ extension Collection {
         defer { current.reset() }
         for (i, w) in writes.enumerated() {
             if case .replicated = w.mode { continue }
-            guard let partition = DocumentID.partition(of: w.id) else { continue }
+            guard let partition = DocumentIDs.partition(of: w.id) else { continue }
             if sizes[partition] == nil { sizes[partition] = try partitionExternalSize(partition, db: db) }
             guard sizes[partition]! >= limit else { continue }
             current.bind(w.id, at: 1)
@@ -198,7 +198,7 @@ extension Collection {
     /// Applies one write inside the writer's transaction.
     func apply(_ w: RevisionWrite, _ session: WriteSession) throws -> Result<RevID, SetteeError> {
         do {
-            switch try (database.isPartitioned ? DocumentID.validatePartitioned(w.id) : DocumentID.validate(w.id)) {
+            switch try (database.isPartitioned ? DocumentIDs.validatePartitioned(w.id) : DocumentIDs.validate(w.id)) {
             case .local:
                 return .failure(SetteeError(.badDocID, "Local documents are written with putLocal"))
             case .regular, .design:

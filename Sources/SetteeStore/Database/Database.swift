@@ -312,8 +312,8 @@ public final class Database: @unchecked Sendable {
     /// - Throws: `.badRequest` for an invalid scope or collection name.
     public func createCollection(name: String, scope: String? = nil) throws -> Collection {
         let scope = scope ?? "_default"
-        try DocumentID.validateCollectionName(name)
-        try DocumentID.validateCollectionName(scope)
+        try DocumentIDs.validateCollectionName(name)
+        try DocumentIDs.validateCollectionName(scope)
         if let c = try collection(name: name, scope: scope) { return c }
         let cid: Int64 = try write { db in
             let stmt = try db.prepare("SELECT id FROM collections WHERE scope = ? AND name = ?")
