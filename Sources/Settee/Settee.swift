@@ -10,3 +10,7 @@
 /// A query result row, under Couchbase Lite's name. Files that `import Settee` see it in place of
 /// `Swift.Result` (write `Swift.Result` for the standard library's), as in Couchbase Lite.
 public typealias Result = QueryResult
+
+/// An app's own log sink, under Couchbase Lite's name (`Database.log.custom`). Files that `import Settee` and
+/// swift-log's `Logging` write `Logging.Logger` for swift-log's.
+public typealias Logger = CustomLogger

@@ -124,7 +124,7 @@ public final class URLEndpointListener: @unchecked Sendable {
         }
         let node = try Node(configuration: server)
         node.serve(database)
-        var logger = Logger(label: "settee.listener")
+        var logger = Logging.Logger(label: "settee.listener")
         // The server's own connection errors (a peer gone, a stop cutting idle connections) are not the app's
         // concern; start and replication errors reach it as thrown errors and replicator statuses.
         logger.logLevel = .critical

@@ -127,6 +127,9 @@ public struct RemoteEndpoint: Endpoint {
         // No redirects: a peer must not be able to send our credentials on to another host (or to plain HTTP).
         config.redirectConfiguration = .disallow
         config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        // A refused connection fails the request at once (the replicator goes `offline` now, not after the
+        // connect timeout): the replication retries with its own backoff, which also covers a flaky connect.
+        config.connectionPool.retryConnectionEstablishment = false
         config.httpVersion = .http1Only
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
     }

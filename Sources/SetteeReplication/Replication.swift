@@ -84,7 +84,7 @@ public final class Replication: @unchecked Sendable {
 
     /// - Parameter onStatus: called (on an arbitrary thread) after every status change.
     public init(source: any Endpoint, target: any Endpoint, options: ReplicationOptions = ReplicationOptions(),
-                logger: Logger = Logger(label: "settee.replication"),
+                logger: Logger = Database.log.logger(label: "settee.replication", domain: .replicator),
                 onStatus: @escaping @Sendable (ReplicatorStatus) -> Void = { _ in }) {
         self.source = source
         self.target = target
@@ -128,6 +128,7 @@ public final class Replication: @unchecked Sendable {
                 failures += 1
                 counters.retries.increment()
                 if !options.continuous && failures >= options.maxAttempts {
+                    logger.error("replication \(replicationID) stopped after \(failures) attempts: \(error)")
                     box.update { $0.activity = .stopped; $0.error = error }
                     throw error
                 }

@@ -170,7 +170,7 @@ struct Serve: AsyncParsableCommand {
         config.allowInsecureCredentials = allowInsecureCredentials
         config.http2 = http2
         config.security.secureCookies = config.usesTLS
-        guard let level = Logger.Level(rawValue: logLevel) else {
+        guard let level = Logging.Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: trace, debug, info, notice, warning, error, critical")
         }
         if adminPair == nil && !config.bindsLoopbackOnly {
@@ -185,8 +185,10 @@ struct Serve: AsyncParsableCommand {
         case "json": LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
         default: throw ValidationError("--log-format must be text or json")
         }
-        var logger = Logger(label: "settee")
+        var logger = Logging.Logger(label: "settee")
         logger.logLevel = level
+        // The server logs through swift-log (--log-format); the library's console sink would print it twice.
+        Database.log.console.level = .none
         let node = try Node(configuration: config)
         if adminPair == nil {
             FileHandle.standardError.write(Data("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n".utf8))

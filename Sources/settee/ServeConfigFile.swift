@@ -93,10 +93,10 @@ enum ServeConfigFile {
 /// `message` and the event's metadata (route, status, ms, user, …), for log collectors.
 struct JSONLogHandler: LogHandler {
     let label: String
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
+    var logLevel: Logging.Logger.Level = .info
+    var metadata: Logging.Logger.Metadata = [:]
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    subscript(metadataKey key: String) -> Logging.Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
@@ -116,7 +116,7 @@ struct JSONLogHandler: LogHandler {
         FileHandle.standardError.write(Data(bytes))
     }
 
-    static func json(_ value: Logger.Metadata.Value) -> JSON {
+    static func json(_ value: Logging.Logger.Metadata.Value) -> JSON {
         switch value {
         case .string(let s): return Int64(s).map(JSON.int) ?? .string(s)
         case .stringConvertible(let c): return .string(c.description)

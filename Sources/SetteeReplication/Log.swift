@@ -1,0 +1,183 @@
+import Foundation
+import Synchronization
+import Logging
+import SetteeStore
+
+/// How much Couchbase Lite-style logging says (Couchbase Lite's `LogLevel`), lowest first.
+public enum LogLevel: UInt8, Sendable, Comparable {
+    case debug, verbose, info, warning, error, none
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+    init(_ level: Logging.Logger.Level) {
+        switch level {
+        case .trace: self = .debug
+        case .debug: self = .verbose
+        case .info, .notice: self = .info
+        case .warning: self = .warning
+        case .error, .critical: self = .error
+        }
+    }
+}
+
+/// What a log message is about (Couchbase Lite's `LogDomain`).
+public enum LogDomain: UInt8, Sendable {
+    case database, query, replicator, network, listener
+}
+
+/// A set of domains (Couchbase Lite's `LogDomains`).
+public struct LogDomains: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    public static let database = LogDomains(rawValue: 1 << 0)
+    public static let query = LogDomains(rawValue: 1 << 1)
+    public static let replicator = LogDomains(rawValue: 1 << 2)
+    public static let network = LogDomains(rawValue: 1 << 3)
+    public static let listener = LogDomains(rawValue: 1 << 4)
+    public static let all: LogDomains = [.database, .query, .replicator, .network, .listener]
+
+    init(_ domain: LogDomain) { self.init(rawValue: 1 << Int(domain.rawValue)) }
+}
+
+/// An app's own log sink (Couchbase Lite's custom `Logger` protocol; `import Settee` also names it `Logger`).
+public protocol CustomLogger: Sendable {
+    /// The lowest level the sink wants.
+    var level: LogLevel { get }
+    func log(level: LogLevel, domain: LogDomain, message: String)
+}
+
+/// Where log files go (Couchbase Lite's `LogFileConfiguration`).
+public struct LogFileConfiguration: Sendable {
+    public let directory: String
+    /// Rotate the file when it reaches this many bytes.
+    public var maxSize: UInt64 = 500 * 1024
+    /// Rotated files kept besides the current one.
+    public var maxRotateCount = 1
+    /// Plain text (Settee's files always are; Couchbase Lite's binary format is not written).
+    public var usePlainText = true
+    public init(directory: String) { self.directory = directory }
+}
+
+/// The library's logging (Couchbase Lite's `Database.log`): a console sink, a file sink and an app's own sink,
+/// each with a level; the console also with domains. Settee's own messages (replication, the listener) go
+/// through these sinks, and through swift-log's bootstrapped handler as before.
+///
+/// ```swift
+/// Database.log.console.level = .verbose
+/// Database.log.console.domains = [.replicator]
+/// Database.log.file.config = LogFileConfiguration(directory: logsDirectory)
+/// Database.log.file.level = .info
+/// ```
+public final class Log: Sendable {
+    public let console = ConsoleLogger()
+    public let file = FileLogger()
+    private let customSink = Mutex<(any CustomLogger)?>(nil)
+
+    /// The app's own sink, nil for none.
+    public var custom: (any CustomLogger)? {
+        get { customSink.withLock { $0 } }
+        set { customSink.withLock { $0 = newValue } }
+    }
+
+    /// Sends a message to every sink that wants it.
+    public func log(level: LogLevel, domain: LogDomain, message: String) {
+        guard level != .none else { return }
+        console.write(level: level, domain: domain, message: message)
+        file.write(level: level, domain: domain, message: message)
+        if let custom, level >= custom.level { custom.log(level: level, domain: domain, message: message) }
+    }
+
+    /// A swift-log logger whose messages reach these sinks (as `domain`) and the bootstrapped handler.
+    public func logger(label: String, domain: LogDomain) -> Logging.Logger {
+        Logging.Logger(label: label) { label in
+            MultiplexLogHandler([Logging.Logger(label: label).handler, SinkLogHandler(log: self, domain: domain)])
+        }
+    }
+}
+
+/// Messages at or above ``level`` in ``domains`` go to standard error.
+public final class ConsoleLogger: Sendable {
+    private let state = Mutex<(level: LogLevel, domains: LogDomains)>((.warning, .all))
+    /// Couchbase Lite's default: warnings and errors.
+    public var level: LogLevel {
+        get { state.withLock { $0.level } }
+        set { state.withLock { $0.level = newValue } }
+    }
+    public var domains: LogDomains {
+        get { state.withLock { $0.domains } }
+        set { state.withLock { $0.domains = newValue } }
+    }
+
+    func write(level: LogLevel, domain: LogDomain, message: String) {
+        let wanted = state.withLock { level >= $0.level && $0.domains.contains(LogDomains(domain)) }
+        guard wanted else { return }
+        FileHandle.standardError.write(Data("\(Log.timestamp()) \(domain) \(level): \(message)\n".utf8))
+    }
+}
+
+/// Messages at or above ``level`` appended to `settee.log` in ``config``'s directory, rotated by size.
+public final class FileLogger: Sendable {
+    private let state = Mutex<(config: LogFileConfiguration?, level: LogLevel)>((nil, .info))
+    /// Nil writes no file (the default).
+    public var config: LogFileConfiguration? {
+        get { state.withLock { $0.config } }
+        set { state.withLock { $0.config = newValue } }
+    }
+    public var level: LogLevel {
+        get { state.withLock { $0.level } }
+        set { state.withLock { $0.level = newValue } }
+    }
+
+    func write(level: LogLevel, domain: LogDomain, message: String) {
+        state.withLock { state in
+            guard let config = state.config, level >= state.level else { return }
+            let path = (config.directory as NSString).appendingPathComponent("settee.log")
+            let fm = FileManager.default
+            try? fm.createDirectory(atPath: config.directory, withIntermediateDirectories: true)
+            if let size = (try? fm.attributesOfItem(atPath: path))?[.size] as? UInt64, size >= config.maxSize {
+                for n in stride(from: config.maxRotateCount, to: 0, by: -1) {
+                    let from = n == 1 ? path : path + ".\(n - 1)"
+                    try? fm.removeItem(atPath: path + ".\(n)")
+                    try? fm.moveItem(atPath: from, toPath: path + ".\(n)")
+                }
+                if config.maxRotateCount == 0 { try? fm.removeItem(atPath: path) }
+            }
+            if !fm.fileExists(atPath: path) { fm.createFile(atPath: path, contents: nil) }
+            guard let handle = FileHandle(forWritingAtPath: path) else { return }
+            defer { try? handle.close() }
+            _ = try? handle.seekToEnd()
+            try? handle.write(contentsOf: Data("\(Log.timestamp()) \(domain) \(level): \(message)\n".utf8))
+        }
+    }
+}
+
+extension Log {
+    static func timestamp() -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: Date())
+    }
+}
+
+/// A swift-log handler that hands messages to ``Log``'s sinks.
+struct SinkLogHandler: LogHandler {
+    let log: Log
+    let domain: LogDomain
+    var metadata: Logging.Logger.Metadata = [:]
+    var logLevel: Logging.Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logging.Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logging.Logger.Level, message: Logging.Logger.Message, metadata: Logging.Logger.Metadata?,
+             source: String, file: String, function: String, line: UInt) {
+        log.log(level: LogLevel(level), domain: domain, message: message.description)
+    }
+}
+
+extension Database {
+    /// The library's logging sinks (Couchbase Lite's `Database.log`).
+    public static let log = Log()
+}
