@@ -80,6 +80,16 @@ public class Query: @unchecked Sendable {
         }
     }
 
+    /// Couchbase Lite's spelling of ``addChangeListener(queue:_:)``.
+    @discardableResult
+    public func addChangeListener(withQueue queue: DispatchQueue?,
+                                  _ listener: @escaping @Sendable (QueryChange) -> Void) -> ListenerToken {
+        addChangeListener(queue: queue, listener)
+    }
+
+    /// Stops a live-query listener (the same as `token.remove()`).
+    public func removeChangeListener(withToken token: ListenerToken) { token.remove() }
+
     private let cache = CompiledCache()
 
     /// The statement bound to the database; kept while its collections still exist (a deleted or re-created

@@ -171,6 +171,17 @@ public final class Replicator: @unchecked Sendable {
         }
     }
 
+    /// Calls `listener` after every status change, on `queue` (Couchbase Lite's `addChangeListener(withQueue:_:)`).
+    @discardableResult
+    public func addChangeListener(withQueue queue: DispatchQueue?,
+                                  _ listener: @escaping @Sendable (ReplicatorChange) -> Void) -> ListenerToken {
+        guard let queue else { return addChangeListener(listener) }
+        return addChangeListener { change in queue.async { listener(change) } }
+    }
+
+    /// Stops a listener (the same as `token.remove()`).
+    public func removeChangeListener(withToken token: ListenerToken) { token.remove() }
+
     /// Calls `listener` after every status change (on an arbitrary thread).
     @discardableResult
     public func addChangeListener(_ listener: @escaping @Sendable (ReplicatorChange) -> Void) -> ListenerToken {

@@ -77,6 +77,32 @@ import Settee
         collection.removeChangeListener(withToken: all)
     }
 
+    @Test func subscriptsAndLiveQueries() async throws {
+        let s = try SnippetDatabase()
+        let collection = s.collection
+        try collection.save(document: MutableDocument(id: "hotel::1").setValue(["city": "Paris"], forKey: "address"))
+        #expect(collection["hotel::1"].exists)
+        #expect(collection["hotel::1"]["address"]["city"].string == "Paris")
+        #expect(!collection["nothing"].exists && collection["nothing"]["x"].string == nil)
+
+        let query = try s.database.createQuery("SELECT META().id FROM _ WHERE address.city = 'Lyon'")
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        let token = query.addChangeListener(withQueue: DispatchQueue(label: "live")) { change in
+            continuation.yield(change.results?.allResults().count ?? -1)
+        }
+        var counts: [Int] = []
+        for await count in stream {
+            counts.append(count)
+            if counts.count == 1 {
+                try collection.save(document: MutableDocument(id: "hotel::2").setValue(["city": "Lyon"], forKey: "address"))
+            } else {
+                break
+            }
+        }
+        query.removeChangeListener(withToken: token)
+        #expect(counts == [0, 1])
+    }
+
     @Test func copyExistsDeleteAndMaintenance() throws {
         let s = try SnippetDatabase("prebuilt")
         try s.collection.save(document: MutableDocument(id: "seed").setString("v", forKey: "k"))

@@ -164,3 +164,23 @@ public final class MutableFragment: Fragment, MutableDictionaryFragment, Mutable
         return MutableFragment(array: a, index: index)
     }
 }
+
+/// A document reached by subscript on a collection (Couchbase Lite's `DocumentFragment`):
+/// `collection["hotel::1"]["name"].string`.
+public final class DocumentFragment: DictionaryFragment {
+    /// The document, nil when the collection has none by that id (or it could not be read).
+    public let document: Document?
+
+    init(_ document: Document?) { self.document = document }
+
+    /// Whether the document exists.
+    public var exists: Bool { document != nil }
+
+    /// The document's property `key`.
+    public subscript(key: String) -> Fragment { document?[key] ?? Fragment(nil, database: nil) }
+}
+
+extension Collection {
+    /// The document `id` as a ``DocumentFragment`` (Couchbase Lite's collection subscript).
+    public subscript(id: String) -> DocumentFragment { DocumentFragment(try? document(id: id)) }
+}
