@@ -56,6 +56,7 @@ public final class URLEndpointListener: @unchecked Sendable {
     // @unchecked: the mutable state (`running`, `boundPort`, `identity`, `directory`) is guarded by `lock`.
     public let config: URLEndpointListenerConfiguration
     private let lock = NSLock()
+    private let executor = QueueExecutor(label: "settee.listener")
     private var running: (group: ServiceGroup, task: Task<Void, Never>, finished: DispatchSemaphore)?
     private var boundPort: Int?
     private var identity: TLSIdentity?
@@ -89,16 +90,19 @@ public final class URLEndpointListener: @unchecked Sendable {
     public func start() throws {
         let done = DispatchSemaphore(value: 0)
         let outcome = Outcome()
-        Task {
-            do { try await self.start() } catch { outcome.error = error }
+        // The server's tasks run on the listener's own thread, not Swift's shared pool: this call blocks its
+        // caller, which may be one of that pool's few threads.
+        Task(executorPreference: executor) {
+            do { try await self.run() } catch { outcome.error = error }
             done.signal()
         }
         done.wait()
         if let error = outcome.error { throw error }
     }
 
-    /// Starts listening; returns once the port is bound.
-    public func start() async throws {
+    /// Starts the server and waits for its port (``start()`` is Couchbase Lite's synchronous call; an async
+    /// overload would be picked in async code and break `try listener.start()` there).
+    private func run() async throws {
         guard lock.withLock({ running == nil }) else { return }
         let databases = Set(config.collections.map { ObjectIdentifier($0.database) })
         guard databases.count == 1, let database = config.collections.first?.database else {
@@ -132,7 +136,7 @@ public final class URLEndpointListener: @unchecked Sendable {
         let app = try SetteeServer.application(node: node, logger: logger) { port in bound.set(port) }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
         let finished = DispatchSemaphore(value: 0)
-        let task = Task {
+        let task = Task(executorPreference: executor) {
             do { try await group.run() } catch { bound.fail(error) }
             bound.fail(SetteeError(.internalError, "The listener stopped"))
             finished.signal()
@@ -160,7 +164,7 @@ public final class URLEndpointListener: @unchecked Sendable {
         if let running {
             // In-flight requests get a second to finish; then the connections are cut (a TLS peer that keeps an
             // idle connection would otherwise hold the close for NIOSSL's 5-second close_notify wait).
-            Task { await running.group.triggerGracefulShutdown() }
+            Task(executorPreference: executor) { await running.group.triggerGracefulShutdown() }
             if running.finished.wait(timeout: .now() + 1) == .timedOut {
                 running.task.cancel()
                 // The node's files go once the server is down.
@@ -215,4 +219,18 @@ private final class PortBox: @unchecked Sendable {
 private final class Outcome: @unchecked Sendable {
     // @unchecked: written by the task before the semaphore is signalled, read after the wait.
     var error: (any Error)?
+}
+
+/// Runs tasks on a serial dispatch queue of its own (a task executor), so a caller blocked in ``URLEndpointListener/start()``
+/// or ``URLEndpointListener/stop()`` never waits on Swift's shared thread pool.
+final class QueueExecutor: TaskExecutor {
+    private let queue: DispatchQueue
+
+    init(label: String) { queue = DispatchQueue(label: label) }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
 }

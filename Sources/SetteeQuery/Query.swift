@@ -131,8 +131,13 @@ public struct QueryChange: @unchecked Sendable {
 }
 
 /// Re-runs a query after commits touching its collections and reports when the rows changed.
+// @unchecked: `tokens`, `last`, `stopped`, `pending` and `query` are guarded by `lock` (`last` is touched only on
+// the serial queue).
 final class LiveQuery: @unchecked Sendable {
-    private weak var query: Query?
+    /// Held until the listener is removed, as Couchbase Lite's database keeps an active live query: an app need
+    /// not keep its `Query` for the listener to go on.
+    private var heldQuery: Query?
+    private var query: Query? { lock.withLock { heldQuery } }
     private let queue: DispatchQueue
     private let listener: @Sendable (QueryChange) -> Void
     private var tokens: [ListenerToken] = []
@@ -142,7 +147,7 @@ final class LiveQuery: @unchecked Sendable {
     private let lock = NSLock()
 
     init(query: Query, queue: DispatchQueue, listener: @escaping @Sendable (QueryChange) -> Void) {
-        self.query = query
+        self.heldQuery = query
         self.queue = queue
         self.listener = listener
     }
@@ -155,15 +160,21 @@ final class LiveQuery: @unchecked Sendable {
             }
             return
         }
-        for collection in compiled.collections {
-            tokens.append(collection.addChangeListener(queue: queue) { [weak self] _ in self?.schedule() })
+        let added = compiled.collections.map { collection in
+            collection.addChangeListener(queue: queue) { [weak self] _ in self?.schedule() }
         }
+        lock.withLock { tokens += added }
         schedule()
     }
 
     func stop() {
-        lock.withLock { stopped = true }
-        tokens.forEach { $0.remove() }
+        let removed = lock.withLock { () -> [ListenerToken] in
+            stopped = true
+            heldQuery = nil
+            defer { tokens = [] }
+            return tokens
+        }
+        removed.forEach { $0.remove() }
     }
 
     private func schedule() {

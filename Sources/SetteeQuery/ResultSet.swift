@@ -84,7 +84,7 @@ public struct QueryResult: DictionaryProtocol, ArrayProtocol, Sequence, Sendable
     public func int64(forKey key: String) -> Int64 { self[key].int64 }
     public func float(forKey key: String) -> Float { self[key].float }
     public func double(forKey key: String) -> Double { self[key].double }
-    public func boolean(forKey key: String) -> Bool { Collation.isTruthy(json(forKey: key)) }
+    public func boolean(forKey key: String) -> Bool { self[key].boolean }
     public func date(forKey key: String) -> Date? { self[key].date }
     public func blob(forKey key: String) -> Blob? { value(forKey: key) as? Blob }
     public func array(forKey key: String) -> ArrayObject? { value(forKey: key) as? ArrayObject }
@@ -97,7 +97,7 @@ public struct QueryResult: DictionaryProtocol, ArrayProtocol, Sequence, Sendable
     public func int64(at index: Int) -> Int64 { self[index].int64 }
     public func float(at index: Int) -> Float { self[index].float }
     public func double(at index: Int) -> Double { self[index].double }
-    public func boolean(at index: Int) -> Bool { Collation.isTruthy(json(at: index)) }
+    public func boolean(at index: Int) -> Bool { self[index].boolean }
     public func date(at index: Int) -> Date? { self[index].date }
     public func blob(at index: Int) -> Blob? { value(at: index) as? Blob }
     public func array(at index: Int) -> ArrayObject? { value(at: index) as? ArrayObject }
@@ -145,6 +145,15 @@ extension QueryResult {
             }
             json = member
         }
-        return try DocumentCoding.decode(T.self, from: json, id: nil, revision: nil)
+        return try DocumentCoding.$decodingDatabase.withValue(database) {
+            try DocumentCoding.decode(T.self, from: json, id: nil, revision: nil)
+        }
+    }
+}
+
+extension ResultSet {
+    /// The rows not yet read, each decoded as `T` (Couchbase Lite's `ResultSet.data(as:dataKey:)`).
+    public func data<T: Decodable>(as type: T.Type, dataKey: String? = nil) throws -> [T] {
+        try allResults().map { try $0.data(as: T.self, dataKey: dataKey) }
     }
 }

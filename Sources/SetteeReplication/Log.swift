@@ -40,14 +40,17 @@ public struct LogDomains: OptionSet, Sendable {
 }
 
 /// An app's own log sink (Couchbase Lite's custom `Logger` protocol; `import Settee` also names it `Logger`).
-public protocol CustomLogger: Sendable {
+/// It is called from the threads that log, as in Couchbase Lite.
+public protocol CustomLogger: AnyObject {
     /// The lowest level the sink wants.
     var level: LogLevel { get }
     func log(level: LogLevel, domain: LogDomain, message: String)
 }
 
-/// Where log files go (Couchbase Lite's `LogFileConfiguration`).
-public struct LogFileConfiguration: Sendable {
+/// Where log files go (Couchbase Lite's `LogFileConfiguration`, a class as there: set its members after making it).
+// @unchecked: a configuration is set up, then handed to `Database.log.file.config`; the file sink reads it under
+// its lock.
+public final class LogFileConfiguration: @unchecked Sendable {
     public let directory: String
     /// Rotate the file when it reaches this many bytes.
     public var maxSize: UInt64 = 500 * 1024
@@ -68,15 +71,17 @@ public struct LogFileConfiguration: Sendable {
 /// Database.log.file.config = LogFileConfiguration(directory: logsDirectory)
 /// Database.log.file.level = .info
 /// ```
-public final class Log: Sendable {
+// @unchecked: the custom sink is an app's object (not Sendable in Couchbase Lite's API), kept under `customLock` and called from the logging threads, as Couchbase Lite calls it.
+public final class Log: @unchecked Sendable {
     public let console = ConsoleLogger()
     public let file = FileLogger()
-    private let customSink = Mutex<(any CustomLogger)?>(nil)
+    private let customLock = NSLock()
+    private var customSink: (any CustomLogger)?
 
     /// The app's own sink, nil for none.
     public var custom: (any CustomLogger)? {
-        get { customSink.withLock { $0 } }
-        set { customSink.withLock { $0 = newValue } }
+        get { customLock.withLock { customSink } }
+        set { customLock.withLock { customSink = newValue } }
     }
 
     /// Sends a message to every sink that wants it.
@@ -153,9 +158,8 @@ public final class FileLogger: Sendable {
 
 extension Log {
     static func timestamp() -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f.string(from: Date())
+        Date().formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true)
+            .timeSeparator(.colon).timeZone(separator: .omitted))
     }
 }
 

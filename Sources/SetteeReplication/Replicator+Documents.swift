@@ -65,6 +65,20 @@ extension Replicator {
         return pending
     }
 
+    /// The pending documents of the default collection (Couchbase Lite's pre-collections form).
+    public func pendingDocumentIds() throws -> Set<String> {
+        guard let collection = config.collections.first(where: { $0.scopeName == Scope.defaultScopeName
+            && $0.name == Collection.defaultCollectionName }) else {
+            throw ReplicationError(.badRequest, "The replicator does not replicate the default collection")
+        }
+        return try pendingDocumentIds(collection: collection)
+    }
+
+    /// Whether the document `documentID` of the default collection is still to be pushed.
+    public func isDocumentPending(_ documentID: String) throws -> Bool {
+        try pendingDocumentIds().contains(documentID)
+    }
+
     /// Whether the document `documentID` of `collection` is still to be pushed (Couchbase Lite's
     /// `isDocumentPending(_:collection:)`).
     public func isDocumentPending(_ documentID: String, collection: SetteeStore.Collection) throws -> Bool {

@@ -21,7 +21,8 @@ public struct ReplicatorChange: Sendable {
 /// Replicates a local collection with a target, in Couchbase Lite's shape:
 ///
 /// ```swift
-/// var config = ReplicatorConfiguration(database: db, target: try URLEndpoint(url: "http://peer:5984/db"))
+/// var config = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: "http://peer:5984/db")!))
+/// config.addCollection(try db.defaultCollection())
 /// config.replicatorType = .pushAndPull
 /// config.continuous = true
 /// let replicator = Replicator(config: config)
@@ -31,8 +32,15 @@ public struct ReplicatorChange: Sendable {
 ///
 /// Push and pull run concurrently as two ``Replication``s, each with its own checkpoints.
 public final class Replicator: @unchecked Sendable {
+    /// Couchbase Lite's nested names for the status types.
+    public typealias Status = ReplicatorStatus
+    public typealias ActivityLevel = ReplicatorActivityLevel
+    public typealias Progress = ReplicatorStatus.Progress
+
     public let config: ReplicatorConfiguration
     private let lock = NSLock()
+    /// Held while a status is computed and delivered, so listeners hear statuses in the order they happened.
+    private let notifying = NSRecursiveLock()  // recursive: a listener may start or stop the replicator
     private var task: Task<Void, Never>?
     /// The status of each replication running (push and pull per collection), by slot.
     private var statuses: [Int: ReplicatorStatus] = [:]
@@ -235,6 +243,8 @@ public final class Replicator: @unchecked Sendable {
     }
 
     private func update(slot: Int, _ status: ReplicatorStatus) {
+        notifying.lock()
+        defer { notifying.unlock() }
         let (status, listeners, streams) = lock.withLock {
             statuses[slot] = status
             return (combined(), Array(self.listeners.values), Array(self.streams.values))
@@ -243,6 +253,8 @@ public final class Replicator: @unchecked Sendable {
     }
 
     private func finished() {
+        notifying.lock()
+        defer { notifying.unlock() }
         let (status, listeners, streams, waiters) = lock.withLock {
             running = false
             task = nil

@@ -111,11 +111,11 @@ public struct ReplicatorConfiguration: Sendable {
     /// Changes per batch.
     public var batchSize = 500
     /// Failed attempts before a one-shot replicator stops (continuous replicators retry forever).
-    public var maxAttempts = 10
-    /// The longest wait between retries.
-    public var maxAttemptWaitTime: Duration = .seconds(60)
-    /// How often a continuous pull's long poll is renewed, and its heartbeat.
-    public var heartbeat: Duration = .seconds(10)
+    public var maxAttempts: UInt = 10
+    /// The longest wait between retries, in seconds.
+    public var maxAttemptWaitTime: TimeInterval = 60
+    /// How often a continuous pull's long poll is renewed, and its heartbeat, in seconds.
+    public var heartbeat: TimeInterval = 10
     /// Credentials for a ``URLEndpoint`` target: a ``BasicAuthenticator`` (replaces any user in its URL) or a
     /// ``SessionAuthenticator`` (its cookie is sent with every request). Credentials over plain HTTP to a host
     /// that is not loopback stop the replicator at `start()` unless ``allowInsecureCredentials`` is set.
@@ -149,9 +149,9 @@ public struct ReplicatorConfiguration: Sendable {
         addCollection(collection)
     }
 
-    /// The default collection of `database`.
-    public init(database: Database, target: any Endpoint) throws {
-        self.init(collection: try database.defaultCollection(), target: target)
+    /// The default collection of `database` (Couchbase Lite's pre-collections form). The database must be open.
+    public init(database: Database, target: any Endpoint) {
+        self.init(collection: LocalEndpoint(database: database).collection, target: target)
     }
 
     /// The collections to replicate.
@@ -235,9 +235,9 @@ public struct ReplicatorConfiguration: Sendable {
         o.documentIDs = config.documentIDs ?? documentIDs
         o.selector = selector
         o.batchSize = batchSize
-        o.maxAttempts = maxAttempts
-        o.maxRetryDelay = maxAttemptWaitTime
-        o.heartbeat = heartbeat
+        o.maxAttempts = Int(clamping: maxAttempts)
+        o.maxRetryDelay = .milliseconds(Int64(max(0, maxAttemptWaitTime) * 1000))
+        o.heartbeat = .milliseconds(Int64(max(0.001, heartbeat) * 1000))
         o.reset = reset
         if pull {
             o.conflictResolver = config.conflictResolver ?? conflictResolver

@@ -61,6 +61,16 @@ import Settee
         #expect(read["album"]["photos"][0].blob?.content == Data([1, 2, 3]))
         #expect(Set(read.attachments?.keys ?? []) == ["blob_/streamed", "blob_/file", "blob_/album/photos/0"])
         #expect(throws: SetteeError.self) { try Blob(contentType: "text/plain", fileURL: URL(string: "https://example.com/x")!) }
+
+        // A key with a slash and the nested path it looks like are different attachments.
+        let twins = MutableDocument(id: "twins")
+            .setBlob(Blob(contentType: "text/plain", data: Data("flat".utf8)), forKey: "a/b")
+            .setValue(["b": Blob(contentType: "text/plain", data: Data("nested".utf8))], forKey: "a")
+        try collection.save(document: twins)
+        let back = try #require(try collection.document(id: "twins"))
+        #expect(Set(back.attachments?.keys ?? []) == ["blob_/a~1b", "blob_/a/b"])
+        #expect(back.blob(forKey: "a/b")?.content == Data("flat".utf8))
+        #expect(back["a"]["b"].blob?.content == Data("nested".utf8))
     }
 
     @Test func saveBlobAndGetBlob() throws {

@@ -37,6 +37,19 @@ import Settee
         #expect(try collection.document(id: "a") == nil)
         #expect(try collection.document(id: "kept") != nil)
         #expect(collection.count == 1)
+
+        // A document saved in a batch that rolled back is as it was before: saving it again works.
+        let doc = try #require(try collection.document(id: "kept")).toMutable()
+        let before = doc.revisionID
+        #expect(throws: Stop.self) {
+            try s.database.inBatch {
+                try collection.save(document: doc.setInt(1, forKey: "v"), concurrencyControl: .failOnConflict)
+                throw Stop()
+            }
+        }
+        #expect(doc.revisionID == before)
+        #expect(try collection.save(document: doc, concurrencyControl: .failOnConflict))
+        #expect(try collection.document(id: "kept")?.int(forKey: "v") == 1)
     }
 
     @Test func scopesAndCollections() throws {

@@ -18,7 +18,7 @@ import SetteeListener
             username == "peer" && password == "secret"
         }
         let listener = URLEndpointListener(config: listenerConfig)
-        try await listener.start()
+        try listener.start()
         defer { listener.stop() }
         let url = try #require(listener.urls?.first)
         #expect(url.scheme == "https" && url.port == Int(listener.port ?? 0))

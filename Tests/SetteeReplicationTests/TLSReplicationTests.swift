@@ -384,7 +384,7 @@ struct TLSReplicationTests {
         let dir = TempDir()
         let db = try dir.open("local")
         defer { db.close() }
-        var config = try ReplicatorConfiguration(database: db, target: try URLEndpoint(url: "http://10.255.255.1:5984/db"))
+        var config = ReplicatorConfiguration(database: db, target: try URLEndpoint(url: "http://10.255.255.1:5984/db"))
         config.authenticator = BasicAuthenticator(username: "u", password: "p")
         let replicator = Replicator(config: config)
         replicator.start()

@@ -115,7 +115,9 @@ final class ExpiryTimer: @unchecked Sendable {
         do {
             try ExpiryTimer.purgeExpired(database)
         } catch {
-            // A failed purge (the database closing, a full disk) is retried with the next arming.
+            // A failed purge (a full disk, a locked or read-only file) is retried in 5 s, not at once.
+            schedule(atMillis: Int64(Date().timeIntervalSince1970 * 1000) + 5000)
+            return
         }
         rearm()
     }

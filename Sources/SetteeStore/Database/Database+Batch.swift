@@ -22,14 +22,28 @@ extension Database {
         }
         // The block's own error reaches the caller as it was thrown, not as a storage error.
         var thrown: (any Error)?
+        var started: Batch?
         do {
             try withoutActuallyEscaping(block) { block in
-                try write { connection in
+                let batch = try write { connection in
                     let batch = Batch(database: self, connection: connection)
-                    do { try batch.run(block) } catch { thrown = error; throw error }
+                    started = batch
+                    let changes = self.pendingChanges
+                    do {
+                        try batch.run(block)
+                    } catch {
+                        // Nothing the block wrote is kept: neither are the change notifications it queued.
+                        self.pendingChanges = changes
+                        thrown = error
+                        batch.rolledBack()
+                        throw error
+                    }
+                    return batch
                 }
+                batch.committed()
             }
         } catch {
+            started?.rolledBack()  // the commit itself failed (the block's own failure already undid its work)
             throw thrown ?? error
         }
     }
@@ -65,6 +79,28 @@ final class Batch {
             dictionary[Self.key] = batches.isEmpty ? nil : batches
         }
         try block()
+    }
+
+    private var onCommit: [() -> Void] = []
+    private var onRollback: [() -> Void] = []
+
+    /// Work to do once the batch committed (marking blobs saved), and to undo if it is rolled back (a document's
+    /// revision id).
+    func onOutcome(commit: @escaping () -> Void, rollback: @escaping () -> Void) {
+        onCommit.append(commit)
+        onRollback.append(rollback)
+    }
+
+    func committed() {
+        for work in onCommit { work() }
+        onCommit = []
+        onRollback = []
+    }
+
+    func rolledBack() {
+        for undo in onRollback.reversed() { undo() }
+        onCommit = []
+        onRollback = []
     }
 
     /// Runs a nested unit (a write, an inner batch) one savepoint deeper.

@@ -135,3 +135,77 @@ extension Database {
         return Blob(stored: metadata, database: self)
     }
 }
+
+/// What one commit changed in the default collection (Couchbase Lite's `DatabaseChange`, from before collections).
+public struct DatabaseChange: Sendable {
+    public let database: Database
+    public let documentIDs: [String]
+}
+
+/// Couchbase Lite's database-level document API, from before collections: each call works on the default
+/// collection (deprecated there in favour of `Collection`'s, and kept so older code compiles).
+extension Database {
+    private var defaults: Collection {
+        get throws { try defaultCollection() }
+    }
+
+    /// The default collection's document `id`, nil when absent (or the database is closed).
+    public func document(withID id: String) -> Document? { try? defaults.document(id: id) }
+
+    /// The default collection's document `id` as a ``DocumentFragment``.
+    public subscript(id: String) -> DocumentFragment { DocumentFragment(document(withID: id)) }
+
+    /// Documents in the default collection.
+    public var count: UInt64 { (try? defaults.count) ?? 0 }
+
+    public func saveDocument(_ document: MutableDocument) throws { try defaults.save(document: document) }
+
+    @discardableResult
+    public func saveDocument(_ document: MutableDocument, concurrencyControl: ConcurrencyControl) throws -> Bool {
+        try defaults.save(document: document, concurrencyControl: concurrencyControl)
+    }
+
+    @discardableResult
+    public func saveDocument(_ document: MutableDocument,
+                             conflictHandler: (MutableDocument, Document?) throws -> Bool) throws -> Bool {
+        try defaults.save(document: document, conflictHandler: conflictHandler)
+    }
+
+    public func deleteDocument(_ document: Document) throws { try defaults.delete(document: document) }
+
+    @discardableResult
+    public func deleteDocument(_ document: Document, concurrencyControl: ConcurrencyControl) throws -> Bool {
+        try defaults.delete(document: document, concurrencyControl: concurrencyControl)
+    }
+
+    public func purgeDocument(_ document: Document) throws { try defaults.purge(document: document) }
+
+    public func purgeDocument(withID id: String) throws { try defaults.purge(id: id) }
+
+    public func setDocumentExpiration(withID id: String, expiration: Date?) throws {
+        try defaults.setDocumentExpiration(id: id, expiration: expiration)
+    }
+
+    public func getDocumentExpiration(withID id: String) -> Date? { try? defaults.getDocumentExpiration(id: id) }
+
+    /// Calls `listener` after each commit that changed the default collection.
+    @discardableResult
+    public func addChangeListener(withQueue queue: DispatchQueue? = nil,
+                                  _ listener: @escaping @Sendable (DatabaseChange) -> Void) -> ListenerToken {
+        guard let collection = try? defaults else { return ListenerToken {} }
+        return collection.addChangeListener(queue: queue) { [self] change in
+            listener(DatabaseChange(database: self, documentIDs: change.documentIDs))
+        }
+    }
+
+    /// Calls `listener` after each commit that changed the default collection's document `id`.
+    @discardableResult
+    public func addDocumentChangeListener(withID id: String, queue: DispatchQueue? = nil,
+                                          listener: @escaping @Sendable (DocumentChange) -> Void) -> ListenerToken {
+        guard let collection = try? defaults else { return ListenerToken {} }
+        return collection.addDocumentChangeListener(id: id, queue: queue, listener: listener)
+    }
+
+    /// Stops a listener (the same as `token.remove()`).
+    public func removeChangeListener(withToken token: ListenerToken) { token.remove() }
+}

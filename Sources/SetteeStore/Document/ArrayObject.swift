@@ -17,6 +17,7 @@ public protocol ArrayProtocol: ArrayFragment {
     func array(at index: Int) -> ArrayObject?
     func dictionary(at index: Int) -> DictionaryObject?
     func toArray() -> [Any]
+    func toJSON() -> String
 }
 
 /// Write access to an array's elements (Couchbase Lite's `MutableArrayProtocol`). Setters return the array, so

@@ -19,8 +19,12 @@ public final class Blob: Equatable, Hashable, CustomStringConvertible {
     /// The key of a blob's type marker in its metadata, and its value (Couchbase Lite's constants).
     public static let typeProperty = "@type"
     public static let blobType = "blob"
+    /// The metadata's members (Couchbase Lite's constants).
+    public static let blobDigestProperty = "digest"
+    public static let blobLengthProperty = "length"
+    public static let blobContentType = "content_type"
 
-    private enum Source {
+    enum Source {
         case data(Data)
         case stream(InputStream)
         case file(URL)
@@ -28,7 +32,7 @@ public final class Blob: Equatable, Hashable, CustomStringConvertible {
         case stored
     }
 
-    private var source: Source
+    private(set) var source: Source
     /// The database holding the content once saved or read.
     private(set) var database: Database?
     private var loadedContent: Data?
@@ -139,7 +143,7 @@ public final class Blob: Equatable, Hashable, CustomStringConvertible {
     }
 
     /// Reads a stream or file source whole (once), fixing the digest and length.
-    private func load() throws -> Data {
+    func load() throws -> Data {
         switch source {
         case .data(let data): return data
         case .stored: return content ?? Data()
@@ -200,11 +204,17 @@ public final class Blob: Equatable, Hashable, CustomStringConvertible {
         switch json {
         case .object(let o):
             if isBlob(o) { return [(path, Blob(stored: o, database: database))] }
-            return o.flatMap { stored(in: $0.value, path: path + "/" + $0.key, database: database) }
+            return o.flatMap { stored(in: $0.value, path: path + "/" + escape($0.key), database: database) }
         case .array(let a):
             return a.enumerated().flatMap { stored(in: $0.element, path: path + "/\($0.offset)", database: database) }
         default: return []
         }
+    }
+
+    /// A member name as a JSON-pointer segment (`~` → `~0`, `/` → `~1`), so `{"a/b": blob}` and
+    /// `{"a": {"b": blob}}` get different attachment names.
+    static func escape(_ key: String) -> String {
+        key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     /// Equal when the digests are (the same content), or, unsaved streams, the same blob.
@@ -219,5 +229,34 @@ public final class Blob: Equatable, Hashable, CustomStringConvertible {
 
     public var description: String {
         "Blob[\(contentType ?? "?"); \(storedLength) bytes; \(storedDigest ?? "unsaved")]"
+    }
+}
+
+/// A blob in a Codable model is its metadata; saving the model (`Collection.save(from:)`) stores its content.
+extension Blob: Codable {
+    private enum Keys: String, CodingKey {
+        case type = "@type", contentType = "content_type", digest, length
+    }
+
+    public convenience init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        var metadata: JSONObject = [Blob.typeProperty: .string(Blob.blobType)]
+        metadata["digest"] = .string(try container.decode(String.self, forKey: .digest))
+        if let type = try container.decodeIfPresent(String.self, forKey: .contentType) { metadata["content_type"] = .string(type) }
+        if let length = try container.decodeIfPresent(Int64.self, forKey: .length) { metadata["length"] = .int(length) }
+        self.init(stored: metadata, database: DocumentCoding.decodingDatabase)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch source {
+        case .stream, .file: _ = try load()  // the digest and length are known once the content is read
+        default: break
+        }
+        DocumentCoding.encodedBlobs?.add(self)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(Blob.blobType, forKey: .type)
+        try container.encodeIfPresent(contentType, forKey: .contentType)
+        try container.encodeIfPresent(digest, forKey: .digest)
+        try container.encode(length, forKey: .length)
     }
 }

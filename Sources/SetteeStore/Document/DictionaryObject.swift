@@ -20,6 +20,7 @@ public protocol DictionaryProtocol: DictionaryFragment {
     func dictionary(forKey key: String) -> DictionaryObject?
     func contains(key: String) -> Bool
     func toDictionary() -> [String: Any]
+    func toJSON() -> String
 }
 
 /// Write access to a dictionary's members (Couchbase Lite's `MutableDictionaryProtocol`). Every setter returns the
@@ -135,7 +136,7 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
     func blobs(path: String = "") -> [(path: String, blob: Blob)] {
         var found: [(String, Blob)] = []
         for (key, value) in object {
-            let keyPath = path + "/" + key
+            let keyPath = path + "/" + Blob.escape(key)
             switch live[key] {
             case .blob(let b)?: found.append((keyPath, b))
             case .dictionary(let d)?: found += d.blobs(path: keyPath)

@@ -152,14 +152,25 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
     /// The blobs of the body last prepared, marked saved when the revision is stored.
     var pendingBlobs: [Blob] = []
 
-    /// Records a stored revision.
+    /// Records a stored revision. Inside `inBatch`, the blobs are marked saved once the batch commits, and the
+    /// document goes back to what it was if the batch is rolled back.
     func didSave(revision: String, sequence: Int64?, deleted: Bool, collection: Collection, body: JSONObject) {
+        let before = (revisionID, isDeleted, self.sequence, self.collection, attachments)
         revisionID = revision
         isDeleted = deleted
         if let sequence { self.sequence = UInt64(sequence) }
         self.collection = collection
         if case .object(let atts)? = body["_attachments"] { attachments = atts } else { attachments = nil }
-        for blob in pendingBlobs { blob.didSave(in: collection.database) }
+        let blobs = pendingBlobs
         pendingBlobs = []
+        let database = collection.database
+        let markSaved = { for blob in blobs { blob.didSave(in: database) } }
+        if let batch = Batch.current(of: database) {
+            batch.onOutcome(commit: markSaved) { [self] in
+                (revisionID, isDeleted, self.sequence, self.collection, attachments) = before
+            }
+        } else {
+            markSaved()
+        }
     }
 }

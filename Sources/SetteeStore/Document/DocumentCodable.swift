@@ -54,23 +54,36 @@ package enum DocumentCoding {
     @TaskLocal static var encodingBody = false
     /// The document a model object is being decoded from (its id and revision fill `@DocumentID`).
     @TaskLocal static var decodingDocument: (id: String, revision: String?)?
+    /// The database a decoded blob reads its content from.
+    @TaskLocal package static var decodingDatabase: Database?
+    /// Collects the blobs a model encodes, whose content the save stores.
+    @TaskLocal static var encodedBlobs: BlobCollector?
 
-    static func body<T: Encodable>(of object: T) throws -> JSONObject {
+    final class BlobCollector: @unchecked Sendable {
+        // @unchecked: used by one encode on one thread.
+        var blobs: [Blob] = []
+        func add(_ blob: Blob) { blobs.append(blob) }
+    }
+
+    static func body<T: Encodable>(of object: T) throws -> (body: JSONObject, blobs: [Blob]) {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(ISO8601.format(date))
         }
         let data: Data
+        let collector = BlobCollector()
         do {
-            data = try $encodingBody.withValue(true) { try encoder.encode(object) }
+            data = try $encodingBody.withValue(true) {
+                try $encodedBlobs.withValue(collector) { try encoder.encode(object) }
+            }
         } catch {
             throw SetteeError(.badRequest, "Cannot encode \(T.self) as a document: \(error)", underlying: Database.sendable(error))
         }
         guard case .object(let body) = try JSON.parse(Array(data)) else {
             throw SetteeError(.badRequest, "\(T.self) does not encode as a JSON object")
         }
-        return body
+        return (body, collector.blobs)
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from json: JSON, id: String?, revision: String?) throws -> T {
@@ -126,8 +139,10 @@ extension Collection {
     /// - Throws: ``SetteeError`` `.badRequest` when the document does not decode as `T`, or `T` has no `@DocumentID`.
     public func document<T: DocumentDecodable>(id: String, as type: T.Type) throws -> T? {
         guard let document = try document(id: id) else { return nil }
-        let object = try DocumentCoding.decode(T.self, from: .object(document.content.jsonObject), id: id,
-                                               revision: document.revisionID)
+        let object = try DocumentCoding.$decodingDatabase.withValue(database) {
+            try DocumentCoding.decode(T.self, from: .object(document.content.jsonObject), id: id,
+                                      revision: document.revisionID)
+        }
         guard DocumentCoding.reference(of: object) != nil else {
             throw SetteeError(.badRequest, "Type \(T.self) has no @DocumentID property")
         }
@@ -178,8 +193,16 @@ extension Collection {
         guard let ref = DocumentCoding.reference(of: object) else {
             throw SetteeError(.badRequest, "Type \(T.self) has no @DocumentID property")
         }
-        let document = MutableDocument(id: ref.documentID, data: try DocumentCoding.body(of: object))
-        document.revisionID = ref.revisionID
+        let (body, blobs) = try DocumentCoding.body(of: object)
+        // The blobs' content goes in first; the document's stubs then name content the database has.
+        for blob in blobs { try database.saveBlob(blob: blob) }
+        let document = MutableDocument(id: ref.documentID, data: body)
+        // A model that was never read (an id set by hand) edits whatever revision is current, as in Couchbase Lite.
+        if let revision = ref.revisionID {
+            document.revisionID = revision
+        } else if let id = ref.documentID {
+            document.revisionID = try self.document(id: id)?.revisionID
+        }
         return (ref, document)
     }
 }

@@ -22,7 +22,7 @@ enum DocumentItem {
 
 /// Conversions between the JSON a document stores and the values Couchbase Lite's API hands out and takes.
 ///
-/// Reading: strings are `String`, integers `Int`, other numbers `Double`, booleans `Bool`, objects
+/// Reading: strings are `String`, numbers and booleans `NSNumber`, objects
 /// `DictionaryObject` (or `Blob` when they are blob metadata), arrays `ArrayObject`; null is nil from `value`
 /// getters and `NSNull` inside ``DictionaryObject/toDictionary()`` and ``ArrayObject/toArray()``.
 ///
@@ -34,9 +34,11 @@ package enum DocumentValue {
     package static func read(_ json: JSON, database: Database?) -> Any? {
         switch json {
         case .null: return nil
-        case .bool(let b): return b
-        case .int(let i): return Int(truncatingIfNeeded: i)
-        case .double(let d): return d
+        // Numbers and booleans are NSNumbers, as Couchbase Lite returns them: `as? Int`, `as? Double` and
+        // `as? Bool` all work when the value fits.
+        case .bool(let b): return NSNumber(value: b)
+        case .int(let i): return NSNumber(value: i)
+        case .double(let d): return NSNumber(value: d)
         case .string(let s): return s
         case .array(let a): return ArrayObject(a, database: database)
         case .object(let o):
