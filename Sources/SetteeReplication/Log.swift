@@ -20,28 +20,28 @@ public enum LogLevel: UInt8, Sendable, Comparable {
     }
 }
 
-/// What a log message is about (Couchbase Lite's `LogDomain`).
+/// What a log message is about (Couchbase Lite's `LogDomain`, with its raw values: each a `LogDomains` bit).
 public enum LogDomain: UInt8, Sendable {
-    case database, query, replicator, network, listener
+    case database = 1, query = 2, replicator = 4, network = 8, listener = 16
 }
 
 /// A set of domains (Couchbase Lite's `LogDomains`).
 public struct LogDomains: OptionSet, Sendable {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
-    public static let database = LogDomains(rawValue: 1 << 0)
-    public static let query = LogDomains(rawValue: 1 << 1)
-    public static let replicator = LogDomains(rawValue: 1 << 2)
-    public static let network = LogDomains(rawValue: 1 << 3)
-    public static let listener = LogDomains(rawValue: 1 << 4)
+    public static let database = LogDomains(.database)
+    public static let query = LogDomains(.query)
+    public static let replicator = LogDomains(.replicator)
+    public static let network = LogDomains(.network)
+    public static let listener = LogDomains(.listener)
     public static let all: LogDomains = [.database, .query, .replicator, .network, .listener]
 
-    init(_ domain: LogDomain) { self.init(rawValue: 1 << Int(domain.rawValue)) }
+    init(_ domain: LogDomain) { self.init(rawValue: Int(domain.rawValue)) }
 }
 
 /// An app's own log sink (Couchbase Lite's custom `Logger` protocol; `import Settee` also names it `Logger`).
 /// It is called from the threads that log, as in Couchbase Lite.
-public protocol CustomLogger: AnyObject {
+public protocol CustomLogger {
     /// The lowest level the sink wants.
     var level: LogLevel { get }
     func log(level: LogLevel, domain: LogDomain, message: String)
@@ -53,12 +53,18 @@ public protocol CustomLogger: AnyObject {
 public final class LogFileConfiguration: @unchecked Sendable {
     public let directory: String
     /// Rotate the file when it reaches this many bytes.
-    public var maxSize: UInt64 = 500 * 1024
+    public var maxSize: UInt64 = LogFileConfiguration.defaultMaxSize
     /// Rotated files kept besides the current one.
-    public var maxRotateCount = 1
-    /// Plain text (Settee's files always are; Couchbase Lite's binary format is not written).
-    public var usePlainText = true
+    public var maxRotateCount = LogFileConfiguration.defaultMaxRotateCount
+    /// Plain text. Settee's files always are: Couchbase Lite's binary format is not written, so `false` (its
+    /// default) writes text too.
+    public var usePlainText = LogFileConfiguration.defaultUsePlaintext
     public init(directory: String) { self.directory = directory }
+
+    /// Couchbase Lite's defaults.
+    public static let defaultUsePlaintext = false
+    public static let defaultMaxSize: UInt64 = 524_288
+    public static let defaultMaxRotateCount = 1
 }
 
 /// The library's logging (Couchbase Lite's `Database.log`): a console sink, a file sink and an app's own sink,
@@ -84,9 +90,11 @@ public final class Log: @unchecked Sendable {
         set { customLock.withLock { customSink = newValue } }
     }
 
-    /// Sends a message to every sink that wants it.
+    /// Sends a message to every sink that wants it: ``LogSinks``' once an app has set one of them (Couchbase Lite
+    /// 3.2.2's API, which replaces this one), else this object's.
     public func log(level: LogLevel, domain: LogDomain, message: String) {
         guard level != .none else { return }
+        if LogSinks.registry.write(level: level, domain: domain, message: message) { return }
         console.write(level: level, domain: domain, message: message)
         file.write(level: level, domain: domain, message: message)
         if let custom, level >= custom.level { custom.log(level: level, domain: domain, message: message) }
@@ -116,47 +124,41 @@ public final class ConsoleLogger: Sendable {
     func write(level: LogLevel, domain: LogDomain, message: String) {
         let wanted = state.withLock { level >= $0.level && $0.domains.contains(LogDomains(domain)) }
         guard wanted else { return }
-        FileHandle.standardError.write(Data("\(Log.timestamp()) \(domain) \(level): \(message)\n".utf8))
+        FileHandle.standardError.write(Data(Log.line(level: level, domain: domain, message: message).utf8))
     }
 }
 
 /// Messages at or above ``level`` appended to `settee.log` in ``config``'s directory, rotated by size.
 public final class FileLogger: Sendable {
-    private let state = Mutex<(config: LogFileConfiguration?, level: LogLevel)>((nil, .info))
+    private let state = Mutex<(config: LogFileConfiguration?, level: LogLevel)>((nil, .none))
+    private let writer = LogFileWriter()
     /// Nil writes no file (the default).
     public var config: LogFileConfiguration? {
         get { state.withLock { $0.config } }
-        set { state.withLock { $0.config = newValue } }
+        set {
+            state.withLock { $0.config = newValue }
+            writer.configure(newValue.map {
+                .init(directory: $0.directory, maxSize: $0.maxSize, keptFiles: $0.maxRotateCount)
+            })
+        }
     }
+    /// Couchbase Lite's default: `.none`, so a configured file is written only once a level is set.
     public var level: LogLevel {
         get { state.withLock { $0.level } }
         set { state.withLock { $0.level = newValue } }
     }
 
     func write(level: LogLevel, domain: LogDomain, message: String) {
-        state.withLock { state in
-            guard let config = state.config, level >= state.level else { return }
-            let path = (config.directory as NSString).appendingPathComponent("settee.log")
-            let fm = FileManager.default
-            try? fm.createDirectory(atPath: config.directory, withIntermediateDirectories: true)
-            if let size = (try? fm.attributesOfItem(atPath: path))?[.size] as? UInt64, size >= config.maxSize {
-                for n in stride(from: config.maxRotateCount, to: 0, by: -1) {
-                    let from = n == 1 ? path : path + ".\(n - 1)"
-                    try? fm.removeItem(atPath: path + ".\(n)")
-                    try? fm.moveItem(atPath: from, toPath: path + ".\(n)")
-                }
-                if config.maxRotateCount == 0 { try? fm.removeItem(atPath: path) }
-            }
-            if !fm.fileExists(atPath: path) { fm.createFile(atPath: path, contents: nil) }
-            guard let handle = FileHandle(forWritingAtPath: path) else { return }
-            defer { try? handle.close() }
-            _ = try? handle.seekToEnd()
-            try? handle.write(contentsOf: Data("\(Log.timestamp()) \(domain) \(level): \(message)\n".utf8))
-        }
+        guard state.withLock({ $0.config != nil && level >= $0.level }) else { return }
+        writer.write(Log.line(level: level, domain: domain, message: message))
     }
 }
 
 extension Log {
+    static func line(level: LogLevel, domain: LogDomain, message: String) -> String {
+        "\(timestamp()) \(domain) \(level): \(message)\n"
+    }
+
     static func timestamp() -> String {
         Date().formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true)
             .timeSeparator(.colon).timeZone(separator: .omitted))
@@ -175,9 +177,8 @@ struct SinkLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logging.Logger.Level, message: Logging.Logger.Message, metadata: Logging.Logger.Metadata?,
-             source: String, file: String, function: String, line: UInt) {
-        log.log(level: LogLevel(level), domain: domain, message: message.description)
+    func log(event: LogEvent) {
+        log.log(level: LogLevel(event.level), domain: domain, message: event.message.description)
     }
 }
 

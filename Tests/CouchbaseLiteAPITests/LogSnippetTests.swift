@@ -56,5 +56,50 @@ import Settee
         #expect(file.contains("database info: hello from the test"))
         #expect(!file.contains("below every level"))
         #expect(LogDomains.all.contains(.replicator) && LogLevel.debug < LogLevel.error)
+        #expect(LogDomain.listener.rawValue == 16 && LogDomains.network.rawValue == 8)
+
+        // Couchbase Lite 3.2.2's LogSinks replace `Database.log` once set (this runs after the part above: the
+        // switch is one-way in a process, as Couchbase Lite's).
+        try logSinksReplaceDatabaseLog(logs: s.dir.path + "/sink-logs")
+    }
+
+    struct SinkTestLogSink: LogSinkProtocol {
+        let lines: Lines
+        func writeLog(level: LogLevel, domain: LogDomain, message: String) {
+            lines.add("\(domain) \(level) \(message)")
+        }
+    }
+
+    func logSinksReplaceDatabaseLog(logs: String) throws {
+        let sink = SinkTestLogSink(lines: Lines())
+        let oldSink = LogTestLogger()
+        Database.log.custom = oldSink
+        LogSinks.custom = CustomLogSink(level: .info, domains: [.database], logSink: sink)
+        LogSinks.file = FileLogSink(level: .verbose, directory: logs, maxKeptFiles: 2, maxFileSize: 4096)
+        LogSinks.console = ConsoleLogSink(level: .none)
+        defer {
+            LogSinks.custom = nil
+            LogSinks.file = nil
+            LogSinks.console = ConsoleLogSink(level: .warning)
+            Database.log.custom = nil
+        }
+        #expect(LogSinks.file?.maxKeptFiles == 2 && FileLogSink.defaultMaxKeptFiles == 2)
+
+        Database.log.log(level: .info, domain: .database, message: "to the new sinks")
+        Database.log.log(level: .warning, domain: .query, message: "not the custom sink's domain")
+        Database.log.log(level: .debug, domain: .database, message: "below every level")
+        #expect(sink.lines.snapshot == ["database info to the new sinks"])
+        #expect(oldSink.lines.snapshot.isEmpty)
+
+        // The file rotates by size and keeps two rotated files.
+        for n in 0..<400 {
+            Database.log.log(level: .verbose, domain: .network, message: "line \(n) of the rotation test")
+        }
+        let fm = FileManager.default
+        #expect(fm.fileExists(atPath: logs + "/settee.log.1") && fm.fileExists(atPath: logs + "/settee.log.2"))
+        #expect(!fm.fileExists(atPath: logs + "/settee.log.3"))
+        let current = try String(contentsOfFile: logs + "/settee.log", encoding: .utf8)
+        #expect(current.contains("line 399 of the rotation test"))
+        #expect(((try fm.attributesOfItem(atPath: logs + "/settee.log"))[.size] as? Int ?? .max) <= 4096)
     }
 }

@@ -207,7 +207,7 @@ import SetteeCore
         var db = try dir.open()
         let c = try db.defaultCollection()
         let r1 = try c.write(RevisionWrite(id: "m", body: obj(#"{"v":1}"#), mode: .edit(parent: nil)))
-        let path = db.path
+        let path = db.filePath
         db.close()
         do {
             let conn = try Connection(path: path)

@@ -1,5 +1,14 @@
 import CSQLite
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// The C library's file calls, named apart from `Database`'s own `read` and `close`.
+private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { open(path, flags) }
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+private func systemClose(_ fd: Int32) -> Int32 { close(fd) }
 import SetteeCore
 
 /// Attachment bodies, stored once per digest, and other per-database metadata.
@@ -121,9 +130,9 @@ extension Connection {
         insert.reset()
         guard changes == 1 else { return }  // stored already: bodies are addressed by their digest
         let rowid = lastInsertRowID
-        let fd = Glibc.open(staged.path, O_RDONLY | O_CLOEXEC)
+        let fd = systemOpen(staged.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SetteeError(.internalError, "staged attachment \(staged.path) can't be read") }
-        defer { Glibc.close(fd) }
+        defer { _ = systemClose(fd) }
         var blob: OpaquePointer?
         let rc = sqlite3_blob_open(handle, "main", "blobs", "data", rowid, 1, &blob)
         defer { sqlite3_blob_close(blob) }
@@ -131,7 +140,7 @@ extension Connection {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
         while offset < staged.length {
-            let got = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, staged.length - offset)) }
+            let got = buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, min($0.count, staged.length - offset)) }
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else { throw SetteeError(.internalError, "staged attachment \(staged.path) is shorter than staged") }
             let wrote = buffer.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32(got), Int32(offset)) }

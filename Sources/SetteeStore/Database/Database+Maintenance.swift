@@ -22,7 +22,7 @@ extension Database {
         let fm = FileManager.default
         var file = 0
         for suffix in ["", "-wal"] {
-            if let attrs = try? fm.attributesOfItem(atPath: path + suffix), let size = attrs[.size] as? NSNumber {
+            if let attrs = try? fm.attributesOfItem(atPath: filePath + suffix), let size = attrs[.size] as? NSNumber {
                 file += size.intValue
             }
         }

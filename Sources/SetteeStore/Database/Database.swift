@@ -23,7 +23,9 @@ public final class Database: @unchecked Sendable {
     /// The configuration it was opened with.
     public let config: DatabaseConfiguration
     /// Path of the SQLite file.
-    public let path: String
+    public let filePath: String
+    /// Path of the SQLite file, nil once the database is closed (Couchbase Lite's `path`).
+    public var path: String? { pool.isClosed ? nil : filePath }
     /// A random id given at creation, stable for the life of the database (CouchDB's per-db uuid).
     public let uuid: String
 
@@ -61,8 +63,8 @@ public final class Database: @unchecked Sendable {
         }
         self.name = name
         self.config = config
-        self.path = Database.filePath(name: name, directory: config.directory)
-        if !create && !FileManager.default.fileExists(atPath: path) {
+        self.filePath = Database.filePath(name: name, directory: config.directory)
+        if !create && !FileManager.default.fileExists(atPath: filePath) {
             throw SetteeError(.notFound, "Database does not exist.")
         }
         do {
@@ -73,7 +75,7 @@ public final class Database: @unchecked Sendable {
         let migrator = Database.migrator(revsLimit: config.revsLimit)
         do {
             pool = try DatabasePool(
-                path: path,
+                path: filePath,
                 configuration: PoolConfiguration(readers: max(1, config.readers), synchronousFull: config.fullSync),
                 prepareWriter: { try migrator.migrate($0) })
             var partitioned = false
