@@ -2,7 +2,16 @@ import SetteeCore
 import SetteeSQLPP
 import SetteeStore
 
-extension Collection {
+/// Something that holds indexes (Couchbase Lite's `Indexable`): a ``Collection``.
+public protocol Indexable {
+    func indexes() throws -> [String]
+    func createIndex(withName name: String, config: any IndexConfiguration) throws
+    func createIndex(_ index: any Index, name: String) throws
+    func deleteIndex(forName name: String) throws
+    func index(withName name: String) throws -> QueryIndex?
+}
+
+extension Collection: Indexable {
     /// Creates an index (Couchbase Lite's `createIndex(withName:config:)`) and builds it before returning.
     ///
     /// ```swift
@@ -15,6 +24,12 @@ extension Collection {
     }
 
     /// Creates an index from ``IndexBuilder`` (Couchbase Lite's `createIndex(_:name:)`).
+    public func createIndex(_ index: any Index, name: String) throws {
+        try createIndex(withName: name, config: index)
+    }
+
+    /// Creates an index from a configuration, named last.
+    @_disfavoredOverload
     public func createIndex(_ index: any IndexConfiguration, name: String) throws {
         try createIndex(withName: name, config: index)
     }
@@ -39,5 +54,30 @@ extension Collection {
         let manager = try IndexManager.shared(for: database)
         guard let info = manager.indexes(of: self).first(where: { $0.name == name }) else { return nil }
         return QueryIndex(info: info, collection: self, manager: manager)
+    }
+}
+
+extension Database {
+    /// The default collection's index names (Couchbase Lite's deprecated `Database.indexes`; use
+    /// ``Collection/indexes()``).
+    @available(*, deprecated, message: "Use collection.indexes()")
+    public var indexes: [String] { (try? defaultCollection().indexes()) ?? [] }
+
+    /// Creates an index on the default collection (Couchbase Lite's deprecated `createIndex(_:withName:)`).
+    @available(*, deprecated, message: "Use collection.createIndex(_:name:)")
+    public func createIndex(_ index: any Index, withName name: String) throws {
+        try defaultCollection().createIndex(withName: name, config: index)
+    }
+
+    /// Creates an index on the default collection (Couchbase Lite's deprecated `createIndex(_:name:)`).
+    @available(*, deprecated, message: "Use collection.createIndex(withName:config:)")
+    public func createIndex(_ config: any IndexConfiguration, name: String) throws {
+        try defaultCollection().createIndex(withName: name, config: config)
+    }
+
+    /// Drops an index of the default collection (Couchbase Lite's deprecated `deleteIndex(forName:)`).
+    @available(*, deprecated, message: "Use collection.deleteIndex(forName:)")
+    public func deleteIndex(forName name: String) throws {
+        try defaultCollection().deleteIndex(forName: name)
     }
 }

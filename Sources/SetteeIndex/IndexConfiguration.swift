@@ -158,6 +158,9 @@ public protocol IndexConfiguration: Sendable {
     func indexSpec() throws(SetteeError) -> IndexSpec
 }
 
+/// An index built with ``IndexBuilder`` (Couchbase Lite's `Index`): ``ValueIndex`` or ``FullTextIndex``.
+public protocol Index: IndexConfiguration {}
+
 /// A value index over one or more SQL++ expressions, optionally partial (Couchbase Lite's `ValueIndexConfiguration`).
 ///
 /// ```swift
@@ -187,7 +190,7 @@ public struct ValueIndexConfiguration: IndexConfiguration {
 }
 
 /// An index built from QueryBuilder items (Couchbase Lite's `IndexBuilder.valueIndex(items:)`).
-public struct ValueIndex: IndexConfiguration {
+public struct ValueIndex: Index {
     public let items: [ValueIndexItem]
     public let whereExpression: SQLExpression?
 
@@ -211,12 +214,17 @@ public struct FullTextIndexConfiguration: IndexConfiguration {
     public let ignoreAccents: Bool
     public let language: String?
 
-    public init(_ expressions: [String], where: String? = nil, ignoreAccents: Bool = false, language: String? = nil) {
+    /// - Parameter ignoreAccents: nil for ``defaultIgnoreAccents``.
+    public init(_ expressions: [String], where: String? = nil,
+                ignoreAccents: Bool? = FullTextIndexConfiguration.defaultIgnoreAccents, language: String? = nil) {
         self.expressions = expressions
         self.where = `where`
-        self.ignoreAccents = ignoreAccents
+        self.ignoreAccents = ignoreAccents ?? FullTextIndexConfiguration.defaultIgnoreAccents
         self.language = language
     }
+
+    /// Couchbase Lite's default: accents are not folded.
+    public static let defaultIgnoreAccents = false
 
     public func indexSpec() throws(SetteeError) -> IndexSpec {
         var parsed: [SQLExpression] = []
@@ -255,7 +263,7 @@ public struct ArrayIndexConfiguration: IndexConfiguration {
 }
 
 /// A full-text index built from QueryBuilder items (`IndexBuilder.fullTextIndex(items:)`).
-public struct FullTextIndex: IndexConfiguration {
+public struct FullTextIndex: Index {
     public let items: [FullTextIndexItem]
     public var isIgnoringAccents = false
     public var languageCode: String?
@@ -293,6 +301,8 @@ public struct FullTextIndexItem: Sendable {
 public enum IndexBuilder {
     /// A full-text index on the given items.
     public static func fullTextIndex(items: FullTextIndexItem...) -> FullTextIndex { FullTextIndex(items: items) }
+    /// A full-text index on the given items.
+    public static func fullTextIndex(items: [FullTextIndexItem]) -> FullTextIndex { FullTextIndex(items: items) }
     /// A value index on the given items.
     public static func valueIndex(items: ValueIndexItem...) -> ValueIndex {
         ValueIndex(items: items, whereExpression: nil)

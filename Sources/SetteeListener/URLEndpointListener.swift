@@ -33,10 +33,25 @@ public struct URLEndpointListenerConfiguration: Sendable {
     /// Who may connect. Without one, the listener serves loopback peers only (a listener on another interface
     /// refuses to start): Settee never serves databases to the network without authentication.
     public var authenticator: (any ListenerAuthenticator)?
+    /// Peers may pull but not push: every write is refused (403) except their `_local` replication checkpoints.
+    public var readOnly = false
 
     public init(collections: [SetteeStore.Collection]) {
         self.collections = collections
     }
+
+    /// A copy of another configuration (Couchbase Lite's `init(config:)`).
+    public init(config: URLEndpointListenerConfiguration) {
+        self = config
+    }
+}
+
+/// A listener's connections (Couchbase Lite's `URLEndpointListener.ConnectionStatus`).
+public struct ConnectionStatus: Sendable, Equatable {
+    /// Connections open now.
+    public let connectionCount: UInt64
+    /// Connections serving a request now: a replicator's requests and its open `_changes` feed.
+    public let activeConnectionCount: UInt64
 }
 
 /// An app's own CouchDB-compatible server, in process (Couchbase Lite's `URLEndpointListener`): two embedded apps
@@ -53,7 +68,7 @@ public struct URLEndpointListenerConfiguration: Sendable {
 /// It is the same server `settee serve` runs (the whole CouchDB API over the served database), started on a
 /// private node whose only databases are the one given; it never closes that database.
 public final class URLEndpointListener: @unchecked Sendable {
-    // @unchecked: the mutable state (`running`, `boundPort`, `identity`, `directory`) is guarded by `lock`.
+    // @unchecked: the mutable state (`running`, `boundPort`, `identity`, `directory`, `connections`) is guarded by `lock`.
     public let config: URLEndpointListenerConfiguration
     private let lock = NSLock()
     private let executor = QueueExecutor(label: "settee.listener")
@@ -61,6 +76,7 @@ public final class URLEndpointListener: @unchecked Sendable {
     private var boundPort: Int?
     private var identity: TLSIdentity?
     private var directory: String?
+    private var connections: ConnectionCounts?
 
     public init(config: URLEndpointListenerConfiguration) {
         self.config = config
@@ -68,6 +84,12 @@ public final class URLEndpointListener: @unchecked Sendable {
 
     /// The port listened on, while running.
     public var port: UInt16? { lock.withLock { boundPort.map { UInt16(clamping: $0) } } }
+
+    /// The connections open now, and those serving a request (zeros while stopped).
+    public var status: ConnectionStatus {
+        guard let counts = lock.withLock({ connections }) else { return ConnectionStatus(connectionCount: 0, activeConnectionCount: 0) }
+        return ConnectionStatus(connectionCount: UInt64(max(counts.open, 0)), activeConnectionCount: UInt64(max(counts.active, 0)))
+    }
 
     /// The TLS identity served, while running with TLS (the one given, or the self-signed one made at start).
     public var tlsIdentity: TLSIdentity? { lock.withLock { running == nil ? nil : identity } }
@@ -127,7 +149,7 @@ public final class URLEndpointListener: @unchecked Sendable {
             server.tlsKeyPath = identity?.keyPath
         }
         let node = try Node(configuration: server)
-        node.serve(database)
+        node.serve(database, readOnly: config.readOnly)
         var logger = Logging.Logger(label: "settee.listener")
         // The server's own connection errors (a peer gone, a stop cutting idle connections) are not the app's
         // concern; start and replication errors reach it as thrown errors and replicator statuses.
@@ -147,6 +169,7 @@ public final class URLEndpointListener: @unchecked Sendable {
             boundPort = port
             self.identity = identity
             self.directory = directory
+            connections = node.connections
         }
     }
 
@@ -158,6 +181,7 @@ public final class URLEndpointListener: @unchecked Sendable {
                 self.running = nil
                 boundPort = nil
                 self.directory = nil
+                connections = nil
             }
             return (self.running, self.directory)
         }

@@ -110,7 +110,17 @@ final class CompiledCache: @unchecked Sendable {
     func set(_ v: CompiledQuery) { lock.withLock { value = v } }
 }
 
-extension Database {
+/// Something SQL++ queries are made from (Couchbase Lite's `QueryFactory`): a ``Database``.
+public protocol QueryFactory {
+    func createQuery(_ query: String) throws -> Query
+}
+
+extension Query: CustomStringConvertible {
+    /// The query as SQL++ text: as written, or printed from the QueryBuilder statement.
+    public var description: String { "\(type(of: self))[\(text ?? statement.description)]" }
+}
+
+extension Database: QueryFactory {
     /// Parses a SQL++ query (Couchbase Lite's `createQuery(_:)`).
     ///
     /// - Throws: ``SetteeError`` `.queryParseError` naming the position for a syntax error, an unknown function

@@ -1,3 +1,4 @@
+import Foundation
 import SetteeCore
 import SetteeSQLPP
 import SetteeStore
@@ -38,6 +39,12 @@ public struct DataSource: DataSourceAs {
     /// Reads the documents of `collection`. Rows of `SelectResult.all()` put each document under the
     /// collection's name — the database's name for the default collection, as Couchbase Lite's guide shows
     /// (`{"travel-sample": {…}}`) — unless an alias is given with ``as(_:)``.
+    /// The database's default collection (Couchbase Lite's deprecated `DataSource.database(_:)`).
+    @available(*, deprecated, message: "Use DataSource.collection(_:)")
+    public static func database(_ database: Database) -> DataSource {
+        DataSource(sourceRef: SourceRef(scope: nil, collection: database.name), database: database)
+    }
+
     public static func collection(_ collection: SetteeStore.Collection) -> DataSource {
         let isDefault = collection.scopeName == "_default" && collection.name == "_default"
         return DataSource(sourceRef: SourceRef(scope: collection.scopeName == "_default" ? nil : collection.scopeName,
@@ -62,7 +69,7 @@ public protocol JoinProtocol: Sendable {
 }
 
 /// A join that still needs its ON condition (Couchbase Lite's `JoinOnProtocol`).
-public protocol JoinOnProtocol: Sendable {
+public protocol JoinOnProtocol: JoinProtocol {
     /// The join condition; it usually compares properties of both sources, qualified with `.from(alias)`.
     func on(_ expression: any ExpressionProtocol) -> any JoinProtocol
 }
@@ -76,6 +83,9 @@ struct BuiltJoin: JoinProtocol {
 public struct JoinOn: JoinOnProtocol {
     let kind: JoinKind
     let source: SourceRef
+
+    /// The join without a condition (every pair of rows, as a cross join).
+    public var joinClause: JoinClause { JoinClause(kind: kind, source: source, on: nil) }
 
     /// The join condition.
     public func on(_ expression: any ExpressionProtocol) -> any JoinProtocol {
@@ -319,3 +329,11 @@ public final class OrderBy: Query, @unchecked Sendable {
 
 /// A query after its LIMIT clause (Couchbase Lite's `Limit`).
 public final class Limit: Query, @unchecked Sendable {}
+
+extension SetteeSQLPP.Expression {
+    /// A number constant from an `NSNumber` (Couchbase Lite's `Expression.number(_:)`): integers stay integers,
+    /// a boolean `NSNumber` is a boolean; `nil` is `NULL`.
+    public static func number(_ value: NSNumber?) -> any ExpressionProtocol {
+        SetteeSQLPP.Expression.value(value.map { DocumentValue.number($0) } ?? JSON.null)
+    }
+}

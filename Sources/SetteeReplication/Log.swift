@@ -63,6 +63,8 @@ public final class LogFileConfiguration: @unchecked Sendable {
 
     /// Couchbase Lite's defaults.
     public static let defaultUsePlaintext = false
+    @available(*, deprecated, renamed: "defaultUsePlaintext")
+    public static let defaultUsePlainText = false
     public static let defaultMaxSize: UInt64 = 524_288
     public static let defaultMaxRotateCount = 1
 }

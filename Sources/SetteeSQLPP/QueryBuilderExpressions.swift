@@ -125,8 +125,9 @@ extension ExpressionProtocol {
 
 /// A property expression that can be qualified by a data-source alias (Couchbase Lite's `PropertyExpressionProtocol`).
 public protocol PropertyExpressionProtocol: ExpressionProtocol {
-    /// The same property, read from the data source with the given alias (`DataSource.….as(alias)`).
-    func from(_ alias: String) -> any ExpressionProtocol
+    /// The same property, read from the data source with the given alias (`DataSource.….as(alias)`); nil reads
+    /// it unqualified.
+    func from(_ alias: String?) -> any ExpressionProtocol
 }
 
 /// A `META()` field that can be qualified by a data-source alias (Couchbase Lite's `MetaExpressionProtocol`).
@@ -139,7 +140,7 @@ public protocol MetaExpressionProtocol: ExpressionProtocol {
 struct PropertyExpression: PropertyExpressionProtocol {
     let path: [PathComponent]
     var sqlExpression: SQLExpression { .property(source: nil, path: path) }
-    func from(_ alias: String) -> any ExpressionProtocol {
+    func from(_ alias: String?) -> any ExpressionProtocol {
         BuiltExpression(.property(source: alias, path: path))
     }
 }
@@ -147,8 +148,9 @@ struct PropertyExpression: PropertyExpressionProtocol {
 /// `Expression.all()`: `*` (as in `COUNT(*)`); `.from(alias)` is the whole document of that source.
 struct AllExpression: PropertyExpressionProtocol {
     var sqlExpression: SQLExpression { .star }
-    func from(_ alias: String) -> any ExpressionProtocol {
-        BuiltExpression(.property(source: alias, path: []))
+    func from(_ alias: String?) -> any ExpressionProtocol {
+        guard let alias else { return self }
+        return BuiltExpression(.property(source: alias, path: []))
     }
 }
 
@@ -379,8 +381,10 @@ public enum Function {
     /// `AVG(expression)`: the average of the group's numbers.
     public static func avg(_ expression: any ExpressionProtocol) -> any ExpressionProtocol { call("AVG", expression) }
     /// `COUNT(expression)`: the number of the group's values that are not null or missing;
-    /// `count(Expression.all())` is `COUNT(*)`, the number of rows.
-    public static func count(_ expression: any ExpressionProtocol) -> any ExpressionProtocol { call("COUNT", expression) }
+    /// `count()` and `count(Expression.all())` are `COUNT(*)`, the number of rows.
+    public static func count(_ expression: (any ExpressionProtocol)? = nil) -> any ExpressionProtocol {
+        call("COUNT", expression ?? Expression.all())
+    }
     /// `MIN(expression)`: the group's smallest value.
     public static func min(_ expression: any ExpressionProtocol) -> any ExpressionProtocol { call("MIN", expression) }
     /// `MAX(expression)`: the group's largest value.
@@ -670,20 +674,23 @@ public protocol OrderingProtocol: Sendable {
     var item: OrderItem { get }
 }
 
-/// An ORDER BY item whose direction can be chosen (Couchbase Lite's `SortOrder`).
-public protocol SortOrder: OrderingProtocol {
+/// An ORDER BY item whose direction can be chosen (Couchbase Lite's `QuerySortOrder`).
+public protocol QuerySortOrder: OrderingProtocol {
     /// Smallest first (the default).
     func ascending() -> any OrderingProtocol
     /// Largest first.
     func descending() -> any OrderingProtocol
 }
 
+/// Couchbase Lite's former name of ``QuerySortOrder``.
+public typealias SortOrder = QuerySortOrder
+
 /// An ORDER BY item (Couchbase Lite's `Ordering`); ascending unless ``descending()`` is called.
 ///
 /// ```swift
 /// .orderBy(Ordering.property("title").ascending(), Ordering.expression(Meta.sequence).descending())
 /// ```
-public struct Ordering: SortOrder {
+public struct Ordering: QuerySortOrder {
     /// The ORDER BY item.
     public var item: OrderItem
 
@@ -736,13 +743,28 @@ public struct ValueIndexItem: Sendable, Hashable {
     }
 }
 
-/// A full-text index named in `MATCH` / `RANK` (Couchbase Lite's `IndexExpressionProtocol`).
-public struct FullTextIndexExpression: Sendable {
+/// An index named in a query function (Couchbase Lite's `IndexExpressionProtocol`).
+public protocol IndexExpressionProtocol: Sendable {
+    /// The index's name.
+    var name: String { get }
+}
+
+/// A full-text index named in `MATCH` / `RANK` (Couchbase Lite's `FullTextIndexExpressionProtocol`).
+public protocol FullTextIndexExpressionProtocol: IndexExpressionProtocol {
+    /// The same index read through the data source `alias`.
+    func from(_ alias: String) -> any IndexExpressionProtocol
+}
+
+/// A full-text index named in `MATCH` / `RANK` (what ``Expression/fullTextIndex(_:)`` returns).
+public struct FullTextIndexExpression: FullTextIndexExpressionProtocol {
     public let name: String
     /// `alias.index` when the query joins several sources.
     public let source: String?
     /// The same index read through the data source `alias`.
-    public func from(_ alias: String) -> FullTextIndexExpression { FullTextIndexExpression(name: name, source: alias) }
+    public func from(_ alias: String) -> any IndexExpressionProtocol { FullTextIndexExpression(name: name, source: alias) }
+}
+
+extension IndexExpressionProtocol {
     var argument: SQLExpression { .literal(.string(name)) }
 }
 
@@ -763,7 +785,7 @@ extension Expression {
 public enum FullTextFunction {
     /// True for documents the full-text index matches with `query` (FTS5 syntax: terms, "phrases", prefix*,
     /// AND/OR/NOT, NEAR, parentheses).
-    public static func match(_ index: FullTextIndexExpression, query: String) -> any ExpressionProtocol {
+    public static func match(_ index: any IndexExpressionProtocol, query: String) -> any ExpressionProtocol {
         BuiltExpression( .function("MATCH", [index.argument, .literal(.string(query))], distinct: false))
     }
     /// `match` with the index given by name.
@@ -771,15 +793,44 @@ public enum FullTextFunction {
         match(Expression.fullTextIndex(indexName), query: query)
     }
     /// `match` with the query given as an expression (a parameter).
-    public static func match(_ index: FullTextIndexExpression, query: any ExpressionProtocol) -> any ExpressionProtocol {
+    public static func match(_ index: any IndexExpressionProtocol, query: any ExpressionProtocol) -> any ExpressionProtocol {
         BuiltExpression( .function("MATCH", [index.argument, query.sqlExpression], distinct: false))
     }
     /// The relevance of the match (higher is better).
-    public static func rank(_ index: FullTextIndexExpression) -> any ExpressionProtocol {
+    public static func rank(_ index: any IndexExpressionProtocol) -> any ExpressionProtocol {
         BuiltExpression( .function("RANK", [index.argument], distinct: false))
     }
     /// `rank` with the index given by name.
     public static func rank(withIndex indexName: String) -> any ExpressionProtocol {
         rank(Expression.fullTextIndex(indexName))
+    }
+    /// Couchbase Lite's deprecated `rank(_:)` by index name.
+    @available(*, deprecated, message: "Use FullTextFunction.rank(_ index: IndexExpressionProtocol)")
+    public static func rank(_ indexName: String) -> any ExpressionProtocol {
+        rank(Expression.fullTextIndex(indexName))
+    }
+    /// Couchbase Lite's deprecated `match(indexName:query:)`.
+    @available(*, deprecated, message: "Use FullTextFunction.match(_ index: IndexExpressionProtocol, query:)")
+    public static func match(indexName: String, query: String) -> any ExpressionProtocol {
+        match(Expression.fullTextIndex(indexName), query: query)
+    }
+}
+
+/// A full-text index waiting for its query (Couchbase Lite's deprecated `FullTextExpressionProtocol`).
+public protocol FullTextExpressionProtocol {
+    /// `MATCH(index, query)`.
+    func match(_ query: String) -> any ExpressionProtocol
+}
+
+/// Couchbase Lite's deprecated full-text expression: `FullTextExpression.index("desc").match("pool")`.
+public enum FullTextExpression {
+    @available(*, deprecated, message: "Use FullTextFunction.match(_:query:)")
+    public static func index(_ name: String) -> any FullTextExpressionProtocol { NamedFullTextIndex(name: name) }
+
+    struct NamedFullTextIndex: FullTextExpressionProtocol {
+        let name: String
+        func match(_ query: String) -> any ExpressionProtocol {
+            FullTextFunction.match(Expression.fullTextIndex(name), query: query)
+        }
     }
 }

@@ -56,7 +56,8 @@ public enum SetteeServer {
             },
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port),
                                                     serverName: serverName,
-                                                    availableConnectionsDelegate: MaximumAvailableConnections(config.maxConnections)),
+                                                    availableConnectionsDelegate: CountedConnections(limit: MaximumAvailableConnections(config.maxConnections),
+                                                                                                  counts: node.connections)),
             services: [NodeService(node: node)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? config.port) },
             logger: log)

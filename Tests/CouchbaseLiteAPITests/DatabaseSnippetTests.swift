@@ -120,8 +120,9 @@ import Settee
         let s = try SnippetDatabase("prebuilt")
         try s.collection.save(document: MutableDocument(id: "seed").setString("v", forKey: "k"))
         let uuid = s.database.uuid
-        let path = s.database.path
+        let path = try #require(s.database.path)
         s.database.close()
+        #expect(s.database.path == nil)
         let config = DatabaseConfiguration(directory: s.dir.path + "/app")
         try Database.copy(fromPath: path, toDatabase: "travel", withConfig: config)
         #expect(Database.exists(withName: "travel", inDirectory: config.directory))

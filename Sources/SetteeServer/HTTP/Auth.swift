@@ -194,6 +194,17 @@ enum Auth {
     /// Checks the caller may make this request on this database, and records their access in `call.access`.
     /// Runs before the route handler.
     static func authorize(_ call: inout Call, _ target: Keyspace) throws {
+        try authorizeBySecurity(&call, target)
+        if call.access > .reader && call.node.isServedReadOnly(target.database) {
+            call.access = .reader
+            if required(call) > .reader {
+                throw CouchError(.forbidden, "forbidden", "This database is served read-only.")
+            }
+        }
+    }
+
+    /// The access `_security` (or being a server admin) gives the caller.
+    private static func authorizeBySecurity(_ call: inout Call, _ target: Keyspace) throws {
         if call.isAdmin {
             call.access = .admin
             return

@@ -15,6 +15,10 @@ struct CouchResponder: HTTPResponder {
 
     func respond(to request: Request, context: SetteeRequestContext) async throws -> Response {
         let started = DispatchTime.now().uptimeNanoseconds
+        let connections = node.connections
+        connections.requestStarted()
+        var streaming = false
+        defer { if !streaming { connections.requestFinished() } }
         var request = request
         if request.method == .post, let override = request.headers[CouchResponder.methodOverride],
            let method = HTTPRequest.Method(override.uppercased()) {
@@ -59,6 +63,17 @@ struct CouchResponder: HTTPResponder {
                              seconds: seconds)
         context.logger.info("\(request.method) \(request.uri) \(response.status.code)",
                             metadata: ["ms": "\(Int(seconds * 1000))", "user": "\(call.user ?? "-")"])
+        if response.body.contentLength == nil {
+            // A streamed body (a feed, a large attachment): the request is served until it is written.
+            // It counts as served until the body is released: written, or dropped unwritten.
+            streaming = true
+            let body = response.body
+            let served = ServedRequest(connections)
+            response.body = ResponseBody { writer in
+                withExtendedLifetime(served) {}
+                try await body.write(writer)
+            }
+        }
         return response
     }
 

@@ -46,6 +46,8 @@ public final class Node: @unchecked Sendable {
     private let jwtCache = Mutex<(snapshot: NodeConfig.Snapshot, authenticator: JWTAuthenticator?)?>(nil)
     let tasks = ActiveTasks()
     let metrics: ServerMetrics
+    /// The connections open to the node's server, and those serving a request.
+    public let connections = ConnectionCounts()
     /// Raised when the HTTP server begins its graceful shutdown: open `_changes` feeds end with their `last_seq`.
     let shutdownNotice = ShutdownNotice()
     /// Transient, persistent (`_replicator`) and peer replications.
@@ -55,8 +57,10 @@ public final class Node: @unchecked Sendable {
 
     private let lock = NSLock()
     private var open: [String: Database] = [:]
-    /// Databases the node serves but does not own (``serve(_:)``).
+    /// Databases the node serves but does not own (``serve(_:readOnly:)``).
     private var served: [Database] = []
+    /// The served databases peers may only read (their `_local` checkpoints aside).
+    private var servedReadOnly: Set<String> = []
     /// The default collection of each open database (the plain `/{db}` keyspace, named by nearly every
     /// request), kept beside it rather than made per request.
     private var defaultCollections: [String: SetteeStore.Collection] = [:]
@@ -168,6 +172,11 @@ public final class Node: @unchecked Sendable {
         return db
     }
 
+    /// Whether `name` is a database served read-only (``serve(_:readOnly:)``).
+    func isServedReadOnly(_ name: String) -> Bool {
+        lock.withLock { !servedReadOnly.isEmpty && servedReadOnly.contains(name) }
+    }
+
     /// Closes and deletes a database. Throws `.notFound` if it does not exist.
     public func deleteDatabase(_ name: String) throws {
         if lock.withLock({ served.contains { $0.name == name } }) {
@@ -271,9 +280,12 @@ public final class Node: @unchecked Sendable {
 
     /// Serves an already open database under its name, in place of a file of the node's data directory (an app
     /// that embeds the store and listens for peers: `URLEndpointListener`). The node never closes it.
-    public func serve(_ database: Database) {
+    /// - Parameter readOnly: Callers, admins included, get at most reader access: they read documents, changes
+    ///   and queries and write only `_local` (replication checkpoint) documents.
+    public func serve(_ database: Database, readOnly: Bool = false) {
         lock.lock()
         served.append(database)
+        if readOnly { servedReadOnly.insert(database.name) }
         open[database.name] = database
         metrics.openDatabases(open.count)
         lock.unlock()

@@ -1,7 +1,7 @@
 import SetteeCore
 
 /// How a save behaves when the document changed since it was read (Couchbase Lite's `ConcurrencyControl`).
-public enum ConcurrencyControl: Sendable {
+public enum ConcurrencyControl: UInt8, Sendable {
     /// The save replaces whatever revision is current.
     case lastWriteWins
     /// The save fails (returns false) if the document changed since it was read.

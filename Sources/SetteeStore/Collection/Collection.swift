@@ -154,10 +154,17 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     /// - Parameter queue: where the listener runs (default: a private serial queue of its own).
     /// - Returns: a token; call `remove()` on it to stop.
     @discardableResult
-    public func addChangeListener(queue: DispatchQueue? = nil,
+    public func addChangeListener(queue: DispatchQueue?,
                                   listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
         database.notifier.addListener(collection: self, documentID: nil,
                                       queue: queue ?? DispatchQueue(label: "settee.listener"), listener)
+    }
+
+    /// Calls `listener`, on a private serial queue of its own, after each commit that changed documents in this
+    /// collection.
+    @discardableResult
+    public func addChangeListener(listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
+        addChangeListener(queue: nil, listener: listener)
     }
 
     /// Couchbase Lite's spelling of ``addChangeListener(queue:listener:)``.
@@ -180,3 +187,12 @@ public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomS
     /// Stops a listener (the same as `token.remove()`).
     public func removeChangeListener(withToken token: ListenerToken) { token.remove() }
 }
+
+/// Something whose document changes can be listened to (Couchbase Lite's `CollectionChangeObservable`): a
+/// ``Collection``. Listeners are `@Sendable`: they run on the queue given, or a private one.
+public protocol CollectionChangeObservable {
+    func addChangeListener(listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken
+    func addChangeListener(queue: DispatchQueue?, listener: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken
+}
+
+extension Collection: CollectionChangeObservable {}

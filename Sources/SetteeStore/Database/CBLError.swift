@@ -70,6 +70,21 @@ public enum CBLError {
     public static let httpNotImplemented = 10501
     public static let httpServiceUnavailable = 10503
 
+    // WebSocket close codes (Couchbase Lite's replication protocol runs over WebSockets; Settee's over HTTP
+    // requests, so its errors never carry these, but code that switches on them compiles).
+    public static let webSocketBase = 11000
+    public static let webSocketGoingAway = 11001
+    public static let webSocketProtocolError = 11002
+    public static let webSocketDataError = 11003
+    public static let webSocketAbnormalClose = 11006
+    public static let webSocketBadMessageFormat = 11007
+    public static let webSocketPolicyError = 11008
+    public static let webSocketMessageTooBig = 11009
+    public static let webSocketMissingExtension = 11010
+    public static let webSocketCantFulfill = 11011
+    public static let webSocketCloseUserTransient = 14001
+    public static let webSocketCloseUserPermanent = 14002
+
     public static let invalidJSON = 17001
     public static let decodingError = 18001
     public static let encodingError = 18002

@@ -190,12 +190,18 @@ extension Database {
 
     /// Calls `listener` after each commit that changed the default collection.
     @discardableResult
-    public func addChangeListener(withQueue queue: DispatchQueue? = nil,
-                                  _ listener: @escaping @Sendable (DatabaseChange) -> Void) -> ListenerToken {
+    public func addChangeListener(withQueue queue: DispatchQueue?,
+                                  listener: @escaping @Sendable (DatabaseChange) -> Void) -> ListenerToken {
         guard let collection = try? defaults else { return ListenerToken {} }
         return collection.addChangeListener(queue: queue) { [self] change in
             listener(DatabaseChange(database: self, documentIDs: change.documentIDs))
         }
+    }
+
+    /// Calls `listener` after each commit that changed the default collection.
+    @discardableResult
+    public func addChangeListener(_ listener: @escaping @Sendable (DatabaseChange) -> Void) -> ListenerToken {
+        addChangeListener(withQueue: nil, listener: listener)
     }
 
     /// Calls `listener` after each commit that changed the default collection's document `id`.

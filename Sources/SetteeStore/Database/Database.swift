@@ -76,7 +76,8 @@ public final class Database: @unchecked Sendable {
         do {
             pool = try DatabasePool(
                 path: filePath,
-                configuration: PoolConfiguration(readers: max(1, config.readers), synchronousFull: config.fullSync),
+                configuration: PoolConfiguration(readers: max(1, config.readers), synchronousFull: config.fullSync,
+                                                 mmapEnabled: config.mmapEnabled),
                 prepareWriter: { try migrator.migrate($0) })
             var partitioned = false
             let meta = try pool.write { db -> (String, Int, UInt64, [(Int64, String, String)]) in

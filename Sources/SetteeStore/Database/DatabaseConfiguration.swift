@@ -19,12 +19,24 @@ public struct DatabaseConfiguration: Sendable {
     public var readers: Int
     /// Revisions kept per document path when the database is created (CouchDB's `_revs_limit`).
     public var revsLimit: Int
+    /// Readers map the database file into memory (SQLite's `mmap_size`), which makes reads of a large database
+    /// cheaper; `false` reads through SQLite's page cache only.
+    public var mmapEnabled: Bool = DatabaseConfiguration.defaultMmapEnabled
 
     public init(directory: String = FileManager.default.currentDirectoryPath,
-                fullSync: Bool = false, readers: Int = 4, revsLimit: Int = 1000) {
+                fullSync: Bool = DatabaseConfiguration.defaultFullSync, readers: Int = 4, revsLimit: Int = 1000) {
         self.directory = directory
         self.fullSync = fullSync
         self.readers = readers
         self.revsLimit = revsLimit
     }
+
+    /// A copy of `config`, or the defaults for nil (Couchbase Lite's `init(config:)`).
+    public init(config: DatabaseConfiguration?) {
+        self = config ?? DatabaseConfiguration()
+    }
+
+    /// Couchbase Lite's defaults: commits not synced to stable storage one by one, memory-mapped reads.
+    public static let defaultFullSync = false
+    public static let defaultMmapEnabled = true
 }

@@ -23,6 +23,10 @@ public protocol ArrayProtocol: ArrayFragment {
 /// Write access to an array's elements (Couchbase Lite's `MutableArrayProtocol`). Setters return the array, so
 /// edits chain. An index past the end stops the program, as Couchbase Lite's range exception does.
 public protocol MutableArrayProtocol: ArrayProtocol, MutableArrayFragment {
+    /// The nested array at `index`, editable in place.
+    func array(at index: Int) -> MutableArrayObject?
+    /// The nested dictionary at `index`, editable in place.
+    func dictionary(at index: Int) -> MutableDictionaryObject?
     @discardableResult func setValue(_ value: Any?, at index: Int) -> Self
     @discardableResult func addValue(_ value: Any?) -> Self
     @discardableResult func insertValue(_ value: Any?, at index: Int) -> Self

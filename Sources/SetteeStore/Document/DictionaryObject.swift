@@ -26,6 +26,10 @@ public protocol DictionaryProtocol: DictionaryFragment {
 /// Write access to a dictionary's members (Couchbase Lite's `MutableDictionaryProtocol`). Every setter returns the
 /// dictionary, so edits chain; nil sets JSON null (``removeValue(forKey:)`` removes a member).
 public protocol MutableDictionaryProtocol: DictionaryProtocol, MutableDictionaryFragment {
+    /// The nested array under `key`, editable in place.
+    func array(forKey key: String) -> MutableArrayObject?
+    /// The nested dictionary under `key`, editable in place.
+    func dictionary(forKey key: String) -> MutableDictionaryObject?
     @discardableResult func setValue(_ value: Any?, forKey key: String) -> Self
     @discardableResult func setString(_ value: String?, forKey key: String) -> Self
     @discardableResult func setNumber(_ value: NSNumber?, forKey key: String) -> Self

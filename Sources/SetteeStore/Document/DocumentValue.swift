@@ -124,7 +124,7 @@ package enum DocumentValue {
     }
 
     /// An `NSNumber` as JSON: booleans stay booleans, integers integers.
-    static func number(_ n: NSNumber) -> JSON {
+    package static func number(_ n: NSNumber) -> JSON {
         let type = String(cString: n.objCType)
         switch type {
         case "c", "B": return .bool(n.boolValue)  // NSNumber(value: Bool) is a char

@@ -21,9 +21,43 @@ public protocol MutableArrayFragment {
     subscript(index: Int) -> MutableFragment { get }
 }
 
+/// A value's typed getters (Couchbase Lite's `FragmentProtocol`).
+public protocol FragmentProtocol {
+    var value: Any? { get }
+    var string: String? { get }
+    var int: Int { get }
+    var int64: Int64 { get }
+    var float: Float { get }
+    var double: Double { get }
+    var number: NSNumber? { get }
+    var boolean: Bool { get }
+    var date: Date? { get }
+    var blob: Blob? { get }
+    var array: ArrayObject? { get }
+    var dictionary: DictionaryObject? { get }
+    var exists: Bool { get }
+}
+
+/// A value's typed getters and setters (Couchbase Lite's `MutableFragmentProtocol`; its containers are the
+/// mutable ones).
+public protocol MutableFragmentProtocol: FragmentProtocol {
+    var value: Any? { get set }
+    var string: String? { get set }
+    var number: NSNumber? { get set }
+    var int: Int { get set }
+    var int64: Int64 { get set }
+    var float: Float { get set }
+    var double: Double { get set }
+    var boolean: Bool { get set }
+    var date: Date? { get set }
+    var blob: Blob? { get set }
+    var array: MutableArrayObject? { get set }
+    var dictionary: MutableDictionaryObject? { get set }
+}
+
 /// A value reached by subscripts, present or not (Couchbase Lite's `Fragment`): `doc["address"]["city"].string`.
 /// A path that leads nowhere gives a fragment whose ``exists`` is false and whose getters return nil or 0.
-public class Fragment: DictionaryFragment, ArrayFragment {
+public class Fragment: FragmentProtocol, DictionaryFragment, ArrayFragment {
     private let stored: JSON?
     let database: Database?
 

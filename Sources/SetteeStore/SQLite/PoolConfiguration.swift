@@ -29,9 +29,11 @@ package struct PoolConfiguration: Sendable {
     /// - Parameter readers: The most reader connections to open.
     /// - Parameter synchronousFull: Use `synchronous=FULL` instead of `NORMAL`.
     /// - Parameter readOnly: Open the database read-only.
-    package init(readers: Int = 4, synchronousFull: Bool = false, readOnly: Bool = false) {
+    /// - Parameter mmapEnabled: Map the file for readers (``mmapBytes``); false reads through the page cache only.
+    package init(readers: Int = 4, synchronousFull: Bool = false, readOnly: Bool = false, mmapEnabled: Bool = true) {
         self.readers = readers
         self.synchronousFull = synchronousFull
         self.readOnly = readOnly
+        if !mmapEnabled { mmapBytes = 0 }
     }
 }
