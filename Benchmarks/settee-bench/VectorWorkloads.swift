@@ -242,7 +242,7 @@ func faissBaseline(_ data: VectorDataSet, nlist: Int, nprobes: [Int], workDir: S
         for r in try c.write(writes) { _ = try r.get() }
     }
     try IndexManager.shared(for: db).isBackgroundEnabled = false
-    let centroids = Int(Double(data.count).squareRoot().rounded())
+    let centroids = UInt32(Double(data.count).squareRoot().rounded())
     let config = VectorIndexConfiguration(expression: "vector", dimensions: 128, centroids: centroids)
     let build = try measure { try c.createIndex(withName: "vec", config: config) }
     if !jsonOutput { print("vector   SQL++ index build incl. training, \(data.count) docs: \(String(format: "%.2f", build)) s") }

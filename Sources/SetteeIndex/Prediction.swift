@@ -8,21 +8,23 @@ import SetteeStore
 ///
 /// ```swift
 /// final class ColorModel: PredictiveModel {
-///     func predict(input: JSONObject) -> JSONObject? {
-///         guard let color = input["colorInput"]?.stringValue else { return nil }
-///         return ["vector": .array(embed(color).map { .double(Double($0)) })]
+///     func predict(input: DictionaryObject) -> DictionaryObject? {
+///         guard let color = input.string(forKey: "colorInput") else { return nil }
+///         return MutableDictionaryObject().setValue(embed(color), forKey: "vector")
 ///     }
 /// }
 /// Database.prediction.registerModel(ColorModel(), withName: "ColorModel")
 /// ```
-/// `predict` may be called from several threads at once (queries and the index manager's background catch-up).
-/// Returning nil makes the PREDICTION call MISSING (an index then skips the document).
-public protocol PredictiveModel: Sendable {
+/// `predict` may be called from several threads at once (queries and the index manager's background catch-up),
+/// as in Couchbase Lite. Returning nil makes the PREDICTION call MISSING (an index then skips the document).
+public protocol PredictiveModel {
     /// The model's output for `input`, or nil when it has none.
-    func predict(input: JSONObject) -> JSONObject?
+    func predict(input: DictionaryObject) -> DictionaryObject?
 }
 
 /// The registry of predictive models (Couchbase Lite's `Prediction`, reached as ``SetteeStore/Database/prediction``).
+// @unchecked: `models` is guarded by `lock`; the models are apps' objects (not Sendable in Couchbase Lite's API),
+// called from the threads that evaluate queries and index documents, as Couchbase Lite calls them.
 public final class Prediction: @unchecked Sendable {
     private let lock = NSLock()
     private var models: [String: any PredictiveModel] = [:]
@@ -52,7 +54,7 @@ public final class Prediction: @unchecked Sendable {
             throw SetteeError(.queryParseError, "PREDICTION(\(name), …): no predictive model named \(name) is registered")
         }
         guard case .object(let object) = input else { return nil }
-        return model.predict(input: object).map(JSON.object)
+        return model.predict(input: DictionaryObject(object, database: nil)).map { .object($0.jsonObject) }
     }
 
     /// The evaluator hook that calls this registry.

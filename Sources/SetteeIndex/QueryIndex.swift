@@ -1,3 +1,4 @@
+import Foundation
 import SetteeCore
 import SetteeSQLPP
 import SetteeStore
@@ -35,9 +36,9 @@ public final class QueryIndex: @unchecked Sendable {
     ///     try updater.finish()
     /// }
     /// ```
-    /// - Throws: `badRequest` when the index is not a lazy vector index or `limit` is not positive.
-    public func beginUpdate(limit: Int) throws -> IndexUpdater? {
-        let entries = try pendingVectors(limit: limit)
+    /// - Throws: `badRequest` when the index is not a lazy vector index or `limit` is 0.
+    public func beginUpdate(limit: UInt64) throws -> IndexUpdater? {
+        let entries = try pendingVectors(limit: Int(clamping: limit))
         if entries.isEmpty { return nil }
         return IndexUpdater(index: self, entries: entries)
     }
@@ -113,8 +114,9 @@ public struct LazyVectorEntry: Sendable, Hashable {
 /// then `setVector` (nil: the document is not indexed) or `skipVector` (handed out again next time) for every one,
 /// then ``finish()``.
 ///
+/// It is an array of the values to embed (Couchbase Lite's `ArrayProtocol` getters, subscripts and iteration).
 /// Not thread-safe: one updater is used by one thread at a time.
-public final class IndexUpdater: @unchecked Sendable {
+public final class IndexUpdater: ArrayProtocol, Sequence, @unchecked Sendable {
     private enum Outcome {
         case vector([Float])
         case noVector
@@ -123,12 +125,15 @@ public final class IndexUpdater: @unchecked Sendable {
 
     private let index: QueryIndex
     private let entries: [LazyVectorEntry]
+    /// The entries' values, read as a document's array is.
+    private let values: ArrayObject
     private var outcomes: [Outcome?]
     private var finished = false
 
     init(index: QueryIndex, entries: [LazyVectorEntry]) {
         self.index = index
         self.entries = entries
+        self.values = ArrayObject(entries.map(\.value), database: index.collection.database)
         self.outcomes = Array(repeating: nil, count: entries.count)
     }
 
@@ -137,16 +142,26 @@ public final class IndexUpdater: @unchecked Sendable {
     /// The document id of entry `i`.
     public func documentID(at i: Int) -> String? { entries.indices.contains(i) ? entries[i].documentID : nil }
 
-    /// The value of the index's expression for entry `i` (the text, image reference … to embed).
-    public func value(at i: Int) -> JSON? { entries.indices.contains(i) ? entries[i].value : nil }
-    /// The value at `i` as a string, or nil.
-    public func string(at i: Int) -> String? { value(at: i)?.stringValue }
-    /// The value at `i` as an integer, or nil.
-    public func int(at i: Int) -> Int? { value(at: i)?.intValue.map { Int(clamping: $0) } }
-    /// The value at `i` as a double, or nil.
-    public func double(at i: Int) -> Double? { value(at: i)?.doubleValue }
-    /// The value at `i` as a boolean, or nil.
-    public func boolean(at i: Int) -> Bool? { value(at: i)?.boolValue }
+    /// The value of the index's expression for entry `i` as stored JSON (Settee's), nil out of range.
+    public func json(at i: Int) -> JSON? { entries.indices.contains(i) ? entries[i].value : nil }
+
+    // The value to embed for entry `i` (the text, image reference …), read as ``ArrayObject`` reads an element.
+    public func value(at i: Int) -> Any? { values.value(at: i) }
+    public func string(at i: Int) -> String? { values.string(at: i) }
+    public func number(at i: Int) -> NSNumber? { values.number(at: i) }
+    public func int(at i: Int) -> Int { values.int(at: i) }
+    public func int64(at i: Int) -> Int64 { values.int64(at: i) }
+    public func float(at i: Int) -> Float { values.float(at: i) }
+    public func double(at i: Int) -> Double { values.double(at: i) }
+    public func boolean(at i: Int) -> Bool { values.boolean(at: i) }
+    public func date(at i: Int) -> Date? { values.date(at: i) }
+    public func blob(at i: Int) -> Blob? { values.blob(at: i) }
+    public func array(at i: Int) -> ArrayObject? { values.array(at: i) }
+    public func dictionary(at i: Int) -> DictionaryObject? { values.dictionary(at: i) }
+    public func toArray() -> [Any] { values.toArray() }
+    public func toJSON() -> String { values.toJSON() }
+    public subscript(index: Int) -> Fragment { values[index] }
+    public func makeIterator() -> AnyIterator<Any> { values.makeIterator() }
 
     /// Sets the vector of entry `i`; nil leaves its document out of the index.
     ///

@@ -79,7 +79,7 @@ public struct VectorIndexOptions: Sendable, Hashable {
     var jsonPairs: [(String, JSON)] {
         var pairs: [(String, JSON)] = [
             ("dimensions", .int(Int64(dimensions))), ("centroids", .int(Int64(centroids))),
-            ("metric", .string(metric.rawValue)), ("encoding", .string(Self.encodingName(encoding))),
+            ("metric", .string(metric.name)), ("encoding", .string(Self.encodingName(encoding))),
         ]
         if case .productQuantizer(let m, let bits) = encoding {
             pairs += [("subquantizers", .int(Int64(m))), ("bits", .int(Int64(bits)))]
@@ -101,7 +101,7 @@ public struct VectorIndexOptions: Sendable, Hashable {
         }
         self.init(dimensions: try integer("dimensions", required: true)!, centroids: try integer("centroids", required: true)!)
         if let v = o["metric"], !v.isNull {
-            guard let name = v.stringValue, let metric = DistanceMetric(rawValue: name) ?? DistanceMetric(name: name) else {
+            guard let name = v.stringValue, let metric = DistanceMetric(name: name) else {
                 throw SetteeError(.badRequest, "Unknown distance metric \(v) (supported: euclideanSquared, euclidean, cosine, dot)")
             }
             self.metric = metric
@@ -133,13 +133,15 @@ public struct VectorIndexOptions: Sendable, Hashable {
 }
 
 /// Scalar-quantizer widths (Couchbase Lite's `ScalarQuantizerType`).
-public enum ScalarQuantizerType: Int, Sendable {
+public enum ScalarQuantizerType: UInt32, Sendable {
     case SQ4 = 4, SQ6 = 6, SQ8 = 8
 }
 
 extension VectorEncoding {
     /// A scalar quantizer of the given width (Couchbase Lite's `VectorEncoding.scalarQuantizer(type:)`).
-    public static func scalarQuantizer(type: ScalarQuantizerType) -> VectorEncoding { .scalarQuantizer(bits: type.rawValue) }
+    public static func scalarQuantizer(type: ScalarQuantizerType) -> VectorEncoding {
+        .scalarQuantizer(bits: Int(type.rawValue))
+    }
 }
 
 /// A vector index (Couchbase Lite's `VectorIndexConfiguration`): an IVF index over the vectors `expression` gives
@@ -159,33 +161,48 @@ extension VectorEncoding {
 public struct VectorIndexConfiguration: IndexConfiguration {
     /// The SQL++ expression giving each document's vector (or, for a lazy index, the value the app embeds).
     public let expression: String
-    public let dimensions: Int
-    public let centroids: Int
-    public var metric: DistanceMetric = .euclideanSquared
-    public var encoding: VectorEncoding = .scalarQuantizer(bits: 8)
+    public let dimensions: UInt32
+    public let centroids: UInt32
+    public var metric = VectorIndexConfiguration.defaultDistanceMetric
+    public var encoding = VectorIndexConfiguration.defaultEncoding
     /// 0 derives it from the centroids.
-    public var numProbes = 0
+    public var numProbes = VectorIndexConfiguration.defaultNumProbes
     /// 0 means 25 × centroids.
-    public var minTrainingSize = 0
+    public var minTrainingSize = VectorIndexConfiguration.defaultMinTrainingSize
     /// 0 means 256 × centroids.
-    public var maxTrainingSize = 0
+    public var maxTrainingSize = VectorIndexConfiguration.defaultMaxTrainingSize
     /// The app computes the vectors through ``QueryIndex/beginUpdate(limit:)``.
-    public var isLazy = false
+    public var isLazy = VectorIndexConfiguration.defaultIsLazy
 
-    public init(expression: String, dimensions: Int, centroids: Int) {
+    public init(expression: String, dimensions: UInt32, centroids: UInt32) {
         self.expression = expression
         self.dimensions = dimensions
         self.centroids = centroids
     }
 
+    /// Couchbase Lite's defaults (a training size or probe count of 0 is derived from the centroids).
+    public static let defaultIsLazy = false
+    public static let defaultEncoding = VectorEncoding.scalarQuantizer(type: .SQ8)
+    public static let defaultDistanceMetric = DistanceMetric.euclideanSquared
+    public static let defaultMinTrainingSize: UInt32 = 0
+    public static let defaultMaxTrainingSize: UInt32 = 0
+    public static let defaultNumProbes: UInt32 = 0
+
     public func indexSpec() throws(SetteeError) -> IndexSpec {
-        var options = VectorIndexOptions(dimensions: dimensions, centroids: centroids)
+        var options = VectorIndexOptions(dimensions: Int(dimensions), centroids: Int(centroids))
         options.metric = metric
         options.encoding = encoding
-        options.numProbes = numProbes
-        options.minTrainingSize = minTrainingSize
-        options.maxTrainingSize = maxTrainingSize
+        options.numProbes = Int(numProbes)
+        options.minTrainingSize = Int(minTrainingSize)
+        options.maxTrainingSize = Int(maxTrainingSize)
         options.isLazy = isLazy
         return try IndexSpec(kind: .vector, expressions: [try SQLPPParser.parseExpression(expression)], vector: options)
     }
+}
+
+/// Couchbase Lite's extension loader (`Extension.enableVectorSearch()`). Settee's vector search is built in, so
+/// there is nothing to load: the call succeeds, and code written for Couchbase Lite runs unchanged.
+public enum Extension {
+    /// Vector search is always available in Settee; this never throws.
+    public static func enableVectorSearch() throws {}
 }

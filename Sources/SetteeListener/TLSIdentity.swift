@@ -11,14 +11,24 @@ public struct TLSIdentity: Sendable {
     public let certificatePath: String
     /// The PEM private key file.
     public let keyPath: String
-    /// When the certificate stops being valid, when known.
-    public let expiration: Date?
+    /// When the (first) certificate stops being valid.
+    public let expiration: Date
 
     /// An identity from existing PEM files (a certificate from your CA, say).
-    public init(certificatePath: String, keyPath: String) {
-        self.certificatePath = certificatePath
-        self.keyPath = keyPath
-        expiration = nil
+    /// - Throws: ``SetteeError`` `.badRequest` when the certificate file can't be read or holds no PEM certificate.
+    public init(certificatePath: String, keyPath: String) throws {
+        let pem: String
+        do {
+            pem = try String(contentsOfFile: certificatePath, encoding: .utf8)
+        } catch {
+            throw SetteeError(.badRequest, "TLS certificate \(certificatePath) can't be read: \(error)")
+        }
+        guard let first = pem.range(of: "-----BEGIN CERTIFICATE-----"),
+              let end = pem.range(of: "-----END CERTIFICATE-----", range: first.upperBound..<pem.endIndex),
+              let certificate = try? Certificate(pemEncoded: String(pem[first.lowerBound..<end.upperBound])) else {
+            throw SetteeError(.badRequest, "TLS certificate \(certificatePath) holds no PEM certificate")
+        }
+        self.init(certificatePath: certificatePath, keyPath: keyPath, expiration: certificate.notValidAfter)
     }
 
     private init(certificatePath: String, keyPath: String, expiration: Date) {

@@ -11,8 +11,9 @@ public protocol ListenerAuthenticator: Sendable {}
 /// a `_session` cookie (Couchbase Lite's `ListenerPasswordAuthenticator`).
 public struct ListenerPasswordAuthenticator: ListenerAuthenticator {
     let authenticate: @Sendable (_ username: String, _ password: String) -> Bool
-    public init(_ authenticate: @escaping @Sendable (_ username: String, _ password: String) -> Bool) {
-        self.authenticate = authenticate
+    /// `ListenerPasswordAuthenticator { user, password in … }` or `ListenerPasswordAuthenticator(authenticator: …)`.
+    public init(authenticator: @escaping @Sendable (_ username: String, _ password: String) -> Bool) {
+        self.authenticate = authenticator
     }
 }
 
@@ -22,11 +23,11 @@ public struct URLEndpointListenerConfiguration: Sendable {
     /// keyspace `/{db}.{scope}.{collection}` (what a Settee replicator's collection configuration uses).
     public var collections: [SetteeStore.Collection]
     /// The port; nil or 0 takes a free one (read it from ``URLEndpointListener/port`` after ``URLEndpointListener/start()``).
-    public var port: UInt16?
+    public var port: UInt16? = URLEndpointListenerConfiguration.defaultPort
     /// The address to listen on (`0.0.0.0`, `::`, `127.0.0.1`, a host name); nil listens on every IPv4 interface.
     public var networkInterface: String?
     /// Serve plain HTTP instead of HTTPS.
-    public var disableTLS = false
+    public var disableTLS = URLEndpointListenerConfiguration.defaultDisableTLS
     /// The TLS certificate and key; nil with TLS on makes a self-signed one at start (see
     /// ``URLEndpointListener/tlsIdentity``).
     public var tlsIdentity: TLSIdentity?
@@ -34,7 +35,7 @@ public struct URLEndpointListenerConfiguration: Sendable {
     /// refuses to start): Settee never serves databases to the network without authentication.
     public var authenticator: (any ListenerAuthenticator)?
     /// Peers may pull but not push: every write is refused (403) except their `_local` replication checkpoints.
-    public var readOnly = false
+    public var readOnly = URLEndpointListenerConfiguration.defaultReadOnly
 
     public init(collections: [SetteeStore.Collection]) {
         self.collections = collections
@@ -44,6 +45,22 @@ public struct URLEndpointListenerConfiguration: Sendable {
     public init(config: URLEndpointListenerConfiguration) {
         self = config
     }
+
+    /// The default collection of `database` (Couchbase Lite's deprecated `init(database:)`). The database must be
+    /// open.
+    @available(*, deprecated, message: "Use init(collections:)")
+    public init(database: Database) {
+        self.init(collections: [try! database.defaultCollection()])
+    }
+
+    /// The database of the collections served (Couchbase Lite's deprecated `database`).
+    @available(*, deprecated, message: "Use collections")
+    public var database: Database { collections[0].database }
+
+    /// Couchbase Lite's defaults: a free port, TLS on, peers may push.
+    public static let defaultPort: UInt16 = 0
+    public static let defaultDisableTLS = false
+    public static let defaultReadOnly = false
 }
 
 /// A listener's connections (Couchbase Lite's `URLEndpointListener.ConnectionStatus`).

@@ -22,13 +22,16 @@ public protocol ConflictResolverProtocol: Sendable {
 
 /// Ready-made resolvers.
 public enum ConflictResolver {
-    /// The revision CouchDB's rule would pick (live, then higher generation, then greater revision id) wins on
-    /// every node; the loser is tombstoned, so no conflict remains.
-    public static let `default`: any ConflictResolverProtocol = Deterministic()
     /// Couchbase Lite's default rule: a deletion wins; between live revisions the longer history (higher
     /// generation), then the greater revision id. What a replicator configured in Couchbase Lite's shape
-    /// (``ReplicatorConfiguration/init(target:)``) uses when no resolver is set.
+    /// (``ReplicatorConfiguration/init(target:)``) uses when no resolver is set, and what a custom resolver can
+    /// fall back to, as Couchbase Lite's documentation shows.
+    public static let `default`: any ConflictResolverProtocol = CouchbaseLiteDefault()
+    /// The same as ``default``, named for what it is.
     public static let couchbaseLite: any ConflictResolverProtocol = CouchbaseLiteDefault()
+    /// The revision CouchDB's rule would pick (live, then higher generation, then greater revision id) wins on
+    /// every node; the loser is tombstoned, so no conflict remains and the document stays as CouchDB shows it.
+    public static let couchDB: any ConflictResolverProtocol = Deterministic()
     /// The local revision wins.
     public static let localWins: any ConflictResolverProtocol = Custom { $0.localDocument }
     /// The remote revision wins.
@@ -69,11 +72,44 @@ enum ConflictResolution {
     /// Resolves the conflicts the given pulled revisions created.
     static func resolve(_ pulled: [ReplicatedRevision], in collection: SetteeStore.Collection,
                         resolver: any ConflictResolverProtocol) async throws {
-        var remoteRevs: [String: [RevID]] = [:]
-        for r in pulled where !r.deleted { remoteRevs[r.id, default: []].append(r.rev) }
-        let work = remoteRevs
+        var remoteRevs: [String: [RevID]] = [:], remoteDeletions: [String: [RevID]] = [:]
+        for r in pulled {
+            if r.deleted { remoteDeletions[r.id, default: []].append(r.rev) } else { remoteRevs[r.id, default: []].append(r.rev) }
+        }
+        let work = remoteRevs, deletions = remoteDeletions
         try await Database.offload {
             for (id, revs) in work { try resolve(id: id, pulled: revs, collection, resolver) }
+            for (id, revs) in deletions { try resolveDeletion(id: id, pulled: revs, collection, resolver) }
+        }
+    }
+
+    /// A pulled deletion that is still a leaf beside local live revisions: the peer deleted what this side went on
+    /// editing. CouchDB counts only live leaves as conflicts (the live revision simply wins), but a resolver is
+    /// asked, with no remote document, as Couchbase Lite asks it: nil (its default) deletes the document, the local
+    /// document keeps it, a new document is stored on the deletion's branch.
+    private static func resolveDeletion(id: String, pulled: [RevID], _ c: SetteeStore.Collection,
+                                        _ resolver: any ConflictResolverProtocol) throws {
+        guard let record = try c.record(id: id, withTree: true), let tree = record.tree else { return }
+        let leaves = tree.rankedLeaves
+        guard let remote = pulled.first(where: { rev in leaves.contains { $0.rev == rev && $0.deleted } }) else { return }
+        let live = leaves.filter { !$0.deleted }.map(\.rev)
+        guard let local = live.first else { return }
+        let localDoc = try c.document(id: id, revision: local)
+        guard let resolved = resolver.resolve(conflict: Conflict(documentID: id, localDocument: localDoc, remoteDocument: nil)) else {
+            // The deletion wins: every live branch is closed.
+            let writes = live.map { RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: $0)) }
+            for outcome in try c.write(writes) {
+                if case .failure(let e) = outcome, e.code != .conflict { throw e }
+            }
+            return
+        }
+        if resolved.revisionID.flatMap(RevID.init) == local && !(resolved is MutableDocument) { return }
+        // A merge: stored on the deletion's branch, the local branches closed.
+        let merged = try resolved.revisionBody(for: c.database, generation: remote.generation + 1)
+        var writes = [RevisionWrite(id: id, body: merged.body, mode: .edit(parent: remote), blobs: merged.blobs)]
+        writes += live.map { RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: $0)) }
+        for outcome in try c.write(writes) {
+            if case .failure(let e) = outcome, e.code != .conflict { throw e }
         }
     }
 

@@ -26,8 +26,10 @@ public struct ReplicationOptions: Sendable {
     /// Start from this source sequence instead of the checkpoint's (CouchDB's `since_seq`); part of the
     /// replication id, so such a replication keeps checkpoints of its own.
     public var sinceSequence: JSON?
-    /// Failed attempts (peer unreachable, 5xx) before a one-shot replication gives up; continuous ones never do.
+    /// Failed attempts (peer unreachable, 5xx) before a one-shot replication gives up.
     public var maxAttempts = 10
+    /// Failed attempts before a continuous replication gives up: by default never (CouchDB's behaviour).
+    public var continuousMaxAttempts = Int.max
     /// The first retry delay; each further attempt doubles it (with jitter) up to ``maxRetryDelay``.
     public var retryDelay: Duration = .milliseconds(500)
     public var maxRetryDelay: Duration = .seconds(60)
@@ -127,7 +129,7 @@ public final class Replication: @unchecked Sendable {
             } catch let error as ReplicationError where error.isTransient {
                 failures += 1
                 counters.retries.increment()
-                if !options.continuous && failures >= options.maxAttempts {
+                if failures >= (options.continuous ? options.continuousMaxAttempts : options.maxAttempts) {
                     logger.error("replication \(replicationID) stopped after \(failures) attempts: \(error)")
                     box.update { $0.activity = .stopped; $0.error = error }
                     throw error

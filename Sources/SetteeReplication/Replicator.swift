@@ -121,7 +121,7 @@ public final class Replicator: @unchecked Sendable {
         let target = try config.resolvedTarget()
         var legs: [Leg] = []
         for (i, entry) in config.collectionConfigs.enumerated() {
-            if let channels = entry.config.channels, !channels.isEmpty {
+            if let channels = entry.config.channels ?? config.channels, !channels.isEmpty {
                 throw ReplicationError(.badRequest, "Channels are Sync Gateway's; a CouchDB peer has none")
             }
             let local = LocalEndpoint(collection: entry.collection)
@@ -129,13 +129,13 @@ public final class Replicator: @unchecked Sendable {
             if config.replicatorType != .pull {
                 var options = config.options(for: entry.config, pull: false, reset: reset)
                 options.createTarget = config.createTarget
-                wire(&options, collection: entry.collection, filter: entry.config.pushFilter, isPush: true)
+                wire(&options, collection: entry.collection, filter: entry.config.pushFilter ?? config.pushFilter, isPush: true)
                 legs.append(Leg(slot: 2 * i, collection: entry.collection, isPush: true, source: local, target: peer,
                                 options: options))
             }
             if config.replicatorType != .push {
                 var options = config.options(for: entry.config, pull: true, reset: reset)
-                wire(&options, collection: entry.collection, filter: entry.config.pullFilter, isPush: false)
+                wire(&options, collection: entry.collection, filter: entry.config.pullFilter ?? config.pullFilter, isPush: false)
                 legs.append(Leg(slot: 2 * i + 1, collection: entry.collection, isPush: false, source: peer, target: local,
                                 options: options))
             }

@@ -96,9 +96,16 @@ public struct ReplicatorConfiguration: Sendable {
     public private(set) var collectionConfigs: [(collection: SetteeStore.Collection, config: CollectionConfiguration)] = []
     /// The other side: a ``URLEndpoint`` (remote) or a ``DatabaseEndpoint`` (local).
     public var target: any Endpoint
-    public var replicatorType: ReplicatorType = .pushAndPull
-    /// Keep replicating as changes happen, until stopped.
-    public var continuous = false
+    public var replicatorType: ReplicatorType = ReplicatorConfiguration.defaultType
+    /// Keep replicating as changes happen, until stopped. Changing it also changes ``maxAttempts`` to that mode's
+    /// default unless ``maxAttempts`` was set (as Couchbase Lite does).
+    public var continuous = ReplicatorConfiguration.defaultContinuous {
+        willSet {
+            if !maxAttemptsWasSet {
+                maxAttemptsValue = newValue ? Self.defaultMaxAttemptsContinuous : Self.defaultMaxAttemptsSingleShot
+            }
+        }
+    }
     /// Only these documents, both ways, for collections whose configuration names none.
     public var documentIDs: [String]?
     /// Only documents matching this Mango selector, both ways (Settee's).
@@ -110,12 +117,33 @@ public struct ReplicatorConfiguration: Sendable {
     public var createTarget = false
     /// Changes per batch.
     public var batchSize = 500
-    /// Failed attempts before a one-shot replicator stops (continuous replicators retry forever).
-    public var maxAttempts: UInt = 10
-    /// The longest wait between retries, in seconds.
-    public var maxAttemptWaitTime: TimeInterval = 60
-    /// How often a continuous pull's long poll is renewed, and its heartbeat, in seconds.
-    public var heartbeat: TimeInterval = 10
+    /// Attempts (the first one included) before the replicator stops with its error: by default
+    /// ``defaultMaxAttemptsSingleShot``, or ``defaultMaxAttemptsContinuous`` (forever) for a continuous one; 0
+    /// means that default, 1 no retry.
+    public var maxAttempts: UInt {
+        get { maxAttemptsValue }
+        set {
+            maxAttemptsValue = newValue
+            maxAttemptsWasSet = true
+        }
+    }
+    private var maxAttemptsValue = ReplicatorConfiguration.defaultMaxAttemptsSingleShot
+    private var maxAttemptsWasSet = false
+    /// The longest wait between retries, in seconds (0: the default).
+    public var maxAttemptWaitTime: TimeInterval = ReplicatorConfiguration.defaultMaxAttemptWaitTime
+    /// How often a continuous pull's long poll is renewed, and its heartbeat, in seconds (0: the default).
+    public var heartbeat: TimeInterval = ReplicatorConfiguration.defaultHeartbeat
+    /// Extra HTTP headers sent with every request to a ``URLEndpoint`` target (Couchbase Lite's `headers`).
+    public var headers: [String: String]?
+    /// A push filter for collections whose ``CollectionConfiguration`` has none (Couchbase Lite's deprecated
+    /// top-level `pushFilter`).
+    public var pushFilter: ReplicationFilter?
+    /// A pull filter for collections whose ``CollectionConfiguration`` has none (Couchbase Lite's deprecated
+    /// top-level `pullFilter`).
+    public var pullFilter: ReplicationFilter?
+    /// Sync Gateway's channels for collections whose configuration names none (Couchbase Lite's deprecated
+    /// top-level `channels`); as there, a non-empty list stops the replicator against a CouchDB peer.
+    public var channels: [String]?
     /// Credentials for a ``URLEndpoint`` target: a ``BasicAuthenticator`` (replaces any user in its URL) or a
     /// ``SessionAuthenticator`` (its cookie is sent with every request). Credentials over plain HTTP to a host
     /// that is not loopback stop the replicator at `start()` unless ``allowInsecureCredentials`` is set.
@@ -154,30 +182,48 @@ public struct ReplicatorConfiguration: Sendable {
         self.init(collection: LocalEndpoint(database: database).collection, target: target)
     }
 
+    /// A copy of `config` (Couchbase Lite's `init(config:)`).
+    public init(config: ReplicatorConfiguration) {
+        self = config
+    }
+
+    /// The database of the collections replicated (Couchbase Lite's deprecated `database`). The configuration must
+    /// have a collection.
+    @available(*, deprecated, message: "Use collections")
+    public var database: Database { collection.database }
+
     /// The collections to replicate.
     public var collections: [SetteeStore.Collection] { collectionConfigs.map(\.collection) }
 
     /// The first collection (Settee's single-collection form).
     public var collection: SetteeStore.Collection { collectionConfigs[0].collection }
 
-    /// Adds a collection (or replaces its configuration).
-    public mutating func addCollection(_ collection: SetteeStore.Collection, config: CollectionConfiguration? = nil) {
+    /// Adds a collection (or replaces its configuration). Returns the configuration, as Couchbase Lite does.
+    @discardableResult
+    public mutating func addCollection(_ collection: SetteeStore.Collection,
+                                       config: CollectionConfiguration? = nil) -> ReplicatorConfiguration {
         let config = config ?? CollectionConfiguration()
         if let i = collectionConfigs.firstIndex(where: { $0.collection == collection }) {
             collectionConfigs[i].config = config
         } else {
             collectionConfigs.append((collection, config))
         }
+        return self
     }
 
     /// Adds collections, each with `config`.
-    public mutating func addCollections(_ collections: [SetteeStore.Collection], config: CollectionConfiguration? = nil) {
+    @discardableResult
+    public mutating func addCollections(_ collections: [SetteeStore.Collection],
+                                        config: CollectionConfiguration? = nil) -> ReplicatorConfiguration {
         for c in collections { addCollection(c, config: config) }
+        return self
     }
 
     /// Stops replicating a collection.
-    public mutating func removeCollection(_ collection: SetteeStore.Collection) {
+    @discardableResult
+    public mutating func removeCollection(_ collection: SetteeStore.Collection) -> ReplicatorConfiguration {
         collectionConfigs.removeAll { $0.collection == collection }
+        return self
     }
 
     /// A collection's configuration, or nil when it is not replicated.
@@ -188,9 +234,14 @@ public struct ReplicatorConfiguration: Sendable {
     /// The target with ``authenticator``, ``trustedRootCertificatesPath`` and ``allowInsecureCredentials`` applied.
     func resolvedTarget() throws -> any Endpoint {
         guard let remote = target as? RemoteEndpoint,
-              authenticator != nil || trustedRootCertificatesPath != nil || allowInsecureCredentials else { return target }
+              authenticator != nil || trustedRootCertificatesPath != nil || allowInsecureCredentials
+                || !(self.headers ?? [:]).isEmpty else { return target }
         var authentication = remote.authentication
         var headers = remote.headers
+        for (name, value) in (self.headers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            headers.removeAll { $0.0.lowercased() == name.lowercased() }
+            headers.append((name, value))
+        }
         switch authenticator {
         case let basic as BasicAuthenticator:
             authentication = .basic(user: basic.username, password: basic.password)
@@ -235,9 +286,13 @@ public struct ReplicatorConfiguration: Sendable {
         o.documentIDs = config.documentIDs ?? documentIDs
         o.selector = selector
         o.batchSize = batchSize
-        o.maxAttempts = Int(clamping: maxAttempts)
-        o.maxRetryDelay = .milliseconds(Int64(max(0, maxAttemptWaitTime) * 1000))
-        o.heartbeat = .milliseconds(Int64(max(0.001, heartbeat) * 1000))
+        let attempts = maxAttempts == 0
+            ? (continuous ? Self.defaultMaxAttemptsContinuous : Self.defaultMaxAttemptsSingleShot) : maxAttempts
+        o.maxAttempts = Int(clamping: attempts)
+        o.continuousMaxAttempts = attempts == .max ? .max : Int(clamping: attempts)
+        let wait = maxAttemptWaitTime > 0 ? maxAttemptWaitTime : Self.defaultMaxAttemptWaitTime
+        o.maxRetryDelay = .milliseconds(Int64(wait * 1000))
+        o.heartbeat = .milliseconds(Int64((heartbeat > 0 ? heartbeat : Self.defaultHeartbeat) * 1000))
         o.reset = reset
         if pull {
             o.conflictResolver = config.conflictResolver ?? conflictResolver
@@ -245,4 +300,22 @@ public struct ReplicatorConfiguration: Sendable {
         }
         return o
     }
+}
+
+extension ReplicatorConfiguration {
+    /// Push and pull.
+    public static let defaultType = ReplicatorType.pushAndPull
+    /// One-shot.
+    public static let defaultContinuous = false
+    /// Settee's: 10 s (Couchbase Lite's is 300 s, its WebSocket ping). It is also the `_changes` heartbeat of a
+    /// continuous pull, which keeps the connection alive through proxies and the peer's idle timeout.
+    public static let defaultHeartbeat: TimeInterval = 10
+    /// A one-shot replicator tries 10 times.
+    public static let defaultMaxAttemptsSingleShot: UInt = 10
+    /// A continuous replicator retries forever.
+    public static let defaultMaxAttemptsContinuous: UInt = .max
+    /// The longest wait between retries: 300 s.
+    public static let defaultMaxAttemptWaitTime: TimeInterval = 300
+    /// Couchbase Lite's former spelling of ``defaultMaxAttemptWaitTime``.
+    public static let defaultMaxAttemptsWaitTime: TimeInterval = defaultMaxAttemptWaitTime
 }

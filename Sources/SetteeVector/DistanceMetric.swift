@@ -1,15 +1,15 @@
 /// How a vector index measures the distance between two vectors (Couchbase Lite's `DistanceMetric`).
 ///
 /// Smaller is nearer for every metric, so `ORDER BY APPROX_VECTOR_DISTANCE(…)` is ascending.
-public enum DistanceMetric: String, Sendable, Hashable, CaseIterable {
+public enum DistanceMetric: UInt32, Sendable, Hashable, CaseIterable {
     /// Σ (aᵢ − bᵢ)², the default.
-    case euclideanSquared
-    /// √Σ (aᵢ − bᵢ)².
-    case euclidean
+    case euclideanSquared = 1
     /// 1 − cosine similarity (0 for the same direction, 2 for opposite ones).
-    case cosine
+    case cosine = 2
+    /// √Σ (aᵢ − bᵢ)².
+    case euclidean = 3
     /// The negated dot product, −Σ aᵢbᵢ.
-    case dot
+    case dot = 4
 
     /// The metric named by SQL++'s `APPROX_VECTOR_DISTANCE(…, metric)` or the JSON index form: `EUCLIDEAN_SQUARED`
     /// (`L2_SQUARED`), `EUCLIDEAN` (`L2`), `COSINE`, `DOT` — case-insensitive, also the Swift case names.
@@ -20,6 +20,16 @@ public enum DistanceMetric: String, Sendable, Hashable, CaseIterable {
         case "COSINE": self = .cosine
         case "DOT": self = .dot
         default: return nil
+        }
+    }
+
+    /// The Swift case name (`euclideanSquared`, …), as the JSON index form writes it.
+    public var name: String {
+        switch self {
+        case .euclideanSquared: "euclideanSquared"
+        case .euclidean: "euclidean"
+        case .cosine: "cosine"
+        case .dot: "dot"
         }
     }
 

@@ -8,9 +8,9 @@ struct ColorModel: PredictiveModel {
         guard hex.count == 6, let v = UInt32(hex, radix: 16) else { return nil }
         return [Float((v >> 16) & 0xFF) / 255, Float((v >> 8) & 0xFF) / 255, Float(v & 0xFF) / 255]
     }
-    func predict(input: JSONObject) -> JSONObject? {
-        guard let color = input["colorInput"]?.stringValue, let v = ColorModel.vector(color) else { return nil }
-        return JSONObject([("vector", .array(v.map { .double(Double($0)) }))])
+    func predict(input: DictionaryObject) -> DictionaryObject? {
+        guard let color = input.string(forKey: "colorInput"), let v = ColorModel.vector(color) else { return nil }
+        return MutableDictionaryObject().setValue(v.map(Double.init), forKey: "vector")
     }
 }
 
@@ -195,7 +195,7 @@ struct ColorModel: PredictiveModel {
         let d = 16
         var vectors = Dictionary(uniqueKeysWithValues: Self.clustered(2_000, d: d, clusters: 20, seed: 7).enumerated().map { ($0, $1) })
         try Self.loadVectors(c, (0..<2_000).map { vectors[$0]! })
-        var config = VectorIndexConfiguration(expression: "vector", dimensions: d, centroids: 20)
+        var config = VectorIndexConfiguration(expression: "vector", dimensions: UInt32(d), centroids: 20)
         config.encoding = .none
         try c.createIndex(withName: "vec", config: config)
         let manager = try IndexManager.shared(for: db)
@@ -263,7 +263,7 @@ struct ColorModel: PredictiveModel {
         let encodings: [(String, VectorEncoding)] = [("sq8", .scalarQuantizer(type: .SQ8)), ("sq6", .scalarQuantizer(type: .SQ6)),
                                                      ("sq4", .scalarQuantizer(type: .SQ4)), ("pq", .productQuantizer(subquantizers: 4, bits: 6))]
         for (name, encoding) in encodings {
-            var config = VectorIndexConfiguration(expression: "vector", dimensions: d, centroids: 10)
+            var config = VectorIndexConfiguration(expression: "vector", dimensions: UInt32(d), centroids: 10)
             config.encoding = encoding
             config.minTrainingSize = 500
             config.metric = .euclidean

@@ -75,7 +75,7 @@ public class ArrayObject: ArrayProtocol, Equatable, Hashable, Sequence, CustomSt
     var items: [DocumentItem]
     let database: Database?
 
-    init(_ array: [JSON], database: Database?) {
+    package init(_ array: [JSON], database: Database?) {
         self.items = array.map { .json($0) }
         self.database = database
     }

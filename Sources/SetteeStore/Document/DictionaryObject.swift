@@ -63,7 +63,7 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
     /// The database blobs read their content from (the document's), if any.
     let database: Database?
 
-    init(_ object: JSONObject, database: Database?) {
+    package init(_ object: JSONObject, database: Database?) {
         self.object = object
         self.database = database
     }
