@@ -19,6 +19,7 @@ struct Executor {
         self.query = query
         self.evaluator = Evaluator(parameters: parameters)
         self.evaluator.predictor = Database.prediction.predictor
+        self.evaluator.stringCollator = QueryStringCollation.compare
         if query.readsExpiration, let primary = query.primary { expirations = try primary.collection.expirations() }
     }
 
@@ -424,9 +425,14 @@ struct Executor {
         }
         if !query.ordering.isEmpty {
             let descending = query.ordering.map(\.descending)
+            // `ORDER BY e COLLATE …` orders strings by that collation.
+            let collations = query.ordering.map { order -> StringCollation? in
+                guard case .collate(_, let collation)? = order.expression else { return nil }
+                return collation
+            }
             projected = projected.enumerated().sorted { a, b in
                 for (i, desc) in descending.enumerated() {
-                    let c = Collation.compare(a.element.keys[i], b.element.keys[i])
+                    let c = evaluator.compareKeys(a.element.keys[i], b.element.keys[i], collation: collations[i])
                     if c != 0 { return desc ? c > 0 : c < 0 }
                 }
                 return a.offset < b.offset
@@ -476,7 +482,7 @@ struct Executor {
         let sorted = order.sorted { a, b in
             let ka = groups[a]!.keys, kb = groups[b]!.keys
             for (x, y) in zip(ka, kb) {
-                let c = Collation.compare(x, y)
+                let c = ValueCollation.compare(x, y)
                 if c != 0 { return c < 0 }
             }
             return false

@@ -133,7 +133,7 @@ enum Planner {
         case .literal, .missing, .property, .meta, .parameter, .star: break
         case .array(let items): items.forEach(body)
         case .object(let members): members.forEach { body($0.value) }
-        case .not(let x), .negate(let x), .check(let x, _, _), .path(let x, _): body(x)
+        case .not(let x), .negate(let x), .check(let x, _, _), .path(let x, _), .collate(let x, _): body(x)
         case .binary(_, let a, let b), .inArray(let a, let b, _), .like(let a, let b, _): body(a); body(b)
         case .between(let x, let lo, let hi, _): body(x); body(lo); body(hi)
         case .in(let x, let list, _): body(x); list.forEach(body)

@@ -21,6 +21,7 @@ extension SQLExpression {
         case .in(let x, let list, let n): return .in(r(x), list.map(r), negated: n)
         case .inArray(let x, let a, let n): return .inArray(r(x), r(a), negated: n)
         case .path(let x, let p): return .path(r(x), p)
+        case .collate(let x, let c): return .collate(r(x), c)
         case .like(let x, let p, let n): return .like(r(x), pattern: r(p), negated: n)
         case .function(let f, let args, let d): return .function(f, args.map(r), distinct: d)
         case .quantified(let q, let v, let a, let c): return .quantified(q, variable: v, in: r(a), satisfies: r(c))

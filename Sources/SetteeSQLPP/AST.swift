@@ -100,8 +100,49 @@ public indirect enum SQLExpression: Sendable, Hashable {
     case quantified(Quantifier, variable: String, in: SQLExpression, satisfies: SQLExpression)
     /// `CASE [subject] WHEN … THEN … [ELSE …] END`
     case caseWhen(subject: SQLExpression?, arms: [CaseArm], otherwise: SQLExpression?)
-    /// `e COLLATE (…)` is not supported; `(e)` keeps no node.
+    /// `e COLLATE NOCASE`, `e COLLATE (UNICODE NOCASE NODIAC)`: how strings compare when `e` is an operand of a
+    /// comparison or an ORDER BY key. Elsewhere it is `e`'s value. (`(e)` keeps no node.)
+    case collate(SQLExpression, StringCollation)
 }
+
+/// How a `COLLATE` clause compares strings (Couchbase Lite's collations). Without it, strings compare by code
+/// point and case and accents count.
+public struct StringCollation: Sendable, Hashable {
+    /// The Unicode Collation Algorithm (`UNICODE`, for `locale` or the root locale: `"a" < "B" < "c"`); false
+    /// compares code points (`NOUNICODE`, Couchbase Lite's ASCII collation: `"B" < "a"`).
+    public var unicode = false
+    /// Case is ignored (`NOCASE`; `CASE` keeps it).
+    public var ignoreCase = false
+    /// Accents are ignored (`NODIAC`, Unicode collation only; `DIAC` keeps them).
+    public var ignoreAccents = false
+    /// The locale of a Unicode collation (`"en"`, `"sv"`), nil for the root locale. QueryBuilder only: SQL++ text
+    /// has no way to name one.
+    public var locale: String?
+
+    public init(unicode: Bool = false, ignoreCase: Bool = false, ignoreAccents: Bool = false, locale: String? = nil) {
+        self.unicode = unicode
+        self.ignoreCase = ignoreCase
+        self.ignoreAccents = ignoreAccents
+        self.locale = locale
+    }
+
+    /// Compares two strings under this collation with the evaluator's ``Evaluator/stringCollator`` when it has
+    /// one (ICU's, set by the query executor), else code points with ASCII-only case folding.
+    func compare(_ a: String, _ b: String, collator: StringCollator?) -> Int {
+        if let collator { return collator(self, a, b) }
+        guard ignoreCase else { return ValueCollation.compareStrings(a, b) }
+        return ValueCollation.compareStrings(StringCollation.asciiLowercased(a), StringCollation.asciiLowercased(b))
+    }
+
+    /// `s` with `A`–`Z` lowered (Couchbase Lite's ASCII collation folds no other letters).
+    public static func asciiLowercased(_ s: String) -> String {
+        guard s.utf8.contains(where: { (65...90).contains($0) }) else { return s }
+        return String(decoding: s.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+}
+
+/// Compares two strings under a collation: negative, zero or positive.
+public typealias StringCollator = @Sendable (StringCollation, String, String) -> Int
 
 extension SQLExpression {
     /// An unqualified property from a dotted path string, as QueryBuilder's `Expression.property("geo.alt")`.

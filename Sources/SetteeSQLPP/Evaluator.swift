@@ -78,6 +78,9 @@ public struct Evaluator: Sendable {
     public var vectorDistance: VectorSearch.DistanceProvider?
     /// Runs `PREDICTION(model, input)` (set by the executor and the index manager from the model registry).
     public var predictor: PredictionFunction.Predictor?
+    /// Compares strings for `COLLATE` (set by the query executor to ICU's collation); without one, `COLLATE`
+    /// compares code points, folding ASCII case for `NOCASE`.
+    public var stringCollator: StringCollator?
 
     public init(parameters: [String: JSON] = [:]) {
         self.parameters = parameters
@@ -98,7 +101,7 @@ public struct Evaluator: Sendable {
     @inlinable
     static func truth(_ value: JSON?) -> Bool? {
         guard let value, !value.isNull else { return nil }
-        return Collation.isTruthy(value)
+        return ValueCollation.isTruthy(value)
     }
 
     public func evaluate(_ expression: SQLExpression, in row: Row) throws(SetteeError) -> JSON? {
@@ -128,16 +131,18 @@ public struct Evaluator: Sendable {
         case .not(let x):
             guard let v = try evaluate(x, in: row) else { return nil }
             if v.isNull { return .null }
-            return .bool(!Collation.isTruthy(v))
+            return .bool(!ValueCollation.isTruthy(v))
         case .negate(let x):
             guard let v = try evaluate(x, in: row) else { return nil }
             switch v {
             case .int(let i) where i != .min: return .int(-i)
-            case .int, .double: return Collation.number(-(v.doubleValue ?? 0))
+            case .int, .double: return ValueCollation.number(-(v.doubleValue ?? 0))
             default: return .null
             }
         case .binary(let op, let a, let b):
             return try binary(op, a, b, in: row)
+        case .collate(let x, _):
+            return try evaluate(x, in: row)
         case .check(let x, let kind, let negated):
             let v = try evaluate(x, in: row)
             switch kind {
@@ -153,6 +158,11 @@ public struct Evaluator: Sendable {
         case .between(let x, let low, let high, let negated):
             let v = try evaluate(x, in: row)
             let lo = try evaluate(low, in: row), hi = try evaluate(high, in: row)
+            if let collation = Evaluator.collation(of: x), case .string(let s)? = v, case .string(let l)? = lo,
+               case .string(let h)? = hi {
+                let r = collation.compare(s, l, collator: stringCollator) >= 0 && collation.compare(s, h, collator: stringCollator) <= 0
+                return .bool(r != negated)
+            }
             let r = Evaluator.and(Evaluator.compare(.greaterOrEqual, v, lo), Evaluator.compare(.lessOrEqual, v, hi))
             return negated ? Evaluator.not(r) : r
         case .in(let x, let list, let negated):
@@ -160,14 +170,14 @@ public struct Evaluator: Sendable {
             if v.isNull { return .null }
             var found = false
             for item in list {
-                if let candidate = try evaluate(item, in: row), Collation.equal(v, candidate) { found = true; break }
+                if let candidate = try evaluate(item, in: row), ValueCollation.equal(v, candidate) { found = true; break }
             }
             return .bool(found != negated)
         case .inArray(let x, let arrayExpression, let negated):
             guard let v = try evaluate(x, in: row), let a = try evaluate(arrayExpression, in: row) else { return nil }
             if v.isNull { return .null }
             guard case .array(let items) = a else { return .null }
-            let found = items.contains { Collation.equal(v, $0) }
+            let found = items.contains { ValueCollation.equal(v, $0) }
             return .bool(found != negated)
         case .path(let base, let path):
             return Evaluator.walk(try evaluate(base, in: row), path[...])
@@ -220,7 +230,7 @@ public struct Evaluator: Sendable {
             }
             guard let rowid = row.primary?.rowid else { return nil }
             do {
-                return try provider(args, rowid).map { Collation.number($0) }
+                return try provider(args, rowid).map { ValueCollation.number($0) }
             } catch let error as SetteeError {
                 throw error
             } catch {
@@ -248,7 +258,7 @@ public struct Evaluator: Sendable {
             guard let matches = fullTextMatches.first(where: { $0.key.index == index })?.value else {
                 throw SetteeError(.queryParseError, "RANK(\(index)) needs MATCH(\(index), …) in the WHERE clause")
             }
-            return matches[row.primary?.rowid ?? -1].map { Collation.number($0) }
+            return matches[row.primary?.rowid ?? -1].map { ValueCollation.number($0) }
         case .function(let name, let args, let distinct):
             if FunctionLibrary.aggregates.contains(name) {
                 return try aggregate(name, args.first ?? .star, distinct: distinct, in: row)
@@ -283,7 +293,7 @@ public struct Evaluator: Sendable {
                 let s = try evaluate(subject, in: row)
                 for arm in arms {
                     let w = try evaluate(arm.when, in: row)
-                    if let s, let w, !s.isNull, !w.isNull, Collation.equal(s, w) { return try evaluate(arm.then, in: row) }
+                    if let s, let w, !s.isNull, !w.isNull, ValueCollation.equal(s, w) { return try evaluate(arm.then, in: row) }
                 }
             } else {
                 for arm in arms where try isTrue(arm.when, in: row) { return try evaluate(arm.then, in: row) }
@@ -338,11 +348,11 @@ public struct Evaluator: Sendable {
         switch op {
         case .and:
             let x = try evaluate(a, in: row)
-            if let x, !x.isNull, !Collation.isTruthy(x) { return .bool(false) }  // short-circuit
+            if let x, !x.isNull, !ValueCollation.isTruthy(x) { return .bool(false) }  // short-circuit
             return Evaluator.and(x, try evaluate(b, in: row))
         case .or:
             let x = try evaluate(a, in: row)
-            if let x, !x.isNull, Collation.isTruthy(x) { return .bool(true) }
+            if let x, !x.isNull, ValueCollation.isTruthy(x) { return .bool(true) }
             return Evaluator.or(x, try evaluate(b, in: row))
         default:
             break
@@ -350,9 +360,14 @@ public struct Evaluator: Sendable {
         let x = try evaluate(a, in: row), y = try evaluate(b, in: row)
         switch op {
         case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual:
+            if let collation = Evaluator.collation(of: a) ?? Evaluator.collation(of: b),
+               case .string(let s)? = x, case .string(let t)? = y {
+                let c = collation.compare(s, t, collator: stringCollator)
+                return .bool(Evaluator.holds(op, c))
+            }
             return Evaluator.compare(op, x, y)
-        case .is: return .bool(x == nil ? y == nil : (y != nil && Collation.equal(x!, y!)))
-        case .isNot: return .bool(!(x == nil ? y == nil : (y != nil && Collation.equal(x!, y!))))
+        case .is: return .bool(x == nil ? y == nil : (y != nil && ValueCollation.equal(x!, y!)))
+        case .isNot: return .bool(!(x == nil ? y == nil : (y != nil && ValueCollation.equal(x!, y!))))
         case .concat:
             guard let x, let y else { return nil }
             guard case .string(let s) = x, case .string(let t) = y else { return .null }
@@ -363,16 +378,43 @@ public struct Evaluator: Sendable {
         }
     }
 
+    /// The collation a comparison operand asks for (`e COLLATE …`).
+    static func collation(of e: SQLExpression) -> StringCollation? {
+        if case .collate(_, let collation) = e { return collation }
+        return nil
+    }
+
+    /// Whether a three-way comparison result satisfies `op`.
+    static func holds(_ op: BinaryOperator, _ c: Int) -> Bool {
+        switch op {
+        case .equal: c == 0
+        case .notEqual: c != 0
+        case .less: c < 0
+        case .lessOrEqual: c <= 0
+        case .greater: c > 0
+        default: c >= 0
+        }
+    }
+
+    /// Orders two ORDER BY keys: by `collation` when both are strings and the key has one, else by SQL++'s value
+    /// order.
+    public func compareKeys(_ x: JSON?, _ y: JSON?, collation: StringCollation?) -> Int {
+        if let collation, case .string(let s)? = x, case .string(let t)? = y {
+            return collation.compare(s, t, collator: stringCollator)
+        }
+        return ValueCollation.compare(x, y)
+    }
+
     /// A comparison with SQL++'s MISSING/NULL propagation.
     @inlinable
     public static func compare(_ op: BinaryOperator, _ x: JSON?, _ y: JSON?) -> JSON? {
         guard let x, let y else { return nil }
         if x.isNull || y.isNull { return .null }
         switch op {
-        case .equal: return .bool(Collation.equal(x, y))
-        case .notEqual: return .bool(!Collation.equal(x, y))
+        case .equal: return .bool(ValueCollation.equal(x, y))
+        case .notEqual: return .bool(!ValueCollation.equal(x, y))
         default:
-            let c = Collation.compare(x, y)
+            let c = ValueCollation.compare(x, y)
             switch op {
             case .less: return .bool(c < 0)
             case .lessOrEqual: return .bool(c <= 0)
@@ -384,7 +426,7 @@ public struct Evaluator: Sendable {
 
     @inlinable
     static func and(_ x: JSON?, _ y: JSON?) -> JSON? {
-        let tx = x.map { $0.isNull ? nil : Collation.isTruthy($0) }, ty = y.map { $0.isNull ? nil : Collation.isTruthy($0) }
+        let tx = x.map { $0.isNull ? nil : ValueCollation.isTruthy($0) }, ty = y.map { $0.isNull ? nil : ValueCollation.isTruthy($0) }
         if tx == .some(false) || ty == .some(false) { return .bool(false) }
         if x == nil || y == nil { return nil }
         if tx == .some(nil) || ty == .some(nil) { return .null }
@@ -393,7 +435,7 @@ public struct Evaluator: Sendable {
 
     @inlinable
     static func or(_ x: JSON?, _ y: JSON?) -> JSON? {
-        let tx = x.map { $0.isNull ? nil : Collation.isTruthy($0) }, ty = y.map { $0.isNull ? nil : Collation.isTruthy($0) }
+        let tx = x.map { $0.isNull ? nil : ValueCollation.isTruthy($0) }, ty = y.map { $0.isNull ? nil : ValueCollation.isTruthy($0) }
         if tx == .some(true) || ty == .some(true) { return .bool(true) }
         if tx == .some(nil) || ty == .some(nil) { return .null }
         if x == nil || y == nil { return nil }
@@ -404,7 +446,7 @@ public struct Evaluator: Sendable {
     static func not(_ x: JSON?) -> JSON? {
         guard let x else { return nil }
         if x.isNull { return .null }
-        return .bool(!Collation.isTruthy(x))
+        return .bool(!ValueCollation.isTruthy(x))
     }
 
     static func arithmetic(_ op: BinaryOperator, _ x: JSON?, _ y: JSON?) -> JSON? {
@@ -441,7 +483,7 @@ public struct Evaluator: Sendable {
             r = a.truncatingRemainder(dividingBy: b)
         default: return .null
         }
-        return r.isFinite ? Collation.number(r) : .null
+        return r.isFinite ? ValueCollation.number(r) : .null
     }
 
     // MARK: Aggregates
@@ -458,7 +500,7 @@ public struct Evaluator: Sendable {
         }
         if distinct {
             var unique: [JSON] = []
-            for v in values where !unique.contains(where: { Collation.equal($0, v) }) { unique.append(v) }
+            for v in values where !unique.contains(where: { ValueCollation.equal($0, v) }) { unique.append(v) }
             values = unique
         }
         switch name {
@@ -478,12 +520,12 @@ public struct Evaluator: Sendable {
                 }
                 n += 1
             }
-            if name == "SUM" { return allInt ? .int(intSum) : Collation.number(sum) }
-            return n == 0 ? .null : Collation.number(sum / Double(n))
+            if name == "SUM" { return allInt ? .int(intSum) : ValueCollation.number(sum) }
+            return n == 0 ? .null : ValueCollation.number(sum / Double(n))
         case "MIN":
-            return values.min(by: { Collation.compare($0, $1) < 0 }) ?? .null
+            return values.min(by: { ValueCollation.compare($0, $1) < 0 }) ?? .null
         case "MAX":
-            return values.max(by: { Collation.compare($0, $1) < 0 }) ?? .null
+            return values.max(by: { ValueCollation.compare($0, $1) < 0 }) ?? .null
         default:
             throw SetteeError(.queryParseError, "unknown aggregate \(name)")
         }
@@ -513,7 +555,7 @@ extension SQLExpression {
         case .between(let x, let lo, let hi, _): x.visit(body); lo.visit(body); hi.visit(body)
         case .in(let x, let list, _): x.visit(body); list.forEach { $0.visit(body) }
         case .inArray(let x, let a, _): x.visit(body); a.visit(body)
-        case .path(let x, _): x.visit(body)
+        case .path(let x, _), .collate(let x, _): x.visit(body)
         case .like(let x, let p, _): x.visit(body); p.visit(body)
         case .function(_, let args, _): args.forEach { $0.visit(body) }
         case .quantified(_, _, let a, let c): a.visit(body); c.visit(body)

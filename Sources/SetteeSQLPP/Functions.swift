@@ -7,7 +7,7 @@ import SetteeCore
 ///
 /// Values are `JSON?` where `nil` is MISSING. Unless a function says otherwise, a MISSING argument makes the
 /// result MISSING, and otherwise a null or wrongly-typed argument makes it null. Numeric results that are
-/// integral come back as `.int` (see ``Collation/number(_:)``); results that are not finite become null.
+/// integral come back as `.int` (see ``ValueCollation/number(_:)``); results that are not finite become null.
 ///
 /// ```swift
 /// try FunctionLibrary.call("LOWER", [.string("ABC")])   // .string("abc")
@@ -205,7 +205,7 @@ public enum FunctionLibrary {
     /// A numeric result: integral values as `.int`, non-finite ones as null.
     @inline(__always)
     static func number(_ d: Double) -> JSON {
-        d.isFinite ? Collation.number(d) : .null
+        d.isFinite ? ValueCollation.number(d) : .null
     }
 
     /// A number argument truncated toward zero and clamped to ±2^53, or nil if it is not a finite number.
@@ -271,7 +271,7 @@ public enum FunctionLibrary {
     static func arrayContains(_ args: [JSON?]) -> JSON? {
         strict(args) { v in
             guard case .array(let a) = v[0] else { return .null }
-            return .bool(a.contains { Collation.equal($0, v[1]) })
+            return .bool(a.contains { ValueCollation.equal($0, v[1]) })
         }
     }
 
@@ -302,7 +302,7 @@ public enum FunctionLibrary {
             var best: JSON?
             for element in a where !element.isNull {
                 guard let current = best else { best = element; continue }
-                let c = Collation.compare(element, current)
+                let c = ValueCollation.compare(element, current)
                 if (wantMax ? c > 0 : c < 0) { best = element }
             }
             return best ?? .null
@@ -316,13 +316,13 @@ public enum FunctionLibrary {
             // Sort positions by collation (stable), keep the first position of each run of equal values,
             // then emit the kept elements in their original order.
             let order = a.indices.sorted { i, j in
-                let c = Collation.compare(a[i], a[j])
+                let c = ValueCollation.compare(a[i], a[j])
                 return c != 0 ? c < 0 : i < j
             }
             var keep = [Bool](repeating: false, count: a.count)
             var runStart = order[0]
             keep[runStart] = true
-            for position in order.dropFirst() where !Collation.equal(a[position], a[runStart]) {
+            for position in order.dropFirst() where !ValueCollation.equal(a[position], a[runStart]) {
                 runStart = position
                 keep[position] = true
             }
@@ -341,7 +341,7 @@ public enum FunctionLibrary {
         strict(args) { v in
             guard case .array(let a) = v[0] else { return .null }
             let order = a.indices.sorted { i, j in
-                let c = Collation.compare(a[i], a[j])
+                let c = ValueCollation.compare(a[i], a[j])
                 return c != 0 ? c < 0 : i < j
             }
             return .array(order.map { a[$0] })
@@ -351,7 +351,7 @@ public enum FunctionLibrary {
     static func arrayPosition(_ args: [JSON?]) -> JSON? {
         strict(args) { v in
             guard case .array(let a) = v[0] else { return .null }
-            return .int(Int64(a.firstIndex { Collation.equal($0, v[1]) } ?? -1))
+            return .int(Int64(a.firstIndex { ValueCollation.equal($0, v[1]) } ?? -1))
         }
     }
 
@@ -429,7 +429,7 @@ public enum FunctionLibrary {
         guard !args.contains(where: { $0 == nil }) else { return nil }
         guard case .array(let a)? = args[0] else { return .null }
         let remove = args.dropFirst().compactMap { $0 }
-        return .array(a.filter { element in !remove.contains { Collation.equal(element, $0) } })
+        return .array(a.filter { element in !remove.contains { ValueCollation.equal(element, $0) } })
     }
 
     /// `ARRAY_INSERT(array, position, value1, …)`: a negative position counts from the end; out of range → null.
@@ -465,11 +465,11 @@ public enum FunctionLibrary {
     }
 
     static func missingIf(_ args: [JSON?]) -> JSON? {
-        strict(args) { v in Collation.equal(v[0], v[1]) ? JSON?.none : v[0] }
+        strict(args) { v in ValueCollation.equal(v[0], v[1]) ? JSON?.none : v[0] }
     }
 
     static func nullIf(_ args: [JSON?]) -> JSON? {
-        strict(args) { v in Collation.equal(v[0], v[1]) ? .null : v[0] }
+        strict(args) { v in ValueCollation.equal(v[0], v[1]) ? .null : v[0] }
     }
 
     // MARK: - Math functions
@@ -947,7 +947,7 @@ public enum FunctionLibrary {
     static func toBoolean(_ args: [JSON?]) -> JSON? {
         guard let value = args[0] else { return nil }
         if value.isNull { return .null }
-        return .bool(Collation.isTruthy(value))
+        return .bool(ValueCollation.isTruthy(value))
     }
 
     /// Numbers are themselves; true → 1, false → 0; strings that parse as a (finite, decimal) number are that
@@ -971,7 +971,7 @@ public enum FunctionLibrary {
         else { return nil }
         if let i = Int64(text) { return .int(i) }
         guard let d = Double(text), d.isFinite else { return nil }
-        return Collation.number(d)
+        return ValueCollation.number(d)
     }
 
     static func toObject(_ args: [JSON?]) -> JSON? {

@@ -1,7 +1,7 @@
 import SetteeCore
 
 /// Order-preserving binary encoding of SQL++ values, so SQLite's byte comparison of index keys (BLOBs) follows
-/// ``Collation``: null < false < true < numbers < strings < arrays < objects. MISSING has no encoding (SQL NULL).
+/// ``ValueCollation``: null < false < true < numbers < strings < arrays < objects. MISSING has no encoding (SQL NULL).
 ///
 /// Numbers are encoded as IEEE doubles with the sign flipped so that byte order is numeric order (`1` and `1.0`
 /// encode the same, as they compare equal). Strings are UTF-8 with `0x00` escaped and a `0x00 0x00` terminator,
@@ -55,10 +55,10 @@ public enum KeyEncoding {
             out.append(0)
         case .object(let o):
             out.append(object)
-            // Collation orders objects by member count first, then sorted keys, then values.
+            // ValueCollation orders objects by member count first, then sorted keys, then values.
             let count = UInt32(clamping: o.count)
             withUnsafeBytes(of: count.bigEndian) { out.append(contentsOf: $0) }
-            let keys = o.keys.sorted { Collation.compareStrings($0, $1) < 0 }
+            let keys = o.keys.sorted { ValueCollation.compareStrings($0, $1) < 0 }
             for k in keys { append(.string(k), to: &out) }
             for k in keys { append(o[k]!, to: &out) }
             out.append(0)

@@ -316,10 +316,36 @@ public struct SQLPPParser {
                 position += 1
                 try expectSymbol("]")
                 e = try appendPath(e, .index(Int(i)))
+            } else if acceptKeyword("COLLATE") {
+                e = .collate(e, try collation())
             } else {
                 return e
             }
         }
+    }
+
+    /// After `COLLATE`: one option or a parenthesized list of them (`UNICODE`, `NOUNICODE`, `CASE`, `NOCASE`,
+    /// `DIAC`, `NODIAC`).
+    private mutating func collation() throws(SetteeError) -> StringCollation {
+        var spec = StringCollation()
+        let listed = acceptSymbol("(")
+        repeat {
+            guard case .identifier(let word)? = peek(0)?.kind else {
+                throw error("expected a collation (UNICODE, NOUNICODE, CASE, NOCASE, DIAC or NODIAC)")
+            }
+            position += 1
+            switch word.uppercased() {
+            case "UNICODE": spec.unicode = true
+            case "NOUNICODE": spec.unicode = false
+            case "CASE": spec.ignoreCase = false
+            case "NOCASE": spec.ignoreCase = true
+            case "DIAC": spec.ignoreAccents = false
+            case "NODIAC": spec.ignoreAccents = true
+            default: throw error("unknown collation \(word): expected UNICODE, NOUNICODE, CASE, NOCASE, DIAC or NODIAC")
+            }
+        } while listed && !peekSymbol(")")
+        if listed { try expectSymbol(")") }
+        return spec
     }
 
     private func appendPath(_ e: SQLExpression, _ component: PathComponent) throws(SetteeError) -> SQLExpression {

@@ -132,6 +132,11 @@ enum SQLPrinter {
                 print(b, into: &out)
             }
             out += ")"
+        case .collate(let x, let c):
+            out += "("
+            print(x, into: &out)
+            out += " COLLATE (" + (c.unicode ? "UNICODE" : "NOUNICODE") + (c.ignoreCase ? " NOCASE" : " CASE")
+                + (c.ignoreAccents ? " NODIAC" : " DIAC") + "))"
         case .check(let x, let kind, let negated):
             out += "("
             print(x, into: &out)

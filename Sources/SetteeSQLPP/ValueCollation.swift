@@ -6,7 +6,7 @@ import SetteeCore
 /// MISSING < null < false < true < numbers < strings < arrays < objects. Numbers compare numerically
 /// (`1 = 1.0`), strings by Unicode code point (UTF-8 bytes), arrays element by element then by length,
 /// objects by member count, then sorted keys, then values.
-public enum Collation {
+public enum ValueCollation {
     /// The rank of a value's type in the collation order.
     @inlinable
     public static func typeRank(_ value: JSON?) -> Int {
