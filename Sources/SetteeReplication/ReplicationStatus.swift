@@ -3,9 +3,9 @@ import Metrics
 import SetteeCore
 
 /// What a replication is doing (Couchbase Lite's `ReplicatorActivityLevel`).
-public enum ReplicatorActivityLevel: String, Sendable, Comparable {
+public enum ReplicatorActivityLevel: UInt8, Sendable, Comparable {
     /// Not running: finished, stopped, or failed (see ``ReplicatorStatus/error``).
-    case stopped
+    case stopped = 0
     /// The peer is unreachable; retrying with backoff.
     case offline
     /// Checking the peers and reading checkpoints.
@@ -26,6 +26,17 @@ public enum ReplicatorActivityLevel: String, Sendable, Comparable {
     }
 
     public static func < (a: Self, b: Self) -> Bool { a.rank < b.rank }
+
+    /// The level's name (`stopped`, `offline`, `connecting`, `idle`, `busy`), as status documents show it.
+    public var name: String {
+        switch self {
+        case .stopped: "stopped"
+        case .offline: "offline"
+        case .connecting: "connecting"
+        case .idle: "idle"
+        case .busy: "busy"
+        }
+    }
 }
 
 /// A replication's state and counters, as `_active_tasks` reports them.
@@ -72,7 +83,7 @@ public struct ReplicatorStatus: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(activity.rawValue): read \(docsRead), written \(docsWritten), failed \(docWriteFailures)"
+        "\(activity.name): read \(docsRead), written \(docsWritten), failed \(docWriteFailures)"
             + (changesPending.map { ", pending \($0)" } ?? "") + (error.map { ", error \($0)" } ?? "")
     }
 

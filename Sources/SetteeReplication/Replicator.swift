@@ -4,8 +4,8 @@ import SetteeCore
 import SetteeStore
 
 /// Which way a ``Replicator`` moves changes (Couchbase Lite's `ReplicatorType`).
-public enum ReplicatorType: String, Sendable {
-    case pushAndPull
+public enum ReplicatorType: UInt8, Sendable {
+    case pushAndPull = 0
     /// Local changes go to the target.
     case push
     /// The target's changes come to the local collection.

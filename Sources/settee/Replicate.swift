@@ -145,7 +145,7 @@ final class ProgressBar: @unchecked Sendable {
         let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
         let rate = Double(s.docsWritten) / max(now.timeIntervalSince(started), 0.001)
         let line = String(format: "\r[%@] %3d%%  %@  written %d  failed %d  %.0f docs/s ", bar, Int(fraction * 100),
-                          s.activity.rawValue, s.docsWritten, s.docWriteFailures, rate)
+                          s.activity.name, s.docsWritten, s.docWriteFailures, rate)
         FileHandle.standardError.write(Data(line.utf8))
         drew = true
     }

@@ -70,4 +70,39 @@ import Settee
         final class Loose: Codable { var name = "x" }
         #expect(throws: SetteeError.self) { try collection.save(from: Loose()) }
     }
+
+    @Test func aConflictHandlerMergesModelObjects() throws {
+        let s = try SnippetDatabase()
+        let collection = s.collection
+        let joined = Date(timeIntervalSince1970: 1_700_000_000)
+        let mine = User(name: "Ada", email: "ada@example.com", joined: joined, tags: ["admin"])
+        try collection.save(from: mine)
+        let id = try #require(mine.id)
+
+        // Someone else changes the document after `mine` was saved.
+        let theirs = try #require(try collection.document(id: id, as: User.self))
+        theirs.tags.append("reviewer")
+        try collection.save(from: theirs)
+
+        // Saving `mine` now conflicts: the handler sees the current version and merges the tags into `mine`.
+        mine.email = "ada@lovelace.org"
+        var seen: [String]?
+        let saved = try collection.save(from: mine) { object, existing in
+            seen = existing?.tags
+            object.tags = Array(Set(object.tags + (existing?.tags ?? []))).sorted()
+            return true
+        }
+        #expect(saved && seen == ["admin", "reviewer"])
+        let stored = try #require(try collection.document(id: id, as: User.self))
+        #expect(stored.email == "ada@lovelace.org" && stored.tags == ["admin", "reviewer"])
+
+        // A handler that gives up leaves the document as it is.
+        let staleRead = try #require(try collection.document(id: id, as: User.self))
+        staleRead.email = "x@example.com"
+        let other = try #require(try collection.document(id: id, as: User.self))
+        other.name = "Countess"
+        try collection.save(from: other)
+        #expect(try !collection.save(from: staleRead) { _, _ in false })
+        #expect(try collection.document(id: id, as: User.self)?.email == "ada@lovelace.org")
+    }
 }

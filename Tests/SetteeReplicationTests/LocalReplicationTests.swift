@@ -174,7 +174,7 @@ import Testing
         let updates = replicator.statusUpdates()
         let seen = Task {
             var activities = Set<String>()
-            for await s in updates { activities.insert(s.activity.rawValue) }
+            for await s in updates { activities.insert(s.activity.name) }
             return activities
         }
         replicator.start()

@@ -428,7 +428,7 @@ final class ReplicationManager: @unchecked Sendable {
                 "source": .string(job.replication.source.displayName),
                 "target": .string(job.replication.target.displayName),
                 "continuous": .bool(job.spec.continuous),
-                "state": .string(s.activity.rawValue),
+                "state": .string(s.activity.name),
                 "source_seq": s.sourceSeq, "checkpointed_source_seq": s.checkpointedSourceSeq,
                 "through_seq": s.checkpointedSourceSeq,
                 "revisions_checked": .int(Int64(s.revisionsChecked)),

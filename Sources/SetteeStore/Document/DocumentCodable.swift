@@ -166,6 +166,33 @@ extension Collection {
         return true
     }
 
+    /// Saves a model object as a document, asking `conflictHandler` when the document changed since the object was
+    /// read (Couchbase Lite's `save(from:conflictHandler:)`). The handler gets the object being saved and the
+    /// current document decoded as `T` (nil when deleted); it may change the first and returns true to save it,
+    /// false to give up (the save then returns false).
+    @discardableResult
+    public func save<T: DocumentCodable>(from object: T, conflictHandler: @escaping (T, T?) -> Bool) throws -> Bool {
+        let (ref, document) = try prepare(object)
+        let saved = try save(document: document) { newDocument, current in
+            let existing = try current.map { current in
+                try DocumentCoding.$decodingDatabase.withValue(database) {
+                    try DocumentCoding.decode(T.self, from: .object(current.content.jsonObject), id: current.id,
+                                              revision: current.revisionID)
+                }
+            }
+            guard conflictHandler(object, existing) else { return false }
+            // The handler may have changed the object: what is saved is the object as it is now.
+            let (body, blobs) = try DocumentCoding.body(of: object)
+            for blob in blobs { try database.saveBlob(blob: blob) }
+            newDocument.setData(body)
+            return true
+        }
+        guard saved else { return false }
+        ref.documentID = document.id
+        ref.revisionID = document.revisionID
+        return true
+    }
+
     /// Deletes a model object's document (Couchbase Lite's `delete(for:)`).
     public func delete<T: DocumentEncodable>(for object: T) throws {
         _ = try delete(for: object, concurrencyControl: .lastWriteWins)
