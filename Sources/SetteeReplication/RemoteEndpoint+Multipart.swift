@@ -46,7 +46,7 @@ extension RemoteEndpoint {
             return try Self.revisions(fromMixed: &body, contentType: contentType, id: request.id)
         }
         guard case .array(let entries) = try parse(r.body) else {
-            throw ReplicationError(.transient, "open_revs response is not an array from \(url)")
+            throw ReplicationError(.transient, "open_revs response is not an array from \(urlString)")
         }
         return try entries.compactMap { entry in
             guard case .object(let doc)? = entry["ok"] else { return nil }

@@ -31,7 +31,10 @@ public struct RemoteEndpoint: Endpoint {
     }
 
     /// The database URL without credentials, e.g. `http://127.0.0.1:5984/db`.
-    public let url: String
+    /// The database's URL as text, without credentials (Settee's; Couchbase Lite's ``url`` is a `URL`).
+    public let urlString: String
+    /// The database's URL (Couchbase Lite's `URLEndpoint.url`).
+    public var url: URL { URL(string: urlString)! }
     /// The server root, e.g. `http://127.0.0.1:5984`.
     public let serverURL: String
     /// The database name (decoded).
@@ -89,7 +92,7 @@ public struct RemoteEndpoint: Endpoint {
         self.serverURL = root
         self.databaseName = dbSegment.removingPercentEncoding ?? dbSegment
         // Database names may contain '/', which must travel escaped.
-        self.url = root + "/" + RemoteEndpoint.escapeSegment(self.databaseName)
+        self.urlString = root + "/" + RemoteEndpoint.escapeSegment(self.databaseName)
         self.authentication = auth
         self.headers = headers
         self.trustedRootCertificatesPath = trustedRootCertificatesPath
@@ -159,8 +162,8 @@ public struct RemoteEndpoint: Endpoint {
         }
     }
 
-    public var identity: String { url }
-    public var displayName: String { url }
+    public var identity: String { urlString }
+    public var displayName: String { urlString }
 
     // MARK: Endpoint
 
@@ -177,7 +180,7 @@ public struct RemoteEndpoint: Endpoint {
 
     public func createDatabase() async throws {
         let r = try await send(.PUT, "", query: creationParameters)
-        guard (200..<300).contains(r.status) || r.status == 412 else { throw error(for: r, "PUT \(url)") }
+        guard (200..<300).contains(r.status) || r.status == 412 else { throw error(for: r, "PUT \(urlString)") }
     }
 
     public func changes(_ request: ChangesRequest) async throws -> ChangesBatch {
@@ -204,7 +207,7 @@ public struct RemoteEndpoint: Endpoint {
         }
         let o = try await jsonObject(body == nil ? .GET : .POST, "/_changes", query: query, body: body, deadline: deadline)
         guard let results = o["results"]?.arrayValue else {
-            throw ReplicationError(.transient, "_changes response without results from \(url)")
+            throw ReplicationError(.transient, "_changes response without results from \(urlString)")
         }
         var entries: [ChangeEntry] = []
         entries.reserveCapacity(results.count)
@@ -276,7 +279,7 @@ public struct RemoteEndpoint: Endpoint {
         let o = try await jsonObject(.POST, "/_bulk_get", query: [("revs", "true"), ("latest", "true"), ("attachments", "false")],
                                      body: ["docs": .array(docs)])
         guard let results = o["results"]?.arrayValue else {
-            throw ReplicationError(.transient, "_bulk_get response without results from \(url)")
+            throw ReplicationError(.transient, "_bulk_get response without results from \(urlString)")
         }
         var out: [ReplicatedRevision] = []
         out.reserveCapacity(docs.count)
@@ -513,7 +516,7 @@ public struct RemoteEndpoint: Endpoint {
     private func jsonObject(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
                             deadline: TimeAmount = .seconds(120)) async throws -> JSONObject {
         let r = try await send(method, path, query: query, body: body, deadline: deadline)
-        guard (200..<300).contains(r.status) else { throw error(for: r, "\(method) \(url)\(path)") }
+        guard (200..<300).contains(r.status) else { throw error(for: r, "\(method) \(urlString)\(path)") }
         guard case .object(let o) = try parse(r.body) else {
             throw ReplicationError(.transient, "\(method) \(path): the response is not a JSON object")
         }
@@ -524,7 +527,7 @@ public struct RemoteEndpoint: Endpoint {
         do {
             return try JSON.parse(bytes, limits: JSONLimits(maxDepth: 512, maxBytes: Int.max))
         } catch {
-            throw ReplicationError(.transient, "unparseable or truncated response from \(url): \(error)")
+            throw ReplicationError(.transient, "unparseable or truncated response from \(urlString): \(error)")
         }
     }
 
@@ -548,7 +551,7 @@ public struct RemoteEndpoint: Endpoint {
     func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
               raw: (contentType: String, bytes: [UInt8])? = nil, accept: String = "application/json",
               root: Bool = false, deadline: TimeAmount = .seconds(120), maxBytes: Int = 1 << 30) async throws -> Reply {
-        var target = (root ? serverURL : url) + path
+        var target = (root ? serverURL : urlString) + path
         if !query.isEmpty {
             target += "?" + query.map { "\($0.0)=\(Self.escapeQuery($0.1))" }.joined(separator: "&")
         }

@@ -254,7 +254,7 @@ public struct ReplicatorConfiguration: Sendable {
             throw ReplicationError(.badRequest, "Unsupported authenticator \(type(of: other))")
         }
         let caPath = trustedRootCertificatesPath ?? remote.trustedRootCertificatesPath
-        return try RemoteEndpoint(url: remote.url, authentication: authentication, headers: headers,
+        return try RemoteEndpoint(url: remote.urlString, authentication: authentication, headers: headers,
                                   client: trustedRootCertificatesPath == nil ? remote.client : nil,
                                   trustedRootCertificatesPath: caPath,
                                   allowInsecureCredentials: allowInsecureCredentials || remote.allowInsecureCredentials)
@@ -268,7 +268,7 @@ public struct ReplicatorConfiguration: Sendable {
         switch target {
         case let remote as RemoteEndpoint:
             let keyspace = collection.scopeName == Scope.defaultScopeName ? collection.name : collection.fullName
-            return try RemoteEndpoint(url: remote.url + "." + keyspace, authentication: remote.authentication,
+            return try RemoteEndpoint(url: remote.urlString + "." + keyspace, authentication: remote.authentication,
                                       headers: remote.headers, client: remote.client,
                                       trustedRootCertificatesPath: remote.trustedRootCertificatesPath,
                                       allowInsecureCredentials: remote.allowInsecureCredentials)

@@ -36,10 +36,10 @@ public final class Parameters: @unchecked Sendable {
     @discardableResult public func setBoolean(_ value: Bool, forName name: String) -> Parameters {
         setValue(.bool(value), forName: name)
     }
-    @discardableResult public func setArray(_ value: [JSON]?, forName name: String) -> Parameters {
+    @_disfavoredOverload @discardableResult public func setArray(_ value: [JSON]?, forName name: String) -> Parameters {
         setValue(value.map(JSON.array), forName: name)
     }
-    @discardableResult public func setDictionary(_ value: JSONObject?, forName name: String) -> Parameters {
+    @_disfavoredOverload @discardableResult public func setDictionary(_ value: JSONObject?, forName name: String) -> Parameters {
         setValue(value.map(JSON.object), forName: name)
     }
 }

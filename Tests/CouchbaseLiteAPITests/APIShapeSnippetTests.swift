@@ -89,6 +89,16 @@ import SetteeListener
             .where(Meta.id.equalTo(Expression.string("a")))
             .execute().allResults()
         #expect(unqualified.first?.int(at: 0) == 3)
+
+        // Parameters take nil for every kind of value, as Couchbase Lite's setters do.
+        let parameters = Parameters()
+        parameters.setValue(nil, forName: "v")
+        parameters.setArray(nil, forName: "a")
+        parameters.setDictionary(nil, forName: "d")
+        parameters.setString(nil, forName: "s")
+        let q = try s.database.createQuery("SELECT COUNT(*) AS n FROM _ WHERE $v IS NULL AND $a IS NULL AND $s IS NULL")
+        q.parameters = parameters
+        #expect(try q.execute().allResults().first?.int(forKey: "n") == 3)
     }
 
     @Test func replicatorConfigurationAsCouchbaseLiteHasIt() async throws {

@@ -167,7 +167,7 @@ final class PeerSync: Sendable {
         var local = LocalEndpoint(collection: collection)
         local.maxDocumentSize = node.configuration.maxDocumentSize
         local.maxAttachmentSize = node.configuration.maxAttachmentSize
-        let spec = ReplicationManager.Spec(source: .string(work.database), target: .string(remote.url),
+        let spec = ReplicationManager.Spec(source: .string(work.database), target: .string(remote.urlString),
                                            continuous: false, createTarget: work.direction == .push)
         var options = manager.options(spec)
         options.createTarget = work.direction == .push
