@@ -40,10 +40,12 @@ public struct TLSIdentity: Sendable {
     /// Makes a self-signed identity (P-256) and writes it to `directory` as `<label>.crt` and `<label>.key`
     /// (Couchbase Lite's `createIdentity(forServer:attributes:expiration:label:)`). The certificate names
     /// `commonName`, `localhost` and the loopback addresses, plus `hosts`; a peer trusts it by pinning the `.crt`
-    /// file (`ReplicatorConfiguration.trustedRootCertificatesPath`).
+    /// file (`ReplicatorConfiguration.trustedRootCertificatesPath`). `forServer: false` makes a client identity
+    /// (for `ClientCertificateAuthenticator`), whose certificate a `ListenerCertificateAuthenticator` trusts.
     /// - Throws: ``SetteeError`` `.storage` when the files cannot be written.
-    public static func createIdentity(commonName: String = "Settee", hosts: [String] = [], expiration: Date? = nil,
-                                      label: String = "settee-listener", directory: String) throws -> TLSIdentity {
+    public static func createIdentity(forServer: Bool = true, commonName: String = "Settee", hosts: [String] = [],
+                                      expiration: Date? = nil, label: String = "settee-listener",
+                                      directory: String) throws -> TLSIdentity {
         let key = P256.Signing.PrivateKey()
         let notAfter = expiration ?? Date(timeIntervalSinceNow: 365 * 24 * 3600)
         let name = try DistinguishedName { CommonName(commonName) }
@@ -62,7 +64,7 @@ public struct TLSIdentity: Sendable {
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(digitalSignature: true, keyCertSign: true))
-                try ExtendedKeyUsage([.serverAuth])
+                try ExtendedKeyUsage([forServer ? .serverAuth : .clientAuth])
                 SubjectAlternativeNames(alternativeNames)
             },
             issuerPrivateKey: .init(key))

@@ -17,6 +17,46 @@ public struct ListenerPasswordAuthenticator: ListenerAuthenticator {
     }
 }
 
+/// Accepts the peers whose TLS client certificate verifies against the CA certificates in a PEM file (Couchbase
+/// Lite's `ListenerCertificateAuthenticator(rootCerts:)`): the TLS handshake fails for anyone else, so every
+/// request that reaches the listener comes from such a peer. A peer presents its certificate with
+/// `ClientCertificateAuthenticator(identity:)`. A self-signed peer identity is its own root: list its certificate.
+public struct ListenerCertificateAuthenticator: ListenerAuthenticator {
+    public let rootCertificatesPath: String
+    public init(rootCertificatesPath: String) {
+        self.rootCertificatesPath = rootCertificatesPath
+    }
+
+    /// Trusts the certificates of these identities (self-signed peers, or CAs), written to one PEM bundle.
+    /// - Throws: ``SetteeError`` `.badRequest` when a certificate file can't be read.
+    public init(rootCertificates identities: [TLSIdentity], bundleDirectory: String = NSTemporaryDirectory()) throws {
+        var bundle = ""
+        for identity in identities {
+            do {
+                bundle += try String(contentsOfFile: identity.certificatePath, encoding: .utf8)
+            } catch {
+                throw SetteeError(.badRequest, "Certificate \(identity.certificatePath) can't be read: \(error)")
+            }
+            if !bundle.hasSuffix("\n") { bundle += "\n" }
+        }
+        let path = (bundleDirectory as NSString).appendingPathComponent("settee-client-roots-\(UUID().uuidString).pem")
+        do {
+            try bundle.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw SetteeError(.badRequest, "The client root bundle \(path) can't be written: \(error)")
+        }
+        rootCertificatesPath = path
+    }
+}
+
+extension ClientCertificateAuthenticator {
+    /// Presents `identity`'s certificate to a listener that asks for one (Couchbase Lite's
+    /// `ClientCertificateAuthenticator(identity:)`).
+    public init(identity: TLSIdentity) {
+        self.init(certificatePath: identity.certificatePath, keyPath: identity.keyPath)
+    }
+}
+
 /// What a ``URLEndpointListener`` serves and how (Couchbase Lite's `URLEndpointListenerConfiguration`).
 public struct URLEndpointListenerConfiguration: Sendable {
     /// The collections served, all of one database: its default collection at `/{db}`, a named one at its
@@ -154,6 +194,11 @@ public final class URLEndpointListener: @unchecked Sendable {
         if let password = config.authenticator as? ListenerPasswordAuthenticator {
             server.passwordAuthenticator = password.authenticate
             server.requireValidUser = true
+        } else if let certificates = config.authenticator as? ListenerCertificateAuthenticator {
+            guard !config.disableTLS else {
+                throw SetteeError(.badRequest, "A ListenerCertificateAuthenticator needs TLS (disableTLS is set)")
+            }
+            server.tlsClientRootCertificatesPath = certificates.rootCertificatesPath
         } else if config.authenticator != nil {
             throw SetteeError(.badRequest, "Unsupported listener authenticator \(type(of: config.authenticator!))")
         }

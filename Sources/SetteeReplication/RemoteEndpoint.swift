@@ -46,6 +46,9 @@ public struct RemoteEndpoint: Endpoint {
     public let trustedRootCertificatesPath: String?
     /// Whether credentials may go over plain HTTP to a host that is not loopback.
     public let allowInsecureCredentials: Bool
+    /// The certificate this side presents when an HTTPS peer asks for one (a listener with a
+    /// `ListenerCertificateAuthenticator`).
+    public let clientCertificate: ClientCertificate?
     let client: HTTPClient
     /// The session cookie and whether the peer lacks `_bulk_get` (tests set that to exercise the fallback).
     let session: SessionCookie
@@ -57,11 +60,13 @@ public struct RemoteEndpoint: Endpoint {
     ///     the system's trust store (ignored when `client` is given).
     ///   - allowInsecureCredentials: allow sending credentials over plain `http://` to a host that is not
     ///     loopback (where anyone on the path can read them).
+    ///   - clientCertificate: a certificate and key to present to HTTPS peers that ask for one (ignored when
+    ///     `client` is given).
     /// - Throws: ``ReplicationError`` `.badRequest` for a URL that is not `http(s)://host[:port]/db`, for
     ///   credentials that would go over plain HTTP to a non-loopback host, or for an unreadable CA bundle.
     public init(url: String, authentication: Authentication? = nil, headers: [(String, String)] = [],
                 client: HTTPClient? = nil, trustedRootCertificatesPath: String? = nil,
-                allowInsecureCredentials: Bool = false) throws {
+                allowInsecureCredentials: Bool = false, clientCertificate: ClientCertificate? = nil) throws {
         guard var components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
               scheme == "http" || scheme == "https", components.host?.isEmpty == false
         else { throw ReplicationError(.badRequest, "Not an http(s) database URL: \(RemoteEndpoint.redact(url))") }
@@ -97,10 +102,12 @@ public struct RemoteEndpoint: Endpoint {
         self.headers = headers
         self.trustedRootCertificatesPath = trustedRootCertificatesPath
         self.allowInsecureCredentials = allowInsecureCredentials
+        self.clientCertificate = clientCertificate
         if let client {
             self.client = client
-        } else if let trustedRootCertificatesPath {
-            self.client = try RemoteEndpoint.client(trustingRootCertificatesAt: trustedRootCertificatesPath)
+        } else if trustedRootCertificatesPath != nil || clientCertificate != nil {
+            self.client = try RemoteEndpoint.client(trustingRootCertificatesAt: trustedRootCertificatesPath,
+                                                    presenting: clientCertificate)
         } else {
             self.client = RemoteEndpoint.sharedClient
         }
@@ -144,22 +151,47 @@ public struct RemoteEndpoint: Endpoint {
     /// verification: chain and host name). One client per distinct path, kept for the life of the process.
     /// - Throws: ``ReplicationError`` `.badRequest` when the file cannot be read or holds no PEM certificate.
     public static func client(trustingRootCertificatesAt path: String) throws -> HTTPClient {
-        let key = URL(fileURLWithPath: path).standardizedFileURL.path
+        try client(trustingRootCertificatesAt: path, presenting: nil)
+    }
+
+    /// The process-wide client (configured as ``sharedClient``) that verifies HTTPS peers against the CA
+    /// certificates at `path` (nil: the system's trust store) and presents `clientCertificate` to peers that ask
+    /// for one. One client per distinct combination, kept for the life of the process.
+    /// - Throws: ``ReplicationError`` `.badRequest` when a file cannot be read or holds no PEM certificate or key.
+    public static func client(trustingRootCertificatesAt path: String?,
+                              presenting clientCertificate: ClientCertificate?) throws -> HTTPClient {
+        let caPath = path.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        let certPath = clientCertificate.map { URL(fileURLWithPath: $0.certificatePath).standardizedFileURL.path }
+        let keyPath = clientCertificate.map { URL(fileURLWithPath: $0.keyPath).standardizedFileURL.path }
+        let key = [caPath ?? "", certPath ?? "", keyPath ?? ""].joined(separator: "\u{0}")
         return try caClients.client(for: key) {
-            let certificates: [NIOSSLCertificate]
-            do {
-                certificates = try NIOSSLCertificate.fromPEMFile(key)
-            } catch {
-                throw ReplicationError(.badRequest, "cannot read the CA bundle \(path): \(error)")
-            }
-            guard !certificates.isEmpty else {
-                throw ReplicationError(.badRequest, "the CA bundle \(path) holds no PEM certificate")
-            }
             var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .certificates(certificates)
+            if let caPath {
+                let certificates = try pemCertificates(caPath, what: "the CA bundle")
+                tls.trustRoots = .certificates(certificates)
+            }
             tls.certificateVerification = .fullVerification
+            if let certPath, let keyPath {
+                tls.certificateChain = try pemCertificates(certPath, what: "the client certificate").map { .certificate($0) }
+                do {
+                    tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem))
+                } catch {
+                    throw ReplicationError(.badRequest, "cannot read the client key \(keyPath): \(error)")
+                }
+            }
             return makeClient(tls: tls)
         }
+    }
+
+    private static func pemCertificates(_ path: String, what: String) throws -> [NIOSSLCertificate] {
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(path)
+        } catch {
+            throw ReplicationError(.badRequest, "cannot read \(what) \(path): \(error)")
+        }
+        guard !certificates.isEmpty else { throw ReplicationError(.badRequest, "\(what) \(path) holds no PEM certificate") }
+        return certificates
     }
 
     public var identity: String { urlString }
@@ -416,7 +448,7 @@ public struct RemoteEndpoint: Endpoint {
     public func sibling(database name: String) throws -> RemoteEndpoint {
         try RemoteEndpoint(url: serverURL + "/" + Self.escapeSegment(name), authentication: authentication,
                            headers: headers, client: client, trustedRootCertificatesPath: trustedRootCertificatesPath,
-                           allowInsecureCredentials: allowInsecureCredentials)
+                           allowInsecureCredentials: allowInsecureCredentials, clientCertificate: clientCertificate)
     }
 
     // MARK: Documents ↔ revisions
@@ -713,5 +745,15 @@ final class CAClients: @unchecked Sendable {
             clients[path] = client
             return client
         }
+    }
+}
+
+/// A certificate and its private key (PEM files) a replicator presents to HTTPS peers that ask for one.
+public struct ClientCertificate: Sendable, Hashable {
+    public let certificatePath: String
+    public let keyPath: String
+    public init(certificatePath: String, keyPath: String) {
+        self.certificatePath = certificatePath
+        self.keyPath = keyPath
     }
 }

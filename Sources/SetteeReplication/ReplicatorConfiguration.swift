@@ -39,6 +39,16 @@ public struct SessionAuthenticator: Authenticator {
     }
 }
 
+/// A client certificate a ``URLEndpoint``'s HTTPS peer verifies, as a listener with a certificate authenticator
+/// asks (Couchbase Lite's `ClientCertificateAuthenticator`; `import SetteeListener` adds `init(identity:)`).
+public struct ClientCertificateAuthenticator: Authenticator {
+    public let certificate: ClientCertificate
+    /// The PEM certificate (chain) and private key files to present.
+    public init(certificatePath: String, keyPath: String) {
+        certificate = ClientCertificate(certificatePath: certificatePath, keyPath: keyPath)
+    }
+}
+
 /// Basic (user/password) authentication for a ``URLEndpoint``, as in Couchbase Lite.
 public struct BasicAuthenticator: Authenticator {
     public let username: String
@@ -238,6 +248,7 @@ public struct ReplicatorConfiguration: Sendable {
                 || !(self.headers ?? [:]).isEmpty else { return target }
         var authentication = remote.authentication
         var headers = remote.headers
+        var clientCertificate = remote.clientCertificate
         for (name, value) in (self.headers ?? [:]).sorted(by: { $0.key < $1.key }) {
             headers.removeAll { $0.0.lowercased() == name.lowercased() }
             headers.append((name, value))
@@ -248,16 +259,20 @@ public struct ReplicatorConfiguration: Sendable {
         case let session as SessionAuthenticator:
             headers.removeAll { $0.0.lowercased() == "cookie" }
             headers.append(("Cookie", "\(session.cookieName)=\(session.sessionID)"))
+        case let certificate as ClientCertificateAuthenticator:
+            clientCertificate = certificate.certificate
         case nil:
             break
         case let other?:
             throw ReplicationError(.badRequest, "Unsupported authenticator \(type(of: other))")
         }
         let caPath = trustedRootCertificatesPath ?? remote.trustedRootCertificatesPath
+        let sameTLS = trustedRootCertificatesPath == nil && clientCertificate == remote.clientCertificate
         return try RemoteEndpoint(url: remote.urlString, authentication: authentication, headers: headers,
-                                  client: trustedRootCertificatesPath == nil ? remote.client : nil,
+                                  client: sameTLS ? remote.client : nil,
                                   trustedRootCertificatesPath: caPath,
-                                  allowInsecureCredentials: allowInsecureCredentials || remote.allowInsecureCredentials)
+                                  allowInsecureCredentials: allowInsecureCredentials || remote.allowInsecureCredentials,
+                                  clientCertificate: clientCertificate)
     }
 
     /// The peer `collection` replicates with: the target itself for the default collection; for a named one, the
@@ -271,7 +286,8 @@ public struct ReplicatorConfiguration: Sendable {
             return try RemoteEndpoint(url: remote.urlString + "." + keyspace, authentication: remote.authentication,
                                       headers: remote.headers, client: remote.client,
                                       trustedRootCertificatesPath: remote.trustedRootCertificatesPath,
-                                      allowInsecureCredentials: remote.allowInsecureCredentials)
+                                      allowInsecureCredentials: remote.allowInsecureCredentials,
+                                      clientCertificate: remote.clientCertificate)
         case let local as LocalEndpoint:
             let peer = try local.collection.database.createCollection(name: collection.name, scope: collection.scopeName)
             return LocalEndpoint(collection: peer)

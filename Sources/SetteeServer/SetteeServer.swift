@@ -30,7 +30,8 @@ public enum SetteeServer {
                                    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in })
         throws -> some ApplicationProtocol {
         let config = node.configuration
-        if !node.config.hasAdmins && !config.bindsLoopbackOnly {
+        if !node.config.hasAdmins && !config.bindsLoopbackOnly
+            && !(config.usesTLS && config.tlsClientRootCertificatesPath != nil) {
             throw SetteeError(.badRequest,
                               "Refusing to bind \(config.host) without an admin: set --admin USER:PASS (or SETTEE_ADMIN) to listen beyond loopback.")
         }
@@ -99,8 +100,21 @@ extension SetteeServer {
         } catch {
             throw SetteeError(.badRequest, "TLS private key \(keyPath) is not a PEM private key: \(error)")
         }
-        let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
                                                            privateKey: .privateKey(key))
+        if let clientRoots = config.tlsClientRootCertificatesPath {
+            let roots: [NIOSSLCertificate]
+            do {
+                roots = try NIOSSLCertificate.fromPEMFile(clientRoots)
+            } catch {
+                throw SetteeError(.badRequest, "TLS client CA file \(clientRoots) is not a PEM certificate: \(error)")
+            }
+            guard !roots.isEmpty else { throw SetteeError(.badRequest, "TLS client CA file \(clientRoots) holds no PEM certificate") }
+            // A server that verifies asks every client for a certificate and fails the handshake without one
+            // that chains to these roots.
+            tls.trustRoots = .certificates(roots)
+            tls.certificateVerification = .noHostnameVerification
+        }
         do {
             _ = try NIOSSLContext(configuration: tls)
         } catch {

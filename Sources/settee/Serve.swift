@@ -99,6 +99,9 @@ struct Serve: AsyncParsableCommand {
     var tlsCert: String?
     @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert (default: $SETTEE_TLS_KEY).")
     var tlsKey: String?
+    @Option(name: .customLong("tls-client-ca"),
+            help: "Require clients to present a certificate verified against this PEM CA bundle (mutual TLS; default: $SETTEE_TLS_CLIENT_CA); needs --tls-cert.")
+    var tlsClientCA: String?
     @Option(name: .customLong("ca-file"),
             help: "PEM CA bundle the replicator verifies HTTPS peers against instead of the system's trust store (default: $SETTEE_CA_FILE).")
     var caFile: String?
@@ -160,6 +163,10 @@ struct Serve: AsyncParsableCommand {
         config.tlsKeyPath = (tlsKey ?? env["SETTEE_TLS_KEY"]).flatMap { $0.isEmpty ? nil : $0 }
         if (config.tlsCertificatePath == nil) != (config.tlsKeyPath == nil) {
             throw ValidationError("--tls-cert and --tls-key go together: give both, or neither")
+        }
+        config.tlsClientRootCertificatesPath = (tlsClientCA ?? env["SETTEE_TLS_CLIENT_CA"]).flatMap { $0.isEmpty ? nil : $0 }
+        if config.tlsClientRootCertificatesPath != nil && config.tlsCertificatePath == nil {
+            throw ValidationError("--tls-client-ca needs TLS: give --tls-cert and --tls-key too")
         }
         config.caFile = (caFile ?? env["SETTEE_CA_FILE"]).flatMap { $0.isEmpty ? nil : $0 }
         if let ca = config.caFile {

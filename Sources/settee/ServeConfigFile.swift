@@ -15,6 +15,7 @@ enum ServeConfigFile {
     /// Settings whose environment variable, when set, wins over the file (the variable is read by `serve` itself).
     static let environmentOverrides: [String: String] = [
         "admin": "SETTEE_ADMIN", "peer": "SETTEE_PEERS", "tls-cert": "SETTEE_TLS_CERT", "tls-key": "SETTEE_TLS_KEY",
+        "tls-client-ca": "SETTEE_TLS_CLIENT_CA",
         "ca-file": "SETTEE_CA_FILE", "jwt-hmac-key": "SETTEE_JWT_HMAC_KEY", "jwt-rsa-key": "SETTEE_JWT_RSA_KEY",
     ]
     /// Environment variables turned into flags (between the file's settings and the command line's).

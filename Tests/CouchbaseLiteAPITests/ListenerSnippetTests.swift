@@ -97,4 +97,45 @@ import SetteeListener
             try URLEndpointListener(config: URLEndpointListenerConfiguration(collections: [s.collection, other.collection])).start()
         }
     }
+
+    @Test func aCertificateAuthenticatorAdmitsOnlyPeersWithTrustedCertificates() async throws {
+        let passive = try SnippetDatabase("passive"), active = try SnippetDatabase("active")
+        try passive.collection.save(document: MutableDocument(id: "served"))
+        let peer = try TLSIdentity.createIdentity(forServer: false, commonName: "peer", label: "peer",
+                                                  directory: active.dir.path + "/tls")
+        let stranger = try TLSIdentity.createIdentity(forServer: false, commonName: "stranger", label: "stranger",
+                                                      directory: active.dir.path + "/tls")
+        var listenerConfig = URLEndpointListenerConfiguration(collections: [passive.collection])
+        // Beyond loopback is allowed: only holders of a trusted certificate get through the handshake.
+        listenerConfig.networkInterface = "0.0.0.0"
+        listenerConfig.authenticator = try ListenerCertificateAuthenticator(rootCertificates: [peer],
+                                                                           bundleDirectory: passive.dir.path)
+        let listener = URLEndpointListener(config: listenerConfig)
+        try listener.start()
+        defer { listener.stop() }
+        let port = try #require(listener.port)
+        let url = try #require(URL(string: "https://localhost:\(port)/passive"))
+        let serverCertificate = try #require(listener.tlsIdentity).certificatePath
+
+        func pull(as identity: TLSIdentity?) async -> ReplicatorStatus {
+            var config = ReplicatorConfiguration(target: URLEndpoint(url: url))
+            config.addCollection(active.collection)
+            config.replicatorType = .pull
+            config.maxAttempts = 1
+            config.trustedRootCertificatesPath = serverCertificate
+            if let identity { config.authenticator = ClientCertificateAuthenticator(identity: identity) }
+            let replicator = Replicator(config: config)
+            replicator.start()
+            return await replicator.waitUntilStopped()
+        }
+        let refused = await pull(as: nil)
+        #expect(refused.error != nil)
+        #expect(try active.collection.document(id: "served") == nil)
+        let strangerStatus = await pull(as: stranger)
+        #expect(strangerStatus.error != nil)
+        #expect(try active.collection.document(id: "served") == nil)
+        let admitted = await pull(as: peer)
+        #expect(admitted.error == nil, "\(String(describing: admitted.error))")
+        #expect(try active.collection.document(id: "served") != nil)
+    }
 }

@@ -51,6 +51,11 @@ public struct ServerConfiguration: Sendable {
     public var tlsCertificatePath: String?
     /// PEM private key of ``tlsCertificatePath`` (`--tls-key`).
     public var tlsKeyPath: String?
+    /// With TLS, require every client to present a certificate that verifies against the CA certificates in this
+    /// PEM file (mutual TLS); the handshake fails for anyone else. The server may then listen beyond loopback
+    /// without an admin: only holders of such a certificate can connect. (`URLEndpointListener`'s
+    /// `ListenerCertificateAuthenticator`.)
+    public var tlsClientRootCertificatesPath: String?
     /// With TLS, also offer HTTP/2 (negotiated by ALPN; HTTP/1.1 clients are served as before) (`--http2`).
     public var http2 = false
     /// PEM CA bundle the replicator verifies HTTPS peers' certificates against (`--ca-file`), instead of the
