@@ -71,8 +71,9 @@ public struct URLEndpointListenerConfiguration: Sendable {
     /// The TLS certificate and key; nil with TLS on makes a self-signed one at start (see
     /// ``URLEndpointListener/tlsIdentity``).
     public var tlsIdentity: TLSIdentity?
-    /// Who may connect. Without one, the listener serves loopback peers only (a listener on another interface
-    /// refuses to start): Settee never serves databases to the network without authentication.
+    /// Who may connect: a ``ListenerPasswordAuthenticator`` or a ``ListenerCertificateAuthenticator``. Without
+    /// one, the listener serves loopback peers only (a listener on another interface refuses to start): Settee
+    /// never serves databases to the network without authentication.
     public var authenticator: (any ListenerAuthenticator)?
     /// Peers may pull but not push: every write is refused (403) except their `_local` replication checkpoints.
     public var readOnly = URLEndpointListenerConfiguration.defaultReadOnly
