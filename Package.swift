@@ -45,7 +45,9 @@ let package = Package(
         .target(
             name: "CICU",
             linkerSettings: [.linkedLibrary("icui18n", .when(platforms: [.linux])), .linkedLibrary("icuuc", .when(platforms: [.linux])),
-                             .linkedLibrary("icudata", .when(platforms: [.linux]))]
+                             .linkedLibrary("icudata", .when(platforms: [.linux])),
+                             // Apple's system ICU (no public headers: collator.c declares what it calls).
+                             .linkedLibrary("icucore", .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS]))]
         ),
         // Pure: JSON, revision ids and trees, errors. No I/O.
         .target(name: "SetteeCore"),

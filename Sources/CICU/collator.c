@@ -2,9 +2,33 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__APPLE__)
+// Apple platforms ship ICU as the system library libicucore, without its headers: declare the few functions used
+// here (libicucore exports them without ICU's version suffix). Linux uses the distribution's libicu-dev headers.
+typedef uint16_t UChar;
+typedef int UErrorCode;
+#define U_ZERO_ERROR 0
+#define U_FAILURE(x) ((x) > U_ZERO_ERROR)
+typedef struct UCollator UCollator;
+typedef enum { UCOL_EQUAL = 0, UCOL_GREATER = 1, UCOL_LESS = -1 } UCollationResult;
+typedef uint8_t UVersionInfo[4];
+#define U_MAX_VERSION_STRING_LENGTH 20
+UCollator *ucol_open(const char *loc, UErrorCode *status);
+void ucol_close(UCollator *coll);
+int32_t ucol_getSortKey(const UCollator *coll, const UChar *source, int32_t sourceLength, uint8_t *result,
+                        int32_t resultLength);
+UCollationResult ucol_strcollUTF8(const UCollator *coll, const char *source, int32_t sourceLength,
+                                  const char *target, int32_t targetLength, UErrorCode *status);
+void ucol_getVersion(const UCollator *coll, UVersionInfo info);
+void u_versionToString(const UVersionInfo versionArray, char *versionString);
+UChar *u_strFromUTF8(UChar *dest, int32_t destCapacity, int32_t *pDestLength, const char *src, int32_t srcLength,
+                     UErrorCode *pErrorCode);
+#else
 #include <unicode/uversion.h>
 #include <unicode/ucol.h>
 #include <unicode/ustring.h>
+#endif
 
 struct settee_collator {
     UCollator *ucol;

@@ -7,14 +7,19 @@ import Settee
 @Suite struct CollateTests {
     static let names = ["Zoë", "zoe", "apple", "Apple", "Émile", "emile", "Ärla", "Banana"]
 
-    func setUp() throws -> (TempDir, Database, Settee.Collection) {
+    /// A database of `names`; its directory lives as long as the fixture.
+    struct Fixture {
         let dir = TempDir()
-        let db = try dir.open()
-        let c = try db.defaultCollection()
-        for (i, name) in Self.names.enumerated() {
-            try c.save(document: MutableDocument(id: "n\(i)").setString(name, forKey: "name"))
+        let db: Database
+        let c: Settee.Collection
+
+        init() throws {
+            db = try dir.open()
+            c = try db.defaultCollection()
+            for (i, name) in CollateTests.names.enumerated() {
+                try c.save(document: MutableDocument(id: "n\(i)").setString(name, forKey: "name"))
+            }
         }
-        return (dir, db, c)
     }
 
     func names(_ db: Database, _ sql: String) throws -> [String] {
@@ -22,7 +27,9 @@ import Settee
     }
 
     @Test func comparisonsUseTheCollation() throws {
-        let (_, db, c) = try setUp()
+        let f = try Fixture()
+        let db = f.db, c = f.c
+        defer { withExtendedLifetime(f) {} }
         // Without COLLATE strings compare by code point, case and accents counting.
         #expect(try names(db, "SELECT name FROM _ WHERE name = 'apple'") == ["apple"])
         #expect(try Set(names(db, "SELECT name FROM _ WHERE name COLLATE NOCASE = 'apple'")) == ["apple", "Apple"])
@@ -40,7 +47,9 @@ import Settee
     }
 
     @Test func orderByUsesTheCollation() throws {
-        let (_, db, _) = try setUp()
+        let f = try Fixture()
+        let db = f.db
+        defer { withExtendedLifetime(f) {} }
         #expect(try names(db, "SELECT name FROM _ ORDER BY name")
             == ["Apple", "Banana", "Zoë", "apple", "emile", "zoe", "Ärla", "Émile"])
         let unicode = try names(db, "SELECT name FROM _ ORDER BY name COLLATE UNICODE, META().id")
@@ -50,7 +59,9 @@ import Settee
     }
 
     @Test func queryBuilderCollations() throws {
-        let (_, db, c) = try setUp()
+        let f = try Fixture()
+        let c = f.c
+        defer { withExtendedLifetime(f) {} }
         let name = Expression.property("name")
         let folded = try QueryBuilder.select(SelectResult.property("name"))
             .from(DataSource.collection(c))
@@ -69,11 +80,12 @@ import Settee
             .orderBy(Ordering.expression(name.collate(Collation.unicode().locale("sv"))), Ordering.expression(Meta.id))
             .execute().compactMap { $0.string(forKey: "name") }
         #expect(swedish.last == "Ärla")
-        _ = db
     }
 
     @Test func badCollationsAreParseErrors() throws {
-        let (_, db, _) = try setUp()
+        let f = try Fixture()
+        let db = f.db
+        defer { withExtendedLifetime(f) {} }
         #expect(throws: SetteeError.self) { try db.createQuery("SELECT name FROM _ WHERE name COLLATE FANCY = 'a'") }
         #expect(throws: SetteeError.self) { try db.createQuery("SELECT name FROM _ WHERE name COLLATE (UNICODE = 'a'") }
         // The printed statement parses back to the same tree.
