@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
@@ -193,3 +193,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every warning in Settee's own Swift code is an error (dependencies' warnings are not ours: SwiftPM applies this to
+// the root package only).
+for target in package.targets where target.type != .system && target.type != .binary {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}

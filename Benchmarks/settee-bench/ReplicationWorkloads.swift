@@ -25,7 +25,6 @@ let couchDBReplicatorRate = 2_200.0
     guard FileManager.default.isExecutableFile(atPath: binary) else {
         throw HTTPBenchFailure(message: "no settee binary at \(binary): swift build -c release --product settee")
     }
-    let count = ids.count
     if ProcessInfo.processInfo.environment["SETTEE_BENCH_LOCAL_ONLY"] == nil {
         try httpReplication(selected: selected, ids: ids, docBytes: docBytes, docs: docs, workDir: workDir, binary: binary,
                             info: info)

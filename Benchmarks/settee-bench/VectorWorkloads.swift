@@ -105,7 +105,7 @@ func writeVecs<T>(_ path: String, _ values: [T], dimensions d: Int) {
         withUnsafeBytes(of: &dim) { data.append(contentsOf: $0) }
         values[(i * d)..<((i + 1) * d)].withUnsafeBytes { data.append(contentsOf: $0) }
     }
-    FileManager.default.createFile(atPath: path, contents: data)
+    _ = FileManager.default.createFile(atPath: path, contents: data)
 }
 
 func loadMiniLM() -> VectorDataSet? {

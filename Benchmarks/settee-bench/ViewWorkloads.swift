@@ -112,7 +112,7 @@ func runViewWorkloads(selected: [String], ids: [String], docs: [JSONObject], wor
         let starts = (0..<200).map { _ in ids[Int(rng.next() % UInt64(count))] }
         let queries = starts.count
         var rows = 0, rawRows = 0
-        let rawSeconds = try best { _ in
+        let rawSeconds = best { _ in
             measure {
                 rawRows = 0
                 for s in starts { rawRows += raw.rows(from: s, limit: 100).count }

@@ -123,7 +123,7 @@ public struct IndexSpec: Sendable, Hashable {
         }
         var expressions: [SQLExpression] = []
         switch o["expressions"] ?? o["expression"] {
-        case nil, .null? where kind == .array: break
+        case nil where kind == .array, .null? where kind == .array: break
         case .string(let text)?: expressions = try SQLPPParser.parseExpressionList(text)
         case .array(let items)?:
             for item in items {

@@ -73,7 +73,7 @@ public struct TLSIdentity: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try certificate.serializeAsPEM().pemString.write(toFile: certificatePath, atomically: true, encoding: .utf8)
-            FileManager.default.createFile(atPath: keyPath, contents: Data(key.pemRepresentation.utf8),
+            _ = FileManager.default.createFile(atPath: keyPath, contents: Data(key.pemRepresentation.utf8),
                                            attributes: [.posixPermissions: 0o600])
         } catch {
             throw SetteeError(.storage, "Cannot write the TLS identity to \(directory): \(error)")

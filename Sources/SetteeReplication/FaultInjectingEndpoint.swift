@@ -101,8 +101,7 @@ public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
         try await call(.changes) { try await base.changes(request) }
     }
     public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff] {
-        nonisolated(unsafe) let r = revisions
-        return try await call(.revsDiff) { try await base.revsDiff(r) }
+        try await call(.revsDiff) { try await base.revsDiff(revisions) }
     }
     public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
         try await call(.fetch) { try await base.fetch(requests) }

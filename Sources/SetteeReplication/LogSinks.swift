@@ -179,7 +179,7 @@ final class LogFileWriter: Sendable {
                 if open.handle == nil {
                     let fm = FileManager.default
                     try? fm.createDirectory(atPath: config.directory, withIntermediateDirectories: true)
-                    if !fm.fileExists(atPath: path) { fm.createFile(atPath: path, contents: nil) }
+                    if !fm.fileExists(atPath: path) { _ = fm.createFile(atPath: path, contents: nil) }
                     guard let handle = FileHandle(forWritingAtPath: path) else { return }
                     open.size = (try? handle.seekToEnd()) ?? 0
                     open.handle = handle

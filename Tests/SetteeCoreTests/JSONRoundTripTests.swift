@@ -24,7 +24,7 @@ struct RandomJSON {
         case 1: return Double.random(in: -1...1, using: &rng)
         case 2: return Double(bitPattern: rng.next())   // any bit pattern, possibly huge or tiny
         case 3: return Double.random(in: -1e6...1e6, using: &rng).rounded() / 100
-        case 4: return [0.0, -0.0, 0.1, 1e-7, 5e-324, .greatestFiniteMagnitude, 1e21].randomElement(using: &rng)!
+        case 4: return [0.0, -0.0, 0.1, 1e-7, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 1e21].randomElement(using: &rng)!
         default: return Double.random(in: -1e300...1e300, using: &rng)
         }
     }

@@ -248,7 +248,7 @@ import Settee
     // MARK: Tests
 
     @Test func everyOperatorMatchesTheReference() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let c = try Self.makeDatabase(dir, indexes: [])
         let docs = Self.randomDocuments(200, seed: 20261127)
         for text in Self.selectors {
@@ -262,7 +262,7 @@ import Settee
     }
 
     @Test func indexedQueriesMatchTheReference() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let c = try Self.makeDatabase(dir, indexes: [#"{"index": {"fields": ["a"]}, "ddoc": "by-a", "name": "a"}"#,
                                                      #"{"index": {"fields": ["b", "a"]}, "ddoc": "by-b", "name": "ba"}"#,
                                                      #"{"index": {"fields": ["n.x"]}, "ddoc": "by-nx", "name": "nx"}"#])
@@ -308,7 +308,7 @@ import Settee
     }
 
     @Test func planningFollowsCouchDB() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let c = try Self.makeDatabase(dir, indexes: [#"{"index": {"fields": ["b", "a"]}, "ddoc": "ba", "name": "ba"}"#,
                                                      #"{"index": {"fields": ["b"]}, "ddoc": "b", "name": "b"}"#])
         func index(_ body: JSON) throws -> String? {
@@ -340,7 +340,7 @@ import Settee
     }
 
     @Test func executionStatsAndCoveringIndexes() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let c = try Self.makeDatabase(dir, indexes: [#"{"index": {"fields": ["b", "a"]}, "ddoc": "ba", "name": "ba"}"#])
         let stats = try MangoExecutor.find(try MangoQuery(["selector": ["b": "fig", "a": ["$gt": 3]], "execution_stats": true]), in: c)
         #expect(stats.executionStats?["results_returned"] == .int(Int64(stats.docs.count)))

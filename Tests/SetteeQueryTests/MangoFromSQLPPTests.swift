@@ -29,9 +29,9 @@ import Settee
     }
 
     @Test func sqlppAnswersThroughMangoIndexesAsOverAScan() throws {
-        let plain = try TempDir()
+        let plain = TempDir()
         let scanned = try MangoFindTests.makeDatabase(plain, indexes: []).database
-        let indexedDir = try TempDir()
+        let indexedDir = TempDir()
         let indexed = try MangoFindTests.makeDatabase(indexedDir, indexes: [
             #"{"index": {"fields": ["b", "a"]}, "ddoc": "by-b", "name": "ba"}"#,
             #"{"index": {"fields": ["n.x"]}, "ddoc": "by-nx", "name": "nx"}"#,
@@ -55,7 +55,7 @@ import Settee
     }
 
     @Test func indexesFollowWritesAndDeletion() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let c = try MangoFindTests.makeDatabase(dir, indexes: [#"{"index": {"fields": ["n.x"]}, "ddoc": "by-nx", "name": "nx"}"#])
         let db = c.database
         let sql = #"SELECT META().id FROM _ WHERE n.x = 9"#

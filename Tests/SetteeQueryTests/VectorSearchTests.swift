@@ -84,7 +84,7 @@ struct ColorModel: PredictiveModel {
         close.parameters = Parameters(["vector": Self.json(target)])
         let rows = try close.execute().allResults()
         #expect(!rows.isEmpty)
-        for row in rows { #expect((row.double(forKey: "d") ?? 1) < 0.5) }
+        for row in rows { #expect(row.double(forKey: "d") < 0.5) }
         #expect(Set(rows.compactMap { $0.string(forKey: "id") }).isSubset(of: Set(Self.exact(target, k: 8))))
         // The distance itself is the metric's value.
         let first = try db.createQuery("SELECT approx_vector_distance(vector, $vector) AS d FROM colors ORDER BY approx_vector_distance(vector, $vector) LIMIT 1")

@@ -57,7 +57,7 @@ enum ViewCollatorFresh {
     }
 
     @Test func seedPhonesView() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try Self.people(db)
         let view = c.view(named: "phones")
@@ -90,7 +90,7 @@ enum ViewCollatorFresh {
     }
 
     @Test func redirectedRowsPointAtAnotherDocument() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try Self.people(db)
         let likes = c.view(named: "likes")
@@ -111,7 +111,7 @@ enum ViewCollatorFresh {
     /// A row whose value names a `_rev` includes that revision of the document — an older one too, while
     /// compaction hasn't dropped it — as CouchDB's include_docs does; one the document doesn't have is null.
     @Test func emittedRevisionChoosesTheIncludedRevision() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         let doc = MutableDocument(id: "d")
@@ -143,7 +143,7 @@ enum ViewCollatorFresh {
     }
 
     @Test func keyRangesKeysAndDocIDs() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         // Every doc emits its number's parity and the number.
@@ -188,7 +188,7 @@ enum ViewCollatorFresh {
     }
 
     @Test func badQueriesAreClearErrors() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try Self.people(db)
         let view = c.view(named: "names")
@@ -208,7 +208,7 @@ enum ViewCollatorFresh {
 
     @Test func throwingMapSkipsTheDocumentOnly() throws {
         struct Boom: Error {}
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try Self.people(db)
         let view = c.view(named: "fragile")
@@ -222,7 +222,7 @@ enum ViewCollatorFresh {
 
     /// Several first queries of a new view at once: one builds it, all see the same rows, none fails.
     @Test func concurrentFirstQueries() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         try load(c, (0..<2000).map { #"{"_id":"d\#($0)","n":\#($0 % 10)}"# })
@@ -239,7 +239,7 @@ enum ViewCollatorFresh {
     // MARK: Maintenance
 
     @Test func incrementalUpdatesDeletesAndConflicts() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         let view = c.view(named: "v")
@@ -276,7 +276,7 @@ enum ViewCollatorFresh {
     /// a slow map builds the view, those writes don't wait for the mapping, and the view ends up with exactly the
     /// current documents' rows — whatever the batches read before the writes.
     @Test func writesGoOnWhileAViewMapsAndEndUpIndexed() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         let initial = 2000
@@ -330,7 +330,7 @@ enum ViewCollatorFresh {
     /// Two canonically equivalent strings (equal as Swift strings, different bytes and ICU sort keys) emitted as keys
     /// keep their own encodings: the collator's sort-key cache is keyed by bytes, not by `String` equality.
     @Test func canonicallyEquivalentKeysKeepTheirOwnEncoding() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         let first = "a\u{301}\u{323}", second = "a\u{323}\u{301}"
@@ -356,7 +356,7 @@ enum ViewCollatorFresh {
     /// and one whose keys come in the feed's order (appended): both equal a brute-force map, reduce included, and
     /// stay so through edits after the build.
     @Test func buildsOfManyBatchesEqualBruteForce() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         let count = 12_000  // over two catch-up batches
@@ -392,7 +392,7 @@ enum ViewCollatorFresh {
     /// Random edits over many chunks: the incrementally maintained index equals one built from scratch, and every
     /// reduce (ranges, groups) equals a brute-force reduce of the map rows.
     @Test func incrementalIndexEqualsRebuildAndReduceEqualsBruteForce() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         var rng = SeededGenerator(seed: 42)
@@ -494,7 +494,7 @@ enum ViewCollatorFresh {
     }
 
     @Test func builtInReduces() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         try load(c, (1...700).map { #"{"_id":"d\#($0)","k":\#($0 % 3),"n":\#($0)}"# })
@@ -528,7 +528,7 @@ enum ViewCollatorFresh {
     // MARK: Full text
 
     @Test func fullTextViews() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let db = try dir.open()
         let c = try db.defaultCollection()
         try load(c, [

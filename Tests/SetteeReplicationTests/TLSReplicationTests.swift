@@ -237,7 +237,7 @@ struct TLSReplicationTests {
         defer { db.close() }
 
         func push(to server: ServerProcess, ca: String?) async throws -> ReplicatorStatus {
-            var config = try ReplicatorConfiguration(
+            var config = ReplicatorConfiguration(
                 database: db, target: try URLEndpoint(url: "https://127.0.0.1:\(server.port)/target"))
             config.replicatorType = .push
             config.createTarget = true

@@ -308,6 +308,7 @@ public final class Browser: @unchecked Sendable {
 
     /// The first element matching `css`, polling until one is present (30 s by default: the browser shares a loaded
     /// 2-core CI machine with the rest of the suite).
+    @discardableResult
     public func find(_ css: String, timeout: Double = 30) throws -> Element {
         let deadline = Date().addingTimeInterval(timeout)
         while true {

@@ -106,7 +106,7 @@ public struct MangoIndex: Sendable {
         options.inclusiveEnd = false
         options.includeDocs = true
         options.countsRows = false
-        var out = [allDocs]
+        let out = [allDocs]
         var json: [MangoIndex] = []
         for row in try collection.allDocs(options).rows where !row.deleted {
             guard let bytes = row.body, case .object(let body)? = try? JSON.parse(bytes) else { continue }

@@ -87,7 +87,8 @@ public final class ViewCollator {
     public var version: String {
         var buffer = [CChar](repeating: 0, count: 64)
         let n = settee_collator_version(collator, &buffer, 64)
-        return n < 0 ? "" : String(cString: buffer)
+        guard n >= 0 else { return "" }
+        return String(decoding: buffer.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The collatable encoding of `key`.

@@ -387,7 +387,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             // Close once the response is on the wire, not before its last bytes left the send buffer.
             let written = context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)))
             if let promise { written.cascade(to: promise) }
-            written.whenComplete { _ in context.close(promise: nil) }
+            // The future completes on the context's event loop, where the context may be used.
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.whenComplete { _ in bound.value.close(promise: nil) }
         } else {
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
         }
@@ -433,7 +435,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         state = .closed
         var response = context.channel.allocator.buffer(capacity: 80)
         response.writeStaticString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-        context.writeAndFlush(wrapOutboundOut(.byteBuffer(response))).whenComplete { _ in context.close(promise: nil) }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(response))).whenComplete { _ in bound.value.close(promise: nil) }
     }
 
     /// Starts the idle clock (no-op when it runs): the connection closes once `idleTimeout` passes without a

@@ -229,7 +229,7 @@ enum BulkRoutes {
     /// `{"missing_revs": {id: [rev…]}}`, listing only documents with missing revisions).
     static func revsDiff(_ call: inout Call, _ target: Keyspace, missingRevs: Bool = false) async throws -> Response {
         guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
-        let (db, c) = try target.open(call.node)
+        let (_, c) = try target.open(call.node)
         let body = try await call.bodyObject()
         var request: [(id: String, revs: [RevID])] = []
         for (id, revs) in body {

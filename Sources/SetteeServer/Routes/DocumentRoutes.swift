@@ -188,7 +188,7 @@ enum DocumentRoutes {
 
     /// `POST /{db}`: create a document, generating an id when the body has none.
     static func post(_ call: inout Call, _ target: Keyspace) async throws -> Response {
-        let (db, c) = try target.open(call.node)
+        let (_, c) = try target.open(call.node)
         let bytes = try await call.bodyBytes()
         if bytes.count > call.node.configuration.maxDocumentSize { throw CouchError.tooLarge }
         guard case .object(let doc) = try call.parseJSON(bytes) else {

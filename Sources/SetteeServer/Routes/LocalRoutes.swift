@@ -7,7 +7,7 @@ import SetteeStore
 /// `/{db}/_local/{id}`: per-node documents (replication checkpoints), never replicated or in `_changes`.
 enum LocalRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace, id: String) async throws -> Response {
-        let (db, c) = try target.open(call.node)
+        let (_, c) = try target.open(call.node)
         switch call.method {
         case .get, .head:
             let doc = try await blocking { try c.localDocument(id: id) }

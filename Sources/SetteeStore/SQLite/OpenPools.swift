@@ -77,7 +77,7 @@ package final class OpenPools: Sendable {
         let now = Self.now()
         if now &- lastTrim.load(ordering: .relaxed) >= 5_000_000_000 {
             lastTrim.store(now, ordering: .relaxed)
-            Self.mallocTrim?(0)
+            _ = Self.mallocTrim?(0)
         }
     }
     private let lastTrim = Atomic<UInt64>(0)
