@@ -183,7 +183,7 @@ extension IndexManager {
         let done = count < IndexManager.batchSize
         if !building || done { try trainIfDue(info, options: options, ivf: ivf, db: db, state: state) }
         try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
-            .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(info.id)])
+            .run([.integer(maxSeq), .text((done || !building ? IndexBuildState.ready : .building).rawValue), .integer(info.id)])
         return done
     }
 

@@ -152,7 +152,7 @@ public final class IndexManager: @unchecked Sendable {
         let specText = spec.json.jsonString
         let fullName = collection.fullName
         let info = try database.write { db -> IndexInfo in
-            try db.prepare("INSERT INTO indexes(collection, name, kind, spec, table_name, last_seq, state) VALUES (?, ?, ?, ?, '', 0, 'building')")
+            try db.prepare("INSERT INTO indexes(collection, name, kind, spec, table_name, last_seq, state) VALUES (?, ?, ?, ?, '', 0, '\(IndexBuildState.building.rawValue)')")
                 .run([.integer(collection.id), .text(name), .text(spec.kind.rawValue), .text(specText)])
             let id = db.lastInsertRowID
             let table = IndexInfo.tableName(id: id, kind: spec.kind)
@@ -280,7 +280,7 @@ public final class IndexManager: @unchecked Sendable {
         state.bind(info.id, at: 1)
         guard try state.step() else { state.reset(); return true }  // dropped meanwhile
         let lastSeq = state.int64(0)
-        let building = state.string(1) == "building"
+        let building = IndexBuildState(rawValue: state.string(1) ?? "") == .building
         state.reset()
 
         // Purged documents leave no change row: drop entries whose document row is gone.
@@ -401,7 +401,7 @@ public final class IndexManager: @unchecked Sendable {
             }
         }
         try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
-            .run([.integer(maxSeq), .text(done || !building ? "ready" : "building"), .integer(info.id)])
+            .run([.integer(maxSeq), .text((done || !building ? IndexBuildState.ready : .building).rawValue), .integer(info.id)])
         return done
     }
 
@@ -530,4 +530,12 @@ public final class IndexManager: @unchecked Sendable {
             }
         }
     }
+}
+
+/// Whether an index or view is still building from the change feed or caught up (its `state` column).
+enum IndexBuildState: String, Sendable {
+    /// The first catch-up is under way: queries wait for it (or read a partial index with `update=false`).
+    case building
+    /// Caught up once; later changes apply incrementally.
+    case ready
 }

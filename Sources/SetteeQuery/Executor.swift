@@ -53,7 +53,7 @@ struct Executor {
             let index = plan.driverIndex
             let options = index.spec.vector
             return AccessPath(sql: "SELECT doc FROM \(index.table)", bindings: [], bindingKinds: [], index: index,
-                              summary: "vector index \(index.name): the LIMIT nearest by IVF (\(options?.effectiveProbes ?? 0) of \(options?.centroids ?? 0) lists; exact before training), then each document by rowid")
+                              kind: .vectorIndex, summary: "vector index \(index.name): the LIMIT nearest by IVF (\(options?.effectiveProbes ?? 0) of \(options?.centroids ?? 0) lists; exact before training), then each document by rowid")
         }
         if let fullText = try Planner.fullTextAccessPath(for: primary, terms: query.primaryTerms, indexes: indexes,
                                                          includeDeleted: query.includeDeleted) {
@@ -68,7 +68,7 @@ struct Executor {
            viaMango.score > path.score {
             path = viaMango
         }
-        if path.index == nil, path.summary.hasPrefix("scan"), !query.statement.unnests.isEmpty, !query.includeDeleted,
+        if path.kind == .scan, !query.statement.unnests.isEmpty, !query.includeDeleted,
            let array = Planner.arrayAccessPath(for: primary, unnests: query.statement.unnests, terms: query.otherTerms,
                                                aliases: query.aliases, indexes: indexes,
                                                coverable: query.joins.isEmpty && query.primaryTerms.isEmpty

@@ -30,6 +30,22 @@ struct Constraint {
 
 /// How the executor reads a source's candidate documents.
 struct AccessPath: Sendable {
+    /// The kinds of access path.
+    enum Kind: Sendable {
+        /// Every document of the collection.
+        case scan
+        /// One document (or a few) by id.
+        case idLookup
+        case valueIndex
+        case arrayIndex
+        /// An array index whose rows are the UNNEST rows themselves.
+        case coveringArrayIndex
+        case fullTextIndex
+        case vectorIndex
+        /// A Mango json index read as a superset.
+        case mangoIndex
+    }
+
     /// SQL returning `rowid, id, seq, rev, flags, body` of candidate documents (a superset of the matches).
     let sql: String
     /// Values for the SQL's parameters, computed from literals and `$parameters` at execution.
@@ -38,6 +54,8 @@ struct AccessPath: Sendable {
     let bindingKinds: [BindingKind]
     /// The value index used, if any.
     let index: IndexInfo?
+    /// What reads the candidates (what the executor decides on; ``summary`` is for people).
+    let kind: Kind
     /// A one-line description for explain.
     let summary: String
     /// WHERE conjuncts (positions) the SQL decides exactly when every bound value is present and not null: the
@@ -372,7 +390,7 @@ enum Planner {
             let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
                 + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND (d.flags & 1) = 0"
             var path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
-                                  summary: "array index \(index.name)", servedTerms: served(keys.exact, constraints))
+                                  kind: .arrayIndex, summary: "array index \(index.name)", servedTerms: served(keys.exact, constraints))
             path.distinctDocuments = true
             // Covering: one UNNEST over scalars, every WHERE term decided by the index, nothing else read from the
             // document: rows come straight from the index (the element from its `v` column), one per element.
@@ -380,7 +398,7 @@ enum Planner {
                 path = AccessPath(sql: "SELECT d.rowid, d.id, d.seq, d.rev, d.flags, i.v FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
                                     + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND (d.flags & 1) = 0",
                                   bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
-                                  summary: "array index \(index.name) (covering)", servedTerms: path.servedTerms)
+                                  kind: .coveringArrayIndex, summary: "array index \(index.name) (covering)", servedTerms: path.servedTerms)
                 path.coveringUnnest = true
             }
             if best == nil || keys.score > best!.score { best = (keys.score, path) }
@@ -398,7 +416,7 @@ enum Planner {
             // What runs: the MATCH once (ranks kept for RANK), then each matched document by row.
             let sql = "SELECT rowid, bm25(\(index.table)) FROM \(index.table) WHERE \(index.table) MATCH ?"
             return AccessPath(sql: sql, bindings: [args[1]], bindingKinds: [.text], index: index,
-                              summary: "full-text index \(index.name), then each matched document by rowid",
+                              kind: .fullTextIndex, summary: "full-text index \(index.name), then each matched document by rowid",
                               servedTerms: [position])
         }
         return nil
@@ -427,13 +445,13 @@ enum Planner {
             case .equal(let v):
                 return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id = ?\(liveOnly)",
                                   bindings: [v], bindingKinds: [.documentID], index: nil,
-                                  summary: "document id lookup", servedTerms: served([c], constraints),
+                                  kind: .idLookup, summary: "document id lookup", servedTerms: served([c], constraints),
                                   score: .max)
             case .inList(let list):
                 let marks = Array(repeating: "?", count: list.count).joined(separator: ", ")
                 return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id IN (\(marks))\(liveOnly)",
                                   bindings: list, bindingKinds: Array(repeating: .documentID, count: list.count),
-                                  index: nil, summary: "document id lookup", servedTerms: served([c], constraints),
+                                  index: nil, kind: .idLookup, summary: "document id lookup", servedTerms: served([c], constraints),
                                   score: .max)
             default: continue
             }
@@ -446,7 +464,7 @@ enum Planner {
                 let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc"
                     + " WHERE " + keys.clauses.joined(separator: " AND ") + liveOnly
                 let path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
-                                      summary: "value index \(index.name)", servedTerms: served(keys.exact, constraints),
+                                      kind: .valueIndex, summary: "value index \(index.name)", servedTerms: served(keys.exact, constraints),
                                       score: keys.score)
                 if best == nil || keys.score > best!.score { best = (keys.score, path) }
             }
@@ -454,7 +472,7 @@ enum Planner {
         if let best { return best.path }
         let deletedClause = includeDeleted ? "" : " WHERE (d.flags & 1) = 0"
         return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d\(deletedClause)", bindings: [],
-                          bindingKinds: [], index: nil, summary: "scan of \(source.collection.fullName)")
+                          bindingKinds: [], index: nil, kind: .scan, summary: "scan of \(source.collection.fullName)")
     }
 
     /// A Mango json index serving the constraints as a superset (see ``MangoIndex/isReadableByOtherQueries``):
@@ -500,7 +518,7 @@ enum Planner {
             + " WHERE v.key >= ? AND v.key <= ? AND (d.flags & 1) = 0"
             + " UNION ALL SELECT \(documentColumns) FROM \(docs) AS d WHERE d.id >= '_design/' AND d.id < '_design0' AND (d.flags & 1) = 0"
         var path = AccessPath(sql: sql, bindings: [], bindingKinds: [], index: nil,
-                              summary: "Mango json index \(best.index.name) of \(best.index.designDocumentID ?? ""), each document then checked by the whole WHERE",
+                              kind: .mangoIndex, summary: "Mango json index \(best.index.name) of \(best.index.designDocumentID ?? ""), each document then checked by the whole WHERE",
                               score: best.score)
         path.mango = AccessPath.MangoRead(index: best.index, equal: best.equal, lower: best.lower, upper: best.upper)
         return path

@@ -148,37 +148,7 @@ import Testing
         #expect(seen.withLock { $0.count } <= 2)
     }
 
-    @Test func asyncVariantsWork() async throws {
-        let pool = try makePool()
-        defer { pool.close() }
-        let rowID = try await pool.asyncWrite { db in
-            try db.transaction { () -> Int64 in
-                try db.prepare("INSERT INTO t(x) VALUES (?)").run([.integer(41)])
-                return db.lastInsertRowID
-            }
-        }
-        #expect(rowID == 1)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<20 {
-                group.addTask {
-                    try await pool.asyncWrite { db in
-                        let n = try db.scalarInt("SELECT n FROM counter")
-                        try db.prepare("UPDATE counter SET n = ?").run([.integer(Int64(n + 1))])
-                    }
-                }
-                group.addTask {
-                    _ = try await pool.asyncRead { try $0.scalarInt("SELECT count(*) FROM t") }
-                }
-            }
-            try await group.waitForAll()
-        }
-        #expect(try await pool.asyncRead { try $0.scalarInt("SELECT n FROM counter") } == 20)
-        struct Boom: Error {}
-        await #expect(throws: Boom.self) { try await pool.asyncWrite { _ in throw Boom() } }
-        await #expect(throws: Boom.self) { try await pool.asyncRead { _ in throw Boom() } }
-    }
-
-    @Test func closedPoolThrows() async throws {
+    @Test func closedPoolThrows() throws {
         let pool = try makePool()
         try pool.write { db in try db.execute("INSERT INTO t(x) VALUES (1)") }
         _ = try pool.read { try $0.scalarInt("SELECT count(*) FROM t") }
@@ -192,8 +162,6 @@ import Testing
         #expect(writeError?.message == "database is closed")
         let readError = #expect(throws: SQLiteError.self) { try pool.read { _ in } }
         #expect(readError?.code == SQLITE_MISUSE)
-        await #expect(throws: SQLiteError.self) { try await pool.asyncWrite { _ in } }
-        await #expect(throws: SQLiteError.self) { try await pool.asyncRead { _ in } }
 
         // The WAL was checkpointed and truncated; the data is in the main file.
         let walSize = (try? FileManager.default.attributesOfItem(atPath: dir.path() + "-wal")[.size] as? Int) ?? 0

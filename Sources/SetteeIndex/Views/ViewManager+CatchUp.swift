@@ -93,7 +93,7 @@ extension ViewManager {
         state.bind(view.id, at: 1)
         guard try state.step() else { state.reset(); return .dropped }
         let lastSeq = state.int64(0)
-        let building = state.string(1) == "building"
+        let building = IndexBuildState(rawValue: state.string(1) ?? "") == .building
         var fullText = state.int64(2) != 0
         let buildSeq = state.int64(3)
         var nextID = state.int64(4)
@@ -246,7 +246,7 @@ extension ViewManager {
         }
         let count = changed.count
         try db.prepare("UPDATE views SET last_seq = ?, state = ?, map_errors = map_errors + ?, chunk_version = chunk_version + ?, next_id = ? WHERE id = ?")
-            .run([.integer(batch.maxSeq), .text(done || !building ? "ready" : "building"), .integer(Int64(mapErrors)),
+            .run([.integer(batch.maxSeq), .text((done || !building ? IndexBuildState.ready : .building).rawValue), .integer(Int64(mapErrors)),
                   .integer(count > 0 || anyPurged || (building && done) ? 1 : 0), .integer(nextID), .integer(view.id)])
         return .applied
     }

@@ -145,7 +145,7 @@ final class ViewManager: @unchecked Sendable {
             let seq = try db.prepare("SELECT coalesce(max(seq), 0) FROM \(collection.docsTable)")
             let buildSeq = try seq.step() ? seq.int64(0) : 0
             seq.reset()
-            try db.prepare("INSERT INTO views(collection, name, version, reduce, state, build_seq) VALUES (?, ?, ?, ?, 'building', ?)")
+            try db.prepare("INSERT INTO views(collection, name, version, reduce, state, build_seq) VALUES (?, ?, ?, ?, '\(IndexBuildState.building.rawValue)', ?)")
                 .run([.integer(collection.id), .text(name), .text(definition.version), .text(definition.reduceIdentity),
                       .integer(buildSeq)])
             let view = StoredView(id: db.lastInsertRowID, collectionID: collection.id, name: name,

@@ -36,7 +36,7 @@ enum DatabaseRoutes {
             return Reply.json(.created, ["ok": true])
         case .get, .head:
             let (db, c) = try target.open(node)
-            let compacting = node.tasks.isRunning(type: "database_compaction", database: db.name)
+            let compacting = node.tasks.isRunning(.databaseCompaction, database: db.name)
             let sequences = call.sequences(db.uuid)
             let info: JSON = try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting, sequences: sequences) }
             if call.method == .head { return Response(status: .ok, headers: [.contentType: "application/json"]) }
@@ -71,7 +71,7 @@ enum DatabaseRoutes {
     static func info(_ node: Node, _ name: String) async throws -> JSON {
         let target = try Keyspace(name)
         let (db, c) = try target.open(node)
-        let compacting = node.tasks.isRunning(type: "database_compaction", database: db.name)
+        let compacting = node.tasks.isRunning(.databaseCompaction, database: db.name)
         let sequences = CouchSequence(node: node.configuration.nodeName, databaseUUID: db.uuid)
         return try await blocking { try DatabaseRoutes.info(db, c, target, compacting: compacting, sequences: sequences) }
     }
@@ -129,11 +129,16 @@ enum DatabaseRoutes {
                     throw CouchError.notFound("missing")
                 }
             }
-            if name == "_compact" && !call.node.tasks.isRunning(type: "database_compaction", database: db.name) {
-                let done = call.node.tasks.begin(type: "database_compaction", database: db.name)
+            // A compaction already running on the database is the one this request asked for.
+            if name == "_compact", let done = call.node.tasks.begin(.databaseCompaction, database: db.name) {
+                let logger = call.node.tasks.logger
                 Task.detached {
                     defer { done() }
-                    try? await blocking { try db.compact() }
+                    do {
+                        try await blocking { try db.compact() }
+                    } catch {
+                        logger.error("compaction of \(db.name) failed: \(error)")
+                    }
                 }
             }
             if name == "_view_cleanup" {

@@ -307,7 +307,7 @@ enum ViewRoutes {
         guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
         let (db, collection) = try target.open(call.node)
         // The views live in the database's file: compacting it (also `POST /{db}/_compact/{ddoc}`) compacts them.
-        let compacting = call.node.tasks.isRunning(type: "database_compaction", database: db.name)
+        let compacting = call.node.tasks.isRunning(.databaseCompaction, database: db.name)
         return try await blocking {
             guard let record = try collection.record(id: designID), !record.deleted,
                   case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }

@@ -408,13 +408,6 @@ public final class Database: @unchecked Sendable {
         return made
     }
 
-    /// The extension objects created so far (to stop them on close).
-    package var extensionObjects: [AnyObject] {
-        lock.lock()
-        defer { lock.unlock() }
-        return Array(extensions.values)
-    }
-
     // MARK: Access
 
     func checkOpen() throws(SetteeError) {

@@ -6,13 +6,13 @@ import Synchronization
 /// One serialized writer connection and a pool of WAL reader connections to one database file.
 ///
 /// Thread-safe. Opening sets `journal_mode=WAL`, `synchronous` (NORMAL or FULL), `foreign_keys=ON` and a 10 s
-/// busy timeout. Readers also set `query_only=ON`. SQLite is only ever called on the caller's thread (sync API)
-/// or on the pool's own dispatch queues (async API), never on the Swift cooperative pool.
+/// busy timeout. Readers also set `query_only=ON`. SQLite is only ever called on the caller's thread; async
+/// callers go through `Database`'s offload queue and group-commit writer, never the Swift cooperative pool.
 ///
 /// ```swift
 /// let pool = try DatabasePool(path: path) { writer in try migrator.migrate(writer) }
 /// try pool.write { db in try db.prepare("INSERT INTO t(x) VALUES (?)").run([.integer(1)]) }
-/// let count = try await pool.asyncRead { db in
+/// let count = try pool.read { db in
 ///     let statement = try db.prepare("SELECT count(*) FROM t")
 ///     _ = try statement.step()
 ///     return statement.int(0)
@@ -37,8 +37,6 @@ package final class DatabasePool: @unchecked Sendable {
     private let closed = Atomic<Bool>(false)
     /// When the pool was last used (``OpenPools/now()``), for choosing the least recently used pool to hibernate.
     let lastUsed = Atomic<UInt64>(0)
-    private let writerQueue: DispatchQueue
-    private let readerQueue: DispatchQueue
 
     /// Opens the pool: the writer first (runs `prepareWriter` on it, e.g. migrations); readers open on demand.
     ///
@@ -53,8 +51,6 @@ package final class DatabasePool: @unchecked Sendable {
     ) throws {
         self.path = path
         self.configuration = configuration
-        self.writerQueue = DispatchQueue(label: "settee.db.writer")
-        self.readerQueue = DispatchQueue(label: "settee.db.readers", attributes: .concurrent)
 
         self.writer = try openWriter(prepare: prepareWriter)
         touch()
@@ -171,18 +167,6 @@ package final class DatabasePool: @unchecked Sendable {
         return try body(writer)
     }
 
-    /// Runs `body` on the writer from the pool's serial writer queue and resumes the caller with its result.
-    ///
-    /// - Parameter body: The work.
-    /// - Throws: What `body` throws, or ``SQLiteError`` once the pool is closed.
-    package func asyncWrite<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            writerQueue.async {
-                continuation.resume(with: Result { try self.write(body) })
-            }
-        }
-    }
-
     // MARK: - Reading
 
     /// Runs `body` on a reader connection (`query_only`). Begin a transaction in `body` for a consistent WAL
@@ -206,18 +190,6 @@ package final class DatabasePool: @unchecked Sendable {
             }
         }
         return try body(reader)
-    }
-
-    /// Runs `body` on a reader from the pool's concurrent reader queue and resumes the caller with its result.
-    ///
-    /// - Parameter body: The work.
-    /// - Throws: What `body` throws, or ``SQLiteError``.
-    package func asyncRead<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            readerQueue.async {
-                continuation.resume(with: Result { try self.read(body) })
-            }
-        }
     }
 
     private func checkOutReader() throws -> Connection {
