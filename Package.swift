@@ -63,7 +63,7 @@ let package = Package(
         // Pure: SQL++ lexer/parser → AST, the QueryBuilder expression API, the expression evaluator over JSON.
         .target(name: "SetteeSQLPP", dependencies: ["SetteeCore"]),
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
-        .target(name: "SetteeVector", dependencies: ["SetteeCore"]),
+        .target(name: "SetteeVector"),
         // The index manager (indexes follow the change feed) and the index kinds.
         .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"]),
         // Planner (access paths over the document and index tables), executor, result sets, live queries.
@@ -117,7 +117,7 @@ let package = Package(
         .target(
             name: "SetteeListener",
             dependencies: [
-                "Settee", "SetteeServer",
+                "Settee", "SetteeCore", "SetteeServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -130,7 +130,6 @@ let package = Package(
             dependencies: [
                 "Settee", "SetteeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -161,12 +160,14 @@ let package = Package(
         .testTarget(name: "SetteeSQLPPTests", dependencies: ["SetteeSQLPP", "SetteeCore"]),
         .testTarget(name: "SetteeVectorTests", dependencies: ["SetteeVector"]),
         .testTarget(name: "SetteeQueryTests", dependencies: ["Settee", "SetteeQuery", "SetteeIndex", "SetteeSQLPP", "SetteeStore", "SetteeCore", "SetteeTestSupport"]),
-        .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "Settee", "settee", "SetteeTestSupport"]),
+        .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "SetteeCore", "CSQLite", "Settee", "settee", "SetteeTestSupport"]),
         .testTarget(
             name: "SetteeServerTests",
             dependencies: [
-                "SetteeServer", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport",
+                "SetteeServer", "SetteeStore", "SetteeCore", "Settee", "settee", "SetteeTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
@@ -180,6 +181,7 @@ let package = Package(
             dependencies: [
                 "SetteeReplication", "SetteeStore", "SetteeCore", "settee", "SetteeTestSupport", "SetteeClusterHarness",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]

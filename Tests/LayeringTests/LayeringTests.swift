@@ -1,35 +1,102 @@
 import Foundation
 import Testing
 
-/// DESIGN.md's layering: each target imports only targets below it, and each outside library has one owner.
-/// SwiftPM does not enforce this; this test does, by reading every `import` in Sources/.
+/// DESIGN.md's layering, checked against the manifest and the sources:
+/// - the library targets' dependencies (ours and outside products) are exactly the ones the design allows, so an
+///   upward edge or a new owner of an outside library is a reviewed change of this table;
+/// - every target imports only what the manifest declares for it (SwiftPM lets a module see products another
+///   target declared; this does not);
+/// - every library or executable target imports each dependency it declares (no unused dependencies);
+/// - the pure targets do no I/O.
+/// The manifest is read with `swift package dump-package`.
 @Suite struct LayeringTests {
+    /// What each library target may depend on: our targets below it and the outside products it owns.
     static let allowed: [String: Set<String>] = [
         "SetteeCore": [],
-        "SetteeVector": ["SetteeCore"],
+        "SetteeVector": [],
         "SetteeStore": ["SetteeCore", "CSQLite", "CZlib"],
         "SetteeSQLPP": ["SetteeCore"],
         "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"],
         "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
-        "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient"],
-        "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
-                         "SetteeReplication", "Hummingbird", "Mustache"],
+        "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient", "NIOCore", "NIOHTTP1", "NIOSSL", "Logging",
+                              "Metrics"],
+        "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
+                         "Hummingbird", "HummingbirdCore", "HummingbirdTLS", "HummingbirdHTTP2", "NIOCore", "NIOHTTP1",
+                         "NIOHTTPTypes", "NIOHTTPTypesHTTP1", "NIOSSL", "HTTPTypes", "ServiceLifecycle", "Logging",
+                         "Metrics", "Prometheus", "Crypto", "CryptoExtras", "JWTKit", "Mustache"],
         "Settee": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
                    "SetteeReplication"],
         // The in-process listener: the embedder's API plus the server (the umbrella stays free of the server).
-        "SetteeListener": ["Settee", "SetteeCore", "SetteeStore", "SetteeServer"],
+        "SetteeListener": ["Settee", "SetteeCore", "SetteeServer", "Logging", "ServiceLifecycle", "Crypto", "X509", "SwiftASN1"],
     ]
-    /// Modules only their owner (and the CLI / benchmarks, which sit on top) may import.
-    static let owned: Set<String> = ["CSQLite", "CZlib", "CICU", "Hummingbird", "AsyncHTTPClient", "ArgumentParser", "Mustache"]
+    /// Modules of the toolchain and the platform, which need no declaration.
+    static let system: Set<String> = [
+        "Swift", "Foundation", "FoundationEssentials", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin",
+        "Synchronization", "_Concurrency", "Observation", "Combine", "CoreFoundation", "os", "Testing", "XCTest",
+    ]
+    /// Products whose modules are named otherwise (swift-metrics' `Metrics` product holds `CoreMetrics`).
+    static let productModules: [String: Set<String>] = ["Metrics": ["Metrics", "CoreMetrics"]]
 
-    static var sourcesDirectory: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources")
+    /// The modules a declared dependency makes importable.
+    static func modules(of dependency: String) -> Set<String> { productModules[dependency] ?? [dependency] }
+
+    /// Targets that sit on top and may declare dependencies they only link (test targets spawn the `settee`
+    /// executable they depend on).
+    static let linkOnly: Set<String> = ["test"]
+
+    static var root: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    static func imports(of target: URL) throws -> Set<String> {
+    struct Target {
+        let name: String
+        let type: String
+        let directory: URL
+        /// Declared dependencies by module name (a product's module is named as the product).
+        let dependencies: Set<String>
+    }
+
+    /// The manifest's targets, from `swift package dump-package` (with a scratch path of its own, so it doesn't wait
+    /// for the `.build` lock the running `swift test` holds).
+    static func manifestTargets() throws -> [Target] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("settee-layering-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        process.arguments = ["swift", "package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+              let manifest = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let targets = manifest["targets"] as? [[String: Any]] else {
+            throw ManifestError(message: "swift package dump-package failed (status \(process.terminationStatus))")
+        }
+        return targets.compactMap { t in
+            guard let name = t["name"] as? String, let type = t["type"] as? String, type != "system" else { return nil }
+            let path = (t["path"] as? String) ?? (type == "test" ? "Tests/\(name)" : "Sources/\(name)")
+            var dependencies = Set<String>()
+            for dependency in t["dependencies"] as? [[String: Any]] ?? [] {
+                for value in dependency.values {
+                    if let parts = value as? [Any], let module = parts.first as? String { dependencies.insert(module) }
+                }
+            }
+            return Target(name: name, type: type, directory: root.appendingPathComponent(path), dependencies: dependencies)
+        }
+    }
+
+    struct ManifestError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    /// Every module a target's Swift files import.
+    static func imports(of directory: URL) throws -> Set<String> {
         var found = Set<String>()
-        let files = FileManager.default.enumerator(at: target, includingPropertiesForKeys: nil)
+        let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
         let pattern = try NSRegularExpression(
             pattern: #"^\s*(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#,
             options: [.anchorsMatchLines])
@@ -44,25 +111,55 @@ import Testing
         return found
     }
 
-    @Test func everyTargetImportsOnlyLayersBelowIt() throws {
-        let targets = try FileManager.default.contentsOfDirectory(atPath: Self.sourcesDirectory.path)
-        #expect(targets.contains("SetteeCore"), "Sources/ not found at \(Self.sourcesDirectory.path)")
+    @Test func libraryTargetsDependOnWhatTheDesignAllows() throws {
+        let targets = try Self.manifestTargets()
+        #expect(targets.contains { $0.name == "SetteeCore" }, "the manifest was not read")
+        for (name, allowed) in Self.allowed {
+            guard let target = targets.first(where: { $0.name == name }) else {
+                Issue.record("\(name) is in the layering table but not in the manifest")
+                continue
+            }
+            let extra = target.dependencies.subtracting(allowed), missing = allowed.subtracting(target.dependencies)
+            #expect(extra.isEmpty, "\(name) depends on \(extra.sorted()), which the layering does not allow")
+            #expect(missing.isEmpty, "\(name) no longer depends on \(missing.sorted()): update the layering table")
+        }
+        let libraries = targets.filter { $0.type == "regular" && $0.name.hasPrefix("Settee") && !$0.directory.path.contains("/Tests/") }
+        for library in libraries {
+            #expect(Self.allowed[library.name] != nil, "\(library.name) is a library target missing from the layering table")
+        }
+    }
+
+    @Test func everyTargetImportsOnlyWhatItDeclares() throws {
         var violations: [String] = []
-        for target in targets.sorted() {
-            guard let allowed = Self.allowed[target] else { continue }  // CLI, benchmarks: anything
-            for module in try Self.imports(of: Self.sourcesDirectory.appendingPathComponent(target)) {
-                let isOurs = module.hasPrefix("Settee") || Self.owned.contains(module)
-                if isOurs && module != target && !allowed.contains(module) {
-                    violations.append("\(target) imports \(module)")
-                }
+        for target in try Self.manifestTargets() {
+            guard FileManager.default.fileExists(atPath: target.directory.path) else { continue }
+            for module in try Self.imports(of: target.directory)
+            where module != target.name && !Self.system.contains(module)
+                && !target.dependencies.contains(where: { Self.modules(of: $0).contains(module) }) {
+                violations.append("\(target.name) imports \(module) without declaring it")
             }
         }
-        #expect(violations.isEmpty, "layering violations: \(violations)")
+        #expect(violations.isEmpty, "undeclared imports: \(violations)")
+    }
+
+    @Test func noTargetDeclaresADependencyItDoesNotImport() throws {
+        var unused: [String] = []
+        for target in try Self.manifestTargets() where !Self.linkOnly.contains(target.type) {
+            guard FileManager.default.fileExists(atPath: target.directory.path) else { continue }
+            let imports = try Self.imports(of: target.directory)
+            let hasSwift = FileManager.default.enumerator(atPath: target.directory.path)?
+                .contains { ($0 as? String)?.hasSuffix(".swift") == true } ?? false
+            guard hasSwift else { continue }
+            for dependency in target.dependencies.sorted() where Self.modules(of: dependency).isDisjoint(with: imports) {
+                unused.append("\(target.name) declares \(dependency) but never imports it")
+            }
+        }
+        #expect(unused.isEmpty, "unused dependencies: \(unused)")
     }
 
     /// DESIGN.md: "only RemoteEndpoint imports AsyncHTTPClient" — within the replicator too, one file talks HTTP.
     @Test func onlyRemoteEndpointImportsTheHTTPClient() throws {
-        let dir = Self.sourcesDirectory.appendingPathComponent("SetteeReplication")
+        let dir = Self.root.appendingPathComponent("Sources/SetteeReplication")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".swift") }
         #expect(files.contains("RemoteEndpoint.swift"))
         for file in files where file != "RemoteEndpoint.swift" {
@@ -73,12 +170,15 @@ import Testing
 
     @Test func pureTargetsDoNoIO() throws {
         for target in ["SetteeCore", "SetteeSQLPP", "SetteeVector"] {
-            let dir = Self.sourcesDirectory.appendingPathComponent(target)
-            guard FileManager.default.fileExists(atPath: dir.path) else { continue }
-            let imports = try Self.imports(of: dir)
+            let imports = try Self.imports(of: Self.root.appendingPathComponent("Sources/\(target)"))
             for banned in ["CSQLite", "Glibc", "Darwin", "Dispatch", "NIO", "NIOCore"] {
                 #expect(!imports.contains(banned), "\(target) is pure but imports \(banned)")
             }
+        }
+        // SetteeCore and SetteeVector don't import Foundation at all.
+        for target in ["SetteeCore", "SetteeVector"] {
+            let imports = try Self.imports(of: Self.root.appendingPathComponent("Sources/\(target)"))
+            #expect(!imports.contains("Foundation"), "\(target) is pure but imports Foundation")
         }
     }
 }
