@@ -215,6 +215,9 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         /// The TLS handshake failed: the peer's certificate did not verify (unknown CA, self-signed, expired,
         /// wrong host name) or the peer does not speak TLS. Stops the replication.
         case tls
+        /// This side failed: its storage (a full disk, an I/O error), a closed database, or an internal error.
+        /// Stops the replication; not the peer's fault.
+        case local
     }
 
     public var kind: Kind
@@ -226,6 +229,13 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         self.kind = kind
         self.message = message
         self.status = status
+    }
+
+    /// Any error as a replication error: itself, or a local failure (a store error keeps its message).
+    public static func from(_ error: any Error) -> ReplicationError {
+        if let e = error as? ReplicationError { return e }
+        if error is CancellationError { return ReplicationError(.cancelled, "The replication was stopped") }
+        return ReplicationError(.local, "\(error)")
     }
 
     /// Whether retrying later may succeed.

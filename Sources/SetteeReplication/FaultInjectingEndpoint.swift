@@ -17,6 +17,9 @@ public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
         case serverError
         /// The answer is cut short (an unparseable body, a transient error).
         case truncated
+        /// The store under a local endpoint fails (a full disk): a ``SetteeError`` `.storage`, not a replication
+        /// error.
+        case storageError
     }
 
     /// Which calls a fault applies to.
@@ -88,6 +91,8 @@ public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
             return try await body()
         case .serverError:
             throw ReplicationError(.transient, "injected: 500 internal server error (\(op.rawValue))", status: 500)
+        case .storageError:
+            throw SetteeError(.storage, "injected: database or disk is full (\(op.rawValue))")
         case .truncated:
             // The work may have happened on the peer before the answer was cut: do it, then lose the answer.
             _ = try await body()

@@ -145,7 +145,7 @@ public final class Replication: @unchecked Sendable {
                 }
                 box.update { $0.activity = .connecting }
             } catch {
-                let e = error as? ReplicationError ?? ReplicationError(.badRequest, "\(error)")
+                let e = ReplicationError.from(error)
                 logger.error("replication \(replicationID) stopped: \(e)")
                 box.update { $0.activity = .stopped; $0.error = e }
                 throw e

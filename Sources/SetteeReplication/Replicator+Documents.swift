@@ -112,6 +112,7 @@ extension ReplicationError: CustomNSError {
         case .unreachable: CBLError.networkBase
         case .unsupported: CBLError.httpNotImplemented
         case .transient, .badRequest, .cancelled: status.map { CBLError.httpBase + $0 } ?? CBLError.remoteError
+        case .local: CBLError.unexpectedError
         }
     }
 

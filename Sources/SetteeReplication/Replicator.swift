@@ -93,7 +93,7 @@ public final class Replicator: @unchecked Sendable {
             legs = try self.legs(reset: reset)
         } catch {
             var failed = ReplicatorStatus()
-            failed.error = error as? ReplicationError ?? ReplicationError(.badRequest, "\(error)")
+            failed.error = ReplicationError.from(error)
             lock.withLock { statuses = [0: failed] }
             finished()
             return

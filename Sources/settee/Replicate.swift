@@ -82,7 +82,7 @@ struct Replicate: AsyncParsableCommand {
                     group.addTask {
                         do { return (i, .success(try await r.run())) } catch let e as ReplicationError {
                             return (i, .failure(e))
-                        } catch { return (i, .failure(ReplicationError(.badRequest, "\(error)"))) }
+                        } catch { return (i, .failure(ReplicationError.from(error))) }
                     }
                 }
                 var out = [Swift.Result<ReplicationResult, ReplicationError>?](repeating: nil, count: replications.count)

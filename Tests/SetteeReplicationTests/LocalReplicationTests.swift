@@ -43,6 +43,19 @@ import Testing
         try expectSameTrees(a, b)
     }
 
+    @Test func aFailureOnThisSideIsALocalErrorNotTheRequests() async throws {
+        let dir = TempDir()
+        let a = try dir.open("a").defaultCollection(), b = try dir.open("b").defaultCollection()
+        try a.put("doc", #"{"v":1}"#)
+        let full = FaultInjectingEndpoint(LocalEndpoint(collection: b))
+        full.inject(.storageError, on: [.write])
+        let error = await #expect(throws: ReplicationError.self) {
+            try await Replication(source: LocalEndpoint(collection: a), target: full).run()
+        }
+        #expect(error?.kind == .local, "\(String(describing: error))")
+        #expect(error?.isTransient == false)
+    }
+
     @Test func pushAndPullConvergesWithIdenticalConflicts() async throws {
         let dir = TempDir()
         let dbA = try dir.open("a"), dbB = try dir.open("b")

@@ -123,7 +123,17 @@ extension ReplicationManager {
     /// Writes `_replication_state` (and friends) back into a `_replicator` document.
     func writeState(_ docID: String, _ collection: SetteeStore.Collection, state: String, reason: String? = nil,
                             replicationID: String? = nil, stats: ReplicatorStatus? = nil) async {
-        _ = try? await Database.offload {
+        do {
+            try await writeStateOnce(docID, collection, state: state, reason: reason, replicationID: replicationID, stats: stats)
+        } catch {
+            // The replication goes on; only its document doesn't say so. Not silent: the log does.
+            logger.error("the state of _replicator/\(docID) could not be written (\(state)): \(error)")
+        }
+    }
+
+    private func writeStateOnce(_ docID: String, _ collection: SetteeStore.Collection, state: String, reason: String?,
+                                replicationID: String?, stats: ReplicatorStatus?) async throws {
+        try await Database.offload {
             for _ in 0..<3 {
                 guard let record = try collection.record(id: docID), !record.deleted else { return }
                 var body = try record.json()
@@ -147,7 +157,10 @@ extension ReplicationManager {
                     ]
                 }
                 let outcome = try collection.write([RevisionWrite(id: docID, body: body, mode: .edit(parent: record.revID))])
-                if case .failure(let e) = outcome[0], e.code == .conflict { continue }
+                if case .failure(let e) = outcome[0] {
+                    if e.code == .conflict { continue }
+                    throw e
+                }
                 return
             }
         }

@@ -51,7 +51,7 @@ extension ReplicationManager {
             } catch let e as ReplicationError {
                 outcome = .failure(e)
             } catch {
-                outcome = .failure(ReplicationError(.badRequest, "\(error)"))
+                outcome = .failure(ReplicationError.from(error))
             }
             guard let self else { return }
             if job.endRun() {

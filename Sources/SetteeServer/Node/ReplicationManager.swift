@@ -401,6 +401,7 @@ final class ReplicationManager: @unchecked Sendable {
         case .badRequest, .unsupported: return CouchError(.badRequest, "bad_request", e.message)
         case .transient, .cancelled: return CouchError(.badGateway, "replication_failed", e.message)
         case .tls: return CouchError(.badGateway, "tls_error", e.message)
+        case .local: return CouchError(.internalServerError, "replication_failed", e.message)
         }
     }
 
