@@ -288,6 +288,29 @@ public struct FullTextIndex: Index {
     }
 }
 
+/// An index of a predictive model's output (Couchbase Lite's `PredictiveIndex`): a value index on
+/// `PREDICTION(model, input).property` for each property named, so queries comparing those properties read the index
+/// instead of running the model on every document; without properties, on the whole output.
+public struct PredictiveIndex: Index {
+    public let model: String
+    public let input: SQLExpression
+    public let properties: [String]?
+
+    public func indexSpec() throws(SetteeError) -> IndexSpec {
+        let prediction = Function.prediction(model: model, input: BuiltInput(sqlExpression: input)).sqlExpression
+        let expressions: [SQLExpression] = properties.map { names in
+            names.map { .path(prediction, PathParser.components($0)) }
+        } ?? [prediction]
+        guard !expressions.isEmpty else { throw SetteeError(.badRequest, "A predictive index needs a property (or nil for the whole output)") }
+        return try IndexSpec(kind: .value, expressions: expressions)
+    }
+
+    /// The stored input, handed back to the QueryBuilder function that builds the PREDICTION call.
+    private struct BuiltInput: ExpressionProtocol {
+        let sqlExpression: SQLExpression
+    }
+}
+
 /// A full-text index item (Couchbase Lite's `FullTextIndexItem`).
 public struct FullTextIndexItem: Sendable {
     public let expression: SQLExpression
@@ -310,5 +333,11 @@ public enum IndexBuilder {
     /// A value index on the given items.
     public static func valueIndex(items: [ValueIndexItem]) -> ValueIndex {
         ValueIndex(items: items, whereExpression: nil)
+    }
+    /// An index of a predictive model's output properties (all of it for nil), as `Function.prediction(model:input:)`
+    /// computes it.
+    public static func predictiveIndex(model: String, input: any ExpressionProtocol,
+                                       properties: [String]? = nil) -> PredictiveIndex {
+        PredictiveIndex(model: model, input: input.sqlExpression, properties: properties)
     }
 }

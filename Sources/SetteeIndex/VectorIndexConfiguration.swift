@@ -164,7 +164,7 @@ public struct VectorIndexConfiguration: IndexConfiguration {
     public let dimensions: UInt32
     public let centroids: UInt32
     public var metric = VectorIndexConfiguration.defaultDistanceMetric
-    public var encoding = VectorIndexConfiguration.defaultEncoding
+    public var encoding = VectorEncoding.scalarQuantizer(type: VectorIndexConfiguration.defaultEncoding)
     /// 0 derives it from the centroids.
     public var numProbes = VectorIndexConfiguration.defaultNumProbes
     /// 0 means 25 × centroids.
@@ -182,7 +182,7 @@ public struct VectorIndexConfiguration: IndexConfiguration {
 
     /// Couchbase Lite's defaults (a training size or probe count of 0 is derived from the centroids).
     public static let defaultIsLazy = false
-    public static let defaultEncoding = VectorEncoding.scalarQuantizer(type: .SQ8)
+    public static let defaultEncoding = ScalarQuantizerType.SQ8
     public static let defaultDistanceMetric = DistanceMetric.euclideanSquared
     public static let defaultMinTrainingSize: UInt32 = 0
     public static let defaultMaxTrainingSize: UInt32 = 0

@@ -67,7 +67,7 @@ public struct URLEndpointListenerConfiguration: Sendable {
     /// The address to listen on (`0.0.0.0`, `::`, `127.0.0.1`, a host name); nil listens on every IPv4 interface.
     public var networkInterface: String?
     /// Serve plain HTTP instead of HTTPS.
-    public var disableTLS = URLEndpointListenerConfiguration.defaultDisableTLS
+    public var disableTLS = URLEndpointListenerConfiguration.defaultDisableTls
     /// The TLS certificate and key; nil with TLS on makes a self-signed one at start (see
     /// ``URLEndpointListener/tlsIdentity``).
     public var tlsIdentity: TLSIdentity?
@@ -100,8 +100,13 @@ public struct URLEndpointListenerConfiguration: Sendable {
 
     /// Couchbase Lite's defaults: a free port, TLS on, peers may push.
     public static let defaultPort: UInt16 = 0
-    public static let defaultDisableTLS = false
+    public static let defaultDisableTls = false
     public static let defaultReadOnly = false
+}
+
+extension URLEndpointListener {
+    /// Couchbase Lite's name for ``SetteeListener/ConnectionStatus``.
+    public typealias ConnectionStatus = SetteeListener.ConnectionStatus
 }
 
 /// A listener's connections (Couchbase Lite's `URLEndpointListener.ConnectionStatus`).

@@ -39,6 +39,9 @@ public struct LocalEndpoint: Endpoint {
         self.collection = collection
     }
 
+    /// The database of the collection replicated with (Couchbase Lite's `DatabaseEndpoint.database`).
+    public var database: Database { collection.database }
+
     public var identity: String { "local:\(collection.database.uuid)/\(collection.fullName)" }
 
     public var displayName: String {

@@ -128,6 +128,9 @@ public enum FunctionLibrary {
         def(["TAN"], 1...1) { unary($0) { tan($0) } }
         def(["TRUNC"], 1...2) { roundTo($0, .towardZero) }
         def(["DIV"], 2...2) { div($0) }
+        def(["EUCLIDEAN_DISTANCE"], 2...2) { vectorDistance($0) { $0.squareRoot() } }
+        def(["SQUARED_EUCLIDEAN_DISTANCE"], 2...2) { vectorDistance($0) { $0 } }
+        def(["COSINE_DISTANCE"], 2...2) { cosineDistance($0) }
         def(["IDIV"], 2...2) { idiv($0) }
 
         // Pattern
@@ -478,6 +481,45 @@ public enum FunctionLibrary {
         strict(args) { v in
             guard let x = v[0].doubleValue else { return .null }
             return number(fn(x))
+        }
+    }
+
+    /// Two arrays of numbers of the same length, or nil.
+    static func vectors(_ a: JSON, _ b: JSON) -> ([Double], [Double])? {
+        guard case .array(let x) = a, case .array(let y) = b, x.count == y.count else { return nil }
+        var u: [Double] = [], v: [Double] = []
+        u.reserveCapacity(x.count)
+        v.reserveCapacity(y.count)
+        for (p, q) in zip(x, y) {
+            guard let p = p.doubleValue, let q = q.doubleValue else { return nil }
+            u.append(p)
+            v.append(q)
+        }
+        return (u, v)
+    }
+
+    /// `EUCLIDEAN_DISTANCE(a, b)` and `SQUARED_EUCLIDEAN_DISTANCE(a, b)` of two vectors (null for anything else).
+    static func vectorDistance(_ args: [JSON?], _ finish: (Double) -> Double) -> JSON? {
+        strict(args) { v in
+            guard let (a, b) = vectors(v[0], v[1]) else { return .null }
+            var sum = 0.0
+            for (p, q) in zip(a, b) { sum += (p - q) * (p - q) }
+            return number(finish(sum))
+        }
+    }
+
+    /// `COSINE_DISTANCE(a, b)`: 1 − the cosine similarity (null for anything but two non-zero vectors).
+    static func cosineDistance(_ args: [JSON?]) -> JSON? {
+        strict(args) { v in
+            guard let (a, b) = vectors(v[0], v[1]) else { return .null }
+            var dot = 0.0, na = 0.0, nb = 0.0
+            for (p, q) in zip(a, b) {
+                dot += p * q
+                na += p * p
+                nb += q * q
+            }
+            guard na > 0, nb > 0 else { return .null }
+            return number(1 - dot / (na.squareRoot() * nb.squareRoot()))
         }
     }
 

@@ -682,9 +682,6 @@ public protocol QuerySortOrder: OrderingProtocol {
     func descending() -> any OrderingProtocol
 }
 
-/// Couchbase Lite's former name of ``QuerySortOrder``.
-public typealias SortOrder = QuerySortOrder
-
 /// An ORDER BY item (Couchbase Lite's `Ordering`); ascending unless ``descending()`` is called.
 ///
 /// ```swift

@@ -28,6 +28,24 @@ extension Function {
     }
 }
 
+extension Function {
+    /// `EUCLIDEAN_DISTANCE(a, b)`: the distance between two vectors (arrays of numbers of one length).
+    public static func euclideanDistance(between a: any ExpressionProtocol, and b: any ExpressionProtocol) -> any ExpressionProtocol {
+        BuiltExpression(.function("EUCLIDEAN_DISTANCE", [a.sqlExpression, b.sqlExpression], distinct: false))
+    }
+
+    /// `SQUARED_EUCLIDEAN_DISTANCE(a, b)`: the squared distance between two vectors.
+    public static func squaredEuclideanDistance(between a: any ExpressionProtocol,
+                                                and b: any ExpressionProtocol) -> any ExpressionProtocol {
+        BuiltExpression(.function("SQUARED_EUCLIDEAN_DISTANCE", [a.sqlExpression, b.sqlExpression], distinct: false))
+    }
+
+    /// `COSINE_DISTANCE(a, b)`: 1 − the cosine similarity of two vectors.
+    public static func cosineDistance(between a: any ExpressionProtocol, and b: any ExpressionProtocol) -> any ExpressionProtocol {
+        BuiltExpression(.function("COSINE_DISTANCE", [a.sqlExpression, b.sqlExpression], distinct: false))
+    }
+}
+
 /// Vector-search functions (Couchbase Lite's `VectorFunction`).
 ///
 /// ```swift

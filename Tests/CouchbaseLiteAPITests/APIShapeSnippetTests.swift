@@ -211,4 +211,53 @@ import SetteeListener
         #expect(pushed.error?.kind == .forbidden)
         #expect(try passive.collection.document(id: "pushed") == nil)
     }
+
+    final class AggregateModel: PredictiveModel {
+        func predict(input: DictionaryObject) -> DictionaryObject? {
+            guard let numbers = input.array(forKey: "numbers")?.toArray() as? [NSNumber] else { return nil }
+            let sum = numbers.reduce(0) { $0 + $1.intValue }
+            return MutableDictionaryObject().setInt(sum, forKey: "sum").setDouble(Double(sum) / Double(numbers.count), forKey: "avg")
+        }
+    }
+
+    @Test func predictiveIndexesAndVectorDistances() throws {
+        let s = try SnippetDatabase()
+        try Extension.enableVectorSearch()
+        for (i, numbers) in [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]].enumerated() {
+            try s.collection.save(document: MutableDocument(id: "n\(i)").setValue(numbers, forKey: "numbers")
+                .setValue([0, 0], forKey: "v1").setValue(i == 0 ? [3, 4] : [0, 2], forKey: "v2"))
+        }
+        Database.prediction.registerModel(AggregateModel(), withName: "AggregateModel-shape")
+        defer { Database.prediction.unregisterModel(withName: "AggregateModel-shape") }
+
+        // Couchbase Lite's PredictiveQueryTest: an index on the prediction's `sum` serves the query.
+        let input = Expression.value(["numbers": Expression.property("numbers")])
+        let prediction = Function.prediction(model: "AggregateModel-shape", input: input)
+        try s.collection.createIndex(IndexBuilder.predictiveIndex(model: "AggregateModel-shape", input: input,
+                                                                  properties: ["sum"]), name: "SumIndex")
+        let q = QueryBuilder
+            .select(SelectResult.property("numbers"), SelectResult.expression(prediction.property("sum")).as("sum"))
+            .from(DataSource.collection(s.collection))
+            .where(prediction.property("sum").equalTo(Expression.value(15)))
+        #expect(try q.explain().contains("SumIndex"))
+        #expect(try q.execute().allResults().map { $0.int(forKey: "sum") } == [15])
+
+        // Distances between two vectors of a document.
+        let v1 = Expression.property("v1"), v2 = Expression.property("v2")
+        let rows = try QueryBuilder
+            .select(SelectResult.expression(Function.euclideanDistance(between: v1, and: v2)).as("e"),
+                    SelectResult.expression(Function.squaredEuclideanDistance(between: v1, and: v2)).as("s"),
+                    SelectResult.expression(Function.cosineDistance(between: v2, and: Expression.value([0, 1]))).as("c"))
+            .from(DataSource.collection(s.collection))
+            .orderBy(Ordering.expression(Meta.id))
+            .execute().allResults()
+        #expect(rows.map { $0.double(forKey: "e") } == [5, 2])
+        #expect(rows.map { $0.double(forKey: "s") } == [25, 4])
+        #expect(abs(rows[0].double(forKey: "c") - 0.2) < 1e-9 && rows[1].double(forKey: "c") == 0)
+        // Anything but two vectors of one length is null.
+        let bad = try s.database.createQuery("SELECT EUCLIDEAN_DISTANCE([1, 2], [1]) AS a, COSINE_DISTANCE([0, 0], [1, 1]) AS b FROM _ LIMIT 1")
+            .execute().allResults()
+        #expect(bad.first?.value(forKey: "a") == nil && bad.first?.value(forKey: "b") == nil)
+        #expect(DatabaseEndpoint(database: s.database).database === s.database)
+    }
 }
