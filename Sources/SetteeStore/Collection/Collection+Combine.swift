@@ -10,28 +10,33 @@ package final class SubjectBox<Output, Failure: Error>: @unchecked Sendable {
     package init() {}
 }
 
-extension Collection {
-    /// A Combine publisher of this collection's changes, delivered on `queue` (Couchbase Lite's
-    /// `changePublisher(on:)`). Cancelling the subscription removes the listener.
-    public func changePublisher(on queue: DispatchQueue = .main) -> AnyPublisher<CollectionChange, Never> {
-        let box = SubjectBox<CollectionChange, Never>()
-        let token = addChangeListener(queue: queue) { change in box.subject.send(change) }
+/// Couchbase Lite's publishers over Settee's listeners: each event a listener hears is published on `queue`, and
+/// cancelling the subscription removes the listener.
+package enum ListenerPublisher {
+    package static func make<Output>(on queue: DispatchQueue,
+                                     _ addListener: (@escaping @Sendable (Output) -> Void) -> ListenerToken)
+        -> AnyPublisher<Output, Never> {
+        let box = SubjectBox<Output, Never>()
+        let token = addListener { event in box.subject.send(event) }
         return box.subject
             .receive(on: queue)
             .handleEvents(receiveCancel: { token.remove() })
             .eraseToAnyPublisher()
+    }
+}
+
+extension Collection {
+    /// A Combine publisher of this collection's changes, delivered on `queue` (Couchbase Lite's
+    /// `changePublisher(on:)`). Cancelling the subscription removes the listener.
+    public func changePublisher(on queue: DispatchQueue = .main) -> AnyPublisher<CollectionChange, Never> {
+        ListenerPublisher.make(on: queue) { addChangeListener(queue: queue, listener: $0) }
     }
 
     /// A Combine publisher of one document's changes, delivered on `queue` (Couchbase Lite's
     /// `documentChangePublisher(for:on:)`). Cancelling the subscription removes the listener.
     public func documentChangePublisher(for id: String,
                                         on queue: DispatchQueue = .main) -> AnyPublisher<DocumentChange, Never> {
-        let box = SubjectBox<DocumentChange, Never>()
-        let token = addDocumentChangeListener(id: id, queue: queue) { change in box.subject.send(change) }
-        return box.subject
-            .receive(on: queue)
-            .handleEvents(receiveCancel: { token.remove() })
-            .eraseToAnyPublisher()
+        ListenerPublisher.make(on: queue) { addDocumentChangeListener(id: id, queue: queue, listener: $0) }
     }
 }
 #endif
