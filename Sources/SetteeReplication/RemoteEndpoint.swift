@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOSSL
 import SetteeCore
 import SetteeStore
+import Synchronization
 
 /// A database on a CouchDB-compatible server (Settee, Apache CouchDB, PouchDB Server) as a replication
 /// endpoint, spoken to over HTTP/1.1 with AsyncHTTPClient: one keep-alive connection pool per process, gzip
@@ -710,19 +711,17 @@ public struct RemoteEndpoint: Endpoint {
 }
 
 /// Per-endpoint mutable state: the session cookie and whether the peer lacks `_bulk_get`.
-final class SessionCookie: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _cookie: String?
-    private var _lacksBulkGet = false
+final class SessionCookie: Sendable {
+    private let state = Mutex<(cookie: String?, lacksBulkGet: Bool)>((nil, false))
 
     var cookie: String? {
-        get { lock.withLock { _cookie } }
-        set { lock.withLock { _cookie = newValue } }
+        get { state.withLock { $0.cookie } }
+        set { state.withLock { $0.cookie = newValue } }
     }
 
     var lacksBulkGet: Bool {
-        get { lock.withLock { _lacksBulkGet } }
-        set { lock.withLock { _lacksBulkGet = newValue } }
+        get { state.withLock { $0.lacksBulkGet } }
+        set { state.withLock { $0.lacksBulkGet = newValue } }
     }
 }
 
@@ -734,12 +733,11 @@ extension Duration {
 }
 
 /// The process-wide HTTP clients that trust a CA bundle, one per path.
-final class CAClients: @unchecked Sendable {
-    private let lock = NSLock()
-    private var clients: [String: HTTPClient] = [:]
+final class CAClients: Sendable {
+    private let clients = Mutex<[String: HTTPClient]>([:])
 
     func client(for path: String, make: () throws -> HTTPClient) throws -> HTTPClient {
-        try lock.withLock {
+        try clients.withLock { clients in
             if let existing = clients[path] { return existing }
             let client = try make()
             clients[path] = client

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Metrics
 import SetteeCore
+import Synchronization
 import SetteeStore
 
 /// Options of one replication (one direction, source → target).
@@ -361,51 +362,48 @@ public final class Replication: @unchecked Sendable {
 }
 
 /// Time spent per stage, printed to stderr at the end of a run when SETTEE_REPLICATION_TRACE is set.
-final class StageTimes: @unchecked Sendable {
+final class StageTimes: Sendable {
     static let enabled = ProcessInfo.processInfo.environment["SETTEE_REPLICATION_TRACE"] != nil
-    private let lock = NSLock()
-    private var totals: [String: (Double, Int)] = [:]
+    private let totals = Mutex<[String: (Double, Int)]>([:])
 
     func time<T>(_ stage: String, _ body: () async throws -> T) async rethrows -> T {
         guard StageTimes.enabled else { return try await body() }
         let start = DispatchTime.now().uptimeNanoseconds
         defer {
             let t = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            lock.withLock { totals[stage, default: (0, 0)].0 += t; totals[stage, default: (0, 0)].1 += 1 }
+            totals.withLock { $0[stage, default: (0, 0)].0 += t; $0[stage, default: (0, 0)].1 += 1 }
         }
         return try await body()
     }
 
     func dump(_ label: String) {
         guard StageTimes.enabled else { return }
-        let text = lock.withLock { totals.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value.0))s/\($0.value.1)" } }
+        let text = totals.withLock { $0.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value.0))s/\($0.value.1)" } }
         FileHandle.standardError.write(Data("replication \(label): \(text.joined(separator: ", "))\n".utf8))
     }
 }
 
 /// The tasks a pipeline started, so that stopping the replication cancels them too.
-final class InFlight: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cancels: [() -> Void] = []
-    private var cancelled = false
+final class InFlight: Sendable {
+    private let state = Mutex<(cancels: [@Sendable () -> Void], cancelled: Bool)>(([], false))
 
     func track<T: Sendable>(_ task: Task<T, Error>) -> Task<T, Error> {
-        let already = lock.withLock {
-            if !cancelled {
+        let already = state.withLock { state in
+            if !state.cancelled {
                 // At most a reader and a fetcher run at once; older ones have been awaited already.
-                if cancels.count >= 4 { cancels.removeFirst() }
-                cancels.append { task.cancel() }
+                if state.cancels.count >= 4 { state.cancels.removeFirst() }
+                state.cancels.append { task.cancel() }
             }
-            return cancelled
+            return state.cancelled
         }
         if already { task.cancel() }
         return task
     }
 
     func cancelAll() {
-        let all = lock.withLock {
-            cancelled = true
-            return cancels
+        let all = state.withLock { state in
+            state.cancelled = true
+            return state.cancels
         }
         for c in all { c() }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Metrics
 import SetteeCore
+import Synchronization
 
 /// What a replication is doing (Couchbase Lite's `ReplicatorActivityLevel`).
 public enum ReplicatorActivityLevel: UInt8, Sendable, Comparable {
@@ -108,19 +109,18 @@ public struct ReplicatorStatus: Sendable, CustomStringConvertible {
 }
 
 /// Thread-safe holder of one replication's status that tells its observer about every change.
-final class StatusBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var status = ReplicatorStatus()
+final class StatusBox: Sendable {
+    private let status = Mutex(ReplicatorStatus())
     private let onChange: @Sendable (ReplicatorStatus) -> Void
 
     init(onChange: @escaping @Sendable (ReplicatorStatus) -> Void) {
         self.onChange = onChange
     }
 
-    var current: ReplicatorStatus { lock.withLock { status } }
+    var current: ReplicatorStatus { status.withLock { $0 } }
 
     func update(_ change: (inout ReplicatorStatus) -> Void) {
-        let snapshot: ReplicatorStatus = lock.withLock {
+        let snapshot: ReplicatorStatus = status.withLock { status in
             change(&status)
             status.updatedOn = Date()
             return status

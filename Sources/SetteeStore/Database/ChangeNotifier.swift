@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What one commit changed in one collection (Couchbase Lite's `CollectionChange`).
 public struct CollectionChange: Sendable {
@@ -25,21 +26,16 @@ public struct DocumentChange: Sendable {
 }
 
 /// A registration returned by `addChangeListener`; call ``remove()`` to stop receiving changes.
-public final class ListenerToken: @unchecked Sendable {
-    private let onRemove: () -> Void
-    private let lock = NSLock()
-    private var removed = false
+public final class ListenerToken: Sendable {
+    private let onRemove: @Sendable () -> Void
+    private let removed = Atomic<Bool>(false)
 
     /// A token that calls `onRemove` once, on the first ``remove()``.
-    public init(onRemove: @escaping () -> Void) { self.onRemove = onRemove }
+    public init(onRemove: @escaping @Sendable () -> Void) { self.onRemove = onRemove }
 
-    /// Unregisters the listener. Safe to call more than once.
+    /// Unregisters the listener. Safe to call more than once, from any thread.
     public func remove() {
-        lock.lock()
-        let first = !removed
-        removed = true
-        lock.unlock()
-        if first { onRemove() }
+        if removed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged { onRemove() }
     }
 }
 
