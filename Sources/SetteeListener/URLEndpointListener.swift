@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import Settee
 import SetteeServer
+import Synchronization
 
 /// How a ``URLEndpointListener`` checks who connects (Couchbase Lite's `ListenerAuthenticator`).
 public protocol ListenerAuthenticator: Sendable {}
@@ -276,30 +277,27 @@ public final class URLEndpointListener: @unchecked Sendable {
 }
 
 /// The port the server reports once bound, or why it never did.
-private final class PortBox: @unchecked Sendable {
-    // @unchecked: `result` and `waiter` are guarded by `lock`.
-    private let lock = NSLock()
-    private var result: Swift.Result<Int, any Error>?
-    private var waiter: CheckedContinuation<Int, any Error>?
+private final class PortBox: Sendable {
+    private let state = Mutex<(result: Swift.Result<Int, any Error>?, waiter: CheckedContinuation<Int, any Error>?)>((nil, nil))
 
     func set(_ port: Int) { finish(.success(port)) }
     func fail(_ error: any Error) { finish(.failure(error)) }
 
     private func finish(_ outcome: Swift.Result<Int, any Error>) {
-        let waiter = lock.withLock { () -> CheckedContinuation<Int, any Error>? in
-            guard result == nil else { return nil }
-            result = outcome
-            defer { self.waiter = nil }
-            return self.waiter
+        let waiter = state.withLock { state -> CheckedContinuation<Int, any Error>? in
+            guard state.result == nil else { return nil }
+            state.result = outcome
+            defer { state.waiter = nil }
+            return state.waiter
         }
         waiter?.resume(with: outcome)
     }
 
     func wait() async throws -> Int {
         try await withCheckedThrowingContinuation { continuation in
-            let ready = lock.withLock { () -> Swift.Result<Int, any Error>? in
-                if let result { return result }
-                waiter = continuation
+            let ready = state.withLock { state -> Swift.Result<Int, any Error>? in
+                if let result = state.result { return result }
+                state.waiter = continuation
                 return nil
             }
             if let ready { continuation.resume(with: ready) }
@@ -308,9 +306,12 @@ private final class PortBox: @unchecked Sendable {
 }
 
 /// An error carried out of the task a synchronous `start()` waits for.
-private final class Outcome: @unchecked Sendable {
-    // @unchecked: written by the task before the semaphore is signalled, read after the wait.
-    var error: (any Error)?
+private final class Outcome: Sendable {
+    private let stored = Mutex<(any Error)?>(nil)
+    var error: (any Error)? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
+    }
 }
 
 /// Runs tasks on a serial dispatch queue of its own (a task executor), so a caller blocked in ``URLEndpointListener/start()``

@@ -3,6 +3,7 @@ import SetteeCore
 import SetteeIndex
 import SetteeSQLPP
 import SetteeStore
+import Synchronization
 
 /// A query over a database's collections, from SQL++ (``SetteeStore/Database/createQuery(_:)``) or the
 /// QueryBuilder API.
@@ -103,11 +104,10 @@ public class Query: @unchecked Sendable {
 }
 
 /// The last compilation of a query.
-final class CompiledCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: CompiledQuery?
-    func get() -> CompiledQuery? { lock.withLock { value } }
-    func set(_ v: CompiledQuery) { lock.withLock { value = v } }
+final class CompiledCache: Sendable {
+    private let value = Mutex<CompiledQuery?>(nil)
+    func get() -> CompiledQuery? { value.withLock { $0 } }
+    func set(_ v: CompiledQuery) { value.withLock { $0 = v } }
 }
 
 /// Something SQL++ queries are made from (Couchbase Lite's `QueryFactory`): a ``Database``.

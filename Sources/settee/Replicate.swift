@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import Settee
 
 struct Replicate: AsyncParsableCommand {
@@ -121,12 +122,10 @@ struct Replicate: AsyncParsableCommand {
 }
 
 /// A one-line progress bar on stderr (only when stderr is a terminal, or SETTEE_PROGRESS=1).
-final class ProgressBar: @unchecked Sendable {
-    private let lock = NSLock()
+final class ProgressBar: Sendable {
     private let enabled: Bool
     private let started = Date()
-    private var last = Date.distantPast
-    private var drew = false
+    private let drawn = Mutex<(last: Date, drew: Bool)>((.distantPast, false))
 
     init(enabled: Bool) {
         self.enabled = enabled && (isatty(2) != 0 || ProcessInfo.processInfo.environment["SETTEE_PROGRESS"] == "1")
@@ -134,28 +133,30 @@ final class ProgressBar: @unchecked Sendable {
 
     func update(_ s: ReplicatorStatus) {
         guard enabled else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        let now = Date()
-        guard now.timeIntervalSince(last) > 0.2 else { return }
-        last = now
-        let p = s.progress
-        let fraction = p.total == 0 ? 0 : Double(p.completed) / Double(p.total)
-        let width = 30, filled = Int(fraction * Double(width))
-        let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
-        let rate = Double(s.docsWritten) / max(now.timeIntervalSince(started), 0.001)
-        let line = String(format: "\r[%@] %3d%%  %@  written %d  failed %d  %.0f docs/s ", bar, Int(fraction * 100),
-                          s.activity.name, s.docsWritten, s.docWriteFailures, rate)
-        FileHandle.standardError.write(Data(line.utf8))
-        drew = true
+        drawn.withLock { drawn in
+            let now = Date()
+            guard now.timeIntervalSince(drawn.last) > 0.2 else { return }
+            drawn.last = now
+            let p = s.progress
+            let fraction = p.total == 0 ? 0 : Double(p.completed) / Double(p.total)
+            let width = 30, filled = Int(fraction * Double(width))
+            let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
+            let rate = Double(s.docsWritten) / max(now.timeIntervalSince(started), 0.001)
+            let line = String(format: "\r[%@] %3d%%  %@  written %d  failed %d  %.0f docs/s ", bar, Int(fraction * 100),
+                              s.activity.name, s.docsWritten, s.docWriteFailures, rate)
+            FileHandle.standardError.write(Data(line.utf8))
+            drawn.drew = true
+        }
     }
 
     func finish() {
-        lock.withLock { if drew { FileHandle.standardError.write(Data("\n".utf8)) } }
+        drawn.withLock { if $0.drew { FileHandle.standardError.write(Data("\n".utf8)) } }
     }
 }
 
 /// Resolves when SIGINT or SIGTERM arrives (so a continuous replication stops with a checkpoint).
+// @unchecked: `sources` is written only in `init` and kept to hold the dispatch sources alive; the stream and its
+// continuation are Sendable.
 final class SignalWatcher: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
     private let stream: AsyncStream<Void>
