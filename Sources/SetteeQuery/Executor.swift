@@ -326,7 +326,7 @@ struct Executor {
                             case .element: values.append(element)
                             }
                         }
-                        out.append(QueryResult(keys: names, values: values))
+                        out.append(QueryResult(keys: names, values: values, database: database))
                     }
                     direct = out
                     return
@@ -359,8 +359,8 @@ struct Executor {
                 if try !expand(row, from: 0) { break }
             }
         }
-        if let direct { return ResultSet(columns: query.columns.map(\.name), rows: direct, database: database) }
-        return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset), database: database)
+        if let direct { return ResultSet(columns: query.columns.map(\.name), rows: direct) }
+        return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
     }
 
     /// The documents a full-text access path's MATCH conjunct matched (from the MATCH already run), with that
@@ -402,7 +402,7 @@ struct Executor {
             let kept = input.dropFirst(offset).prefix(limit ?? Int.max)
             var out: [QueryResult] = []
             out.reserveCapacity(kept.count)
-            for row in kept { out.append(QueryResult(keys: names, values: try project(row))) }
+            for row in kept { out.append(QueryResult(keys: names, values: try project(row), database: database)) }
             return out
         }
         var rows = input
@@ -449,7 +449,8 @@ struct Executor {
         }
         if offset > 0 { results = Array(results.dropFirst(offset)) }
         if let limit, results.count > limit { results = Array(results.prefix(limit)) }
-        return results.map { QueryResult(keys: names, values: $0) }
+        let database = self.database
+        return results.map { QueryResult(keys: names, values: $0, database: database) }
     }
 
     private func group(_ rows: [Row]) throws -> [Row] {

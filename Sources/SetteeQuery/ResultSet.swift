@@ -2,45 +2,32 @@ import Foundation
 import SetteeCore
 import SetteeSQLPP
 import SetteeStore
+import Synchronization
 
 /// The rows a query returned (Couchbase Lite's `ResultSet`): iterate it, call ``next()``, or take
 /// ``allResults()``. Like Couchbase Lite's, it is read once: each row is handed out one time.
-// @unchecked: the read position is guarded by `lock`; the rows never change.
-public final class ResultSet: Sequence, IteratorProtocol, @unchecked Sendable {
+public final class ResultSet: Sequence, IteratorProtocol, Sendable {
     /// The column names, in SELECT order.
     public let columnNames: [String]
     let rows: [QueryResult]
-    private let database: Database?
-    private let lock = NSLock()
-    private var position = 0
+    /// The read position: each row is handed out once, whichever thread reads.
+    private let position = Atomic<Int>(0)
 
-    init(columns: [String], rows: [QueryResult], database: Database? = nil) {
+    init(columns: [String], rows: [QueryResult]) {
         self.columnNames = columns
         self.rows = rows
-        self.database = database
     }
 
     /// The next row, or nil after the last.
     public func next() -> QueryResult? {
-        lock.withLock {
-            guard position < rows.count else { return nil }
-            defer { position += 1 }
-            return attached(rows[position])
-        }
+        let i = position.add(1, ordering: .relaxed).oldValue
+        return i < rows.count ? rows[i] : nil
     }
 
     /// The rows not yet read (every row of a fresh result set).
     public func allResults() -> [QueryResult] {
-        lock.withLock {
-            defer { position = rows.count }
-            return rows[position...].map(attached)
-        }
-    }
-
-    private func attached(_ row: QueryResult) -> QueryResult {
-        var row = row
-        row.database = database
-        return row
+        let from = position.exchange(Int.max / 2, ordering: .relaxed)
+        return from < rows.count ? Array(rows[from...]) : []
     }
 }
 
@@ -55,9 +42,10 @@ public struct QueryResult: DictionaryProtocol, ArrayProtocol, Sequence, Sendable
     /// The database a blob in the row reads its content from.
     var database: Database?
 
-    init(keys: [String], values: [JSON?]) {
+    init(keys: [String], values: [JSON?], database: Database? = nil) {
         self.keys = keys
         self.values = values
+        self.database = database
     }
 
     /// Number of columns.
