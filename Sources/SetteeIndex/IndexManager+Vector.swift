@@ -6,6 +6,8 @@ import SetteeVector
 
 /// The in-memory side of one vector index: the IVF structure (centroids, quantizer, lists of codes) loaded from its
 /// tables on first use and kept in step with them by every catch-up. `lock` serializes mutation and search.
+// @unchecked: `ivf` is guarded by `lock`, which callers hold across loading, searching and absorbing changes (a
+// Mutex's closure would have to span database reads and the caller's search body).
 final class VectorIndexState: @unchecked Sendable {
     let lock = NSLock()
     /// nil until loaded (and after a failed write, so that the next use reloads what was committed).

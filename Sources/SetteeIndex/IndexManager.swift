@@ -42,6 +42,8 @@ public struct IndexInfo: Sendable, Hashable {
 /// index's expressions (and partial `WHERE`) on the winning revision, inserts the new entries and advances the
 /// sequence — one transaction per batch. Queries catch up the indexes they use first; a background task also
 /// catches up shortly after each commit. The store never writes index tables from its own write paths.
+// @unchecked: the registry, vector states, up-to-date marks, generation and background flags are guarded by `lock`;
+// the catch-up work itself runs in the database's write transactions.
 public final class IndexManager: @unchecked Sendable {
     /// Documents per catch-up transaction.
     public static let batchSize = 5_000

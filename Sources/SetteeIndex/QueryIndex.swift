@@ -6,7 +6,7 @@ import SetteeVector
 
 /// An index of a collection (Couchbase Lite's `QueryIndex`): its definition, and for a lazy vector index the way to
 /// fill it.
-public final class QueryIndex: @unchecked Sendable {
+public final class QueryIndex: Sendable {
     /// The index's name.
     public var name: String { info.name }
     /// The collection it indexes.
@@ -116,6 +116,8 @@ public struct LazyVectorEntry: Sendable, Hashable {
 ///
 /// It is an array of the values to embed (Couchbase Lite's `ArrayProtocol` getters, subscripts and iteration).
 /// Not thread-safe: one updater is used by one thread at a time.
+// @unchecked: an updater is handed to one thread at a time (Couchbase Lite's contract); `outcomes` and `finished`
+// are not locked.
 public final class IndexUpdater: ArrayProtocol, Sequence, @unchecked Sendable {
     private enum Outcome {
         case vector([Float])

@@ -131,8 +131,8 @@ public struct ConnectionStatus: Sendable, Equatable {
 /// ```
 /// It is the same server `settee serve` runs (the whole CouchDB API over the served database), started on a
 /// private node whose only databases are the one given; it never closes that database.
+// @unchecked: the mutable state (`running`, `boundPort`, `identity`, `directory`, `connections`) is guarded by `lock`.
 public final class URLEndpointListener: @unchecked Sendable {
-    // @unchecked: the mutable state (`running`, `boundPort`, `identity`, `directory`, `connections`) is guarded by `lock`.
     public let config: URLEndpointListenerConfiguration
     private let lock = NSLock()
     private let executor = QueueExecutor(label: "settee.listener")

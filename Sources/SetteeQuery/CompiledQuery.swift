@@ -22,7 +22,7 @@ final class PlanCache: Sendable {
 }
 
 /// A statement bound to a database: collections resolved, result columns named, the WHERE split for the planner.
-final class CompiledQuery: @unchecked Sendable {
+final class CompiledQuery: Sendable {
     struct Column {
         enum Kind {
             case all(source: String)

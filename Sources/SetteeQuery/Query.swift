@@ -18,6 +18,8 @@ import Synchronization
 /// ```
 ///
 /// Executing never changes documents; it first brings the indexes it uses up to date with the change feed.
+// @unchecked: not final (QueryBuilder's clause classes subclass it, as Couchbase Lite's do), so the compiler can't
+// check it; `_parameters` and `listeners` are guarded by `lock`, everything else is immutable.
 public class Query: @unchecked Sendable {
     public let database: Database
     /// The statement this query runs.
@@ -134,7 +136,7 @@ extension Database: QueryFactory {
 }
 
 /// What changed for a live query listener: the new results, or the error re-running it.
-public struct QueryChange: @unchecked Sendable {
+public struct QueryChange: Sendable {
     public let query: Query
     public let results: ResultSet?
     public let error: (any Error)?

@@ -226,6 +226,7 @@ extension Query {
 }
 
 /// A query after its FROM clause (Couchbase Lite's `From`).
+// @unchecked: as `Query`, its superclass; it adds no state.
 public final class From: Query, @unchecked Sendable {
     /// Adds JOIN clauses.
     public func join(_ joins: any JoinProtocol...) -> Joins { builderJoin(joins) }
@@ -250,6 +251,7 @@ public final class From: Query, @unchecked Sendable {
 }
 
 /// A query after its JOIN clauses (Couchbase Lite's `Joins`).
+// @unchecked: as `Query`, its superclass; it adds no state.
 public final class Joins: Query, @unchecked Sendable {
     /// `WHERE expression`: only rows for which the expression is true.
     public func `where`(_ expression: any ExpressionProtocol) -> Where { builderWhere(expression) }
@@ -270,6 +272,7 @@ public final class Joins: Query, @unchecked Sendable {
 }
 
 /// A query after its WHERE clause (Couchbase Lite's `Where`).
+// @unchecked: as `Query`, its superclass; it adds no state.
 public final class Where: Query, @unchecked Sendable {
     /// `GROUP BY expressions`: one row per distinct combination of values.
     public func groupBy(_ expressions: any ExpressionProtocol...) -> GroupBy { builderGroupBy(expressions) }
@@ -288,6 +291,7 @@ public final class Where: Query, @unchecked Sendable {
 }
 
 /// A query after its GROUP BY clause (Couchbase Lite's `GroupBy`).
+// @unchecked: as `Query`, its superclass; it adds no state.
 public final class GroupBy: Query, @unchecked Sendable {
     /// `HAVING expression`: only groups for which the expression is true.
     public func having(_ expression: any ExpressionProtocol) -> Having { builderHaving(expression) }
@@ -304,6 +308,7 @@ public final class GroupBy: Query, @unchecked Sendable {
 }
 
 /// A query after its HAVING clause (Couchbase Lite's `Having`).
+// @unchecked: as `Query`, its superclass; it adds no state.
 public final class Having: Query, @unchecked Sendable {
     /// `ORDER BY orderings`.
     public func orderBy(_ orderings: any OrderingProtocol...) -> OrderBy { builderOrderBy(orderings) }
@@ -318,6 +323,7 @@ public final class Having: Query, @unchecked Sendable {
 }
 
 /// A query after its ORDER BY clause (Couchbase Lite's `OrderBy`).
+// @unchecked: as `Query`, its superclass; it adds no state.
 public final class OrderBy: Query, @unchecked Sendable {
     /// `LIMIT limit`: at most `limit` rows.
     public func limit(_ limit: any ExpressionProtocol) -> Limit { builderLimit(limit, offset: nil) }
@@ -328,6 +334,7 @@ public final class OrderBy: Query, @unchecked Sendable {
 }
 
 /// A query after its LIMIT clause (Couchbase Lite's `Limit`).
+// @unchecked: as `Query`, its superclass; it adds no state.
 public final class Limit: Query, @unchecked Sendable {}
 
 extension SetteeSQLPP.Expression {

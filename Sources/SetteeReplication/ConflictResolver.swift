@@ -3,7 +3,7 @@ import SetteeStore
 
 /// A conflict a pull created: the document's local revision and the remote one that now competes with it
 /// (Couchbase Lite's `Conflict`).
-public struct Conflict: Sendable {
+public struct Conflict {
     public let documentID: String
     /// The best local live leaf (nil if it is a tombstone).
     public let localDocument: Document?

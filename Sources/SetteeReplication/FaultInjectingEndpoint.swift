@@ -1,12 +1,13 @@
 import Foundation
 import SetteeCore
+import Synchronization
 
 /// Wraps an endpoint and makes some of its calls fail the way networks and servers fail: dropped connections,
 /// delays, 5xx answers and truncated bodies. Tests drive the replicator's error paths with it; it is also
 /// handy for trying a deployment's retry settings.
 ///
 /// Faults are decided per call by a seeded generator, so a run is repeatable.
-public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
+public final class FaultInjectingEndpoint: Endpoint, Sendable {
     /// A kind of failure.
     public enum Fault: Sendable, Equatable {
         /// The connection drops before an answer (an `.unreachable` error).
@@ -29,52 +30,54 @@ public final class FaultInjectingEndpoint: Endpoint, @unchecked Sendable {
     }
 
     public let base: any Endpoint
-    private let lock = NSLock()
-    private var rng: SeededGenerator
-    private var rules: [(operations: Set<Operation>, fault: Fault, probability: Double, remaining: Int?)] = []
-    private var _injected: [Operation: Int] = [:]
+    private struct State {
+        var rng: SeededGenerator
+        var rules: [(operations: Set<Operation>, fault: Fault, probability: Double, remaining: Int?)] = []
+        var injected: [Operation: Int] = [:]
+        var offline = false
+    }
+    private let state: Mutex<State>
     /// When set, every call fails as if the peer were unreachable (a partition), until cleared.
     public var offline: Bool {
-        get { lock.withLock { _offline } }
-        set { lock.withLock { _offline = newValue } }
+        get { state.withLock { $0.offline } }
+        set { state.withLock { $0.offline = newValue } }
     }
-    private var _offline = false
 
     public init(_ base: any Endpoint, seed: UInt64 = 42) {
         self.base = base
-        self.rng = SeededGenerator(seed: seed)
+        self.state = Mutex(State(rng: SeededGenerator(seed: seed)))
     }
 
     /// Adds a rule: calls of `operations` fail with `fault` with `probability`, at most `count` times (nil: always).
     public func inject(_ fault: Fault, on operations: Set<Operation> = Set(Operation.allCases), probability: Double = 1,
                        count: Int? = nil) {
-        lock.withLock { rules.append((operations, fault, probability, count)) }
+        state.withLock { $0.rules.append((operations, fault, probability, count)) }
     }
 
     /// Removes every rule.
     public func clearFaults() {
-        lock.withLock { rules.removeAll() }
+        state.withLock { $0.rules.removeAll() }
     }
 
     /// How many faults were injected, per operation.
-    public var injected: [Operation: Int] { lock.withLock { _injected } }
+    public var injected: [Operation: Int] { state.withLock { $0.injected } }
 
     public var identity: String { base.identity }
     public var displayName: String { base.displayName }
 
     /// Decides this call's fault (if any), before the call.
     private func fault(for op: Operation) -> Fault? {
-        lock.withLock {
-            if _offline {
-                _injected[op, default: 0] += 1
+        state.withLock { state in
+            if state.offline {
+                state.injected[op, default: 0] += 1
                 return .drop
             }
-            for i in rules.indices where rules[i].operations.contains(op) {
-                if let r = rules[i].remaining, r <= 0 { continue }
-                guard Double(rng.next() % 1_000_000) / 1_000_000 < rules[i].probability else { continue }
-                if let r = rules[i].remaining { rules[i].remaining = r - 1 }
-                _injected[op, default: 0] += 1
-                return rules[i].fault
+            for i in state.rules.indices where state.rules[i].operations.contains(op) {
+                if let r = state.rules[i].remaining, r <= 0 { continue }
+                guard Double(state.rng.next() % 1_000_000) / 1_000_000 < state.rules[i].probability else { continue }
+                if let r = state.rules[i].remaining { state.rules[i].remaining = r - 1 }
+                state.injected[op, default: 0] += 1
+                return state.rules[i].fault
             }
             return nil
         }

@@ -71,7 +71,7 @@ public struct ReplicationResult: Sendable {
 /// The three stages overlap: while batch *n* is written, batch *n+1* is diffed and fetched and batch *n+2* read.
 /// Transient failures (peer unreachable, 5xx, truncated responses) are retried with exponential backoff and
 /// jitter, resuming from the last checkpoint; 401/403/404 stop the replication with an error.
-public final class Replication: @unchecked Sendable {
+public final class Replication: Sendable {
     public let source: any Endpoint
     public let target: any Endpoint
     public let options: ReplicationOptions
@@ -80,8 +80,8 @@ public final class Replication: @unchecked Sendable {
 
     private let box: StatusBox
     private let logger: Logger
-    private let lock = NSLock()
-    private var checkpointer: Checkpointer?
+    /// The checkpoint state, once the replication has read or made it.
+    private let checkpointer = Mutex<Checkpointer?>(nil)
     let stages = StageTimes()
     let counters: ReplicationCounters
 
@@ -161,7 +161,7 @@ public final class Replication: @unchecked Sendable {
     }
 
     private func result(completed: Bool = false) -> ReplicationResult {
-        let cp = lock.withLock { checkpointer }
+        let cp = checkpointer.withLock { $0 }
         let history: [JSON] = cp.map { $0.history($0.lastRecorded, stats: box.current) } ?? []
         return ReplicationResult(replicationID: replicationID, sessionID: cp?.sessionID ?? "",
                                  sourceLastSeq: cp?.lastRecorded ?? .int(0), status: box.current, history: history,
@@ -191,7 +191,7 @@ public final class Replication: @unchecked Sendable {
         try await targetCheck
         var cp = Checkpointer(replicationID: replicationID, source: source, target: target)
         try await cp.load(reset: options.reset, since: options.sinceSequence)
-        lock.withLock { checkpointer = cp }
+        checkpointer.withLock { $0 = cp }
         logger.debug("replication \(replicationID) from \(source.displayName) to \(target.displayName) since \(cp.startSeq)")
         box.update {
             $0.sourceSeq = sourceInfo.updateSeq
@@ -254,7 +254,7 @@ public final class Replication: @unchecked Sendable {
             if finalBatch && !options.continuous {
                 if let last = try await fetcher?.value { try await write(last) }
                 fetcher = nil
-                if let cp = lock.withLock({ checkpointer }), cp.lastRecorded != since {
+                if let cp = checkpointer.withLock({ $0 }), cp.lastRecorded != since {
                     try await checkpoint(since)
                 }
                 return
@@ -346,17 +346,17 @@ public final class Replication: @unchecked Sendable {
                 try await ConflictResolution.resolve(fetched.revisions, in: local.collection, resolver: resolver)
             }
         }
-        if let cp = lock.withLock({ checkpointer }), fetched.lastSeq != cp.lastRecorded {
+        if let cp = checkpointer.withLock({ $0 }), fetched.lastSeq != cp.lastRecorded {
             try await checkpoint(fetched.lastSeq)
         }
     }
 
     private func checkpoint(_ seq: JSON) async throws {
-        guard var cp = lock.withLock({ checkpointer }) else { return }
+        guard var cp = checkpointer.withLock({ $0 }) else { return }
         try await stages.time("checkpoint") { try await cp.record(seq, stats: box.current) }
         counters.checkpoints.increment()
         let snapshot = cp
-        lock.withLock { checkpointer = snapshot }
+        checkpointer.withLock { $0 = snapshot }
         box.update { $0.checkpointedSourceSeq = seq }
     }
 }

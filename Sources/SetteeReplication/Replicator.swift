@@ -31,6 +31,8 @@ public struct ReplicatorChange: Sendable {
 /// ```
 ///
 /// Push and pull run concurrently as two ``Replication``s, each with its own checkpoints.
+// @unchecked: the task, statuses, listeners, streams and waiters are guarded by `lock`; listeners are called under
+// the recursive `notifying` lock (a listener may start or stop the replicator), which a Mutex can't be.
 public final class Replicator: @unchecked Sendable {
     /// Couchbase Lite's nested names for the status types.
     public typealias Status = ReplicatorStatus

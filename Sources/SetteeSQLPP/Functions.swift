@@ -2,6 +2,7 @@
 // (sin, log10, pow, …) it re-exports; the ISO-8601 date arithmetic below is done by hand.
 import Foundation
 import SetteeCore
+import Synchronization
 
 /// The SQL++ for Mobile (Couchbase Lite / N1QL) scalar functions the query evaluator calls.
 ///
@@ -670,28 +671,26 @@ public enum FunctionLibrary {
     // MARK: - Pattern functions
 
     /// Compiled regular expressions by pattern (a small cache; cleared when full).
-    ///
-    /// A lock rather than `Synchronization.Mutex`, which needs macOS 15 while the package supports macOS 14.
-    final class RegexCache: @unchecked Sendable {
-        private let lock = NSLock()
-        private var entries: [String: Regex<AnyRegexOutput>] = [:]
+    final class RegexCache: Sendable {
+        // @unchecked: a built `Regex` is immutable and matches safely from several threads, but the standard
+        // library doesn't declare it Sendable (its `AnyRegexOutput` isn't).
+        private struct Entry: @unchecked Sendable { let regex: Regex<AnyRegexOutput> }
+        private let entries = Mutex<[String: Entry]>([:])
         private let capacity = 128
 
         func regex(_ pattern: String) throws(SetteeError) -> Regex<AnyRegexOutput> {
-            lock.lock()
-            let cached = entries[pattern]
-            lock.unlock()
-            if let cached { return cached }
+            if let cached = entries.withLock({ $0[pattern] }) { return cached.regex }
             let compiled: Regex<AnyRegexOutput>
             do {
                 compiled = try Regex(pattern).wordBoundaryKind(.simple)
             } catch {
                 throw SetteeError(.queryParseError, "Invalid regular expression \"\(pattern)\": \(error)")
             }
-            lock.lock()
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[pattern] = compiled
-            lock.unlock()
+            let capacity = capacity
+            entries.withLock { entries in
+                if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+                entries[pattern] = Entry(regex: compiled)
+            }
             return compiled
         }
     }

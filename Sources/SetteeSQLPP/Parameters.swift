@@ -1,4 +1,5 @@
 import SetteeCore
+import Synchronization
 
 /// Values for a query's `$name` parameters (Couchbase Lite's `Parameters`).
 ///
@@ -6,16 +7,20 @@ import SetteeCore
 /// let query = try db.createQuery("SELECT name FROM _ WHERE type = $type")
 /// query.parameters = Parameters().setString("hotel", forName: "type")
 /// ```
-public final class Parameters: @unchecked Sendable {
-    private(set) public var values: [String: JSON]
+///
+/// Thread-safe: the values are held in a mutex, so a query may read them while another thread sets them.
+public final class Parameters: Sendable {
+    private let state: Mutex<[String: JSON]>
+    /// Every parameter set, by name.
+    public var values: [String: JSON] { state.withLock { $0 } }
 
-    public init(_ values: [String: JSON] = [:]) { self.values = values }
+    public init(_ values: [String: JSON] = [:]) { state = Mutex(values) }
 
     /// A parameter's value, or nil when it is not set.
-    public func value(forName name: String) -> JSON? { values[name] }
+    public func value(forName name: String) -> JSON? { state.withLock { $0[name] } }
 
     @discardableResult public func setValue(_ value: JSON?, forName name: String) -> Parameters {
-        values[name] = value ?? .null
+        state.withLock { $0[name] = value ?? .null }
         return self
     }
     @discardableResult public func setString(_ value: String?, forName name: String) -> Parameters {

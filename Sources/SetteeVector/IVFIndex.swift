@@ -15,6 +15,8 @@
 ///
 /// Thread safety: not thread-safe for mutation — the caller serializes `train`, `add` and `remove`; any number of
 /// concurrent `search` / `distance` calls with no mutation in flight are safe.
+// @unchecked: mutation is serialized by the owner (the index manager's VectorIndexState lock) and searches only read;
+// the lists are plain arrays so that search stays lock-free.
 public final class IVFIndex: @unchecked Sendable {
     /// The vector length.
     public let dimensions: Int

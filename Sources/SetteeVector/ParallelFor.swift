@@ -22,6 +22,7 @@ public enum ParallelLoop {
 ///
 /// Safety contract, checked by review rather than the compiler: the pointee outlives the parallel loop, chunks only
 /// read shared data and write disjoint ranges, and nothing else mutates the memory meanwhile.
+// @unchecked: the contract above; it exists only to carry pointers into `parallelFor`'s chunks.
 struct Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }

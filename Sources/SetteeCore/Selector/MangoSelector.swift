@@ -101,6 +101,7 @@ extension MangoSelector {
 }
 
 /// A compiled `$regex` pattern. Matching is an unanchored search over Unicode scalars, like PCRE's.
+// @unchecked: see below — a built `Regex` is immutable and safe to match from several threads.
 struct MangoRegex: @unchecked Sendable {
     // `Regex` is not declared Sendable (its `AnyRegexOutput` is not), but a built regex is
     // immutable and the standard library lowers its program lazily with an atomic

@@ -11,6 +11,8 @@ import Synchronization
 ///
 /// A process is used by one caller at a time: ``JavaScriptEngine`` hands it out exclusively and takes it back, so its
 /// mutable state (the read buffer, what it has loaded) is never shared between threads at once.
+// @unchecked: the exclusive hand-out described above; a process moves between threads only through the engine's
+// pool, never used by two at once.
 final class QueryServerProcess: @unchecked Sendable {
     let pid: pid_t
     private let toChild: Int32

@@ -195,7 +195,7 @@ public enum Reducer: Sendable {
 ///
 /// Map and reduce functions are not persistent: register them each time the app starts, before querying. Change
 /// `version` whenever the functions change; the index is then rebuilt.
-public final class View: @unchecked Sendable {
+public final class View: Sendable {
     /// The view's name (unique within its collection).
     public let name: String
     /// The collection it indexes.

@@ -56,8 +56,10 @@ public final class ViewCollator {
     private static let pool = PoolStorage()
 
     /// An NSLock-guarded stack of collators.
+    // @unchecked: `items` is only touched under `lock`. Not a Mutex: a collator (a non-Sendable ICU handle) popped
+    // out of it would have to be `sending`, which region checking can't prove of an element of the guarded array;
+    // the pool hands each collator to one thread at a time.
     final class PoolStorage: @unchecked Sendable {
-        // @unchecked: `items` is only touched under `lock`.
         private let lock = NSLock()
         private var items: [ViewCollator] = []
         func withLock<T>(_ body: (inout [ViewCollator]) -> T) -> T {

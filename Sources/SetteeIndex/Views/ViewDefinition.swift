@@ -1,9 +1,10 @@
 import Foundation
 import SetteeCore
+import Synchronization
 import SetteeStore
 
 /// A view's registered functions (not persistent: apps register them at startup).
-struct ViewDefinition: @unchecked Sendable {
+struct ViewDefinition: Sendable {
     let map: MapBlock
     /// Maps many documents in one call (a JavaScript view: one exchange with a query server per piece of a batch
     /// instead of one per document): for each document — given as its serialized JSON object, spliced from the
@@ -36,20 +37,19 @@ struct ViewDefinition: @unchecked Sendable {
 }
 
 /// The process's registered map/reduce functions of one database, by collection and view name.
-final class ViewDefinitions: @unchecked Sendable {
-    private let lock = NSLock()
-    private var definitions: [Int64: [String: ViewDefinition]] = [:]
+final class ViewDefinitions: Sendable {
+    private let definitions = Mutex<[Int64: [String: ViewDefinition]]>([:])
 
     static func of(_ database: Database) -> ViewDefinitions {
         database.extensionObject("settee.view-definitions") { ViewDefinitions() }
     }
 
     func set(_ definition: ViewDefinition?, view: String, collection: Int64) {
-        lock.withLock { definitions[collection, default: [:]][view] = definition }
+        definitions.withLock { $0[collection, default: [:]][view] = definition }
     }
 
     func get(view: String, collection: Int64) -> ViewDefinition? {
-        lock.withLock { definitions[collection]?[view] }
+        definitions.withLock { $0[collection]?[view] }
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import SetteeCore
 import SetteeStore
+import Synchronization
 
 /// Mapping a catch-up batch: the changed documents as map functions see them, mapped in pieces on every core while
 /// the batch before is written (``ViewManager/update(_:definition:collection:)``), each emitted key encoded for its view (with the
@@ -12,7 +13,9 @@ extension ViewManager {
     static let firstMapPiece = 250
 
     /// A result computed on another thread (a piece's map outputs, the next batch), waited for by the writer.
-    final class Pending<Value>: @unchecked Sendable {  // (its state is guarded by `condition`)
+    // @unchecked: `result` is written once by the worker and read by the waiter, both under `condition` (a Mutex can't
+    // wait); `Value` crosses from the worker to the waiter exactly once.
+    final class Pending<Value>: @unchecked Sendable {
         private let condition = NSCondition()
         private var result: Result<Value, any Error>?
 
@@ -66,7 +69,7 @@ extension ViewManager {
         let text: String?
     }
 
-    enum MapOutput: @unchecked Sendable {
+    enum MapOutput: Sendable {
         case rows([MappedRow])
         case skipped            // deleted, or a body that isn't a JSON object
         case failed(any Error)  // the map function threw
@@ -217,11 +220,10 @@ extension ViewManager {
     }
 
     /// Per-worker results of a parallel map.
-    final class SliceResults: @unchecked Sendable {
-        private let lock = NSLock()
-        private var results: [Result<[MapOutput], any Error>?]
-        init(count: Int) { results = Array(repeating: nil, count: count) }
-        func set(_ i: Int, _ r: Result<[MapOutput], any Error>) { lock.withLock { results[i] = r } }
-        func get(_ i: Int) throws -> [MapOutput] { try lock.withLock { results[i] }!.get() }
+    final class SliceResults: Sendable {
+        private let results: Mutex<[Result<[MapOutput], any Error>?]>
+        init(count: Int) { results = Mutex(Array(repeating: nil, count: count)) }
+        func set(_ i: Int, _ r: Result<[MapOutput], any Error>) { results.withLock { $0[i] = r } }
+        func get(_ i: Int) throws -> [MapOutput] { try results.withLock { $0[i] }!.get() }
     }
 }

@@ -30,6 +30,9 @@ struct StoredView: Sendable, Hashable {
 /// no lock held, then, in one write transaction per batch, deletes each changed document's rows, inserts the new
 /// ones and recomputes the chunks they touched (``update(_:definition:collection:)``, `ViewManager+CatchUp.swift`).
 /// A view is brought up to date when queried (unless the query says not to).
+// @unchecked: the registry, up-to-date marks, chunk directories and per-view update locks are guarded by `lock`;
+// one view's catch-up holds its own lock from `updating` (held across a batch's map and write, which a Mutex's
+// closure can't span).
 final class ViewManager: @unchecked Sendable {
     /// Rows per chunk after a build or a split; a chunk splits above twice that.
     static let chunkSize = 64

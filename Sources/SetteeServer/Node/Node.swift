@@ -8,6 +8,8 @@ import SetteeStore
 ///
 /// Databases are opened on first use and kept open; `delete` closes one before removing its files.
 /// Thread-safe.
+// @unchecked: the open databases, served databases, default collections and security objects are guarded by `lock`;
+// `replications` and `perUser` are set once at the end of `init` (they need the node) and only read afterwards.
 public final class Node: @unchecked Sendable {
     /// The node's settings now: the start-up configuration with the config API's changes applied.
     public var configuration: ServerConfiguration { config.snapshot.server }

@@ -4,10 +4,13 @@ import SetteeCore
 import SetteeIndex
 import SetteeReplication
 import SetteeStore
+import Synchronization
 
 /// The node's replications: transient ones from `POST /_replicate`, persistent ones from documents in the
 /// `_replicator` database (restarted with the server, state written back to the document), and the continuous
 /// push and pull with each `--peer`. Every running one is listed in `_active_tasks`.
+// @unchecked: `jobs`, `pending`, the loops, `stopped`, `seenDocuments` and `failedJobs` are guarded by `lock`, which
+// the manager's extensions (the `_replicator` watcher, the scheduler) share.
 final class ReplicationManager: @unchecked Sendable {
     /// What a job replicates, normalized from a `_replicate` body or a `_replicator` document.
     struct Spec: Sendable {
@@ -47,41 +50,47 @@ final class ReplicationManager: @unchecked Sendable {
         }
     }
 
-    final class Job: @unchecked Sendable {
+    final class Job: Sendable {
         let id: String
         let docID: String?
         let spec: Spec
         let replication: Replication
-        private let lock = NSLock()
-        private var _task: Task<Void, Never>?
-        private var _onCancel: (@Sendable () -> Void)?
-        private var cancelled = false
-        private var _running = false
-        private var _rotating = false
-        private var _startedOn = Date()
+        private struct State {
+            var task: Task<Void, Never>?
+            var onCancel: (@Sendable () -> Void)?
+            var onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)?
+            var cancelled = false
+            var running = false
+            var rotating = false
+            var startedOn = Date()
+        }
+        private let state = Mutex(State())
         /// Where the scheduler started it last (a job waiting for a slot keeps its last start).
-        var startedOn: Date { lock.withLock { _startedOn } }
+        var startedOn: Date { state.withLock { $0.startedOn } }
         /// Whether it runs now (started by the scheduler), rather than waiting for a slot.
-        var isRunning: Bool { lock.withLock { _running } }
+        var isRunning: Bool { state.withLock { $0.running } }
         /// Runs when the job ends by itself (a `_replicator` document's state written back).
-        var onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)?
+        var onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)? {
+            get { state.withLock { $0.onEnd } }
+            set { state.withLock { $0.onEnd = newValue } }
+        }
 
         /// Marks it running (the scheduler started it).
         func markStarted() {
-            lock.withLock {
-                _running = true
-                _rotating = false
-                _startedOn = Date()
+            state.withLock {
+                $0.running = true
+                $0.rotating = false
+                $0.startedOn = Date()
             }
         }
 
         /// The scheduler stops it to give its slot to a waiting job; it waits for a slot again afterwards.
         /// Returns false if it was already stopping.
         func rotateOut() -> Bool {
-            let task: Task<Void, Never>? = lock.withLock {
-                guard _running, !_rotating, !cancelled else { return nil }
-                _rotating = true
-                return _task
+            let task: Task<Void, Never>? = state.withLock { state in
+                guard state.running, !state.rotating, !state.cancelled else { return nil }
+                state.rotating = true
+                return state.task
             }
             task?.cancel()
             return task != nil
@@ -89,36 +98,36 @@ final class ReplicationManager: @unchecked Sendable {
 
         /// Called as its run ends: whether the scheduler stopped it (to run again later) rather than it ending.
         func endRun() -> Bool {
-            lock.withLock {
-                _running = false
-                defer { _rotating = false }
-                return _rotating && !cancelled
+            state.withLock { state in
+                state.running = false
+                defer { state.rotating = false }
+                return state.rotating && !state.cancelled
             }
         }
 
         /// The background run of a continuous or `_replicator` job.
         var task: Task<Void, Never>? {
-            get { lock.withLock { _task } }
+            get { state.withLock { $0.task } }
             set {
-                let cancelNow = lock.withLock { _task = newValue; return cancelled }
+                let cancelNow = state.withLock { $0.task = newValue; return $0.cancelled }
                 if cancelNow { newValue?.cancel() }
             }
         }
 
         /// Stops a one-shot `_replicate` that runs inside its request.
         var onCancel: (@Sendable () -> Void)? {
-            get { lock.withLock { _onCancel } }
+            get { state.withLock { $0.onCancel } }
             set {
-                let cancelNow = lock.withLock { _onCancel = newValue; return cancelled }
+                let cancelNow = state.withLock { $0.onCancel = newValue; return $0.cancelled }
                 if cancelNow { newValue?() }
             }
         }
 
         /// Stops the job (also if its task is attached only afterwards).
         func cancel() {
-            let (task, onCancel) = lock.withLock {
-                cancelled = true
-                return (_task, _onCancel)
+            let (task, onCancel) = state.withLock { state in
+                state.cancelled = true
+                return (state.task, state.onCancel)
             }
             task?.cancel()
             onCancel?()

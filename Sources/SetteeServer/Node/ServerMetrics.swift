@@ -1,17 +1,16 @@
 import CoreMetrics
 import Foundation
 import Prometheus
+import Synchronization
 import SetteeCore
 
 /// The node's metrics, recorded through swift-metrics into a Prometheus registry and rendered by `GET /_metrics`.
 ///
 /// Each node has its own registry (no global bootstrap), so several nodes in one process keep separate figures.
-final class ServerMetrics: @unchecked Sendable {
+final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     /// The factory over this node's registry (replications count into it too).
     let factory: PrometheusMetricsFactory
-    private let lock = NSLock()
-    private var timers: [String: CoreMetrics.Timer] = [:]
     private let docsWritten: CoreMetrics.Counter
     private let docsRead: CoreMetrics.Counter
     private let openDatabasesMeter: CoreMetrics.Meter
@@ -40,38 +39,39 @@ final class ServerMetrics: @unchecked Sendable {
         let method: String
         let status: Int
     }
-    private var series: [Key: (CoreMetrics.Counter, CoreMetrics.Timer)] = [:]
-    /// CouchDB-shaped counters for `/_node/_local/_stats` (guarded by `lock`).
-    private var methodCounts: [String: Int] = [:]
-    private var statusCounts: [Int: Int] = [:]
-    private var requestCount = 0
-    private var documentReads = 0
-    private var documentWrites = 0
-    private var openDatabaseCount = 0
+    /// The per-route series made so far, and CouchDB-shaped counters for `/_node/_local/_stats`.
+    private struct State {
+        var timers: [String: CoreMetrics.Timer] = [:]
+        var series: [Key: (CoreMetrics.Counter, CoreMetrics.Timer)] = [:]
+        var methodCounts: [String: Int] = [:]
+        var statusCounts: [Int: Int] = [:]
+        var requestCount = 0
+        var documentReads = 0
+        var documentWrites = 0
+        var openDatabaseCount = 0
+    }
+    private let state = Mutex(State())
 
     /// Records one handled request.
     func request(route: String, method: String, status: Int, seconds: Double) {
         let key = Key(route: route, method: method, status: status)
-        lock.lock()
-        requestCount += 1
-        methodCounts[method, default: 0] += 1
-        statusCounts[status, default: 0] += 1
-        let pair: (CoreMetrics.Counter, CoreMetrics.Timer)
-        if let existing = series[key] {
-            pair = existing
-        } else {
+        let factory = factory
+        let pair = state.withLock { state in
+            state.requestCount += 1
+            state.methodCounts[method, default: 0] += 1
+            state.statusCounts[status, default: 0] += 1
+            if let existing = state.series[key] { return existing }
             let counter = CoreMetrics.Counter(label: "settee_http_requests_total",
                                               dimensions: [("route", route), ("method", method), ("status", String(status))],
                                               factory: factory)
             let timerKey = "\(route) \(method)"
-            let timer = timers[timerKey] ?? CoreMetrics.Timer(label: "settee_http_request_duration_seconds",
-                                                              dimensions: [("route", route), ("method", method)],
-                                                              factory: factory)
-            timers[timerKey] = timer
-            pair = (counter, timer)
-            series[key] = pair
+            let timer = state.timers[timerKey] ?? CoreMetrics.Timer(label: "settee_http_request_duration_seconds",
+                                                                    dimensions: [("route", route), ("method", method)],
+                                                                    factory: factory)
+            state.timers[timerKey] = timer
+            state.series[key] = (counter, timer)
+            return (counter, timer)
         }
-        lock.unlock()
         pair.0.increment()
         pair.1.recordNanoseconds(Int64(seconds * 1e9))
     }
@@ -79,16 +79,16 @@ final class ServerMetrics: @unchecked Sendable {
     func documentsWritten(_ n: Int) {
         guard n > 0 else { return }
         docsWritten.increment(by: n)
-        lock.withLock { documentWrites += n }
+        state.withLock { $0.documentWrites += n }
     }
     func documentsRead(_ n: Int) {
         guard n > 0 else { return }
         docsRead.increment(by: n)
-        lock.withLock { documentReads += n }
+        state.withLock { $0.documentReads += n }
     }
     func openDatabases(_ n: Int) {
         openDatabasesMeter.set(n)
-        lock.withLock { openDatabaseCount = n }
+        state.withLock { $0.openDatabaseCount = n }
     }
 
     /// `/_node/_local/_stats` in CouchDB's shape (`{"couchdb": {"database_reads": {"value", "type", "desc"}, …}}`),
@@ -96,26 +96,25 @@ final class ServerMetrics: @unchecked Sendable {
     func couchStats(adminChecks: (fast: Int, slow: Int), userCache: (hits: Int, misses: Int)) -> JSON {
         func counter(_ value: Int, _ desc: String) -> JSON { ["value": .int(Int64(value)), "type": "counter", "desc": .string(desc)] }
         func gauge(_ value: Int, _ desc: String) -> JSON { ["value": .int(Int64(value)), "type": "gauge", "desc": .string(desc)] }
-        lock.lock()
-        defer { lock.unlock() }
+        let snapshot = state.withLock { $0 }
         var methods = JSONObject()
         for m in ["COPY", "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"] {
-            methods[m] = counter(methodCounts[m] ?? 0, "number of HTTP \(m) requests")
+            methods[m] = counter(snapshot.methodCounts[m] ?? 0, "number of HTTP \(m) requests")
         }
         var statuses = JSONObject()
         for code in Set([200, 201, 202, 204, 206, 301, 304, 400, 401, 403, 404, 405, 406, 409, 412, 413, 415, 416, 417, 500])
-            .union(statusCounts.keys).sorted() {
-            statuses[String(code)] = counter(statusCounts[code] ?? 0, "number of HTTP \(code) responses")
+            .union(snapshot.statusCounts.keys).sorted() {
+            statuses[String(code)] = counter(snapshot.statusCounts[code] ?? 0, "number of HTTP \(code) responses")
         }
         return ["couchdb": [
-            "database_reads": counter(documentReads, "number of times a document was read from a database"),
-            "database_writes": counter(documentWrites, "number of times a database was changed"),
-            "open_databases": gauge(openDatabaseCount, "number of open databases"),
+            "database_reads": counter(snapshot.documentReads, "number of times a document was read from a database"),
+            "database_writes": counter(snapshot.documentWrites, "number of times a database was changed"),
+            "open_databases": gauge(snapshot.openDatabaseCount, "number of open databases"),
             "auth_cache_hits": counter(userCache.hits, "number of authentication cache hits"),
             "auth_cache_misses": counter(userCache.misses, "number of authentication cache misses"),
             "password_hashing_fast": counter(adminChecks.fast, "number of password checks answered from the cache"),
             "password_hashing_slow": counter(adminChecks.slow, "number of password checks that ran the key derivation"),
-            "httpd": ["requests": counter(requestCount, "number of HTTP requests")],
+            "httpd": ["requests": counter(snapshot.requestCount, "number of HTTP requests")],
             "httpd_request_methods": .object(methods),
             "httpd_status_codes": .object(statuses),
         ]]

@@ -1,10 +1,11 @@
 import Foundation
+import Synchronization
 
 /// Temporary lockout after repeated failed logins, per (user name, client address) — as CouchDB 3.5 does
 /// (`[chttpd_auth_lockout]`): once a pair has failed more than `threshold` times, every login for that pair
 /// (even with the right password) is refused with 403 until `duration` has passed since the last failure.
 /// Other addresses, and other users from the same address, are unaffected. In memory, bounded in size.
-final class Lockout: @unchecked Sendable {
+final class Lockout: Sendable {
     private struct Entry {
         var failures: Int
         var last: Date
@@ -15,8 +16,7 @@ final class Lockout: @unchecked Sendable {
     var threshold: Int { settings().threshold }
     var duration: TimeInterval { settings().duration }
     private let maxEntries: Int
-    private let lock = NSLock()
-    private var entries: [String: Entry] = [:]
+    private let entries = Mutex<[String: Entry]>([:])
 
     init(threshold: Int, duration: TimeInterval, maxEntries: Int = 10_000) {
         self.settings = { (threshold, duration) }
@@ -35,14 +35,15 @@ final class Lockout: @unchecked Sendable {
     func isLocked(user: String, address: String, now: Date = Date()) -> Bool {
         let (threshold, duration) = settings()
         guard threshold > 0 else { return false }
-        lock.lock()
-        defer { lock.unlock() }
-        guard let e = entries[key(user, address)] else { return false }
-        if now.timeIntervalSince(e.last) >= duration {
-            entries[key(user, address)] = nil
-            return false
+        let k = key(user, address)
+        return entries.withLock { entries in
+            guard let e = entries[k] else { return false }
+            if now.timeIntervalSince(e.last) >= duration {
+                entries[k] = nil
+                return false
+            }
+            return e.failures >= threshold
         }
-        return e.failures >= threshold
     }
 
     /// Counts a failed login; returns true when this failure locks the pair.
@@ -50,30 +51,30 @@ final class Lockout: @unchecked Sendable {
     func recordFailure(user: String, address: String, now: Date = Date()) -> Bool {
         let (threshold, duration) = settings()
         guard threshold > 0 else { return false }
-        lock.lock()
-        defer { lock.unlock() }
         let k = key(user, address)
-        var e = entries[k] ?? Entry(failures: 0, last: now)
-        if now.timeIntervalSince(e.last) >= duration { e.failures = 0 }
-        e.failures += 1
-        e.last = now
-        entries[k] = e
-        if entries.count > maxEntries {
-            entries = entries.filter { now.timeIntervalSince($0.value.last) < duration }
+        let maxEntries = maxEntries
+        return entries.withLock { entries in
+            var e = entries[k] ?? Entry(failures: 0, last: now)
+            if now.timeIntervalSince(e.last) >= duration { e.failures = 0 }
+            e.failures += 1
+            e.last = now
+            entries[k] = e
             if entries.count > maxEntries {
-                // Still too many (a flood of distinct pairs): forget the oldest half.
-                let keep = entries.sorted { $0.value.last > $1.value.last }.prefix(maxEntries / 2)
-                entries = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+                entries = entries.filter { now.timeIntervalSince($0.value.last) < duration }
+                if entries.count > maxEntries {
+                    // Still too many (a flood of distinct pairs): forget the oldest half.
+                    let keep = entries.sorted { $0.value.last > $1.value.last }.prefix(maxEntries / 2)
+                    entries = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+                }
             }
+            return e.failures == threshold
         }
-        return e.failures == threshold
     }
 
     /// A successful login clears the pair's failures.
     func recordSuccess(user: String, address: String) {
         guard settings().threshold > 0 else { return }
-        lock.lock()
-        entries[key(user, address)] = nil
-        lock.unlock()
+        let k = key(user, address)
+        entries.withLock { $0[k] = nil }
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import SetteeCore
 
 /// `_session` cookies, stateless as CouchDB's: `AuthSession=` base64url of `name:hex-time:hex-mac`, where the mac is
@@ -99,26 +100,25 @@ struct SessionCookies: Sendable {
 
 /// Cookies ended by `DELETE /_session` before their expiry: refused until they would have expired anyway, so a
 /// logout really ends the session on this node (CouchDB's cookies stay valid until they expire). In memory, bounded.
-final class RevokedCookies: @unchecked Sendable {
-    private let lock = NSLock()
-    private var revoked: [String: Date] = [:]
+final class RevokedCookies: Sendable {
+    private let revoked = Mutex<[String: Date]>([:])
 
     func revoke(_ cookie: String, until expiry: Date) {
-        lock.lock()
-        defer { lock.unlock() }
         let now = Date()
-        if revoked.count >= 10_000 { revoked = revoked.filter { $0.value > now } }
-        if revoked.count < 10_000 { revoked[cookie] = expiry }
+        revoked.withLock { revoked in
+            if revoked.count >= 10_000 { revoked = revoked.filter { $0.value > now } }
+            if revoked.count < 10_000 { revoked[cookie] = expiry }
+        }
     }
 
     func isRevoked(_ cookie: String) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let until = revoked[cookie] else { return false }
-        if until < Date() {
-            revoked[cookie] = nil
-            return false
+        revoked.withLock { revoked in
+            guard let until = revoked[cookie] else { return false }
+            if until < Date() {
+                revoked[cookie] = nil
+                return false
+            }
+            return true
         }
-        return true
     }
 }

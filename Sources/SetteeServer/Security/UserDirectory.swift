@@ -6,7 +6,7 @@ import SetteeStore
 /// The `_users` database as CouchDB keeps it: one `org.couchdb.user:NAME` document per user with `name`, `type:
 /// "user"`, `roles` and the PBKDF2-derived password. Checks credentials (with an in-memory cache of recently
 /// verified passwords, so basic auth does not pay a full PBKDF2 per request) and enforces the user-document rules.
-final class UserDirectory: @unchecked Sendable {
+final class UserDirectory: Sendable {
     static let database = "_users"
     static let prefix = "org.couchdb.user:"
 
@@ -19,8 +19,7 @@ final class UserDirectory: @unchecked Sendable {
     /// Logins answered from the cache of verified passwords, and those that ran the key derivation.
     let cacheHits = Atomic<Int>(0)
     let cacheMisses = Atomic<Int>(0)
-    private let lock = NSLock()
-    private var verified: [String: Verified] = [:]
+    private let verified = Mutex<[String: Verified]>([:])
     /// Keys the cache's fingerprints; random per process, never stored.
     private let pepper: [UInt8] = {
         var g = SystemRandomNumberGenerator()
@@ -49,9 +48,7 @@ final class UserDirectory: @unchecked Sendable {
         let context = UserContext(name: name, roles: Self.roles(of: doc), method: "default")
         let key = doc["derived_key"]?.stringValue ?? doc["password_sha"]?.stringValue ?? ""
         let print = Passwords.fingerprint(password, salt: salt, pepper: pepper)
-        lock.lock()
-        let cached = verified[name]
-        lock.unlock()
+        let cached = verified.withLock { $0[name] }
         if let cached, cached.salt == salt, cached.derivedKey == key,
            Passwords.constantTimeEquals(cached.fingerprint, print) {
             cacheHits.add(1, ordering: .relaxed)
@@ -59,10 +56,10 @@ final class UserDirectory: @unchecked Sendable {
         }
         cacheMisses.add(1, ordering: .relaxed)
         guard Passwords.verify(password, against: doc) else { return nil }
-        lock.lock()
-        if verified.count > 10_000 { verified.removeAll() }
-        verified[name] = Verified(salt: salt, derivedKey: key, fingerprint: print)
-        lock.unlock()
+        verified.withLock { verified in
+            if verified.count > 10_000 { verified.removeAll() }
+            verified[name] = Verified(salt: salt, derivedKey: key, fingerprint: print)
+        }
         return (context, salt)
     }
 

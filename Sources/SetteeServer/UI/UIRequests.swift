@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import SetteeCore
+import Synchronization
 
 /// The answer of a CouchDB API call the admin UI made on the signed-in user's behalf.
 struct APIResult: Sendable {
@@ -25,14 +26,16 @@ struct APIResult: Sendable {
 }
 
 /// Collects a response body in memory (the UI's internal API calls and JSONP; never used for continuous feeds).
-/// `@unchecked`: written only by the one writer a response body has, and read after that writer finished.
-final class ByteSink: @unchecked Sendable {
-    var bytes: [UInt8] = []
+final class ByteSink: Sendable {
+    private let collected = Mutex<[UInt8]>([])
+    /// What has been written so far.
+    var bytes: [UInt8] { collected.withLock { $0 } }
+    func append(_ buffer: ByteBuffer) { collected.withLock { $0.append(contentsOf: buffer.readableBytesView) } }
 }
 
 struct CollectingWriter: ResponseBodyWriter {
     let sink: ByteSink
-    mutating func write(_ buffer: ByteBuffer) async throws { sink.bytes.append(contentsOf: buffer.readableBytesView) }
+    mutating func write(_ buffer: ByteBuffer) async throws { sink.append(buffer) }
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }
 

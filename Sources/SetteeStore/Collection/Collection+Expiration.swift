@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SetteeCore
 
 /// Couchbase Lite's document expiration: a document given a time is purged once it comes.
@@ -61,57 +62,59 @@ extension Collection {
 
 /// Purges expired documents: a timer set for the earliest expiration time, which purges what is due, then sets
 /// itself for the next. It holds the database weakly and runs only while some document has a time.
-final class ExpiryTimer: @unchecked Sendable {
-    // @unchecked: `timer`, `due` and `database` are guarded by `lock`.
-    private let lock = NSLock()
-    private weak var database: Database?
-    private var timer: DispatchSourceTimer?
-    private var due: Int64?
-    private var stopped = false
+final class ExpiryTimer: Sendable {
+    private struct State {
+        weak var database: Database?
+        var timer: (any DispatchSourceTimer)?
+        var due: Int64?
+        var stopped = false
+    }
+    private let state = Mutex(State())
     private static let queue = DispatchQueue(label: "settee.expiry", qos: .utility)
 
     /// Called when the database opens: arms the timer if a document has a time.
     func start(database: Database) {
-        lock.withLock { self.database = database }
+        state.withLock { $0.database = database }
         Self.queue.async { [weak self] in self?.rearm() }
     }
 
     /// Stops for good (the database closed).
     func stop() {
-        lock.withLock {
-            stopped = true
-            timer?.cancel()
-            timer = nil
+        state.withLock { state in
+            state.stopped = true
+            state.timer?.cancel()
+            state.timer = nil
         }
     }
 
     /// Makes sure the timer fires by `millis`.
     func schedule(atMillis millis: Int64) {
-        lock.withLock {
-            guard !stopped, due.map({ millis < $0 }) ?? true else { return }
-            arm(millis)
+        state.withLock { state in
+            guard !state.stopped, state.due.map({ millis < $0 }) ?? true else { return }
+            arm(millis, &state)
         }
     }
 
-    private func arm(_ millis: Int64) {
-        timer?.cancel()
-        due = millis
+    private func arm(_ millis: Int64, _ state: inout State) {
+        state.timer?.cancel()
+        state.due = millis
         let delay = max(0, Double(millis) / 1000 - Date().timeIntervalSince1970)
         let t = DispatchSource.makeTimerSource(queue: Self.queue)
         // Expiration is not exact in Couchbase Lite either: a little leeway lets the system batch wake-ups.
         t.schedule(deadline: .now() + delay, leeway: .milliseconds(100))
         t.setEventHandler { [weak self] in self?.fire() }
-        timer = t
+        state.timer = t
         t.resume()
     }
 
     private func fire() {
-        lock.withLock {
-            timer?.cancel()
-            timer = nil
-            due = nil
+        let database = state.withLock { state -> Database? in
+            state.timer?.cancel()
+            state.timer = nil
+            state.due = nil
+            return state.stopped ? nil : state.database
         }
-        guard let database = lock.withLock({ stopped ? nil : self.database }) else { return }
+        guard let database else { return }
         do {
             try ExpiryTimer.purgeExpired(database)
         } catch {
@@ -124,7 +127,7 @@ final class ExpiryTimer: @unchecked Sendable {
 
     /// Arms the timer for the earliest time left, if any.
     private func rearm() {
-        guard let database = lock.withLock({ stopped ? nil : self.database }) else { return }
+        guard let database = state.withLock({ $0.stopped ? nil : $0.database }) else { return }
         let next: Int64? = try? database.read { db in
             let stmt = try db.prepare("SELECT MIN(expires) FROM expiry")
             defer { stmt.reset() }

@@ -14,7 +14,7 @@ import SetteeCore
 /// ```
 ///
 /// Threading: safe from any thread (see ``Database``).
-public final class Collection: @unchecked Sendable, Equatable, Hashable, CustomStringConvertible {
+public final class Collection: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// The database holding this collection.
     public let database: Database
     /// The collection's name.

@@ -44,7 +44,7 @@ public final class ListenerToken: Sendable {
 ///
 /// Thread-safe. Notifications never block the writer: async streams keep only the newest sequence,
 /// callbacks are dispatched on the listener's queue.
-final class ChangeNotifier: @unchecked Sendable {
+final class ChangeNotifier: Sendable {
     private struct Listener {
         let collection: Collection
         let documentID: String?
@@ -52,22 +52,19 @@ final class ChangeNotifier: @unchecked Sendable {
         let callback: @Sendable (CollectionChange) -> Void
     }
 
-    private let lock = NSLock()
-    private var streams: [UUID: AsyncStream<UInt64>.Continuation] = [:]
-    private var listeners: [UUID: Listener] = [:]
+    private struct State {
+        var streams: [UUID: AsyncStream<UInt64>.Continuation] = [:]
+        var listeners: [UUID: Listener] = [:]
+    }
+    private let state = Mutex(State())
 
     /// An async sequence that yields the database's sequence after each commit (newest only if the consumer lags).
     func sequences() -> AsyncStream<UInt64> {
         let (stream, continuation) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let key = UUID()
-        lock.lock()
-        streams[key] = continuation
-        lock.unlock()
+        state.withLock { $0.streams[key] = continuation }
         continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            self.lock.lock()
-            self.streams[key] = nil
-            self.lock.unlock()
+            self?.state.withLock { _ = $0.streams.removeValue(forKey: key) }
         }
         return stream
     }
@@ -75,23 +72,16 @@ final class ChangeNotifier: @unchecked Sendable {
     func addListener(collection: Collection, documentID: String?, queue: DispatchQueue,
                      _ callback: @escaping @Sendable (CollectionChange) -> Void) -> ListenerToken {
         let key = UUID()
-        lock.lock()
-        listeners[key] = Listener(collection: collection, documentID: documentID, queue: queue, callback: callback)
-        lock.unlock()
+        let listener = Listener(collection: collection, documentID: documentID, queue: queue, callback: callback)
+        state.withLock { $0.listeners[key] = listener }
         return ListenerToken { [weak self] in
-            guard let self else { return }
-            self.lock.lock()
-            self.listeners[key] = nil
-            self.lock.unlock()
+            self?.state.withLock { _ = $0.listeners.removeValue(forKey: key) }
         }
     }
 
     /// Called by the writer after a commit.
     func publish(sequence: UInt64, changes: [String: [String]]) {
-        lock.lock()
-        let conts = Array(streams.values)
-        let ls = Array(listeners.values)
-        lock.unlock()
+        let (conts, ls) = state.withLock { (Array($0.streams.values), Array($0.listeners.values)) }
         for c in conts { c.yield(sequence) }
         guard !ls.isEmpty else { return }
         for l in ls {
@@ -109,11 +99,12 @@ final class ChangeNotifier: @unchecked Sendable {
 
     /// Ends every async sequence (the database closed).
     func finish() {
-        lock.lock()
-        let conts = Array(streams.values)
-        streams.removeAll()
-        listeners.removeAll()
-        lock.unlock()
+        let conts = state.withLock { state in
+            let conts = Array(state.streams.values)
+            state.streams.removeAll()
+            state.listeners.removeAll()
+            return conts
+        }
         for c in conts { c.finish() }
     }
 }

@@ -17,6 +17,9 @@ import SetteeCore
 /// connection and coalesced into group commits; reads run concurrently on a pool of WAL readers.
 /// The synchronous API blocks the calling thread: from async code use the `async` variants, which run
 /// on a dedicated dispatch queue (never on the caller's executor).
+// @unchecked: the `_`-prefixed state, the collection cache and the extensions are guarded by `lock`; `writerSeq`,
+// `persistedSeq` and `pendingChanges` are touched only inside write transactions, which the group-commit writer runs
+// one at a time on the leader's thread.
 public final class Database: @unchecked Sendable {
     /// The database's name.
     public let name: String

@@ -11,6 +11,8 @@ import Foundation
 ///
 /// `afterCommit` runs on the leader's thread after each commit, outside the transaction: the store publishes
 /// change notifications from there.
+// @unchecked: `pending` and `leaderActive` are guarded by `condition` (followers wait on it for the leader, which a
+// Mutex can't do); the hooks are set once by the database before its first write and only read afterwards.
 final class GroupCommitWriter: @unchecked Sendable {
     /// One submitted unit of work and the slot its result lands in.
     private final class Job {

@@ -14,9 +14,10 @@ import SetteeCore
 ///
 /// The document's CouchDB attachments (`_attachments`) are not among its properties: blobs (``Blob``) are
 /// how the API reads and writes content, and ``attachments`` shows the stored stubs.
-// @unchecked: a document's state changes only through its own setters (MutableDocument, not Sendable by use) and
-// the collection call its owner makes to save it; a read-only Document is immutable after it is read.
-public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, CustomStringConvertible, @unchecked Sendable {
+///
+/// Not `Sendable`, as in Couchbase Lite: a document object belongs to the thread (or task) that read it. To use a
+/// document elsewhere, pass its id and read it there.
+public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, CustomStringConvertible {
     /// The document id.
     public let id: String
     /// The revision this snapshot holds (nil for a new, unsaved document).

@@ -59,8 +59,9 @@ package enum DocumentCoding {
     /// Collects the blobs a model encodes, whose content the save stores.
     @TaskLocal static var encodedBlobs: BlobCollector?
 
+    // @unchecked: a task-local must be Sendable, but a collector is used by the one encode that made it, on its
+    // thread (Blob, like Couchbase Lite's, is not Sendable).
     final class BlobCollector: @unchecked Sendable {
-        // @unchecked: used by one encode on one thread.
         var blobs: [Blob] = []
         func add(_ blob: Blob) { blobs.append(blob) }
     }

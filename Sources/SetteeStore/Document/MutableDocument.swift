@@ -14,8 +14,9 @@ import SetteeCore
 /// ```
 /// Property names starting with `_` are CouchDB's (`_id`, `_rev`, …): saving a document with one fails with
 /// `.badRequest`. `_attachments` set here replaces the stored attachment stubs (see ``Document/attachments``).
-// @unchecked: as Document; a MutableDocument is edited by one owner at a time, as in Couchbase Lite.
-public final class MutableDocument: Document, MutableDictionaryProtocol, @unchecked Sendable {
+///
+/// Not `Sendable`, as in Couchbase Lite: it is edited by the thread (or task) that made it.
+public final class MutableDocument: Document, MutableDictionaryProtocol {
     /// A new document with a random id.
     public convenience init() { self.init(id: nil) }
 

@@ -18,6 +18,9 @@ import Synchronization
 ///     return statement.int(0)
 /// }
 /// ```
+// @unchecked: the writer connection is guarded by `writerLock`, held for a whole write; the idle readers and counts
+// by `readerCondition` (a reader waits on it for a free connection, which a Mutex can't do); the checkpointer by
+// `checkpointLock`. A connection is used by one thread at a time: the one that took it from the pool.
 package final class DatabasePool: @unchecked Sendable {
     /// The database file path.
     package let path: String
