@@ -58,9 +58,9 @@ extension IndexManager {
         if let ivf = state.ivf { return ivf }
         guard let options = info.spec.vector else { throw SetteeError(.internalError, "\(info.name) is not a vector index") }
         let t = IndexManager.vectorTables(info.table)
-        let params = try db.prepare("SELECT value FROM \(t.meta) WHERE key = 'params'")
-        let stored = try params.step() ? params.blob(0) : nil
-        params.reset()
+        let stored = try db.withStatement("SELECT value FROM \(t.meta) WHERE key = 'params'") { params in
+            try params.step() ? params.blob(0) : nil
+        }
         let ivf: IVFIndex
         do {
             if let stored {
@@ -152,7 +152,7 @@ extension IndexManager {
                 }
                 ivf.remove(id: rowid)
             }
-            if changes.int64(4) & DocFlags.deleted != 0 { try drop(); continue }
+            if DocFlags(rawValue: changes.int64(4)).contains(.deleted) { try drop(); continue }
             guard let body = try? changes.withTextBytes(5, { bytes in
                 if let wanted { return try wanted.parse(bytes) }
                 return try JSON.parse(bytes)
@@ -211,9 +211,7 @@ extension IndexManager {
         let t = IndexManager.vectorTables(info.table)
         let count = ivf.count
         if ivf.isTrained {
-            let stmt = try db.prepare("SELECT value FROM \(t.meta) WHERE key = 'trained_count'")
-            let trainedOn = try stmt.step() ? stmt.int(0) : 0
-            stmt.reset()
+            let trainedOn = Int(try db.int64("SELECT value FROM \(t.meta) WHERE key = 'trained_count'") ?? 0)
             guard trainedOn < options.effectiveMaxTrainingSize, count >= 2 * max(trainedOn, 1) else { return }
         } else {
             guard count >= options.effectiveMinTrainingSize else { return }
@@ -226,14 +224,14 @@ extension IndexManager {
         let t = IndexManager.vectorTables(info.table)
         var docs: [Int64] = []
         var data: [Float] = []
-        let rows = try db.prepare("SELECT doc, vector FROM \(info.table) ORDER BY doc")
-        while try rows.step() {
-            let v = IndexManager.floats(rows, 1)
-            guard v.count == options.dimensions else { continue }
-            docs.append(rows.int64(0))
-            data.append(contentsOf: v)
+        try db.withStatement("SELECT doc, vector FROM \(info.table) ORDER BY doc") { rows in
+            while try rows.step() {
+                let v = IndexManager.floats(rows, 1)
+                guard v.count == options.dimensions else { continue }
+                docs.append(rows.int64(0))
+                data.append(contentsOf: v)
+            }
         }
-        rows.reset()
         let n = docs.count
         let d = options.dimensions
         // A seeded sample of at most maxTrainingSize vectors (partial Fisher–Yates over the row positions).

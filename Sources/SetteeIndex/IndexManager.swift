@@ -278,12 +278,10 @@ public final class IndexManager: @unchecked Sendable {
 
     /// One batch inside a write transaction. Returns true when the index has absorbed every change.
     private func catchUpBatch(_ info: IndexInfo, collection: Collection, db: Connection) throws -> Bool {
-        let state = try db.prepare("SELECT last_seq, state FROM indexes WHERE id = ?")
-        state.bind(info.id, at: 1)
-        guard try state.step() else { state.reset(); return true }  // dropped meanwhile
-        let lastSeq = state.int64(0)
-        let building = IndexBuildState(rawValue: state.string(1) ?? "") == .building
-        state.reset()
+        let row = try db.withStatement("SELECT last_seq, state FROM indexes WHERE id = ?", [.integer(info.id)]) { state in
+            try state.step() ? (lastSeq: state.int64(0), building: IndexBuildState(rawValue: state.string(1) ?? "") == .building) : nil
+        }
+        guard let (lastSeq, building) = row else { return true }  // dropped meanwhile
 
         // Purged documents leave no change row: drop entries whose document row is gone.
         let anyPurged = try IndexManager.anyPurged(collection, since: lastSeq, db: db)
@@ -332,7 +330,7 @@ public final class IndexManager: @unchecked Sendable {
             let rowid = changes.int64(0)
             let seq = changes.int64(2)
             maxSeq = max(maxSeq, seq)
-            let deleted = changes.int64(4) & DocFlags.deleted != 0
+            let deleted = DocFlags(rawValue: changes.int64(4)).contains(.deleted)
             // A value-index document that stays in the index is replaced in place (INSERT OR REPLACE on its rowid);
             // only one that leaves it needs a DELETE. Array and full-text entries are always replaced.
             func drop() throws {

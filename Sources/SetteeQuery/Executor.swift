@@ -231,14 +231,14 @@ struct Executor {
                 switch strategies[joinIndex] {
                 case .idLookup(let e):
                     if case .string(let id)? = try evaluator.evaluate(e, in: row) {
-                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE d.id = ? AND (d.flags & 1) = 0",
+                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE d.id = ? AND \(DocumentTable.live("d"))",
                                                bind: [.text(id)], keys: query.bodyKeys[join.source.name] ?? nil)
                     } else {
                         candidates = []
                     }
                 case .indexLookup(let index, let e):
                     if let key = KeyEncoding.encode(try evaluator.evaluate(e, in: row)) {
-                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(join.source.collection.docsTable) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND (d.flags & 1) = 0",
+                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(join.source.collection.docsTable) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND \(DocumentTable.live("d"))",
                                                bind: [.blob(key)], keys: query.bodyKeys[join.source.name] ?? nil)
                     } else {
                         candidates = []
@@ -247,7 +247,7 @@ struct Executor {
                     if let cached = scanCache[joinIndex] {
                         candidates = cached
                     } else {
-                        let all = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE (d.flags & 1) = 0", bind: [],
+                        let all = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE \(DocumentTable.live("d"))", bind: [],
                                             keys: query.bodyKeys[join.source.name] ?? nil)
                         scanCache[joinIndex] = all
                         candidates = all
@@ -280,7 +280,7 @@ struct Executor {
             // A MATCH conjunct: the full-text index already answered it (prepareFullText); read the matched documents
             // by row — in rank order when the query orders by RANK, stopping once LIMIT is reached.
             if let (candidates, servedTerm, ranked) = try fullTextCandidates(path) ?? vectorSearchCandidates() {
-                let live = query.includeDeleted ? "" : " AND (d.flags & 1) = 0"
+                let live = query.includeDeleted ? "" : " AND \(DocumentTable.live("d"))"
                 let fetch = try db.prepare("SELECT \(Planner.documentColumns) FROM \(primary.collection.docsTable) AS d WHERE d.rowid = ?\(live)")
                 let remaining = query.primaryTerms.enumerated().filter { $0.offset != servedTerm }.map(\.element)
                 let keys = query.bodyKeys[primary.name] ?? nil
@@ -598,7 +598,7 @@ struct Executor {
                          expirations: [String: Int64]? = nil) -> SourceDocument? {
         let body: JSON
         do {
-            body = try stmt.withTextBytes(5) { bytes in
+            body = try stmt.withTextBytes(DocumentRowColumn.body) { bytes in
                 if bytes.isEmpty { return JSON.object(JSONObject()) }
                 if let keys { return try keys.parse(bytes) }
                 return try JSON.parse(bytes)
@@ -606,9 +606,11 @@ struct Executor {
         } catch {
             return nil
         }
-        var document = SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)),
-                                      revisionID: revision ? (stmt.string(3) ?? "") : "",
-                                      deleted: stmt.int64(4) & DocFlags.deleted != 0, body: body, rowid: stmt.int64(0))
+        var document = SourceDocument(id: stmt.string(DocumentRowColumn.id) ?? "",
+                                      sequence: UInt64(stmt.int64(DocumentRowColumn.seq)),
+                                      revisionID: revision ? (stmt.string(DocumentRowColumn.rev) ?? "") : "",
+                                      deleted: DocFlags(rawValue: stmt.int64(DocumentRowColumn.flags)).contains(.deleted),
+                                      body: body, rowid: stmt.int64(DocumentRowColumn.rowid))
         if let expirations { document.expiration = expirations[document.id] }
         return document
     }
@@ -636,17 +638,17 @@ struct Executor {
             let table = join.source.collection.docsTable
             switch strategy {
             case .idLookup(let e):
-                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE d.id = ? AND (d.flags & 1) = 0"
+                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE d.id = ? AND \(DocumentTable.live("d"))"
                 lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): document id lookup by \(e)")
                 lines.append("  SQL: \(sql)")
                 for detail in try plan(sql) { lines.append("  \(detail)") }
             case .indexLookup(let index, let e):
-                let sql = "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND (d.flags & 1) = 0"
+                let sql = "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND \(DocumentTable.live("d"))"
                 lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): value index \(index.name) by \(e)")
                 lines.append("  SQL: \(sql)")
                 for detail in try plan(sql) { lines.append("  \(detail)") }
             case .scan:
-                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE (d.flags & 1) = 0"
+                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE \(DocumentTable.live("d"))"
                 lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): scan (read once)")
                 lines.append("  SQL: \(sql)")
                 for detail in try plan(sql) { lines.append("  \(detail)") }

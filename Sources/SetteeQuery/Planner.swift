@@ -90,7 +90,7 @@ struct AccessPath: Sendable {
 
 /// Turns a statement's WHERE into an access path over the document and index tables.
 enum Planner {
-    static let documentColumns = "d.rowid, d.id, d.seq, d.rev, d.flags, d.body"
+    static let documentColumns = DocumentTable.rowColumns("d")
 
     /// The conjuncts of a condition (`a AND b AND c` → [a, b, c]).
     static func conjuncts(_ e: SQLExpression?) -> [SQLExpression] {
@@ -388,7 +388,7 @@ enum Planner {
             guard let keys = keyClauses(expressions, constraints) else { continue }
             // One row per matching element; the executor skips a document's repeats.
             let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
-                + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND (d.flags & 1) = 0"
+                + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND \(DocumentTable.live("d"))"
             var path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
                                   kind: .arrayIndex, summary: "array index \(index.name)", servedTerms: served(keys.exact, constraints))
             path.distinctDocuments = true
@@ -396,7 +396,7 @@ enum Planner {
             // document: rows come straight from the index (the element from its `v` column), one per element.
             if coverable, unnests.count == 1, index.spec.expressions.isEmpty, path.servedTerms.count == terms.count {
                 path = AccessPath(sql: "SELECT d.rowid, d.id, d.seq, d.rev, d.flags, i.v FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
-                                    + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND (d.flags & 1) = 0",
+                                    + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND \(DocumentTable.live("d"))",
                                   bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
                                   kind: .coveringArrayIndex, summary: "array index \(index.name) (covering)", servedTerms: path.servedTerms)
                 path.coveringUnnest = true
@@ -438,7 +438,7 @@ enum Planner {
     static func accessPath(for source: BoundSource, constraints: [Constraint], queryTerms: [SQLExpression],
                            indexes: [IndexInfo], includeDeleted: Bool) -> AccessPath {
         let table = source.collection.docsTable
-        let liveOnly = includeDeleted ? "" : " AND (d.flags & 1) = 0"
+        let liveOnly = includeDeleted ? "" : " AND \(DocumentTable.live("d"))"
         // META().id = c / IN (…): the primary key.
         for c in constraints where c.expression == .meta(source: nil, field: .id) {
             switch c.kind {
@@ -470,7 +470,7 @@ enum Planner {
             }
         }
         if let best { return best.path }
-        let deletedClause = includeDeleted ? "" : " WHERE (d.flags & 1) = 0"
+        let deletedClause = includeDeleted ? "" : " WHERE \(DocumentTable.live("d"))"
         return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d\(deletedClause)", bindings: [],
                           bindingKinds: [], index: nil, kind: .scan, summary: "scan of \(source.collection.fullName)")
     }
@@ -515,8 +515,8 @@ enum Planner {
         guard let best, let table = try best.index.rowTable(in: source.collection) else { return nil }
         let docs = source.collection.docsTable
         let sql = "SELECT \(documentColumns) FROM \(table) AS v CROSS JOIN \(docs) AS d ON d.rowid = v.doc"
-            + " WHERE v.key >= ? AND v.key <= ? AND (d.flags & 1) = 0"
-            + " UNION ALL SELECT \(documentColumns) FROM \(docs) AS d WHERE d.id >= '_design/' AND d.id < '_design0' AND (d.flags & 1) = 0"
+            + " WHERE v.key >= ? AND v.key <= ? AND \(DocumentTable.live("d"))"
+            + " UNION ALL SELECT \(documentColumns) FROM \(docs) AS d WHERE d.id >= '_design/' AND d.id < '_design0' AND \(DocumentTable.live("d"))"
         var path = AccessPath(sql: sql, bindings: [], bindingKinds: [], index: nil,
                               kind: .mangoIndex, summary: "Mango json index \(best.index.name) of \(best.index.designDocumentID ?? ""), each document then checked by the whole WHERE",
                               score: best.score)

@@ -113,4 +113,27 @@ import Testing
         #expect(try again.step())
         #expect(again.int(0) == 1)
     }
+
+    /// `withStatement` binds, runs the block and resets the statement however the block ends, so a read can't
+    /// leave it stepping (holding its snapshot).
+    @Test func withStatementResetsWhenTheBlockReturnsOrThrows() throws {
+        struct Stop: Error {}
+        let db = try makeDatabase()
+        try db.execute("INSERT INTO v(a) VALUES (1), (2), (3)")
+        let sql = "SELECT a FROM v WHERE a >= ? ORDER BY a"
+        let first = try db.withStatement(sql, [.integer(2)]) { stmt in try stmt.step() ? stmt.int64(0) : nil }
+        #expect(first == 2)
+        let statement = try db.prepare(sql)
+        #expect(sqlite3_stmt_busy(statement.handle) == 0)
+        #expect(throws: Stop.self) {
+            try db.withStatement(sql, [.integer(1)]) { stmt in
+                _ = try stmt.step()
+                #expect(sqlite3_stmt_busy(stmt.handle) != 0)
+                throw Stop()
+            }
+        }
+        #expect(sqlite3_stmt_busy(statement.handle) == 0)
+        #expect(try db.int64("SELECT count(*) FROM v") == 3)
+        #expect(try db.int64("SELECT a FROM v WHERE a > 9") == nil)
+    }
 }

@@ -31,12 +31,12 @@ extension ViewManager {
             defer { stmt.reset() }
             stmt.bind(values)
             while try stmt.step() {
-                let flags = stmt.int64(5)
-                if flags & DocFlags.deleted != 0 { continue }
+                let flags = DocFlags(rawValue: stmt.int64(5))
+                if flags.contains(.deleted) { continue }
                 let row = ScannedRow(keyBytes: stmt.withTextBytes(1) { Array($0) },
                                      documentID: stmt.string(2) ?? "", revision: stmt.string(3) ?? "",
                                      body: stmt.blob(4) ?? [],
-                                     conflictedTree: flags & DocFlags.conflicted != 0 ? stmt.blob(6) : nil)
+                                     conflictedTree: flags.contains(.conflicted) ? stmt.blob(6) : nil)
                 if try !body(row) { return }
             }
         }

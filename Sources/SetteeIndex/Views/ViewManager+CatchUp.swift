@@ -62,10 +62,10 @@ extension ViewManager {
             while try changes.step() {
                 let seq = changes.int64(2)
                 maxSeq = max(maxSeq, seq)
-                let flags = changes.int64(4)
-                let deleted = flags & DocFlags.deleted != 0
+                let flags = DocFlags(rawValue: changes.int64(4))
+                let deleted = flags.contains(.deleted)
                 var conflicts: [String] = []
-                if !deleted && flags & DocFlags.conflicted != 0 {
+                if !deleted && flags.contains(.conflicted) {
                     treeOf.bind(changes.int64(0), at: 1)
                     if try treeOf.step(), let tree = try? RevTree(encoded: treeOf.blob(0) ?? []) {
                         conflicts = tree.conflicts.map(\.description)
@@ -89,16 +89,16 @@ extension ViewManager {
     /// the touched chunks' reductions recomputed, the view's sequence moved to the batch's end.
     func apply(_ batch: CatchUpBatch, _ outputs: [MapOutput], view: StoredView, definition: ViewDefinition,
                collection: Collection, db: Connection) throws -> CatchUpOutcome {
-        let state = try db.prepare("SELECT last_seq, state, full_text, build_seq, next_id, reduce FROM views WHERE id = ?")
-        state.bind(view.id, at: 1)
-        guard try state.step() else { state.reset(); return .dropped }
-        let lastSeq = state.int64(0)
-        let building = IndexBuildState(rawValue: state.string(1) ?? "") == .building
-        var fullText = state.int64(2) != 0
-        let buildSeq = state.int64(3)
-        var nextID = state.int64(4)
-        let reduce = state.string(5) ?? ""
-        state.reset()
+        let row = try db.withStatement("SELECT last_seq, state, full_text, build_seq, next_id, reduce FROM views WHERE id = ?",
+                                       [.integer(view.id)]) { state in
+            try state.step() ? (lastSeq: state.int64(0), building: IndexBuildState(rawValue: state.string(1) ?? "") == .building,
+                                fullText: state.int64(2) != 0, buildSeq: state.int64(3), nextID: state.int64(4),
+                                reduce: state.string(5) ?? "") : nil
+        }
+        guard let row else { return .dropped }
+        let (lastSeq, building, buildSeq, reduce) = (row.lastSeq, row.building, row.buildSeq, row.reduce)
+        var fullText = row.fullText
+        var nextID = row.nextID
         guard reduce == view.reduce else { return .redefined }
         guard lastSeq == batch.from else { return .stale }
         var dirty = ChunkMarks(view: view)
@@ -208,13 +208,12 @@ extension ViewManager {
                 let c = ViewRange.compareBytes($0.row.key, $1.row.key)
                 return c != 0 ? c < 0 : $0.docID.utf8.lexicographicallyPrecedes($1.docID.utf8)
             }
-            let last = try db.prepare("SELECT key, docid FROM \(view.table) ORDER BY key DESC, docid DESC LIMIT 1")
-            var appends = true
-            if try last.step() {
-                let c = ViewRange.compareBytes(last.blob(0) ?? [], pending[0].row.key)
-                appends = c < 0 || (c == 0 && (last.string(1) ?? "").utf8.lexicographicallyPrecedes(pending[0].docID.utf8))
+            let first = pending[0]
+            let appends = try db.withStatement("SELECT key, docid FROM \(view.table) ORDER BY key DESC, docid DESC LIMIT 1") { last in
+                guard try last.step() else { return true }
+                let c = ViewRange.compareBytes(last.blob(0) ?? [], first.row.key)
+                return c < 0 || (c == 0 && (last.string(1) ?? "").utf8.lexicographicallyPrecedes(first.docID.utf8))
             }
-            last.reset()
             if !appends {
                 try db.execute("CREATE TABLE IF NOT EXISTS \(view.stage)(key BLOB NOT NULL, docid TEXT NOT NULL, id INTEGER NOT NULL, doc INTEGER NOT NULL, k TEXT NOT NULL, v TEXT)")
             }
@@ -254,11 +253,7 @@ extension ViewManager {
     /// Moves a build's staged rows into the view's clustered table, in key order (one sort, sequential inserts),
     /// and drops the staging table; nothing when there is none.
     func mergeStage(_ view: StoredView, db: Connection) throws {
-        let exists = try db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-        exists.bind(view.stage, at: 1)
-        let staged = try exists.step()
-        exists.reset()
-        guard staged else { return }
+        guard try db.int64("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(view.stage)]) != nil else { return }
         // SQLite's sorter may use every core for this sort.
         try db.execute("PRAGMA threads = \(min(ProcessInfo.processInfo.activeProcessorCount, 4))")
         defer { try? db.execute("PRAGMA threads = 0") }

@@ -244,14 +244,13 @@ extension ViewManager {
         var startKey: [UInt8] = []
         var startDoc = ""
         if let lower = range.lower {
-            let find = try db.prepare("SELECT skey, sdoc FROM \(view.chunks) WHERE (skey, sdoc) <= (?, ?) ORDER BY skey DESC, sdoc DESC LIMIT 1")
-            find.bind(bytes: lower.key, at: 1)
-            find.bind(lower.docID ?? "", at: 2)
-            if try find.step() {
-                startKey = find.blob(0) ?? []
-                startDoc = find.string(1) ?? ""
+            try db.withStatement("SELECT skey, sdoc FROM \(view.chunks) WHERE (skey, sdoc) <= (?, ?) ORDER BY skey DESC, sdoc DESC LIMIT 1",
+                                 [.blob(lower.key), .text(lower.docID ?? "")]) { find in
+                if try find.step() {
+                    startKey = find.blob(0) ?? []
+                    startDoc = find.string(1) ?? ""
+                }
             }
-            find.reset()
         }
         let stmt = try db.prepare("SELECT count, reduction, skey, sdoc, fkey, fdoc, fk, lkey, ldoc, lk FROM \(view.chunks) WHERE (skey, sdoc) >= (?, ?) ORDER BY skey, sdoc")
         defer { stmt.reset() }

@@ -145,9 +145,7 @@ final class ViewManager: @unchecked Sendable {
         try deleteIndex(view: name, collection: collection)
         let created = try database.write { db -> StoredView in
             // build_seq: the database's sequence when the build starts (see ``apply(_:_:view:definition:collection:db:)``).
-            let seq = try db.prepare("SELECT coalesce(max(seq), 0) FROM \(collection.docsTable)")
-            let buildSeq = try seq.step() ? seq.int64(0) : 0
-            seq.reset()
+            let buildSeq = try db.int64("SELECT coalesce(max(seq), 0) FROM \(collection.docsTable)") ?? 0
             try db.prepare("INSERT INTO views(collection, name, version, reduce, state, build_seq) VALUES (?, ?, ?, ?, '\(IndexBuildState.building.rawValue)', ?)")
                 .run([.integer(collection.id), .text(name), .text(definition.version), .text(definition.reduceIdentity),
                       .integer(buildSeq)])
@@ -344,17 +342,14 @@ final class ViewManager: @unchecked Sendable {
 
     /// Recomputes one chunk from its rows; splits it when it grew past twice ``chunkSize``, drops it when empty.
     func refreshChunk(_ id: Int64, view: StoredView, definition: ViewDefinition, db: Connection) throws {
-        let bounds = try db.prepare("SELECT skey, sdoc FROM \(view.chunks) WHERE id = ?")
-        bounds.bind(id, at: 1)
-        guard try bounds.step() else { bounds.reset(); return }
-        let start = (bounds.blob(0) ?? [], bounds.string(1) ?? "")
-        bounds.reset()
-        let next = try db.prepare("SELECT skey, sdoc FROM \(view.chunks) WHERE (skey, sdoc) > (?, ?) ORDER BY skey, sdoc LIMIT 1")
-        next.bind(bytes: start.0, at: 1)
-        next.bind(start.1, at: 2)
-        var end: ([UInt8], String)?
-        if try next.step() { end = (next.blob(0) ?? [], next.string(1) ?? "") }
-        next.reset()
+        let bounds = try db.withStatement("SELECT skey, sdoc FROM \(view.chunks) WHERE id = ?", [.integer(id)]) { bounds in
+            try bounds.step() ? (bounds.blob(0) ?? [], bounds.string(1) ?? "") : nil
+        }
+        guard let start = bounds else { return }
+        let end = try db.withStatement("SELECT skey, sdoc FROM \(view.chunks) WHERE (skey, sdoc) > (?, ?) ORDER BY skey, sdoc LIMIT 1",
+                                       [.blob(start.0), .text(start.1)]) { next in
+            try next.step() ? (next.blob(0) ?? [], next.string(1) ?? "") : nil
+        }
         let rows = try ViewManager.rows(view, from: start, to: end, db: db)
         try db.prepare("DELETE FROM \(view.chunks) WHERE id = ?").run([.integer(id)])
         if rows.isEmpty && !start.0.isEmpty {

@@ -99,19 +99,19 @@ extension Collection {
         stmt.bind(binds)
         while try stmt.step() {
             guard let rev = RevID(stmt.string(2) ?? "") else { continue }
-            let flags = stmt.int64(3)
+            let flags = DocFlags(rawValue: stmt.int64(3))
             var leaves: [RevID]?
             var conflicts: [RevID]?
             if needTree {
                 let tree = try RevTree(encoded: stmt.blob(5) ?? [])
                 let ranked = tree.rankedLeaves
                 if options.allLeaves { leaves = ranked.map(\.rev) }
-                if options.conflicts, flags & DocFlags.conflicted != 0 {
+                if options.conflicts, flags.contains(.conflicted) {
                     conflicts = ranked.dropFirst().filter { !$0.deleted }.map(\.rev)
                 }
             }
             let more = try emit(ChangeRow(sequence: UInt64(stmt.int64(0)), id: stmt.string(1) ?? "", rev: rev,
-                                          deleted: flags & DocFlags.deleted != 0, leaves: leaves, conflicts: conflicts,
+                                          deleted: flags.contains(.deleted), leaves: leaves, conflicts: conflicts,
                                           body: options.includeDocs ? stmt.blob(4) : nil))
             if !more { return }
         }

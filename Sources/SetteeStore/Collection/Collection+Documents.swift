@@ -28,7 +28,7 @@ extension Collection {
     /// Ids of documents with more than one live leaf (unresolved conflicts), in id order.
     public func conflictedDocumentIDs() throws -> [String] {
         try database.read { db in
-            let stmt = try db.prepare("SELECT id FROM \(docsTable) WHERE flags & \(DocFlags.conflicted) != 0 ORDER BY id")
+            let stmt = try db.prepare("SELECT id FROM \(docsTable) WHERE \(DocumentTable.has(.conflicted)) ORDER BY id")
             defer { stmt.reset() }
             var ids: [String] = []
             while try stmt.step() { if let id = stmt.string(0) { ids.append(id) } }

@@ -40,12 +40,12 @@ extension Collection {
             if current == nil, let rev, rev != "0-0", !rev.hasPrefix("0-") { throw SetteeError.updateConflict }
             let n = (current.flatMap { Int($0.dropFirst(2)) } ?? 0) + 1
             let newRev = "0-\(n)"
-            let stmt = try db.prepare("INSERT OR REPLACE INTO \(self.localTable)(id, rev, body) VALUES (?, ?, ?)")
-            stmt.bind(id, at: 1)
-            stmt.bind(newRev, at: 2)
-            stmt.bind(text: bytes, at: 3)
-            _ = try stmt.step()
-            stmt.reset()
+            try db.withStatement("INSERT OR REPLACE INTO \(self.localTable)(id, rev, body) VALUES (?, ?, ?)") { stmt in
+                stmt.bind(id, at: 1)
+                stmt.bind(newRev, at: 2)
+                stmt.bind(text: bytes, at: 3)
+                _ = try stmt.step()
+            }
             return newRev
         }
     }

@@ -25,7 +25,7 @@ extension Collection {
         guard let rev = RevID(stmt.string(1) ?? "") else {
             throw SetteeError(.internalError, "Corrupt revision id for \(id)")
         }
-        let flags = stmt.int64(2)
+        let flags = DocFlags(rawValue: stmt.int64(2))
         let body = stmt.blob(3) ?? Array("{}".utf8)
         var tree: RevTree?
         var bodies: [RevID: [UInt8]] = [:]
@@ -38,8 +38,8 @@ extension Collection {
             }
         }
         return DocumentRecord(id: id, sequence: UInt64(stmt.int64(0)), revID: rev,
-                              deleted: flags & DocFlags.deleted != 0,
-                              conflicted: flags & DocFlags.conflicted != 0, body: body, tree: tree, archived: bodies)
+                              deleted: flags.contains(.deleted),
+                              conflicted: flags.contains(.conflicted), body: body, tree: tree, archived: bodies)
     }
 
     /// The archived bodies a read asked for, of revisions the tree holds without a body, from the document's
@@ -114,7 +114,7 @@ extension Collection {
     /// Live documents in id order (raw UTF-8 byte order, as CouchDB's `_all_docs`), and the total live count.
     public func allDocs(_ options: AllDocsOptions) throws -> (totalRows: Int, offset: Int, rows: [AllDocsRow]) {
         try database.read { db in
-            var conditions = ["flags & 1 = 0"]
+            var conditions = [DocumentTable.live()]
             var binds: [SQLiteValue] = []
             let lowerOp = options.descending ? (options.inclusiveEnd ? ">=" : ">") : ">="
             let upperOp = options.descending ? "<=" : (options.inclusiveEnd ? "<=" : "<")
@@ -170,13 +170,12 @@ extension Collection {
     /// and its leaves that could be their ancestors. Ids with nothing missing are omitted.
     public func revsDiff(_ request: [(id: String, revs: [RevID])]) throws -> [(id: String, diff: RevTree.RevsDiff)] {
         try database.read { db in
-            let stmt = try db.prepare("SELECT tree FROM \(docsTable) WHERE id = ?")
             var out: [(String, RevTree.RevsDiff)] = []
+            let sql = "SELECT tree FROM \(docsTable) WHERE id = ?"
             for (id, revs) in request {
-                stmt.bind(id, at: 1)
-                var tree = RevTree()
-                if try stmt.step() { tree = try RevTree(encoded: stmt.blob(0) ?? []) }
-                stmt.reset()
+                let tree = try db.withStatement(sql, [.text(id)]) { stmt in
+                    try stmt.step() ? try RevTree(encoded: stmt.blob(0) ?? []) : RevTree()
+                }
                 let diff = tree.revsDiff(revs)
                 if !diff.missing.isEmpty { out.append((id, diff)) }
             }

@@ -312,8 +312,7 @@ extension Collection {
                     try session.archive(body: lookup.withTextBytes(4) { Array($0) }, of: lookup.string(3) ?? "",
                                         rowid: rowid!)
                     lookup.reset()
-                    var flags: Int64 = w.deleted ? DocFlags.deleted : 0
-                    if w.body.contains(key: "_attachments") { flags |= DocFlags.hasAttachments }
+                    let flags = DocFlags(deleted: w.deleted, hasAttachments: w.body.contains(key: "_attachments"))
                     try updateRow(rowid: rowid!, rev: child, flags: flags, body: session.body, session)
                     session.changed.append(w.id)
                     return .success(child)
@@ -464,14 +463,12 @@ extension Collection {
     private func storeTree(id: String, rowid: Int64?, tree: RevTree, winnerIndex: Int, live: Int, oldWinner: RevID?,
                            winnerHasAttachments: Bool?, _ session: WriteSession) throws {
         let winner = tree.nodes[winnerIndex]
-        var flags: Int64 = winner.deleted ? DocFlags.deleted : 0
-        if live > 1 { flags |= DocFlags.conflicted }
         let winnerChanged = winner.rev != oldWinner
         let winnerBody = winner.body ?? Array("{}".utf8)
-        if winnerChanged {
-            // The new revision's properties are at hand; only another leaf's body needs a byte scan.
-            if winnerHasAttachments ?? winnerBody.containsAttachments { flags |= DocFlags.hasAttachments }
-        }
+        // The new revision's properties are at hand; only another leaf's body needs a byte scan. When the winner
+        // stays, the row keeps its attachment bit (``CollectionSQL/updateTree``).
+        let flags = DocFlags(deleted: winner.deleted, liveLeaves: live,
+                             hasAttachments: winnerChanged && (winnerHasAttachments ?? winnerBody.containsAttachments))
         session.tree.removeAll(keepingCapacity: true)
         tree.encode(omitBodyOf: winner.rev, into: &session.tree)
         if let rowid, winnerChanged {
@@ -482,7 +479,7 @@ extension Collection {
             let update = session.updateTree
             try session.tree.withUnsafeBytes { treeBytes in
                 update.bind(seq, at: 1)
-                update.bind(flags, at: 2)
+                update.bind(flags.rawValue, at: 2)
                 update.bindNoCopy(blob: treeBytes, at: 3)
                 session.bindArchiveHead(update, at: 4)
                 update.bind(rowid, at: 5)
@@ -500,7 +497,7 @@ extension Collection {
                         insert.bind(id, at: 1)
                         insert.bind(seq, at: 2)
                         insert.bindNoCopy(text: revBytes, at: 3)
-                        insert.bind(flags, at: 4)
+                        insert.bind(flags.rawValue, at: 4)
                         insert.bindNoCopy(text: bodyBytes, at: 5)
                         insert.bindNoCopy(blob: treeBytes, at: 6)
                         defer { insert.reset() }
@@ -513,7 +510,7 @@ extension Collection {
 
     /// Rewrites a document's row with a new winning revision (its body and the encoded tree in
     /// `session.tree`).
-    private func updateRow(rowid: Int64, rev: RevID, flags: Int64, body: [UInt8], _ session: WriteSession) throws {
+    private func updateRow(rowid: Int64, rev: RevID, flags: DocFlags, body: [UInt8], _ session: WriteSession) throws {
         session.rev.removeAll(keepingCapacity: true)
         rev.write(into: &session.rev)
         let seq = Int64(database.nextSequence())
@@ -523,7 +520,7 @@ extension Collection {
                 try body.withUnsafeBytes { bodyBytes in
                     update.bind(seq, at: 1)
                     update.bindNoCopy(text: revBytes, at: 2)
-                    update.bind(flags, at: 3)
+                    update.bind(flags.rawValue, at: 3)
                     update.bindNoCopy(text: bodyBytes, at: 4)
                     update.bindNoCopy(blob: treeBytes, at: 5)
                     session.bindArchiveHead(update, at: 6)
@@ -539,8 +536,7 @@ extension Collection {
     /// Returns whether it inserted.
     private func insertIfAbsent(id: String, rev: RevID, deleted: Bool, hasAttachments: Bool,
                                 _ session: WriteSession) throws -> Bool {
-        var flags: Int64 = deleted ? DocFlags.deleted : 0
-        if hasAttachments { flags |= DocFlags.hasAttachments }
+        let flags = DocFlags(deleted: deleted, hasAttachments: hasAttachments)
         // A one-node tree whose body (the winner's) lives in the body column.
         session.tree.removeAll(keepingCapacity: true)
         RevTree(singleRoot: rev, deleted: deleted).encode(into: &session.tree)
@@ -554,7 +550,7 @@ extension Collection {
                     insert.bind(id, at: 1)
                     insert.bind(seq, at: 2)
                     insert.bindNoCopy(text: revBytes, at: 3)
-                    insert.bind(flags, at: 4)
+                    insert.bind(flags.rawValue, at: 4)
                     insert.bindNoCopy(text: bodyBytes, at: 5)
                     insert.bindNoCopy(blob: treeBytes, at: 6)
                     defer { insert.reset() }
@@ -612,15 +608,14 @@ extension Collection {
             try db.prepare("DELETE FROM expiry WHERE collection = ? AND id = ?").run([.integer(self.id), .text(id)])
         } else {
             let winner = tree.winner!
-            var flags: Int64 = winner.deleted ? DocFlags.deleted : 0
-            if tree.leafIndices.filter({ !tree.nodes[$0].deleted }).count > 1 { flags |= DocFlags.conflicted }
             let body = winner.body ?? Array("{}".utf8)
-            if body.containsAttachments { flags |= DocFlags.hasAttachments }
+            let flags = DocFlags(deleted: winner.deleted, liveLeaves: tree.leafIndices.filter({ !tree.nodes[$0].deleted }).count,
+                                 hasAttachments: body.containsAttachments)
             let update = try db.prepare(
                 "UPDATE \(docsTable) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?")
             update.bind(seq, at: 1)
             update.bind(winner.rev.description, at: 2)
-            update.bind(flags, at: 3)
+            update.bind(flags.rawValue, at: 3)
             update.bind(text: body, at: 4)
             update.bind(bytes: tree.encoded(omitBodyOf: winner.rev), at: 5)
             update.bind(rowid, at: 6)

@@ -80,7 +80,7 @@ public final class Collection: Sendable, Equatable, Hashable, CustomStringConver
             insertIfAbsent = "INSERT INTO \(table)(id, seq, rev, flags, body, tree) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
             // `arch`: the newest archived revision of the document, when this write archived one (else unchanged).
             updateAll = "UPDATE \(table) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ?, arch = coalesce(?, arch) WHERE rowid = ?"
-            updateTree = "UPDATE \(table) SET seq = ?, flags = (flags & 4) | ?, tree = ?, arch = coalesce(?, arch) WHERE rowid = ?"
+            updateTree = "UPDATE \(table) SET seq = ?, flags = \(DocumentTable.flagsKeepingAttachments), tree = ?, arch = coalesce(?, arch) WHERE rowid = ?"
             recordWithTree = "SELECT seq, rev, flags, body, tree, rowid, arch FROM \(table) WHERE id = ?"
             record = "SELECT seq, rev, flags, body FROM \(table) WHERE id = ?"
             archiveBody = "INSERT INTO \(archive)(id, doc, rev, body, prev) VALUES (?, ?, ?, ?, ?)"
@@ -130,14 +130,14 @@ public final class Collection: Sendable, Equatable, Hashable, CustomStringConver
             return try stmt.step() ? stmt.int(0) : 0
         }
         return (try count("SELECT count(*) FROM \(docsTable) WHERE 1\(idCondition)"),
-                try count("SELECT count(*) FROM \(docsTable) INDEXED BY \(docsTable)_deleted WHERE flags & 1\(idCondition)"))
+                try count("SELECT count(*) FROM \(docsTable) INDEXED BY \(docsTable)_deleted WHERE \(DocumentTable.tombstoneIndexCondition)\(idCondition)"))
     }
 
     /// Live and deleted documents whose ids fall in `[low, high)` (a partition's range, `p:` to `p;`), and their
     /// size as CouchDB's `sizes.external` counts it (winning revisions' bodies, tombstones included, and attachments).
     public func documentCounts(from low: String, below high: String) throws -> (live: Int, deleted: Int, bytes: Int) {
         try database.read { db in
-            let stmt = try db.prepare("SELECT count(*), coalesce(sum(flags & 1), 0), \(Collection.externalSizeSQL) FROM \(docsTable) WHERE id >= ? AND id < ?")
+            let stmt = try db.prepare("SELECT count(*), coalesce(sum(\(DocumentTable.deletedBit())), 0), \(Collection.externalSizeSQL) FROM \(docsTable) WHERE id >= ? AND id < ?")
             defer { stmt.reset() }
             stmt.bind(low, at: 1)
             stmt.bind(high, at: 2)

@@ -56,9 +56,3 @@ public struct StagedBlob: Sendable {
     }
 }
 
-/// Row flags in `docs_<cid>.flags`.
-package enum DocFlags {
-    package static let deleted: Int64 = 1
-    package static let conflicted: Int64 = 2
-    package static let hasAttachments: Int64 = 4
-}

@@ -84,12 +84,9 @@ extension Database {
     public func existingBlobs(_ digests: [String]) throws -> Set<String> {
         guard !digests.isEmpty else { return [] }
         return try read { db in
-            let stmt = try db.prepare("SELECT 1 FROM blobs WHERE digest = ?")
             var found = Set<String>()
-            for d in digests {
-                stmt.bind(d, at: 1)
-                if try stmt.step() { found.insert(d) }
-                stmt.reset()
+            for d in digests where try db.int64("SELECT 1 FROM blobs WHERE digest = ?", [.text(d)]) != nil {
+                found.insert(d)
             }
             return found
         }
@@ -121,13 +118,13 @@ extension Connection {
     /// memory. Runs inside the caller's transaction.
     /// - Throws: ``SetteeError`` `.internalError` if the file can't be read or isn't the length staged.
     func insertStagedBlob(_ staged: StagedBlob) throws {
-        let insert = try prepare("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, zeroblob(?), ?)")
-        insert.bind(staged.digest, at: 1)
-        insert.bind(staged.length, at: 2)
-        insert.bind(staged.length, at: 3)
-        insert.bind(staged.encoding, at: 4)
-        _ = try insert.step()
-        insert.reset()
+        try withStatement("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, zeroblob(?), ?)") { insert in
+            insert.bind(staged.digest, at: 1)
+            insert.bind(staged.length, at: 2)
+            insert.bind(staged.length, at: 3)
+            insert.bind(staged.encoding, at: 4)
+            _ = try insert.step()
+        }
         guard changes == 1 else { return }  // stored already: bodies are addressed by their digest
         let rowid = lastInsertRowID
         let fd = systemOpen(staged.path, O_RDONLY | O_CLOEXEC)

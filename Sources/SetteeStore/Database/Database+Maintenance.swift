@@ -146,14 +146,11 @@ extension Database {
 
     /// Deletes blobs whose digest no document body or kept leaf body mentions.
     static func deleteUnreferencedBlobs(_ db: Connection) throws {
-        let count = try db.prepare("SELECT count(*) FROM blobs")
-        let blobCount = try count.step() ? count.int(0) : 0
-        count.reset()
-        guard blobCount > 0 else { return }
+        guard try db.int64("SELECT count(*) FROM blobs") ?? 0 > 0 else { return }
         var referenced = Set<String>()
         let cids = try collectionIDs(db)
         for cid in cids {
-            let stmt = try db.prepareUncached("SELECT body, tree FROM docs_\(cid) WHERE flags & 4 != 0 OR flags & 2 != 0 OR length(tree) > 64")
+            let stmt = try db.prepareUncached("SELECT body, tree FROM docs_\(cid) WHERE \(DocumentTable.has(.hasAttachments)) OR \(DocumentTable.has(.conflicted)) OR length(tree) > 64")
             while try stmt.step() {
                 var bodies: [[UInt8]] = [stmt.blob(0) ?? []]
                 if let treeBytes = stmt.blob(1), let tree = try? RevTree(encoded: treeBytes) {
@@ -167,12 +164,13 @@ extension Database {
                 }
             }
         }
-        let all = try db.prepare("SELECT digest FROM blobs")
-        var unreferenced: [String] = []
-        while try all.step() {
-            if let d = all.string(0), !referenced.contains(d) { unreferenced.append(d) }
+        let unreferenced = try db.withStatement("SELECT digest FROM blobs") { all in
+            var unreferenced: [String] = []
+            while try all.step() {
+                if let d = all.string(0), !referenced.contains(d) { unreferenced.append(d) }
+            }
+            return unreferenced
         }
-        all.reset()
         let delete = try db.prepare("DELETE FROM blobs WHERE digest = ?")
         for d in unreferenced { try delete.run([.text(d)]) }
     }

@@ -98,14 +98,13 @@ public final class Database: @unchecked Sendable {
                 stmt.reset()
                 // A crash between a document write and the counter update cannot happen (same transaction),
                 // but take the max anyway so sequences never go backwards.
-                let cols = try db.prepare("SELECT id, scope, name FROM collections")
-                var list: [(Int64, String, String)] = []
-                while try cols.step() { list.append((cols.int64(0), cols.string(1) ?? "", cols.string(2) ?? "")) }
-                cols.reset()
+                let list = try db.withStatement("SELECT id, scope, name FROM collections") { cols in
+                    var list: [(Int64, String, String)] = []
+                    while try cols.step() { list.append((cols.int64(0), cols.string(1) ?? "", cols.string(2) ?? "")) }
+                    return list
+                }
                 for (cid, _, _) in list {
-                    let s = try db.prepare("SELECT max(seq) FROM docs_\(cid)")
-                    if try s.step() { seq = max(seq, UInt64(s.int64(0))) }
-                    s.reset()
+                    if let max = try db.int64("SELECT max(seq) FROM docs_\(cid)") { seq = Swift.max(seq, UInt64(max)) }
                 }
                 return (uuid, limit, seq, list)
             }
@@ -322,15 +321,9 @@ public final class Database: @unchecked Sendable {
         try DocumentIDs.validateCollectionName(scope)
         if let c = try collection(name: name, scope: scope) { return c }
         let cid: Int64 = try write { db in
-            let stmt = try db.prepare("SELECT id FROM collections WHERE scope = ? AND name = ?")
-            stmt.bind(scope, at: 1)
-            stmt.bind(name, at: 2)
-            if try stmt.step() {
-                let id = stmt.int64(0)
-                stmt.reset()
+            if let id = try db.int64("SELECT id FROM collections WHERE scope = ? AND name = ?", [.text(scope), .text(name)]) {
                 return id
             }
-            stmt.reset()
             return try Database.createCollectionTables(db, scope: scope, name: name)
         }
         let info = CollectionInfo(id: cid, scope: scope, name: name)

@@ -112,6 +112,28 @@ package final class Connection {
         return statement
     }
 
+    /// Runs `body` with the cached statement for `sql`, `values` bound to positions 1...n, and resets the
+    /// statement when `body` returns or throws, so a read never leaves a statement open (holding its snapshot and
+    /// keeping the WAL from being checkpointed). Prefer it to ``prepare(_:)`` wherever the statement's use fits
+    /// in one block.
+    ///
+    /// ```swift
+    /// let count = try db.withStatement("SELECT count(*) FROM docs_1 WHERE seq > ?", [.integer(since)]) { stmt in
+    ///     try stmt.step() ? stmt.int64(0) : 0
+    /// }
+    /// ```
+    package func withStatement<T>(_ sql: String, _ values: [SQLiteValue] = [], _ body: (Statement) throws -> T) throws -> T {
+        let statement = try prepare(sql)
+        defer { statement.reset() }
+        if !values.isEmpty { statement.bind(values) }
+        return try body(statement)
+    }
+
+    /// The first column of the first row of `sql` as an integer, or nil when there is no row or it is NULL.
+    package func int64(_ sql: String, _ values: [SQLiteValue] = []) throws -> Int64? {
+        try withStatement(sql, values) { stmt in try stmt.step() && !stmt.isNull(0) ? stmt.int64(0) : nil }
+    }
+
     /// Prepares a statement that is not cached (for one-off SQL); it is finalized when released.
     ///
     /// - Parameter sql: Exactly one SQL statement.
