@@ -62,6 +62,12 @@ extension ReplicationManager {
         let docID = row.id
         guard !docID.hasPrefix("_design/") else { return }
         let current = lock.withLock { jobs.values.first { $0.docID == docID } }
+        // A row read before a newer write of the same document (a job's final state, written back while this pass
+        // ran) is stale: the feed brings the newer revision next, so act on that one — not restart a job that has just
+        // finished. (Read after `current`: a job's final state is committed before the job leaves `jobs`.)
+        if let latest = try? await Database.offload({ try collection.record(id: docID) }), latest.sequence != row.sequence {
+            return
+        }
         guard !row.deleted, let bytes = row.body, case .object(let doc)? = try? JSON.parse(bytes) else {
             lock.withLock { seenDocuments[docID] = nil }
             if let current { removeJob(current.id)?.cancel() }

@@ -77,124 +77,6 @@ extension Collection {
         try self.write([write])[0].get()
     }
 
-    /// Statements and scratch buffers shared by the writes of one batch (writer thread only).
-    final class WriteSession {
-        let db: Connection
-        let revsLimit: Int
-        let lookup: Statement
-        let insertIfAbsent: Statement
-        let updateAll: Statement
-        let updateTree: Statement
-        let insert: Statement
-        private let sql: SQL
-        var changed: [String] = []
-        var body: [UInt8] = []
-        var tree: [UInt8] = []
-        var rev: [UInt8] = []
-
-        init(db: Connection, sql: SQL, revsLimit: Int) throws {
-            self.db = db
-            self.sql = sql
-            self.revsLimit = revsLimit
-            lookup = try db.prepare(sql.lookup)
-            insertIfAbsent = try db.prepare(sql.insertIfAbsent)
-            updateAll = try db.prepare(sql.updateAll)
-            updateTree = try db.prepare(sql.updateTree)
-            insert = try db.prepare(sql.insert)
-            body.reserveCapacity(1024)
-            tree.reserveCapacity(256)
-        }
-
-        func fetchBody(rowid: Int64) throws -> [UInt8]? {
-            let fetch = try db.prepare(sql.fetchBody)
-            defer { fetch.reset() }
-            fetch.bind(rowid, at: 1)
-            return try fetch.step() ? fetch.blob(0) : nil
-        }
-
-        /// A document whose replicated revisions are merged in memory: consecutive replicated writes of one
-        /// document in a batch (a document receiving many conflicting leaves at once) update this tree instead of
-        /// encoding and rewriting the row each time — which made such a batch quadratic in its leaves, every leaf's
-        /// body being rewritten with the tree at every write. It is stored when the batch moves on or ends.
-        struct PendingTree {
-            let id: String
-            let rowid: Int64?
-            var tree: RevTree
-            /// The winner the row holds (its body is in the row, not in the tree).
-            let storedWinner: RevID?
-            let archiveHead: Int64?
-            let archived: Bool
-        }
-        var pendingTree: PendingTree?
-
-        /// The document's newest archived revision (its row's `arch`, as the lookup read it), then the ones this
-        /// write archives: each new archive row links to it, and the row's update stores the last.
-        var archiveHead: Int64?
-        /// Whether this write archived something (the row's `arch` is then set to ``archiveHead``).
-        var archived = false
-
-        /// Archive rows not inserted yet: they are written many per statement (``flushArchive()``), with ids given
-        /// here (the table's next rowids), so a document's row can name its newest one at once.
-        private var pending: [(id: Int64, doc: Int64, rev: String, body: [UInt8], prev: Int64?)] = []
-        private var nextArchiveID: Int64?
-        /// Archive rows per INSERT statement.
-        static let archiveGroup = 32
-
-        /// Keeps a replaced revision's body (the row's winner, or a leaf the tree held) in the archive until
-        /// compaction, linked to the document's archived revision before it.
-        func archive(body: [UInt8], of rev: String, rowid: Int64) throws {
-            let id: Int64
-            if let next = nextArchiveID {
-                id = next
-            } else {
-                let max = try db.prepare(sql.archiveNextID)
-                defer { max.reset() }
-                id = try max.step() ? max.int64(0) : 1
-            }
-            nextArchiveID = id + 1
-            pending.append((id, rowid, rev, body.isEmpty ? Array("{}".utf8) : body, archiveHead))
-            archiveHead = id
-            archived = true
-            if pending.count >= 8 * Self.archiveGroup { try flushArchive() }
-        }
-
-        /// Inserts the pending archive rows (before the transaction commits).
-        func flushArchive() throws {
-            guard !pending.isEmpty else { return }
-            var start = 0
-            if pending.count >= Self.archiveGroup {
-                let many = try db.prepare(sql.archiveMany)
-                while pending.count - start >= Self.archiveGroup {
-                    for k in 0..<Self.archiveGroup { bindArchiveRow(pending[start + k], many, base: Int32(k * 5)) }
-                    try many.run()
-                    start += Self.archiveGroup
-                }
-            }
-            if start < pending.count {
-                let one = try db.prepare(sql.archiveBody)
-                for row in pending[start...] {
-                    bindArchiveRow(row, one, base: 0)
-                    try one.run()
-                }
-            }
-            pending.removeAll(keepingCapacity: true)
-        }
-
-        private func bindArchiveRow(_ row: (id: Int64, doc: Int64, rev: String, body: [UInt8], prev: Int64?),
-                                    _ statement: Statement, base: Int32) {
-            statement.bind(row.id, at: base + 1)
-            statement.bind(row.doc, at: base + 2)
-            statement.bind(row.rev, at: base + 3)
-            statement.bind(text: row.body, at: base + 4)
-            if let prev = row.prev { statement.bind(prev, at: base + 5) } else { statement.bindNull(at: base + 5) }
-        }
-
-        /// Binds the row's new `arch` (NULL keeps it: nothing was archived).
-        func bindArchiveHead(_ statement: Statement, at index: Int32) {
-            if archived, let archiveHead { statement.bind(archiveHead, at: index) } else { statement.bindNull(at: index) }
-        }
-    }
-
     /// Applies one write inside the writer's transaction.
     func apply(_ w: RevisionWrite, _ session: WriteSession) throws -> Result<RevID, SetteeError> {
         do {
@@ -230,35 +112,9 @@ extension Collection {
                 session.pendingTree = kept
             }
         }
-        if !w.blobs.isEmpty {
-            let insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, ?, ?)")
-            for blob in w.blobs {
-                insertBlob.bind(blob.digest, at: 1)
-                insertBlob.bind(blob.data.count, at: 2)
-                insertBlob.bind(w.blobEncodings[blob.digest], at: 4)
-                // Not copied by SQLite (an attachment can be tens of megabytes): the bytes outlive the step.
-                try blob.data.withUnsafeBytes { bytes in
-                    insertBlob.bindNoCopy(blob: bytes, at: 3)
-                    _ = try insertBlob.step()
-                }
-                insertBlob.reset()
-            }
-        }
-        for staged in w.stagedBlobs { try db.insertStagedBlob(staged) }
-        session.body.removeAll(keepingCapacity: true)
-        // A new edit's id is CouchDB's, from the parent, the deleted flag and the body with its attachment stubs.
-        // For an edit of a given parent (or a new document) it is computed while the body is serialized, in one
-        // pass; another parent (a tombstone re-created, an overwrite's winner) hashes the body again.
-        var givenParentRev: RevID?
-        if case .edit(let parent) = w.mode {
-            givenParentRev = RevID.next(after: parent, deleted: w.deleted, body: w.body, serializingInto: &session.body)
-        } else {
-            JSON.object(w.body).serialize(into: &session.body)
-        }
-        func nextRev(after parent: RevID?) -> RevID {
-            if let givenParentRev, case .edit(let given) = w.mode, given == parent { return givenParentRev }
-            return RevID.next(after: parent, deleted: w.deleted, body: w.body)
-        }
+        try storeBlobs(of: w, db: db)
+        let names = NewRevisionNames(w, serializingInto: &session.body)
+        func nextRev(after parent: RevID?) -> RevID { names.next(after: parent) }
         var createdRev: RevID?
         if case .edit(parent: nil) = w.mode {
             // Most new-document saves: insert directly, and fall back to the full path if the id exists.
@@ -327,73 +183,27 @@ extension Collection {
             oldWinner = tree.winner?.rev  // the stored `rev` column always equals the tree's winner
         }
         lookup.reset()
-        // The leaves before the edit that it may extend: one that stops being a leaf loses its body from the row
-        // or the tree, and keeps it in the archive instead (below). Only the new revision's ancestors can stop
-        // being leaves (stemming never removes a leaf): an edit's parent (the winner for an overwrite or a
-        // re-created tombstone), a replicated revision's history. (Looking at every leaf made each write of a
-        // document with n conflicts cost n searches.) Copy-on-write: no body is copied here.
-        var extended: [RevID] = []
-        switch w.mode {
-        case .edit(let parent): extended = [parent, tree.winner?.rev].compactMap { $0 }
-        case .overwrite: extended = [tree.winner?.rev].compactMap { $0 }
-        case .replicated(let history): extended = Array(history.dropFirst())
-        }
-        let oldLeaves: [(rev: RevID, body: [UInt8]?)]
-        if extended.isEmpty || tree.isEmpty {
-            oldLeaves = []
-        } else {
-            let leafIndices = Set(tree.leafIndices)
-            oldLeaves = extended.compactMap { rev in
-                tree.index(of: rev).flatMap { leafIndices.contains($0) ? (rev, tree.nodes[$0].body) : nil }
-            }
-        }
+        let oldLeaves = Self.leaves(extendedBy: w.mode, in: tree)
 
         let newRev: RevID
+        let added: AddedRevision
         switch w.mode {
         case .edit(let given):
-            var parent = given
-            if parent == nil, let winner = tree.winner {
-                guard winner.deleted else { return .failure(.updateConflict) }
-                parent = winner.rev
-            }
-            if parent != nil && tree.isEmpty {
-                return .failure(w.deleted ? .missing : .updateConflict)
-            }
-            if parent == nil, let createdRev {
-                newRev = createdRev
-            } else if let chainChild, parent == given {
-                newRev = chainChild
-            } else {
-                newRev = nextRev(after: parent)
-            }
-            do {
-                try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
-            } catch {
-                return .failure(.updateConflict)
-            }
+            added = addEdit(of: given, w, to: &tree, names: names, createdRev: createdRev, chainChild: chainChild, body: bodyBytes)
         case .overwrite:
-            let parent = tree.winner?.rev
-            newRev = nextRev(after: parent)
-            do {
-                try tree.addChild(newRev, of: parent, deleted: w.deleted, body: bodyBytes)
-            } catch {
-                return .failure(.updateConflict)
-            }
+            added = addOverwrite(w, to: &tree, names: names, body: bodyBytes)
         case .replicated(let history):
-            guard let first = history.first else {
-                keepCarried(tree)
-                return .failure(SetteeError(.badRequest, "Empty revision history"))
-            }
-            newRev = first
-            do {
-                guard try tree.insert(path: history, deleted: w.deleted, body: bodyBytes) else {
-                    keepCarried(tree)
-                    return .success(newRev)  // already stored: replication is idempotent
-                }
-            } catch {
-                keepCarried(tree)  // (insert checks the history before it changes anything)
-                return .failure(SetteeError(.badRequest, "Invalid revision history for \(w.id)"))
-            }
+            added = addReplicated(history, w, to: &tree, body: bodyBytes)
+        }
+        switch added {
+        case .added(let rev):
+            newRev = rev
+        case .alreadyStored(let rev):
+            keepCarried(tree)
+            return .success(rev)  // replication is idempotent
+        case .refused(let error):
+            keepCarried(tree)  // (the tree is unchanged: every case checks before it edits)
+            return .failure(error)
         }
         tree.stem(limit: session.revsLimit)
         // (A set for the membership tests below: with many conflicting leaves an array made each write quadratic in
@@ -403,16 +213,7 @@ extension Collection {
         Self.winner(of: tree, index: &winnerIndex, live: &live)
         let winner = tree.nodes[winnerIndex]
         if let rowid {
-            for old in oldLeaves {
-                guard let i = tree.index(of: old.rev), !leafSet.contains(i) else { continue }  // still a leaf, or stemmed
-                if old.rev == oldWinner {
-                    // The winner's body is in the row (rewritten below), not in the tree.
-                    try session.archive(body: try session.fetchBody(rowid: rowid) ?? Array("{}".utf8),
-                                        of: old.rev.description, rowid: rowid)
-                } else if let body = old.body {
-                    try session.archive(body: body, of: old.rev.description, rowid: rowid)
-                }
-            }
+            try archiveReplaced(oldLeaves, tree: tree, leafSet: leafSet, oldWinner: oldWinner, rowid: rowid, session)
         }
         // The stored tree omits the old winner's body (it lives in the body column). If the old winner
         // is still a leaf but no longer wins, its body must move into the tree.
@@ -432,6 +233,124 @@ extension Collection {
         try storeTree(id: w.id, rowid: rowid, tree: tree, winnerIndex: winnerIndex, live: live, oldWinner: oldWinner,
                       winnerHasAttachments: hasAttachments, session)
         return .success(newRev)
+    }
+
+    /// What adding a write's revision to its document's tree came to.
+    private enum AddedRevision {
+        /// The tree has the new revision.
+        case added(RevID)
+        /// A replicated revision the tree already had: nothing changed.
+        case alreadyStored(RevID)
+        /// The write is refused; the tree is unchanged.
+        case refused(SetteeError)
+    }
+
+    /// A local edit: a child of `given` (nil: a new document, or a new revision on top of a deleted winner).
+    private func addEdit(of given: RevID?, _ w: RevisionWrite, to tree: inout RevTree, names: NewRevisionNames,
+                         createdRev: RevID?, chainChild: RevID?, body: [UInt8]) -> AddedRevision {
+        var parent = given
+        if parent == nil, let winner = tree.winner {
+            guard winner.deleted else { return .refused(.updateConflict) }
+            parent = winner.rev
+        }
+        if parent != nil && tree.isEmpty {
+            return .refused(w.deleted ? .missing : .updateConflict)
+        }
+        let newRev: RevID
+        if parent == nil, let createdRev {
+            newRev = createdRev
+        } else if let chainChild, parent == given {
+            newRev = chainChild
+        } else {
+            newRev = names.next(after: parent)
+        }
+        do {
+            try tree.addChild(newRev, of: parent, deleted: w.deleted, body: body)
+        } catch {
+            return .refused(.updateConflict)
+        }
+        return .added(newRev)
+    }
+
+    /// An overwrite: a child of the current winner, whatever it is (a save without a revision check).
+    private func addOverwrite(_ w: RevisionWrite, to tree: inout RevTree, names: NewRevisionNames,
+                              body: [UInt8]) -> AddedRevision {
+        let parent = tree.winner?.rev
+        let newRev = names.next(after: parent)
+        do {
+            try tree.addChild(newRev, of: parent, deleted: w.deleted, body: body)
+        } catch {
+            return .refused(.updateConflict)
+        }
+        return .added(newRev)
+    }
+
+    /// A replicated revision with its history (newest first), as `new_edits=false` stores it.
+    private func addReplicated(_ history: [RevID], _ w: RevisionWrite, to tree: inout RevTree,
+                               body: [UInt8]) -> AddedRevision {
+        guard let first = history.first else { return .refused(SetteeError(.badRequest, "Empty revision history")) }
+        do {
+            // (insert checks the history before it changes anything)
+            guard try tree.insert(path: history, deleted: w.deleted, body: body) else { return .alreadyStored(first) }
+        } catch {
+            return .refused(SetteeError(.badRequest, "Invalid revision history for \(w.id)"))
+        }
+        return .added(first)
+    }
+
+    /// The leaves before a write that it may extend: one that stops being a leaf loses its body from the row or the
+    /// tree, and keeps it in the archive instead (``archiveReplaced(_:tree:leafSet:oldWinner:rowid:_:)``). Only the
+    /// new revision's ancestors can stop being leaves (stemming never removes a leaf): an edit's parent (the winner
+    /// for an overwrite or a re-created tombstone), a replicated revision's history. (Looking at every leaf made each
+    /// write of a document with n conflicts cost n searches.) Copy-on-write: no body is copied here.
+    private static func leaves(extendedBy mode: RevisionWrite.Mode, in tree: RevTree) -> [(rev: RevID, body: [UInt8]?)] {
+        let extended: [RevID]
+        switch mode {
+        case .edit(let parent): extended = [parent, tree.winner?.rev].compactMap { $0 }
+        case .overwrite: extended = [tree.winner?.rev].compactMap { $0 }
+        case .replicated(let history): extended = Array(history.dropFirst())
+        }
+        guard !extended.isEmpty && !tree.isEmpty else { return [] }
+        let leafIndices = Set(tree.leafIndices)
+        return extended.compactMap { rev in
+            tree.index(of: rev).flatMap { leafIndices.contains($0) ? (rev, tree.nodes[$0].body) : nil }
+        }
+    }
+
+    /// Archives the bodies of the leaves the write replaced (no longer leaves in `tree`): the old winner's from the
+    /// row, another's from the tree.
+    private func archiveReplaced(_ oldLeaves: [(rev: RevID, body: [UInt8]?)], tree: RevTree, leafSet: Set<Int>,
+                                 oldWinner: RevID?, rowid: Int64, _ session: WriteSession) throws {
+        for old in oldLeaves {
+            guard let i = tree.index(of: old.rev), !leafSet.contains(i) else { continue }  // still a leaf, or stemmed
+            if old.rev == oldWinner {
+                // The winner's body is in the row (rewritten by the caller), not in the tree.
+                try session.archive(body: try session.fetchBody(rowid: rowid) ?? Array("{}".utf8),
+                                    of: old.rev.description, rowid: rowid)
+            } else if let body = old.body {
+                try session.archive(body: body, of: old.rev.description, rowid: rowid)
+            }
+        }
+    }
+
+    /// Stores a write's attachment bodies: those in memory (bound without copying: an attachment can be tens of
+    /// megabytes) and those staged in files.
+    private func storeBlobs(of w: RevisionWrite, db: Connection) throws {
+        if !w.blobs.isEmpty {
+            try db.withStatement("INSERT OR IGNORE INTO blobs(digest, length, data, encoding) VALUES (?, ?, ?, ?)") { insert in
+                for blob in w.blobs {
+                    insert.bind(blob.digest, at: 1)
+                    insert.bind(blob.data.count, at: 2)
+                    insert.bind(w.blobEncodings[blob.digest], at: 4)
+                    try blob.data.withUnsafeBytes { bytes in
+                        insert.bindNoCopy(blob: bytes, at: 3)
+                        _ = try insert.step()
+                    }
+                    insert.reset()
+                }
+            }
+        }
+        for staged in w.stagedBlobs { try db.insertStagedBlob(staged) }
     }
 
     /// Stores the tree held in memory for a document's replicated revisions (``WriteSession/PendingTree``).
@@ -566,110 +485,6 @@ extension Collection {
         return true
     }
 
-    // MARK: Purge
-
-    /// Removes revisions for good (CouchDB's `_purge`): the given leaves and the ancestors only they had.
-    /// When no leaf remains, the document disappears entirely, from the feed too.
-    ///
-    /// - Returns: the revisions purged (leaves not found are skipped).
-    @discardableResult
-    public func purge(id: String, revisions: [RevID]) throws -> [RevID] {
-        try database.write { db in try self.applyPurge(id: id, revisions: revisions, db: db) }
-    }
-
-    /// Purges a document and its whole revision tree. Throws `.notFound` if it does not exist.
-    public func purge(id: String) throws {
-        let found: Bool = try database.write { db in
-            try self.applyPurge(id: id, revisions: nil, db: db) != []
-        }
-        if !found { throw SetteeError.missing }
-    }
-
-    func applyPurge(id: String, revisions: [RevID]?, db: Connection) throws -> [RevID] {
-        let lookup = try db.prepare("SELECT rowid, rev, tree, body FROM \(docsTable) WHERE id = ?")
-        lookup.bind(id, at: 1)
-        guard try lookup.step() else {
-            lookup.reset()
-            return []
-        }
-        let rowid = lookup.int64(0)
-        let oldWinner = RevID(lookup.string(1) ?? "")
-        var tree = try RevTree(encoded: lookup.blob(2) ?? [])
-        if let oldWinner { tree.setBody(lookup.blob(3), for: oldWinner) }
-        lookup.reset()
-        let purged = tree.purge(leaves: revisions ?? tree.leafIndices.map { tree.nodes[$0].rev })
-        guard !purged.isEmpty else { return [] }
-        let seq = Int64(database.nextSequence())
-        try purgeArchive(rowid: rowid, keeping: tree, db: db)
-        if tree.isEmpty {
-            try db.prepare("DELETE FROM \(docsTable) WHERE rowid = ?").run([.integer(rowid)])
-            try db.prepare("INSERT INTO purges(seq, collection, id) VALUES (?, ?, ?)")
-                .run([.integer(seq), .integer(self.id), .text(id)])
-            try db.prepare("DELETE FROM expiry WHERE collection = ? AND id = ?").run([.integer(self.id), .text(id)])
-        } else {
-            let winner = tree.winner!
-            let body = winner.body ?? Array("{}".utf8)
-            let flags = DocFlags(deleted: winner.deleted, liveLeaves: tree.leafIndices.filter({ !tree.nodes[$0].deleted }).count,
-                                 hasAttachments: body.containsAttachments)
-            let update = try db.prepare(
-                "UPDATE \(docsTable) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?")
-            update.bind(seq, at: 1)
-            update.bind(winner.rev.description, at: 2)
-            update.bind(flags.rawValue, at: 3)
-            update.bind(text: body, at: 4)
-            update.bind(bytes: tree.encoded(omitBodyOf: winner.rev), at: 5)
-            update.bind(rowid, at: 6)
-            _ = try update.step()
-            update.reset()
-        }
-        database.noteChanges(collection: fullName, ids: [id])
-        return purged
-    }
-
-    /// Drops the archived bodies of a document's revisions that `tree` no longer holds (all of them when it is
-    /// empty), so a purged revision is gone at once; the bodies kept are linked again in order and the row's
-    /// `arch` names the newest (the row itself is deleted when the tree is empty).
-    private func purgeArchive(rowid: Int64, keeping tree: RevTree, db: Connection) throws {
-        let head = try db.prepare("SELECT arch FROM \(docsTable) WHERE rowid = ?")
-        head.bind(rowid, at: 1)
-        let first: Int64? = try head.step() && !head.isNull(0) ? head.int64(0) : nil
-        head.reset()
-        let chain = try archiveChain(from: first, of: rowid, withBodies: false, db: db)
-        guard !chain.isEmpty else { return }
-        let keep = tree.isEmpty ? [] : chain.filter { RevID($0.rev).map(tree.contains) ?? false }
-        guard keep.count != chain.count else { return }
-        let delete = try db.prepare("DELETE FROM \(archiveTable) WHERE id = ?")
-        for link in chain where !keep.contains(where: { $0.id == link.id }) { try delete.run([.integer(link.id)]) }
-        let relink = try db.prepare("UPDATE \(archiveTable) SET prev = ? WHERE id = ?")
-        for (k, link) in keep.enumerated() {
-            try relink.run([k + 1 < keep.count ? .integer(keep[k + 1].id) : .null, .integer(link.id)])
-        }
-        if !tree.isEmpty {
-            try db.prepare("UPDATE \(docsTable) SET arch = ? WHERE rowid = ?")
-                .run([keep.first.map { SQLiteValue.integer($0.id) } ?? .null, .integer(rowid)])
-        }
-    }
-
-    /// A document's archived revisions, newest first, following its chain from `head` (its row's `arch`): each
-    /// row's id, revision and (when asked) body. A link to a row of another document (none should exist) ends it.
-    func archiveChain(from head: Int64?, of rowid: Int64, withBodies: Bool,
-                      db: Connection) throws -> [(id: Int64, rev: String, body: [UInt8]?)] {
-        var out: [(id: Int64, rev: String, body: [UInt8]?)] = []
-        guard var next = head else { return out }
-        let stmt = try db.prepare(sql.archived)
-        defer { stmt.reset() }
-        var seen = Set<Int64>()
-        while seen.insert(next).inserted {
-            stmt.bind(next, at: 1)
-            guard try stmt.step(), stmt.int64(0) == rowid else { break }
-            out.append((next, stmt.string(1) ?? "", withBodies ? (stmt.blob(2) ?? Array("{}".utf8)) : nil))
-            let prev: Int64? = stmt.isNull(3) ? nil : stmt.int64(3)
-            stmt.reset()
-            guard let prev else { break }
-            next = prev
-        }
-        return out
-    }
 }
 
 extension Array where Element == UInt8 {
@@ -699,5 +514,31 @@ extension Array where Element == RevID {
         guard let first else { return true }
         for (k, rev) in enumerated() where rev.generation != first.generation - k { return false }
         return true
+    }
+}
+
+/// The id of a write's new revision: CouchDB's, from the parent, the deleted flag and the body with its attachment
+/// stubs. For an edit of a given parent (or a new document) it is computed while the body is serialized, in one
+/// pass; another parent (a tombstone re-created, an overwrite's winner) hashes the body again.
+struct NewRevisionNames {
+    private let write: RevisionWrite
+    private let givenParentRev: RevID?
+
+    /// Serializes the write's body into `body` (emptied first), naming the given parent's child on the way.
+    init(_ write: RevisionWrite, serializingInto body: inout [UInt8]) {
+        self.write = write
+        body.removeAll(keepingCapacity: true)
+        if case .edit(let parent) = write.mode {
+            givenParentRev = RevID.next(after: parent, deleted: write.deleted, body: write.body, serializingInto: &body)
+        } else {
+            givenParentRev = nil
+            JSON.object(write.body).serialize(into: &body)
+        }
+    }
+
+    /// The new revision's id as a child of `parent`.
+    func next(after parent: RevID?) -> RevID {
+        if let givenParentRev, case .edit(let given) = write.mode, given == parent { return givenParentRev }
+        return RevID.next(after: parent, deleted: write.deleted, body: write.body)
     }
 }
