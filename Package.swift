@@ -65,7 +65,11 @@ let package = Package(
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
         .target(name: "SetteeVector"),
         // The index manager (indexes follow the change feed) and the index kinds.
-        .target(name: "SetteeIndex", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"]),
+        .target(
+            name: "SetteeIndex",
+            dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         // Planner (access paths over the document and index tables), executor, result sets, live queries.
         .target(name: "SetteeQuery", dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"]),
         // The CouchDB replication protocol over an Endpoint protocol: local databases and HTTP peers.

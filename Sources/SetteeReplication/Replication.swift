@@ -379,7 +379,7 @@ final class StageTimes: Sendable {
     func dump(_ label: String) {
         guard StageTimes.enabled else { return }
         let text = totals.withLock { $0.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value.0))s/\($0.value.1)" } }
-        FileHandle.standardError.write(Data("replication \(label): \(text.joined(separator: ", "))\n".utf8))
+        Logger(label: "settee.replication").notice("replication \(label) stage times: \(text.joined(separator: ", "))")
     }
 }
 

@@ -16,7 +16,7 @@ import Testing
         "SetteeVector": [],
         "SetteeStore": ["SetteeCore", "CSQLite", "CZlib"],
         "SetteeSQLPP": ["SetteeCore"],
-        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU"],
+        "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU", "Logging"],
         "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
         "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient", "NIOCore", "NIOHTTP1", "NIOSSL", "Logging",
                               "Metrics"],

@@ -1,6 +1,7 @@
 import Foundation
-import Synchronization
+import Logging
 import SetteeCore
+import Synchronization
 
 /// Runs CouchDB's JavaScript design functions in a pool of query-server processes (`settee-js`, SpiderMonkey),
 /// speaking CouchDB's query-server protocol to them as CouchDB speaks it to `couchjs`.
@@ -60,7 +61,9 @@ public final class JavaScriptEngine: Sendable {
 
     public init(configuration: Configuration = Configuration()) {
         state = Mutex(State(configuration: configuration))
-        logSink = Mutex({ message in FileHandle.standardError.write(Data(("[js] " + message + "\n").utf8)) })
+        // CouchDB writes a design function's `log()` to the node's log at info level.
+        let logger = Logger(label: "settee.js")
+        logSink = Mutex({ message in logger.info("\(message)") })
     }
 
     public var configuration: Configuration {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SetteeCore
 import SetteeStore
 
@@ -176,7 +177,7 @@ extension ViewManager {
                 case .skipped: continue
                 case .failed(let error):
                     mapErrors += 1
-                    ViewManager.log("view \(view.name): map function threw for document \(change.docID): \(error) — skipped")
+                    ViewManager.logger.info("view \(view.name): map function threw for document \(change.docID): \(error) — skipped")
                     continue
                 }
                 for row in rows {

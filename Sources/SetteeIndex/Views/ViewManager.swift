@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SetteeCore
 import SetteeStore
 
@@ -281,9 +282,8 @@ final class ViewManager: @unchecked Sendable {
         }
     }
 
-    static func log(_ message: String) {
-        FileHandle.standardError.write(Data(("[settee] " + message + "\n").utf8))
-    }
+    /// Where a view's map and reduce failures are reported (the node's log: `settee serve --log-level/--log-format`).
+    static let logger = Logger(label: "settee.views")
 
     // MARK: Chunks
 
@@ -398,7 +398,7 @@ final class ViewManager: @unchecked Sendable {
             do {
                 reduction = .text(try ViewManager.reduceRows(rows, reduce).jsonString)
             } catch {
-                ViewManager.log("view \(view.name): reduce function threw: \(error) — reduced at query time instead")
+                ViewManager.logger.warning("view \(view.name): reduce function threw: \(error) — reduced at query time instead")
             }
         }
         let insert = try db.prepare("INSERT INTO \(view.chunks)(skey, sdoc, count, reduction, fkey, fdoc, fk, lkey, ldoc, lk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
