@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import SetteeCore
 import SetteeIndex
+import SetteeReplication
 
 /// An error rendered as CouchDB renders errors: a status and `{"error": …, "reason": …}`.
 struct CouchError: Error, Sendable {
@@ -70,10 +71,25 @@ struct CouchError: Error, Sendable {
         if let e = error as? CouchError { return e }
         if let e = error as? SetteeError { return from(e) }
         if let e = error as? JavaScriptError { return from(e) }
+        if let e = error as? ReplicationError { return from(e) }
         if let e = error as? MangoError { return CouchError(HTTPResponse.Status(code: e.status), e.error, e.reason) }
         if error is JSONError { return badRequest("invalid UTF-8 JSON") }
         if let e = error as? HTTPError, e.status == .contentTooLarge { return tooLarge }
         return CouchError(.internalServerError, "internal_server_error", "\(error)")
+    }
+
+    /// A replication's failure as `_replicate` answers it (CouchDB's statuses: a peer that can't be reached or
+    /// opened is `db_not_found`, a peer's failure a 502 `replication_failed`).
+    static func from(_ e: ReplicationError) -> CouchError {
+        switch e.kind {
+        case .unauthorized: return CouchError(.unauthorized, "unauthorized", e.message)
+        case .forbidden: return CouchError(.forbidden, "forbidden", e.message)
+        case .notFound, .unreachable: return CouchError(.notFound, "db_not_found", "could not open: \(e.message)")
+        case .badRequest, .unsupported: return CouchError(.badRequest, "bad_request", e.message)
+        case .transient, .cancelled: return CouchError(.badGateway, "replication_failed", e.message)
+        case .tls: return CouchError(.badGateway, "tls_error", e.message)
+        case .local: return CouchError(.internalServerError, "replication_failed", e.message)
+        }
     }
 
     /// The error as a per-document result row (`_bulk_docs`).

@@ -153,15 +153,7 @@ extension ReplicationManager {
                 if let reason { body["_replication_state_reason"] = .string(reason) } else {
                     body.removeValue(forKey: "_replication_state_reason")
                 }
-                if let s = stats {
-                    body["_replication_stats"] = [
-                        "revisions_checked": .int(Int64(s.revisionsChecked)),
-                        "missing_revisions_found": .int(Int64(s.missingRevisionsFound)),
-                        "docs_read": .int(Int64(s.docsRead)), "docs_written": .int(Int64(s.docsWritten)),
-                        "doc_write_failures": .int(Int64(s.docWriteFailures)),
-                        "checkpointed_source_seq": s.checkpointedSourceSeq,
-                    ]
-                }
+                if let s = stats { body["_replication_stats"] = .object(s.couchStats()) }
                 let outcome = try collection.write([RevisionWrite(id: docID, body: body, mode: .edit(parent: record.revID))])
                 if case .failure(let e) = outcome[0] {
                     if e.code == .conflict { continue }
