@@ -179,16 +179,84 @@ extension Database {
 
     /// Runs blocking store work off the caller's executor (on a dispatch queue) and returns its result.
     /// The server uses this so SQLite is never called on an event loop or the cooperative pool.
+    ///
+    /// At most ``offloadWidth`` calls run at once, process-wide; the others wait, first come first served, as
+    /// suspended tasks that hold no thread. (Writes block their thread until their group commit, so without a
+    /// bound a burst of writers grew the dispatch pool by a thread each, up to its limit of 255.)
     public static func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
+        await offloadGate.enter()
+        return try await withCheckedThrowingContinuation { continuation in
             offloadQueue.async {
-                continuation.resume(with: Result { try work() })
+                let result = Result { try work() }
+                offloadGate.leave()
+                continuation.resume(with: result)
             }
         }
     }
 
+    /// How many ``offload(_:)`` calls run at once: enough for a group commit to gather many writers' documents.
+    public static let offloadWidth = 64
+
     static let offloadQueue = DispatchQueue(label: "settee.store", qos: .userInitiated, attributes: .concurrent)
+    static let offloadGate = OffloadGate(width: offloadWidth)
 }
+
+/// A counting gate for async callers: `enter` takes a slot or suspends (holding no thread) until one is free;
+/// `leave` hands the slot to the longest waiter.
+final class OffloadGate: Sendable {
+    private struct State {
+        var available: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var head = 0  // waiters before it were resumed (compacted when half the array is spent)
+        var running = 0
+        var peak = 0
+
+        mutating func take() -> Bool {
+            guard available > 0 else { return false }
+            available -= 1
+            running += 1
+            peak = max(peak, running)
+            return true
+        }
+    }
+    private let state: Mutex<State>
+
+    init(width: Int) { state = Mutex(State(available: width)) }
+
+    func enter() async {
+        if state.withLock({ $0.take() }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.take() { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func leave() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.head < state.waiters.count else {
+                state.available += 1
+                state.running -= 1
+                return nil
+            }
+            let next = state.waiters[state.head]
+            state.head += 1
+            if state.head * 2 >= state.waiters.count {
+                state.waiters.removeFirst(state.head)
+                state.head = 0
+            }
+            return next  // the slot passes to it: `running` stays
+        }
+        next?.resume()
+    }
+
+    /// The most calls that ran at once so far (for tests and diagnostics).
+    var peak: Int { state.withLock { $0.peak } }
+}
+
 
 /// The last count of a database's live bytes and its documents' size (``Database/sizes()``), with the sequence and time it was taken at.
 final class ActiveSizeCache: Sendable {
