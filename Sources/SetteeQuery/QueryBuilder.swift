@@ -225,23 +225,58 @@ extension Query {
     }
 }
 
-/// A query after its FROM clause (Couchbase Lite's `From`).
-// @unchecked: as `Query`, its superclass; it adds no state.
-public final class From: Query, @unchecked Sendable {
+// MARK: - Clause routers
+
+/// Query steps that can add JOIN clauses (Couchbase Lite's `JoinRouter`).
+public protocol JoinRouter: Query {}
+
+extension JoinRouter {
     /// Adds JOIN clauses.
     public func join(_ joins: any JoinProtocol...) -> Joins { builderJoin(joins) }
     /// Adds JOIN clauses.
     public func join(_ joins: [any JoinProtocol]) -> Joins { builderJoin(joins) }
+}
+
+/// Query steps that can add a WHERE clause (Couchbase Lite's `WhereRouter`).
+public protocol WhereRouter: Query {}
+
+extension WhereRouter {
     /// `WHERE expression`: only rows for which the expression is true.
     public func `where`(_ expression: any ExpressionProtocol) -> Where { builderWhere(expression) }
+}
+
+/// Query steps that can add a GROUP BY clause (Couchbase Lite's `GroupByRouter`).
+public protocol GroupByRouter: Query {}
+
+extension GroupByRouter {
     /// `GROUP BY expressions`: one row per distinct combination of values.
     public func groupBy(_ expressions: any ExpressionProtocol...) -> GroupBy { builderGroupBy(expressions) }
     /// `GROUP BY expressions`: one row per distinct combination of values.
     public func groupBy(_ expressions: [any ExpressionProtocol]) -> GroupBy { builderGroupBy(expressions) }
+}
+
+/// Query steps that can add a HAVING clause (Couchbase Lite's `HavingRouter`).
+public protocol HavingRouter: Query {}
+
+extension HavingRouter {
+    /// `HAVING expression`: only groups for which the expression is true.
+    public func having(_ expression: any ExpressionProtocol) -> Having { builderHaving(expression) }
+}
+
+/// Query steps that can add an ORDER BY clause (Couchbase Lite's `OrderByRouter`).
+public protocol OrderByRouter: Query {}
+
+extension OrderByRouter {
     /// `ORDER BY orderings`.
     public func orderBy(_ orderings: any OrderingProtocol...) -> OrderBy { builderOrderBy(orderings) }
     /// `ORDER BY orderings`.
     public func orderBy(_ orderings: [any OrderingProtocol]) -> OrderBy { builderOrderBy(orderings) }
+}
+
+/// Query steps that can add a LIMIT clause (Couchbase Lite's `LimitRouter`).
+public protocol LimitRouter: Query {}
+
+extension LimitRouter {
     /// `LIMIT limit`: at most `limit` rows.
     public func limit(_ limit: any ExpressionProtocol) -> Limit { builderLimit(limit, offset: nil) }
     /// `LIMIT limit OFFSET offset`: at most `limit` rows, after skipping `offset` rows.
@@ -249,89 +284,33 @@ public final class From: Query, @unchecked Sendable {
         builderLimit(limit, offset: offset)
     }
 }
+
+// MARK: - Clause steps
+// Each step is a query (run it, or explain it) and offers the clauses that may follow, through its routers.
+
+/// A query after its FROM clause (Couchbase Lite's `From`).
+// @unchecked: as `Query`, its superclass; it adds no state.
+public final class From: Query, JoinRouter, WhereRouter, GroupByRouter, OrderByRouter, LimitRouter, @unchecked Sendable {}
 
 /// A query after its JOIN clauses (Couchbase Lite's `Joins`).
 // @unchecked: as `Query`, its superclass; it adds no state.
-public final class Joins: Query, @unchecked Sendable {
-    /// `WHERE expression`: only rows for which the expression is true.
-    public func `where`(_ expression: any ExpressionProtocol) -> Where { builderWhere(expression) }
-    /// `GROUP BY expressions`: one row per distinct combination of values.
-    public func groupBy(_ expressions: any ExpressionProtocol...) -> GroupBy { builderGroupBy(expressions) }
-    /// `GROUP BY expressions`: one row per distinct combination of values.
-    public func groupBy(_ expressions: [any ExpressionProtocol]) -> GroupBy { builderGroupBy(expressions) }
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: any OrderingProtocol...) -> OrderBy { builderOrderBy(orderings) }
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: [any OrderingProtocol]) -> OrderBy { builderOrderBy(orderings) }
-    /// `LIMIT limit`: at most `limit` rows.
-    public func limit(_ limit: any ExpressionProtocol) -> Limit { builderLimit(limit, offset: nil) }
-    /// `LIMIT limit OFFSET offset`: at most `limit` rows, after skipping `offset` rows.
-    public func limit(_ limit: any ExpressionProtocol, offset: (any ExpressionProtocol)?) -> Limit {
-        builderLimit(limit, offset: offset)
-    }
-}
+public final class Joins: Query, WhereRouter, GroupByRouter, OrderByRouter, LimitRouter, @unchecked Sendable {}
 
 /// A query after its WHERE clause (Couchbase Lite's `Where`).
 // @unchecked: as `Query`, its superclass; it adds no state.
-public final class Where: Query, @unchecked Sendable {
-    /// `GROUP BY expressions`: one row per distinct combination of values.
-    public func groupBy(_ expressions: any ExpressionProtocol...) -> GroupBy { builderGroupBy(expressions) }
-    /// `GROUP BY expressions`: one row per distinct combination of values.
-    public func groupBy(_ expressions: [any ExpressionProtocol]) -> GroupBy { builderGroupBy(expressions) }
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: any OrderingProtocol...) -> OrderBy { builderOrderBy(orderings) }
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: [any OrderingProtocol]) -> OrderBy { builderOrderBy(orderings) }
-    /// `LIMIT limit`: at most `limit` rows.
-    public func limit(_ limit: any ExpressionProtocol) -> Limit { builderLimit(limit, offset: nil) }
-    /// `LIMIT limit OFFSET offset`: at most `limit` rows, after skipping `offset` rows.
-    public func limit(_ limit: any ExpressionProtocol, offset: (any ExpressionProtocol)?) -> Limit {
-        builderLimit(limit, offset: offset)
-    }
-}
+public final class Where: Query, GroupByRouter, OrderByRouter, LimitRouter, @unchecked Sendable {}
 
 /// A query after its GROUP BY clause (Couchbase Lite's `GroupBy`).
 // @unchecked: as `Query`, its superclass; it adds no state.
-public final class GroupBy: Query, @unchecked Sendable {
-    /// `HAVING expression`: only groups for which the expression is true.
-    public func having(_ expression: any ExpressionProtocol) -> Having { builderHaving(expression) }
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: any OrderingProtocol...) -> OrderBy { builderOrderBy(orderings) }
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: [any OrderingProtocol]) -> OrderBy { builderOrderBy(orderings) }
-    /// `LIMIT limit`: at most `limit` rows.
-    public func limit(_ limit: any ExpressionProtocol) -> Limit { builderLimit(limit, offset: nil) }
-    /// `LIMIT limit OFFSET offset`: at most `limit` rows, after skipping `offset` rows.
-    public func limit(_ limit: any ExpressionProtocol, offset: (any ExpressionProtocol)?) -> Limit {
-        builderLimit(limit, offset: offset)
-    }
-}
+public final class GroupBy: Query, HavingRouter, OrderByRouter, LimitRouter, @unchecked Sendable {}
 
 /// A query after its HAVING clause (Couchbase Lite's `Having`).
 // @unchecked: as `Query`, its superclass; it adds no state.
-public final class Having: Query, @unchecked Sendable {
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: any OrderingProtocol...) -> OrderBy { builderOrderBy(orderings) }
-    /// `ORDER BY orderings`.
-    public func orderBy(_ orderings: [any OrderingProtocol]) -> OrderBy { builderOrderBy(orderings) }
-    /// `LIMIT limit`: at most `limit` rows.
-    public func limit(_ limit: any ExpressionProtocol) -> Limit { builderLimit(limit, offset: nil) }
-    /// `LIMIT limit OFFSET offset`: at most `limit` rows, after skipping `offset` rows.
-    public func limit(_ limit: any ExpressionProtocol, offset: (any ExpressionProtocol)?) -> Limit {
-        builderLimit(limit, offset: offset)
-    }
-}
+public final class Having: Query, OrderByRouter, LimitRouter, @unchecked Sendable {}
 
 /// A query after its ORDER BY clause (Couchbase Lite's `OrderBy`).
 // @unchecked: as `Query`, its superclass; it adds no state.
-public final class OrderBy: Query, @unchecked Sendable {
-    /// `LIMIT limit`: at most `limit` rows.
-    public func limit(_ limit: any ExpressionProtocol) -> Limit { builderLimit(limit, offset: nil) }
-    /// `LIMIT limit OFFSET offset`: at most `limit` rows, after skipping `offset` rows.
-    public func limit(_ limit: any ExpressionProtocol, offset: (any ExpressionProtocol)?) -> Limit {
-        builderLimit(limit, offset: offset)
-    }
-}
+public final class OrderBy: Query, LimitRouter, @unchecked Sendable {}
 
 /// A query after its LIMIT clause (Couchbase Lite's `Limit`).
 // @unchecked: as `Query`, its superclass; it adds no state.
