@@ -39,7 +39,7 @@ extension IndexManager {
     /// ```swift
     /// let matches = try manager.withVectorIndex(info) { ivf in try ivf.search(query, k: 10, nprobes: 8) }
     /// ```
-    public func withVectorIndex<T>(_ info: IndexInfo, _ body: (IVFIndex) throws -> T) throws -> T {
+    package func withVectorIndex<T>(_ info: IndexInfo, _ body: (IVFIndex) throws -> T) throws -> T {
         let state = vectorState(info)
         state.lock.lock()
         defer { state.lock.unlock() }

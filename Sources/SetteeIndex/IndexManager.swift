@@ -426,7 +426,7 @@ public final class IndexManager: @unchecked Sendable {
     }
 
     /// The encoded keys of a document, or nil when it is not in the index (partial WHERE false, or every key MISSING).
-    public static func keys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[UInt8]?]? {
+    package static func keys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[UInt8]?]? {
         guard passes(spec, document, evaluator) else { return nil }
         return encodedKeys(spec.expressions, document, evaluator)
     }
@@ -455,12 +455,12 @@ public final class IndexManager: @unchecked Sendable {
     }
 
     /// The entries of a document in an array index: one key tuple per element reached through the path.
-    public static func arrayKeys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[[UInt8]?]] {
+    package static func arrayKeys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[[UInt8]?]] {
         arrayEntries(for: spec, document: document, evaluator: evaluator).map(\.keys)
     }
 
     /// The entries of a document in an array index with the element each came from.
-    public static func arrayEntries(for spec: IndexSpec, document: SourceDocument,
+    package static func arrayEntries(for spec: IndexSpec, document: SourceDocument,
                                     evaluator: Evaluator) -> [(keys: [[UInt8]?], element: JSON)] {
         guard passes(spec, document, evaluator) else { return [] }
         var elements: [JSON] = [document.body]
@@ -484,7 +484,7 @@ public final class IndexManager: @unchecked Sendable {
     }
 
     /// The texts of a document for a full-text index (non-strings are not indexed), or nil when it has none.
-    public static func texts(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [String?]? {
+    package static func texts(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [String?]? {
         guard passes(spec, document, evaluator) else { return nil }
         var texts: [String?] = []
         var any = false

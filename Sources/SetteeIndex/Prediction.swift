@@ -58,7 +58,7 @@ public final class Prediction: @unchecked Sendable {
     }
 
     /// The evaluator hook that calls this registry.
-    public var predictor: PredictionFunction.Predictor {
+    package var predictor: PredictionFunction.Predictor {
         { [self] name, input throws(SetteeError) in try self.predict(model: name, input: input) }
     }
 }

@@ -6,7 +6,7 @@ extension SQLExpression {
     /// // Every parameter replaced by null:
     /// e.rewritten { if case .parameter = $0 { return .literal(.null) }; return nil }
     /// ```
-    public func rewritten(_ transform: (SQLExpression) -> SQLExpression?) -> SQLExpression {
+    package func rewritten(_ transform: (SQLExpression) -> SQLExpression?) -> SQLExpression {
         if let replaced = transform(self) { return replaced }
         func r(_ x: SQLExpression) -> SQLExpression { x.rewritten(transform) }
         switch self {

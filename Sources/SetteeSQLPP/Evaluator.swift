@@ -1,18 +1,18 @@
 import SetteeCore
 
 /// A document as a query row sees it: its metadata and its (winning revision's) body.
-public struct SourceDocument: Sendable {
-    public var id: String
-    public var sequence: UInt64
-    public var revisionID: String
-    public var deleted: Bool
-    public var body: JSON
+package struct SourceDocument: Sendable {
+    package var id: String
+    package var sequence: UInt64
+    package var revisionID: String
+    package var deleted: Bool
+    package var body: JSON
     /// The document's row in its collection table (what full-text matches are keyed by); 0 when unknown.
-    public var rowid: Int64 = 0
+    package var rowid: Int64 = 0
     /// The document's expiration time, milliseconds since 1970 (`META().expiration`); nil when it has none.
-    public var expiration: Int64?
+    package var expiration: Int64?
 
-    public init(id: String, sequence: UInt64 = 0, revisionID: String = "", deleted: Bool = false, body: JSON,
+    package init(id: String, sequence: UInt64 = 0, revisionID: String = "", deleted: Bool = false, body: JSON,
                 rowid: Int64 = 0) {
         self.rowid = rowid
         self.id = id
@@ -23,7 +23,7 @@ public struct SourceDocument: Sendable {
     }
 
     /// `META().field` of this document.
-    public func meta(_ field: MetaField) -> JSON? {
+    package func meta(_ field: MetaField) -> JSON? {
         switch field {
         case .id: return .string(id)
         case .sequence: return .int(Int64(clamping: sequence))
@@ -36,26 +36,26 @@ public struct SourceDocument: Sendable {
 
 /// One row being evaluated: the documents of its data sources, bound variables, and (after GROUP BY) the
 /// rows of its group for aggregates.
-public struct Row: Sendable {
+package struct Row: Sendable {
     /// The FROM source's name (alias or collection name) and document.
-    public var primaryName: String
-    public var primary: SourceDocument?
+    package var primaryName: String
+    package var primary: SourceDocument?
     /// Joined and unnested sources: name → document (nil after an unmatched LEFT JOIN). Unnest elements are
     /// stored as documents whose `body` is the element.
-    public var others: [(name: String, document: SourceDocument?)] = []
+    package var others: [(name: String, document: SourceDocument?)] = []
     /// `ANY x IN … SATISFIES` variables.
-    public var variables: [(name: String, value: JSON?)] = []
+    package var variables: [(name: String, value: JSON?)] = []
     /// The rows of this row's group, for aggregates (set by GROUP BY, or by an aggregate query without GROUP BY).
-    public var group: [Row]?
+    package var group: [Row]?
 
-    public init(primaryName: String, primary: SourceDocument?) {
+    package init(primaryName: String, primary: SourceDocument?) {
         self.primaryName = primaryName
         self.primary = primary
     }
 
     /// The document bound to `name`, and whether `name` names a source at all.
     @inlinable
-    public func source(named name: String) -> (found: Bool, document: SourceDocument?) {
+    package func source(named name: String) -> (found: Bool, document: SourceDocument?) {
         if name == primaryName { return (true, primary) }
         for other in others where other.name == name { return (true, other.document) }
         return (false, nil)
@@ -66,34 +66,34 @@ public struct Row: Sendable {
 ///
 /// The evaluator is the reference semantics: the index manager computes index keys with it, partial indexes filter
 /// with it, and the executor applies it to every candidate row the SQLite access path returns.
-public struct Evaluator: Sendable {
+package struct Evaluator: Sendable {
     /// Values for `$name` parameters.
-    public var parameters: [String: JSON]
+    package var parameters: [String: JSON]
     /// The documents each `MATCH(index, query)` of the statement matched, with their rank (computed by the executor
     /// from the full-text index before rows are evaluated).
-    public var fullTextMatches: [FullTextSearch.Key: [Int64: Double]] = [:]
+    package var fullTextMatches: [FullTextSearch.Key: [Int64: Double]] = [:]
     /// Reads snippets and match ranges for `FTS_SNIPPET` / `FTS_MATCHES`.
-    public var fullTextDetails: FullTextSearch.DetailProvider?
+    package var fullTextDetails: FullTextSearch.DetailProvider?
     /// The distances of `APPROX_VECTOR_DISTANCE` calls (set by the executor, which can read the vector index).
-    public var vectorDistance: VectorSearch.DistanceProvider?
+    package var vectorDistance: VectorSearch.DistanceProvider?
     /// Runs `PREDICTION(model, input)` (set by the executor and the index manager from the model registry).
-    public var predictor: PredictionFunction.Predictor?
+    package var predictor: PredictionFunction.Predictor?
     /// Compares strings for `COLLATE` (set by the query executor to ICU's collation); without one, `COLLATE`
     /// compares code points, folding ASCII case for `NOCASE`.
-    public var stringCollator: StringCollator?
+    package var stringCollator: StringCollator?
 
-    public init(parameters: [String: JSON] = [:]) {
+    package init(parameters: [String: JSON] = [:]) {
         self.parameters = parameters
     }
 
     /// Evaluates `expression` against one document (index keys, partial-index conditions).
-    public func evaluate(_ expression: SQLExpression, document: SourceDocument, sourceName: String = "_") throws(SetteeError) -> JSON? {
+    package func evaluate(_ expression: SQLExpression, document: SourceDocument, sourceName: String = "_") throws(SetteeError) -> JSON? {
         try evaluate(expression, in: Row(primaryName: sourceName, primary: document))
     }
 
     /// Whether `expression` is true for the row (WHERE, ON, HAVING).
     @inlinable
-    public func isTrue(_ expression: SQLExpression, in row: Row) throws(SetteeError) -> Bool {
+    package func isTrue(_ expression: SQLExpression, in row: Row) throws(SetteeError) -> Bool {
         try Evaluator.truth(evaluate(expression, in: row)) == true
     }
 
@@ -104,7 +104,7 @@ public struct Evaluator: Sendable {
         return ValueCollation.isTruthy(value)
     }
 
-    public func evaluate(_ expression: SQLExpression, in row: Row) throws(SetteeError) -> JSON? {
+    package func evaluate(_ expression: SQLExpression, in row: Row) throws(SetteeError) -> JSON? {
         switch expression {
         case .literal(let v): return v
         case .missing: return nil
@@ -324,7 +324,7 @@ public struct Evaluator: Sendable {
 
     /// Follows a property path into a value; nil (MISSING) where a step does not exist.
     @inlinable
-    public static func walk(_ value: JSON?, _ path: ArraySlice<PathComponent>) -> JSON? {
+    package static func walk(_ value: JSON?, _ path: ArraySlice<PathComponent>) -> JSON? {
         var current = value
         for component in path {
             guard let c = current else { return nil }
@@ -398,7 +398,7 @@ public struct Evaluator: Sendable {
 
     /// Orders two ORDER BY keys: by `collation` when both are strings and the key has one, else by SQL++'s value
     /// order.
-    public func compareKeys(_ x: JSON?, _ y: JSON?, collation: StringCollation?) -> Int {
+    package func compareKeys(_ x: JSON?, _ y: JSON?, collation: StringCollation?) -> Int {
         if let collation, case .string(let s)? = x, case .string(let t)? = y {
             return collation.compare(s, t, collator: stringCollator)
         }
@@ -407,7 +407,7 @@ public struct Evaluator: Sendable {
 
     /// A comparison with SQL++'s MISSING/NULL propagation.
     @inlinable
-    public static func compare(_ op: BinaryOperator, _ x: JSON?, _ y: JSON?) -> JSON? {
+    package static func compare(_ op: BinaryOperator, _ x: JSON?, _ y: JSON?) -> JSON? {
         guard let x, let y else { return nil }
         if x.isNull || y.isNull { return .null }
         switch op {
@@ -532,7 +532,7 @@ public struct Evaluator: Sendable {
     }
 
     /// Whether `expression` contains an aggregate function call (outside any nested query).
-    public static func containsAggregate(_ expression: SQLExpression) -> Bool {
+    package static func containsAggregate(_ expression: SQLExpression) -> Bool {
         var found = false
         expression.visit { e in
             if case .function(let name, _, _) = e, FunctionLibrary.aggregates.contains(name) { found = true }
@@ -543,7 +543,7 @@ public struct Evaluator: Sendable {
 
 extension SQLExpression {
     /// Calls `body` on this expression and every sub-expression, parents first.
-    public func visit(_ body: (SQLExpression) -> Void) {
+    package func visit(_ body: (SQLExpression) -> Void) {
         body(self)
         switch self {
         case .literal, .missing, .property, .meta, .parameter, .star: break

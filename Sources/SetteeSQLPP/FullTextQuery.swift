@@ -9,7 +9,7 @@ import SetteeCore
 ///
 /// Operators are upper-case, as in SQLite. Malformed queries are a ``SetteeError`` `.queryParseError` naming the
 /// position.
-public enum FullTextQuery {
+package enum FullTextQuery {
     indirect enum Node {
         case phrase([String], prefix: Bool)
         case and(Node, Node)
@@ -26,7 +26,7 @@ public enum FullTextQuery {
     }
 
     /// The FTS5 form of `query`.
-    public static func translate(_ query: String) throws(SetteeError) -> String {
+    package static func translate(_ query: String) throws(SetteeError) -> String {
         let tokens = try tokenize(query)
         guard !tokens.isEmpty else { throw error("empty query", at: 0, query) }
         var parser = Parser(tokens: tokens, query: query)
@@ -39,7 +39,7 @@ public enum FullTextQuery {
 
     /// The query's terms, numbered left to right from 0 as Couchbase Lite numbers them (terms under NOT are left
     /// out), each in FTS5 syntax so it can be matched on its own.
-    public static func terms(_ query: String) throws(SetteeError) -> [String] {
+    package static func terms(_ query: String) throws(SetteeError) -> [String] {
         let tokens = try tokenize(query)
         var parser = Parser(tokens: tokens, query: query)
         let node = try parser.orExpression()

@@ -11,12 +11,12 @@ import SetteeCore
 /// try FunctionLibrary.call("LOWER", [.string("ABC")])   // .string("abc")
 /// try FunctionLibrary.call("ROUND", [.double(2.5)])     // .int(3)
 /// ```
-public enum FunctionLibrary {
+package enum FunctionLibrary {
     /// Upper-case names of the aggregate functions, which the evaluator computes itself.
-    public static let aggregates: Set<String> = ["AVG", "COUNT", "MIN", "MAX", "SUM"]
+    package static let aggregates: Set<String> = ["AVG", "COUNT", "MIN", "MAX", "SUM"]
 
     /// The allowed argument counts of a known scalar or aggregate function (upper-case name), or nil if unknown.
-    public static func arity(of name: String) -> ClosedRange<Int>? {
+    package static func arity(of name: String) -> ClosedRange<Int>? {
         if aggregates.contains(name) { return 1...1 }
         if let spec = table[name] { return spec.arity }
         let upper = name.uppercased()
@@ -28,7 +28,7 @@ public enum FunctionLibrary {
     ///
     /// - Throws: `queryParseError` for an unknown function, a wrong argument count or an invalid regular
     ///   expression; `internalError` when `name` is an aggregate.
-    public static func call(_ name: String, _ args: [JSON?]) throws(SetteeError) -> JSON? {
+    package static func call(_ name: String, _ args: [JSON?]) throws(SetteeError) -> JSON? {
         let spec: FunctionSpec
         if let found = table[name] {
             spec = found

@@ -6,12 +6,12 @@ import SetteeCore
 /// Numbers are encoded as IEEE doubles with the sign flipped so that byte order is numeric order (`1` and `1.0`
 /// encode the same, as they compare equal). Strings are UTF-8 with `0x00` escaped and a `0x00 0x00` terminator,
 /// so a prefix sorts first and arrays can hold them. The encoding is one-way (index keys are compared, never decoded).
-public enum KeyEncoding {
+package enum KeyEncoding {
     static let null: UInt8 = 0x01, falseTag: UInt8 = 0x02, trueTag: UInt8 = 0x03, number: UInt8 = 0x04
     static let string: UInt8 = 0x05, array: UInt8 = 0x06, object: UInt8 = 0x07
 
     /// The encoding of a present value; nil for MISSING.
-    public static func encode(_ value: JSON?) -> [UInt8]? {
+    package static func encode(_ value: JSON?) -> [UInt8]? {
         guard let value else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(16)
@@ -20,10 +20,10 @@ public enum KeyEncoding {
     }
 
     /// The smallest key above every null: `key > nullKey` means "a non-null value".
-    public static let nullKey: [UInt8] = [null]
+    package static let nullKey: [UInt8] = [null]
 
     /// Keys of strings starting with `prefix` are in `[lower, upper)`; nil upper when unbounded.
-    public static func prefixRange(_ prefix: String) -> (lower: [UInt8], upper: [UInt8]) {
+    package static func prefixRange(_ prefix: String) -> (lower: [UInt8], upper: [UInt8]) {
         var lower: [UInt8] = [string]
         for b in prefix.utf8 {
             if b == 0 { lower.append(0); lower.append(0xFF) } else { lower.append(b) }
@@ -66,7 +66,7 @@ public enum KeyEncoding {
     }
 
     /// Appends a number's encoding (tag and 8 bytes): shared with the view-key collation.
-    public static func appendNumber(_ d: Double, to out: inout [UInt8]) {
+    package static func appendNumber(_ d: Double, to out: inout [UInt8]) {
         out.append(number)
         let value = d == 0 ? 0.0 : d  // -0.0 == 0.0
         var bits = value.bitPattern

@@ -9,15 +9,15 @@ import SetteeCore
 ///
 /// Errors are ``SetteeError`` `.queryParseError` naming the problem and its line, column and byte offset.
 /// Unknown functions are rejected here, so a bad query never reaches storage.
-public struct SQLPPParser {
+package struct SQLPPParser {
     private let tokens: [Token]
     private let bytes: [UInt8]
     private var position = 0
 
     /// Statements longer than this are rejected (a query is code, not data).
-    public static let maximumLength = 1 << 20
+    package static let maximumLength = 1 << 20
     /// Nesting deeper than this is rejected instead of exhausting the stack.
-    public static let maximumDepth = 200
+    package static let maximumDepth = 200
     private var depth = 0
 
     private init(_ text: String) throws(SetteeError) {
@@ -30,7 +30,7 @@ public struct SQLPPParser {
     }
 
     /// Parses a whole `SELECT` statement.
-    public static func parseSelect(_ text: String) throws(SetteeError) -> SelectStatement {
+    package static func parseSelect(_ text: String) throws(SetteeError) -> SelectStatement {
         var parser = try SQLPPParser(text)
         let statement = try parser.selectStatement()
         if parser.peekSymbol(";") { parser.position += 1 }
@@ -39,7 +39,7 @@ public struct SQLPPParser {
     }
 
     /// Parses one expression (index definitions, partial-index `WHERE`).
-    public static func parseExpression(_ text: String) throws(SetteeError) -> SQLExpression {
+    package static func parseExpression(_ text: String) throws(SetteeError) -> SQLExpression {
         var parser = try SQLPPParser(text)
         let expression = try parser.expression()
         try parser.expectEnd()
@@ -47,7 +47,7 @@ public struct SQLPPParser {
     }
 
     /// Parses a comma-separated list of expressions (`"type, name"`).
-    public static func parseExpressionList(_ text: String) throws(SetteeError) -> [SQLExpression] {
+    package static func parseExpressionList(_ text: String) throws(SetteeError) -> [SQLExpression] {
         var parser = try SQLPPParser(text)
         var list = [try parser.expression()]
         while parser.acceptSymbol(",") { list.append(try parser.expression()) }

@@ -1,10 +1,10 @@
 /// Which document members expressions can read — so a query or an index reads only those from storage.
-public enum PropertyUsage {
+package enum PropertyUsage {
     /// The top-level members of the documents of source `name` that `expressions` may read, resolved the way the
     /// evaluator resolves paths (a first component naming a source alias reads that source); nil when they may read
     /// the whole document (`SELECT *`, an alias on its own). Names that turn out to be `ANY` variables are included
     /// harmlessly.
-    public static func topLevelKeys(of expressions: [SQLExpression], source name: String, primary: String,
+    package static func topLevelKeys(of expressions: [SQLExpression], source name: String, primary: String,
                                     aliases: Set<String>) -> Set<String>? {
         var keys = Set<String>()
         var whole = false

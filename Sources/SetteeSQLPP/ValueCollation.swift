@@ -6,10 +6,10 @@ import SetteeCore
 /// MISSING < null < false < true < numbers < strings < arrays < objects. Numbers compare numerically
 /// (`1 = 1.0`), strings by Unicode code point (UTF-8 bytes), arrays element by element then by length,
 /// objects by member count, then sorted keys, then values.
-public enum ValueCollation {
+package enum ValueCollation {
     /// The rank of a value's type in the collation order.
     @inlinable
-    public static func typeRank(_ value: JSON?) -> Int {
+    package static func typeRank(_ value: JSON?) -> Int {
         guard let value else { return 0 }
         switch value {
         case .null: return 1
@@ -23,7 +23,7 @@ public enum ValueCollation {
     }
 
     /// Total order over values (MISSING first): negative, zero or positive.
-    public static func compare(_ a: JSON?, _ b: JSON?) -> Int {
+    package static func compare(_ a: JSON?, _ b: JSON?) -> Int {
         let ra = typeRank(a), rb = typeRank(b)
         if ra != rb { return ra < rb ? -1 : 1 }
         guard let a, let b else { return 0 }
@@ -59,7 +59,7 @@ public enum ValueCollation {
 
     /// Code-point order (the order of UTF-8 bytes).
     @inlinable
-    public static func compareStrings(_ a: String, _ b: String) -> Int {
+    package static func compareStrings(_ a: String, _ b: String) -> Int {
         if a == b { return 0 }
         var ia = a.utf8.makeIterator(), ib = b.utf8.makeIterator()
         while true {
@@ -73,7 +73,7 @@ public enum ValueCollation {
     }
 
     /// SQL++ equality of two present values (numbers numerically, objects regardless of key order).
-    public static func equal(_ a: JSON, _ b: JSON) -> Bool {
+    package static func equal(_ a: JSON, _ b: JSON) -> Bool {
         switch (a, b) {
         case (.int(let x), .int(let y)): return x == y
         case (.string(let x), .string(let y)): return x == y
@@ -89,7 +89,7 @@ public enum ValueCollation {
     /// Truthiness in WHERE/HAVING/ON and logical operators: MISSING and null are not true; false, 0, "" and
     /// empty arrays/objects are false; everything else is true.
     @inlinable
-    public static func isTruthy(_ value: JSON?) -> Bool {
+    package static func isTruthy(_ value: JSON?) -> Bool {
         guard let value else { return false }
         switch value {
         case .null: return false
@@ -104,7 +104,7 @@ public enum ValueCollation {
 
     /// A number result: an integral value that fits in `Int64` stays an int.
     @inlinable
-    public static func number(_ d: Double) -> JSON {
+    package static func number(_ d: Double) -> JSON {
         if d.isFinite, d.rounded() == d, let i = Int64(exactly: d) { return .int(i) }
         return .double(d)
     }

@@ -6,7 +6,7 @@ extension IVFIndex {
     /// endian on every supported platform); trained, the nearest list and the encoding's code.
     ///
     /// Throws ``VectorError/dimensionMismatch(expected:got:)`` for a vector of the wrong length.
-    public func encode(_ vector: UnsafeBufferPointer<Float>) throws(VectorError) -> (list: Int, code: [UInt8]) {
+    package func encode(_ vector: UnsafeBufferPointer<Float>) throws(VectorError) -> (list: Int, code: [UInt8]) {
         let prepared = try prepare(vector)
         return prepared.withUnsafeBufferPointer { encodePrepared($0.baseAddress!) }
     }
@@ -16,7 +16,7 @@ extension IVFIndex {
     ///
     /// Throws ``VectorError/dimensionMismatch(expected:got:)`` when `vectors.count` is not a multiple of
     /// `dimensions` (got: the remainder).
-    public func encode(batch vectors: UnsafeBufferPointer<Float>, parallel: ParallelFor = ParallelLoop.serial)
+    package func encode(batch vectors: UnsafeBufferPointer<Float>, parallel: ParallelFor = ParallelLoop.serial)
         throws(VectorError) -> [(list: Int, code: [UInt8])] {
         let d = dimensions
         guard vectors.count % d == 0 else { throw .dimensionMismatch(expected: d, got: vectors.count % d) }
@@ -93,7 +93,7 @@ extension IVFIndex {
     /// Adds (or replaces) the vector for `id`.
     ///
     /// Throws ``VectorError/dimensionMismatch(expected:got:)`` for a vector of the wrong length.
-    public func add(id: Int64, vector: UnsafeBufferPointer<Float>) throws(VectorError) {
+    package func add(id: Int64, vector: UnsafeBufferPointer<Float>) throws(VectorError) {
         let (list, code) = try encode(vector)
         insert(id: id, list: list, code: code)
     }
@@ -103,7 +103,7 @@ extension IVFIndex {
     ///
     /// Throws ``VectorError/dimensionMismatch(expected:got:)`` when `vectors.count != ids.count × dimensions`
     /// (expected: `ids.count × dimensions`, got: `vectors.count`).
-    public func add(ids: [Int64], vectors: UnsafeBufferPointer<Float>,
+    package func add(ids: [Int64], vectors: UnsafeBufferPointer<Float>,
                     parallel: ParallelFor = ParallelLoop.serial) throws(VectorError) {
         guard vectors.count == ids.count * dimensions else {
             throw .dimensionMismatch(expected: ids.count * dimensions, got: vectors.count)
@@ -116,7 +116,7 @@ extension IVFIndex {
     ///
     /// Throws ``VectorError/corruptParameters(_:)`` when the list is out of range (anything but 0 when untrained)
     /// or the code is not ``codeSize`` bytes.
-    public func add(id: Int64, list: Int, code: [UInt8]) throws(VectorError) {
+    package func add(id: Int64, list: Int, code: [UInt8]) throws(VectorError) {
         let lists = isTrained ? centroidCount : 1
         guard list >= 0 && list < lists else {
             throw .corruptParameters("entry for id \(id) names list \(list) of \(lists)")
@@ -143,7 +143,7 @@ extension IVFIndex {
 
     /// Removes the vector for `id`; returns false when there was none. The list's last entry takes its slot.
     @discardableResult
-    public func remove(id: Int64) -> Bool {
+    package func remove(id: Int64) -> Bool {
         guard let location = locations.removeValue(forKey: id) else { return false }
         let list = Int(location.list), slot = Int(location.slot), size = codeSize
         let last = lists[list].ids.count - 1
@@ -165,8 +165,8 @@ extension IVFIndex {
     }
 
     /// True when the index holds a vector for `id`.
-    public func contains(id: Int64) -> Bool { locations[id] != nil }
+    package func contains(id: Int64) -> Bool { locations[id] != nil }
 
     /// How many entries each list holds (one list while untrained): shows how balanced training was.
-    public var listSizes: [Int] { lists.map(\.ids.count) }
+    package var listSizes: [Int] { lists.map(\.ids.count) }
 }

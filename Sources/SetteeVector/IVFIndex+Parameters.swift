@@ -12,7 +12,7 @@ extension IVFIndex {
     /// 2 product), bits u8, reserved u8, subquantizers u32; when trained the centroids (f32 × centroids ×
     /// dimensions), then the scalar quantizer's minimums and steps (f32 × dimensions each) or the product
     /// quantizer's codebooks (f32 × dimensions × 2^bits); finally an FNV-1a 64 checksum of all preceding bytes.
-    public func parameters() -> [UInt8] {
+    package func parameters() -> [UInt8] {
         var out = ByteWriter()
         out.bytes(Self.parametersMagic)
         out.u16(Self.parametersVersion)
@@ -50,7 +50,7 @@ extension IVFIndex {
     /// Throws ``VectorError/corruptParameters(_:)`` for bytes that are truncated, fail the checksum, come from
     /// another format version or hold non-finite values, and ``VectorError/invalidConfiguration(_:)`` for a
     /// configuration ``init(dimensions:centroids:metric:encoding:)`` would reject.
-    public convenience init(parameters: [UInt8]) throws(VectorError) {
+    package convenience init(parameters: [UInt8]) throws(VectorError) {
         guard parameters.count >= 24 + 8 else { throw .corruptParameters("only \(parameters.count) bytes") }
         var reader = ByteReader(parameters)
         guard try reader.bytes(4) == Self.parametersMagic else {

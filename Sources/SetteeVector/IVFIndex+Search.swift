@@ -7,7 +7,7 @@ extension IVFIndex {
     /// is exact, each stored vector as decoded). `filter`, when given, decides which ids may be returned; it is
     /// only asked about ids that would otherwise make the result. Throws
     /// ``VectorError/dimensionMismatch(expected:got:)`` for a query of the wrong length.
-    public func search(_ query: UnsafeBufferPointer<Float>, k: Int, nprobes: Int,
+    package func search(_ query: UnsafeBufferPointer<Float>, k: Int, nprobes: Int,
                        filter: ((Int64) -> Bool)? = nil) throws(VectorError) -> [VectorMatch] {
         let prepared = try prepare(query)
         guard k > 0, count > 0 else { return [] }
@@ -25,12 +25,12 @@ extension IVFIndex {
     /// ``search(_:k:nprobes:filter:)`` would report it — for scoring a filtered set directly.
     ///
     /// Throws ``VectorError/dimensionMismatch(expected:got:)`` for a query of the wrong length.
-    public func distance(_ query: UnsafeBufferPointer<Float>, to id: Int64) throws(VectorError) -> Float? {
+    package func distance(_ query: UnsafeBufferPointer<Float>, to id: Int64) throws(VectorError) -> Float? {
         try distances(query, to: [id])[0]
     }
 
     /// ``distance(_:to:)`` for many ids, preparing the query once; `nil` for absent ids.
-    public func distances(_ query: UnsafeBufferPointer<Float>, to ids: [Int64]) throws(VectorError) -> [Float?] {
+    package func distances(_ query: UnsafeBufferPointer<Float>, to ids: [Int64]) throws(VectorError) -> [Float?] {
         let prepared = try prepare(query)
         let scanner = QueryScanner(index: self, query: prepared)
         var contexts: [Int: QueryScanner.ListContext] = [:]

@@ -17,17 +17,17 @@
 /// concurrent `search` / `distance` calls with no mutation in flight are safe.
 // @unchecked: mutation is serialized by the owner (the index manager's VectorIndexState lock) and searches only read;
 // the lists are plain arrays so that search stays lock-free.
-public final class IVFIndex: @unchecked Sendable {
+package final class IVFIndex: @unchecked Sendable {
     /// The vector length.
-    public let dimensions: Int
+    package let dimensions: Int
     /// How many lists (coarse centroids) training creates.
-    public let centroidCount: Int
+    package let centroidCount: Int
     /// How distances are measured and reported.
-    public let metric: DistanceMetric
+    package let metric: DistanceMetric
     /// How trained lists store vectors (untrained lists always hold raw floats).
-    public let encoding: VectorEncoding
+    package let encoding: VectorEncoding
     /// True once ``train(_:iterations:seed:parallel:)`` ran (or the index was restored from parameters).
-    public internal(set) var isTrained = false
+    package internal(set) var isTrained = false
 
     /// `centroidCount × dimensions` coarse centroids once trained.
     var centroids: [Float] = []
@@ -45,16 +45,16 @@ public final class IVFIndex: @unchecked Sendable {
     }
 
     /// How many vectors the index holds.
-    public var count: Int { locations.count }
+    package var count: Int { locations.count }
 
     /// Bytes per stored entry: the raw floats when untrained or unquantized, else the quantizer's code size.
-    public var codeSize: Int { isTrained ? encoding.codeSize(dimensions: dimensions) : dimensions * 4 }
+    package var codeSize: Int { isTrained ? encoding.codeSize(dimensions: dimensions) : dimensions * 4 }
 
     /// An empty, untrained index.
     ///
     /// Throws ``VectorError/invalidConfiguration(_:)`` when `dimensions < 1`, `centroids < 1`, or `encoding` is not
     /// valid for `dimensions` (see ``VectorEncoding/validate(dimensions:)``).
-    public init(dimensions: Int, centroids: Int, metric: DistanceMetric, encoding: VectorEncoding) throws(VectorError) {
+    package init(dimensions: Int, centroids: Int, metric: DistanceMetric, encoding: VectorEncoding) throws(VectorError) {
         try encoding.validate(dimensions: dimensions)
         guard centroids >= 1 else { throw .invalidConfiguration("centroids must be at least 1, not \(centroids)") }
         self.dimensions = dimensions
@@ -76,7 +76,7 @@ public final class IVFIndex: @unchecked Sendable {
     /// than centroids. Deterministic for `seed`; `parallel` spreads the work (see ``ParallelFor``). The product
     /// quantizer trains on the residuals of the first `64 × 2^bits` (at most) sample vectors, with the same
     /// iteration cap per codebook.
-    public func train(_ sample: UnsafeBufferPointer<Float>, iterations: Int = 10, seed: UInt64 = 0x5E77EE,
+    package func train(_ sample: UnsafeBufferPointer<Float>, iterations: Int = 10, seed: UInt64 = 0x5E77EE,
                       parallel: ParallelFor = ParallelLoop.serial) throws(VectorError) {
         let d = dimensions
         guard sample.count % d == 0 else { throw .dimensionMismatch(expected: d, got: sample.count % d) }

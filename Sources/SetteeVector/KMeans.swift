@@ -7,7 +7,7 @@
 /// after the first iteration a point's nearest centroid is almost always among them (on 80,000 × 128 clustered
 /// vectors and 316 centroids the final inertia is within 0.3 % of exact Lloyd's). The work is split into fixed
 /// chunks for the caller's ``ParallelFor``, so results are identical whatever the parallel loop does.
-public enum KMeans {
+package enum KMeans {
     /// How many nearest centroids each point keeps (from the first, full assignment) as its only candidates in
     /// later iterations.
     static let candidateCount = 16
@@ -27,7 +27,7 @@ public enum KMeans {
     /// - `parallel` runs the chunks of each assignment step and of the seeding updates; pass
     ///   `{ n, body in DispatchQueue.concurrentPerform(iterations: n, execute: body) }` to use every core. The
     ///   chunks are fixed, so the result is the same for a seed whatever `parallel` does.
-    public static func train(_ data: UnsafeBufferPointer<Float>, dimensions: Int, k: Int, iterations: Int = 20,
+    package static func train(_ data: UnsafeBufferPointer<Float>, dimensions: Int, k: Int, iterations: Int = 20,
                              seed: UInt64 = 0x5E77EE,
                              parallel: ParallelFor = ParallelLoop.serial) -> [Float] {
         train(data, dimensions: dimensions, k: k, iterations: iterations, seed: seed, randomSeeds: false,

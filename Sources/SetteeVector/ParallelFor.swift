@@ -5,12 +5,12 @@
 /// `{ n, body in DispatchQueue.concurrentPerform(iterations: n, execute: body) }`. ``ParallelLoop/serial(_:_:)`` runs
 /// the calls one after another. Work is always split into the same chunks whatever the loop does, and each chunk
 /// writes only its own outputs, so results never depend on how (or whether) chunks run concurrently.
-public typealias ParallelFor = (Int, @Sendable (Int) -> Void) -> Void
+package typealias ParallelFor = (Int, @Sendable (Int) -> Void) -> Void
 
 /// Ready-made ``ParallelFor`` loops.
-public enum ParallelLoop {
+package enum ParallelLoop {
     /// Calls `body(0)`, `body(1)`, … `body(count − 1)` in order on the calling thread.
-    public static func serial(_ count: Int, _ body: @Sendable (Int) -> Void) {
+    package static func serial(_ count: Int, _ body: @Sendable (Int) -> Void) {
         for i in 0..<max(count, 0) { body(i) }
     }
 

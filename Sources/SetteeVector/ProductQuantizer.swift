@@ -3,24 +3,24 @@
 ///
 /// Distances are asymmetric: the query stays exact and is compared with each slice's centroids once, into a table;
 /// a stored vector's distance is then the sum of one table entry per slice.
-public struct ProductQuantizer: Sendable, Hashable {
+package struct ProductQuantizer: Sendable, Hashable {
     /// The vector length.
-    public let dimensions: Int
+    package let dimensions: Int
     /// How many slices (subspaces) the vector is cut into; divides `dimensions`.
-    public let subquantizers: Int
+    package let subquantizers: Int
     /// Bits per slice index: each slice has `2^bits` centroids (4…12).
-    public let bits: Int
+    package let bits: Int
     /// The codebooks, `subquantizers × 2^bits × (dimensions / subquantizers)` floats: slice-major, then centroid.
-    public let centroids: [Float]
+    package let centroids: [Float]
     /// ‖c‖² of every codebook centroid (derived from `centroids`).
     let centroidNorms: [Float]
 
     /// Floats per slice.
-    public var subDimensions: Int { dimensions / subquantizers }
+    package var subDimensions: Int { dimensions / subquantizers }
     /// Centroids per slice, `2^bits`.
-    public var centroidsPerSubquantizer: Int { 1 << bits }
+    package var centroidsPerSubquantizer: Int { 1 << bits }
     /// Bytes per encoded vector: ⌈subquantizers·bits / 8⌉.
-    public var codeSize: Int { BitPacking.byteCount(count: subquantizers, bits: bits) }
+    package var codeSize: Int { BitPacking.byteCount(count: subquantizers, bits: bits) }
 
     /// Learns the codebooks from `training` (row-major, `count × dimensions`) with one ``KMeans`` run per slice
     /// (seeded with random training slices rather than k-means++, as Faiss does).
@@ -29,7 +29,7 @@ public struct ProductQuantizer: Sendable, Hashable {
     /// a multiple of `dimensions` (preconditions). With fewer training vectors than `2^bits` the codebooks repeat
     /// the training slices. Deterministic for `seed`; `parallel` as in
     /// ``KMeans/train(_:dimensions:k:iterations:seed:parallel:)``.
-    public init(dimensions: Int, subquantizers: Int, bits: Int, training: UnsafeBufferPointer<Float>,
+    package init(dimensions: Int, subquantizers: Int, bits: Int, training: UnsafeBufferPointer<Float>,
                 iterations: Int = 10, seed: UInt64 = 0x5E77EE, parallel: ParallelFor = ParallelLoop.serial) {
         precondition((try? VectorEncoding.productQuantizer(subquantizers: subquantizers, bits: bits)
             .validate(dimensions: dimensions)) != nil, "ProductQuantizer: invalid configuration")
@@ -57,7 +57,7 @@ public struct ProductQuantizer: Sendable, Hashable {
     ///
     /// Contract: a valid configuration and `centroids.count == subquantizers · 2^bits · dimensions/subquantizers`
     /// (preconditions — validate untrusted input first).
-    public init(dimensions: Int, subquantizers: Int, bits: Int, centroids: [Float]) {
+    package init(dimensions: Int, subquantizers: Int, bits: Int, centroids: [Float]) {
         precondition(subquantizers >= 1 && dimensions % subquantizers == 0
             && VectorEncoding.productQuantizerBits.contains(bits), "ProductQuantizer: invalid configuration")
         precondition(centroids.count == dimensions << bits, "ProductQuantizer: codebook size")
@@ -72,7 +72,7 @@ public struct ProductQuantizer: Sendable, Hashable {
     }
 
     /// Encodes the `dimensions` floats at `v` into `codeSize` bytes at `code`: per slice, the nearest centroid.
-    public func encode(_ v: UnsafePointer<Float>, into code: UnsafeMutablePointer<UInt8>) {
+    package func encode(_ v: UnsafePointer<Float>, into code: UnsafeMutablePointer<UInt8>) {
         let sub = subDimensions, ksub = centroidsPerSubquantizer
         code.update(repeating: 0, count: codeSize)
         centroids.withUnsafeBufferPointer { cb in
@@ -87,7 +87,7 @@ public struct ProductQuantizer: Sendable, Hashable {
     }
 
     /// Decodes `codeSize` bytes at `code` into `dimensions` floats at `v`: the chosen centroid of every slice.
-    public func decode(_ code: UnsafePointer<UInt8>, into v: UnsafeMutablePointer<Float>) {
+    package func decode(_ code: UnsafePointer<UInt8>, into v: UnsafeMutablePointer<Float>) {
         let sub = subDimensions, ksub = centroidsPerSubquantizer
         centroids.withUnsafeBufferPointer { cb in
             for s in 0..<subquantizers {

@@ -3,18 +3,18 @@
 ///
 /// Decoding gives `minᵢ + codeᵢ·stepᵢ` with `stepᵢ = (maxᵢ − minᵢ) / (2^bits − 1)`, so a value inside the trained
 /// range comes back within `stepᵢ / 2` (plus float rounding); values outside it are clamped to the range first.
-public struct ScalarQuantizer: Sendable, Hashable {
+package struct ScalarQuantizer: Sendable, Hashable {
     /// The vector length.
-    public let dimensions: Int
+    package let dimensions: Int
     /// Bits per dimension: 4, 6 or 8.
-    public let bits: Int
+    package let bits: Int
     /// Per dimension: the value level 0 stands for (the training minimum).
-    public let minimums: [Float]
+    package let minimums: [Float]
     /// Per dimension: the distance between adjacent levels (0 for a dimension that was constant in training).
-    public let steps: [Float]
+    package let steps: [Float]
 
     /// Bytes per encoded vector: ⌈dimensions·bits / 8⌉.
-    public var codeSize: Int { BitPacking.byteCount(count: dimensions, bits: bits) }
+    package var codeSize: Int { BitPacking.byteCount(count: dimensions, bits: bits) }
 
     /// The highest level, `2^bits − 1`.
     var maxLevel: Int { (1 << bits) - 1 }
@@ -23,7 +23,7 @@ public struct ScalarQuantizer: Sendable, Hashable {
     ///
     /// Contract: `bits` is 4, 6 or 8 and `training.count` is a multiple of `dimensions ≥ 1` (preconditions). A
     /// dimension with no finite training value gets the range [0, 0].
-    public init(dimensions: Int, bits: Int, training: UnsafeBufferPointer<Float>) {
+    package init(dimensions: Int, bits: Int, training: UnsafeBufferPointer<Float>) {
         precondition(dimensions >= 1 && VectorEncoding.scalarQuantizerBits.contains(bits),
                      "ScalarQuantizer: bits must be 4, 6 or 8")
         precondition(training.count % dimensions == 0, "ScalarQuantizer: training is not a whole number of vectors")
@@ -54,7 +54,7 @@ public struct ScalarQuantizer: Sendable, Hashable {
     ///
     /// Contract: `bits` is 4, 6 or 8; `minimums` and `steps` have `dimensions` finite entries, steps ≥ 0
     /// (preconditions — validate untrusted input first).
-    public init(dimensions: Int, bits: Int, minimums: [Float], steps: [Float]) {
+    package init(dimensions: Int, bits: Int, minimums: [Float], steps: [Float]) {
         precondition(dimensions >= 1 && VectorEncoding.scalarQuantizerBits.contains(bits),
                      "ScalarQuantizer: bits must be 4, 6 or 8")
         precondition(minimums.count == dimensions && steps.count == dimensions, "ScalarQuantizer: range count")
@@ -75,7 +75,7 @@ public struct ScalarQuantizer: Sendable, Hashable {
     }
 
     /// Encodes the `dimensions` floats at `v` into `codeSize` bytes at `code`.
-    public func encode(_ v: UnsafePointer<Float>, into code: UnsafeMutablePointer<UInt8>) {
+    package func encode(_ v: UnsafePointer<Float>, into code: UnsafeMutablePointer<UInt8>) {
         if bits == 8 {
             for t in 0..<dimensions { code[t] = UInt8(truncatingIfNeeded: level(v[t], t)) }
             return
@@ -85,7 +85,7 @@ public struct ScalarQuantizer: Sendable, Hashable {
     }
 
     /// Decodes `codeSize` bytes at `code` into `dimensions` floats at `v`: `minᵢ + codeᵢ·stepᵢ`.
-    public func decode(_ code: UnsafePointer<UInt8>, into v: UnsafeMutablePointer<Float>) {
+    package func decode(_ code: UnsafePointer<UInt8>, into v: UnsafeMutablePointer<Float>) {
         levels(code, into: v)
         for t in 0..<dimensions { v[t] = minimums[t] + v[t] * steps[t] }
     }

@@ -4,18 +4,18 @@
 /// (`SIMD16<Float>`, unaligned loads), a scalar tail, and plain `acc += x * y` — never `addProduct`, which becomes a
 /// software `fmaf` call where the target has no FMA. Summation order is fixed (lane-wise, then a fixed reduction), so
 /// the same inputs always give the same bits.
-public enum VectorDistance {
+package enum VectorDistance {
     /// Σ (aᵢ − bᵢ)² over `count` floats (SIMD).
     ///
     /// Contract: `a` and `b` each point at `count` readable floats (any alignment); `count ≥ 0` (0 gives 0).
-    public static func euclideanSquared(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) -> Float {
+    package static func euclideanSquared(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) -> Float {
         l2Squared(a, b, count)
     }
 
     /// Σ aᵢbᵢ over `count` floats (SIMD).
     ///
     /// Contract: `a` and `b` each point at `count` readable floats (any alignment); `count ≥ 0` (0 gives 0).
-    public static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) -> Float {
+    package static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) -> Float {
         innerProduct(a, b, count)
     }
 
@@ -24,7 +24,7 @@ public enum VectorDistance {
     ///
     /// Contract: `a.count == b.count` (a precondition — check dimensions before calling). Cosine is clamped to
     /// `0...2` so rounding never yields a slightly negative distance for identical directions.
-    public static func distance(_ metric: DistanceMetric, _ a: [Float], _ b: [Float]) -> Float {
+    package static func distance(_ metric: DistanceMetric, _ a: [Float], _ b: [Float]) -> Float {
         precondition(a.count == b.count, "VectorDistance.distance: \(a.count) vs \(b.count) dimensions")
         return a.withUnsafeBufferPointer { pa in
             b.withUnsafeBufferPointer { pb in
@@ -48,7 +48,7 @@ public enum VectorDistance {
     }
 
     /// Scales `v` to unit length in place (unchanged if its norm is zero or not finite).
-    public static func normalize(_ v: inout [Float]) {
+    package static func normalize(_ v: inout [Float]) {
         let n = v.count
         v.withUnsafeMutableBufferPointer { buffer in
             guard let p = buffer.baseAddress else { return }
@@ -59,7 +59,7 @@ public enum VectorDistance {
     /// Scales the `count` floats at `v` to unit length in place (unchanged if their norm is zero or not finite).
     ///
     /// Contract: `v` points at `count` writable floats.
-    public static func normalize(_ v: UnsafeMutablePointer<Float>, count: Int) {
+    package static func normalize(_ v: UnsafeMutablePointer<Float>, count: Int) {
         let squared = innerProduct(v, v, count)
         guard squared > 0, squared.isFinite else { return }
         let scale = 1 / squared.squareRoot()
@@ -69,7 +69,7 @@ public enum VectorDistance {
     /// Σ aᵢ² over `count` floats: the squared norm.
     ///
     /// Contract: `a` points at `count` readable floats.
-    public static func squaredNorm(_ a: UnsafePointer<Float>, count: Int) -> Float {
+    package static func squaredNorm(_ a: UnsafePointer<Float>, count: Int) -> Float {
         innerProduct(a, a, count)
     }
 

@@ -1,9 +1,9 @@
 /// Lowercase hexadecimal: digests, revision ids, generated document ids and uuids.
-public enum Hex {
+package enum Hex {
     private static let digits: StaticString = "0123456789abcdef"
 
     /// `[0xde, 0xad]` → `"dead"`.
-    public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             for (i, byte) in bytes.enumerated() {
                 out[2 * i] = digits.utf8Start[Int(byte >> 4)]
@@ -14,12 +14,12 @@ public enum Hex {
     }
 
     /// `[0xde, 0xad]` → `"dead"`.
-    public static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         bytes.withUnsafeBytes { encode($0) }
     }
 
     /// `count` random bytes as `2 × count` hex characters (server-generated document ids, uuids, tokens).
-    public static func random(bytes count: Int) -> String {
+    package static func random(bytes count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         return encode((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }

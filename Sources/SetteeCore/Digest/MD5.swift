@@ -10,44 +10,44 @@
 /// hasher.update(Array("c".utf8))
 /// hasher.finalize()            // same 16 bytes as MD5.hash(Array("abc".utf8))
 /// ```
-public enum MD5 {
+package enum MD5 {
     /// The 16-byte digest of `bytes`.
-    public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var hasher = Hasher()
         hasher.update(bytes)
         return hasher.finalize()
     }
 
     /// The 16-byte digest of `bytes`.
-    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+    package static func hash(_ bytes: [UInt8]) -> [UInt8] {
         bytes.withUnsafeBytes { hash($0) }
     }
 
     /// The 16-byte digest of `bytes` (for example `string.utf8`).
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         let contiguous = bytes.withContiguousStorageIfAvailable { hash(UnsafeRawBufferPointer($0)) }
         return contiguous ?? hash(Array(bytes))
     }
 
     /// The digest of `bytes` as 32 lowercase hex characters.
-    public static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
         Hex.encode(hash(bytes))
     }
 
     /// The digest of `bytes` as 32 lowercase hex characters.
-    public static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         Hex.encode(hash(bytes))
     }
 
     /// The digest of `bytes` as 32 lowercase hex characters.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
         Hex.encode(hash(bytes))
     }
 
     /// An incremental MD5 computation: feed bytes in any number of pieces, then ``finalize()``.
     ///
     /// A value type; copying a hasher forks the computation.
-    public struct Hasher: Sendable {
+    package struct Hasher: Sendable {
         private var a: UInt32 = 0x6745_2301
         private var b: UInt32 = 0xefcd_ab89
         private var c: UInt32 = 0x98ba_dcfe
@@ -57,10 +57,10 @@ public enum MD5 {
         /// A partial 64-byte block; `length % 64` bytes of it are filled.
         private var block: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
 
-        public init() {}
+        package init() {}
 
         /// Feeds `bytes`.
-        public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        package mutating func update(_ bytes: UnsafeRawBufferPointer) {
             guard var input = bytes.baseAddress, bytes.count > 0 else { return }
             var remaining = bytes.count
             var filled = Int(length % 64)
@@ -90,12 +90,12 @@ public enum MD5 {
         }
 
         /// Feeds `bytes`.
-        public mutating func update(_ bytes: [UInt8]) {
+        package mutating func update(_ bytes: [UInt8]) {
             bytes.withUnsafeBytes { update($0) }
         }
 
         /// The 16-byte digest of everything fed so far. Does not change the hasher.
-        public func finalize() -> [UInt8] {
+        package func finalize() -> [UInt8] {
             let (a, b, c, d) = finalState()
             return [UInt8](unsafeUninitializedCapacity: 16) { out, count in
                 func put(_ word: UInt32, at base: Int) {

@@ -1,14 +1,14 @@
 /// Change-feed sequence values as clients send them (`since`, `Last-Event-ID`).
-public enum ChangeSequence {
+package enum ChangeSequence {
     /// The error for a `since` value that is not a sequence (CouchDB's wording).
-    public static let malformed = SetteeError(.badRequest, "Malformed sequence supplied in 'since' parameter.")
+    package static let malformed = SetteeError(.badRequest, "Malformed sequence supplied in 'since' parameter.")
 
     /// Parses a sequence a client sent back. Sequences are opaque to clients, so this accepts `N`, `"N"` and
     /// CouchDB-style `"N-…"` (the digits before the first non-digit), with surrounding quotes and spaces
     /// stripped; an empty value is 0.
     ///
     /// - Throws: ``SetteeError`` `.badRequest` (``malformed``) when no number can be read, or it overflows `UInt64`.
-    public static func parse(_ text: String) throws(SetteeError) -> UInt64 {
+    package static func parse(_ text: String) throws(SetteeError) -> UInt64 {
         // Strip `"` and ` ` from both ends, scalar by scalar (what Foundation's `trimmingCharacters(in:)` did).
         let scalars = text.unicodeScalars
         var lower = scalars.startIndex

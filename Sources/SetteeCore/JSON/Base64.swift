@@ -5,11 +5,11 @@
 /// Base64.decode("Zm9vYg")            // [0x66, 0x6F, 0x6F, 0x62] — padding may be left off
 /// Base64.decode("Zm9v!")             // nil
 /// ```
-public enum Base64 {
+package enum Base64 {
     private static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
     /// Encodes `bytes` with `=` padding to a multiple of four characters.
-    public static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         let outputCount = (bytes.count + 2) / 3 * 4
         if outputCount == 0 { return "" }
         let table = alphabet.utf8Start
@@ -42,7 +42,7 @@ public enum Base64 {
 
     /// Appends `bytes` in URL-safe base64 without padding (RFC 4648 §5), as cookies, JWTs and CouchDB's opaque
     /// sequences use.
-    public static func appendURLSafe(_ bytes: [UInt8], to out: inout [UInt8]) {
+    package static func appendURLSafe(_ bytes: [UInt8], to out: inout [UInt8]) {
         let table = urlAlphabet.utf8Start
         out.reserveCapacity(out.count + (bytes.count * 4 + 2) / 3)
         var i = 0
@@ -66,7 +66,7 @@ public enum Base64 {
     /// Decodes standard Base64. Padding is optional, but if present it must complete the last
     /// group of four. Returns `nil` for any character outside the alphabet (including whitespace
     /// and the URL-safe `-` and `_`), misplaced `=`, or a length no encoding produces.
-    public static func decode(_ string: String) -> [UInt8]? {
+    package static func decode(_ string: String) -> [UInt8]? {
         var utf8 = Array(string.utf8)
         // Strip padding: at most two `=`, and only if it makes a whole group of four.
         var padding = 0
