@@ -5,6 +5,7 @@
 //   http-bulk     load the `count` documents with POST /{db}/_bulk_docs, batches of 1000, over 4 connections;
 //                 also the ratio to the local (in-process) insert rate measured in the same run.
 //   http-get      GET /{db}/{id} for random ids, 16 keep-alive connections, 100k requests after a warm-up.
+//                 `--http1-channel settee|hummingbird` picks the server's HTTP/1.1 channel, to compare the two.
 //   http-changes  GET /{db}/_changes of every document in one normal response: rows/s.
 //   find          Mango: POST /{db}/_index and _find over HTTP (FindWorkload.swift).
 //
@@ -97,9 +98,11 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         let dataDir = workDir + "/http-data"
         try? FileManager.default.removeItem(atPath: dataDir)
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
-        let server = try SetteeServerProcess(binary: binary, dataDirectory: dataDir, logPath: workDir + "/http-server.log")
+        let server = try SetteeServerProcess(binary: binary, dataDirectory: dataDir, logPath: workDir + "/http-server.log",
+                                             extraArguments: http1Channel.map { ["--http1-channel", $0] } ?? [])
         self.server = server
-        info("http     server pid \(server.process.processIdentifier) on 127.0.0.1:\(server.port)")
+        info("http     server pid \(server.process.processIdentifier) on 127.0.0.1:\(server.port)"
+            + " (HTTP/1.1 channel: \(http1Channel ?? "default"))")
         defer {
             server.stop()
             try? FileManager.default.removeItem(atPath: dataDir)
@@ -386,7 +389,8 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
             info("http-get (diagnostic) client CPU per GET: \(String(format: "%.1f", (after - before) / Double(getRequests) * 1e6)) µs "
                 + "(\(String(format: "%.2f", (after - before) / t)) cores busy)")
         }
-        report(Figure(workload: "http-get", metric: "GET /db/id requests (\(clients) keep-alive connections, \(getRequests) requests)",
+        let channel = http1Channel.map { ", \($0) HTTP/1.1 channel" } ?? ""
+        report(Figure(workload: "http-get", metric: "GET /db/id requests (\(clients) keep-alive connections, \(getRequests) requests\(channel))",
                       value: Double(getRequests) / t, baseline: nil, baselineName: nil, goal: 20_000))
     }
 

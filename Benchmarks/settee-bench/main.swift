@@ -1,6 +1,6 @@
 // settee-bench: workloads measured against a baseline in the same run.
 //
-//   swift run -c release settee-bench [--json] [--count N] [workload …]
+//   swift run -c release settee-bench [--json] [--count N] [--http1-channel settee|hummingbird] [workload …]
 //   swift run -c release settee-bench scale [--counts 100000,1000000] [--out DIR] [workload …]   (ScaleMode.swift)
 //
 // Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes, find (server);
@@ -30,6 +30,17 @@ let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
 if let i = args.firstIndex(of: "--rounds"), i + 1 < args.count, let n = Int(args[i + 1]) {
     rounds = max(1, n)
+    args.removeSubrange(i...(i + 1))
+}
+/// `--http1-channel settee|hummingbird`: what serves the HTTP workloads' plain HTTP/1.1 (`settee serve`'s option of
+/// that name), so that the two can be measured side by side; nil leaves the server's default.
+var http1Channel: String?
+if let i = args.firstIndex(of: "--http1-channel"), i + 1 < args.count {
+    guard ["settee", "hummingbird"].contains(args[i + 1]) else {
+        FileHandle.standardError.write(Data("--http1-channel must be settee or hummingbird\n".utf8))
+        exit(2)
+    }
+    http1Channel = args[i + 1]
     args.removeSubrange(i...(i + 1))
 }
 

@@ -22,7 +22,8 @@ public enum SetteeServer {
     /// The Hummingbird application for a node.
     ///
     /// With ``ServerConfiguration/tlsCertificatePath`` and ``ServerConfiguration/tlsKeyPath`` it serves HTTP/1.1
-    /// over TLS, and with ``ServerConfiguration/http2`` also HTTP/2 (ALPN).
+    /// over TLS, and with ``ServerConfiguration/http2`` also HTTP/2 (ALPN); plain HTTP/1.1 is served by Settee's own
+    /// connection handling, or Hummingbird's channel (``ServerConfiguration/http1Channel``).
     ///
     /// - Throws: ``SetteeError`` `.badRequest` when no admin is configured and the host is not loopback, or when
     ///   the TLS certificate or key is missing, unreadable, not PEM, or the two do not match.
@@ -50,10 +51,16 @@ public enum SetteeServer {
             responder: responder,
             server: try tls.map {
                 config.http2 ? try .http2Upgrade(tlsConfiguration: $0, configuration: http2) : try .tls(.http1(configuration: http1), tlsConfiguration: $0)
-            } ?? HTTPServerBuilder { _ in
-                // Plain HTTP/1.1: Settee's own connection handling (see SetteeHTTP1Channel), which runs `responder`
-                // itself; the Application's responder wrapper is for the TLS and HTTP/2 channels.
-                SetteeHTTP1Channel(exchange: exchange, idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000)))
+            } ?? HTTPServerBuilder { applicationResponder in
+                switch config.http1Channel {
+                case .settee:
+                    // Plain HTTP/1.1: Settee's own connection handling (see SetteeHTTP1Channel), which runs
+                    // `responder` itself; the Application's responder wrapper is for the other channels.
+                    return SetteeHTTP1Channel(exchange: exchange, idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000)))
+                case .hummingbird:
+                    return ShutdownNoticeChannel(base: HTTP1Channel(responder: applicationResponder, configuration: http1),
+                                          notice: node.shutdownNotice)
+                }
             },
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port),
                                                     serverName: serverName,

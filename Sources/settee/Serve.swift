@@ -108,6 +108,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Let replications and peers send credentials over plain HTTP to non-loopback hosts.")
     var allowInsecureCredentials = false
     @Flag(help: "With --tls-cert: also offer HTTP/2 (negotiated by ALPN).") var http2 = false
+    @Option(help: "What serves plain HTTP/1.1 connections: settee (its own connection handling) or hummingbird (Hummingbird's channel).")
+    var http1Channel: HTTP1ChannelKind = .settee
 
     func run() async throws {
         let adminText = admin ?? ProcessInfo.processInfo.environment["SETTEE_ADMIN"]
@@ -176,6 +178,7 @@ struct Serve: AsyncParsableCommand {
         }
         config.allowInsecureCredentials = allowInsecureCredentials
         config.http2 = http2
+        config.http1Channel = http1Channel
         config.security.secureCookies = config.usesTLS
         guard let level = Logging.Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of: trace, debug, info, notice, warning, error, critical")
@@ -212,3 +215,5 @@ struct Serve: AsyncParsableCommand {
         node.closeAll()
     }
 }
+
+extension HTTP1ChannelKind: ExpressibleByArgument {}

@@ -1,6 +1,16 @@
 import Foundation
 import SetteeIndex
 
+/// The implementation of a node's plain (not TLS) HTTP/1.1 connections (``ServerConfiguration/http1Channel``).
+/// TLS and HTTP/2 connections always use Hummingbird's channels.
+public enum HTTP1ChannelKind: String, Sendable, CaseIterable {
+    /// Settee's own connection handling: NIO's request decoder, then one handler driven by a state machine that
+    /// starts one task per request and writes its encoded response in one hop (the default; faster).
+    case settee
+    /// Hummingbird's `HTTP1Channel`, as it comes: the fallback should Settee's own show a problem.
+    case hummingbird
+}
+
 /// How a Settee node serves HTTP.
 public struct ServerConfiguration: Sendable {
     /// Directory holding one SQLite file per database.
@@ -58,6 +68,9 @@ public struct ServerConfiguration: Sendable {
     public var tlsClientRootCertificatesPath: String?
     /// With TLS, also offer HTTP/2 (negotiated by ALPN; HTTP/1.1 clients are served as before) (`--http2`).
     public var http2 = false
+    /// What serves plain (not TLS) HTTP/1.1 connections (`--http1-channel`): Settee's own connection handling
+    /// (the default) or Hummingbird's channel.
+    public var http1Channel = HTTP1ChannelKind.settee
     /// PEM CA bundle the replicator verifies HTTPS peers' certificates against (`--ca-file`), instead of the
     /// system's trust store.
     public var caFile: String?
