@@ -170,16 +170,18 @@ extension Collection {
     /// and its leaves that could be their ancestors. Ids with nothing missing are omitted.
     public func revsDiff(_ request: [(id: String, revs: [RevID])]) throws -> [(id: String, diff: RevTree.RevsDiff)] {
         try database.read { db in
-            var out: [(String, RevTree.RevsDiff)] = []
-            let sql = "SELECT tree FROM \(docsTable) WHERE id = ?"
-            for (id, revs) in request {
-                let tree = try db.withStatement(sql, [.text(id)]) { stmt in
-                    try stmt.step() ? try RevTree(encoded: stmt.blob(0) ?? []) : RevTree()
+            try db.withStatement("SELECT tree FROM \(docsTable) WHERE id = ?") { stmt in
+                var out: [(String, RevTree.RevsDiff)] = []
+                for (id, revs) in request {
+                    stmt.bind(id, at: 1)
+                    var tree = RevTree()
+                    if try stmt.step() { tree = try RevTree(encoded: stmt.blob(0) ?? []) }
+                    stmt.reset()
+                    let diff = tree.revsDiff(revs)
+                    if !diff.missing.isEmpty { out.append((id, diff)) }
                 }
-                let diff = tree.revsDiff(revs)
-                if !diff.missing.isEmpty { out.append((id, diff)) }
+                return out
             }
-            return out
         }
     }
 }
