@@ -139,7 +139,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "settee-bench",
-            dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CSQLite"],
+            dependencies: ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery", "SetteeReplication", "CSQLite",
+                           .product(name: "Crypto", package: "swift-crypto")],
             path: "Benchmarks/settee-bench"
         ),
         // Fuzz targets for the parsers (JSON, SQL++, revision ids, `_revisions`, multipart, `since`). A normal build is

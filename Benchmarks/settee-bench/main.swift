@@ -6,8 +6,10 @@
 // Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes, find (server);
 // replicate, replicate-incremental (replicator); query-indexed, index-build, index-catchup, query-parse, fts-build,
 // fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views); many-dbs (1,000 databases
-// and --peer); deep (10,000 revisions and 1,000 conflicts of one document). Each prints its rate, the baseline's rate
+// and --peer); deep (10,000 revisions and 1,000 conflicts of one document); md5 (the revision-id digest against
+// swift-crypto's). Each prints its rate, the baseline's rate
 // and the ratio; `--json` prints one JSON object with every figure.
+import Crypto
 import Foundation
 import SetteeCore
 import SetteeStore
@@ -24,7 +26,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
                     "fts-build", "fts-query", "array-query", "vector", "view-build", "view-query", "view-reduce", "view-build-js",
-                    "validate-bulk", "find", "many-dbs", "deep"]
+                    "validate-bulk", "find", "many-dbs", "deep", "md5"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -262,6 +264,16 @@ if selected.contains("changes"), let c = collection {
 }
 database?.close()
 raw?.close()
+
+// md5: the revision-id digest, Settee's own MD5 (SetteeCore, dependency-free) against swift-crypto's (BoringSSL's)
+if selected.contains("md5") {
+    var ours: [UInt8] = [], theirs: [UInt8] = []
+    let tOurs = best { _ in measure { for bytes in docBytes { ours = MD5.hash(bytes) } } }
+    let tCrypto = best { _ in measure { for bytes in docBytes { theirs = Array(Insecure.MD5.hash(data: bytes)) } } }
+    precondition(ours == theirs)
+    report(Figure(workload: "md5", metric: "digests of \(avgSize)-byte documents", value: Double(count) / tOurs,
+                  baseline: Double(count) / tCrypto, baselineName: "swift-crypto Insecure.MD5", goal: nil))
+}
 
 // json
 if selected.contains("json") {

@@ -175,7 +175,16 @@ final class LiveQuery: @unchecked Sendable {
         let added = compiled.collections.map { collection in
             collection.addChangeListener(queue: queue) { [weak self] _ in self?.schedule() }
         }
-        lock.withLock { tokens += added }
+        // Stopped meanwhile (removed while the query compiled): the listeners just added go at once.
+        let unwanted = lock.withLock { () -> [ListenerToken] in
+            if stopped { return added }
+            tokens += added
+            return []
+        }
+        guard unwanted.isEmpty else {
+            unwanted.forEach { $0.remove() }
+            return
+        }
         schedule()
     }
 
