@@ -143,23 +143,25 @@ public struct QueryChange: Sendable {
 }
 
 /// Re-runs a query after commits touching its collections and reports when the rows changed.
-// @unchecked: `tokens`, `last`, `stopped`, `pending` and `query` are guarded by `lock` (`last` is touched only on
-// the serial queue).
-final class LiveQuery: @unchecked Sendable {
-    /// Held until the listener is removed, as Couchbase Lite's database keeps an active live query: an app need
-    /// not keep its `Query` for the listener to go on.
-    private var heldQuery: Query?
-    private var query: Query? { lock.withLock { heldQuery } }
+final class LiveQuery: Sendable {
+    private struct State {
+        /// Held until the listener is removed, as Couchbase Lite's database keeps an active live query: an app
+        /// need not keep its `Query` for the listener to go on.
+        var query: Query?
+        var tokens: [ListenerToken] = []
+        /// The rows last reported.
+        var last: [JSON]?
+        var stopped = false
+        /// A rerun is queued.
+        var pending = false
+    }
+    private let state: Mutex<State>
+    private var query: Query? { state.withLock { $0.query } }
     private let queue: DispatchQueue
     private let listener: @Sendable (QueryChange) -> Void
-    private var tokens: [ListenerToken] = []
-    private var last: [JSON]?
-    private var stopped = false
-    private var pending = false
-    private let lock = NSLock()
 
     init(query: Query, queue: DispatchQueue, listener: @escaping @Sendable (QueryChange) -> Void) {
-        self.heldQuery = query
+        self.state = Mutex(State(query: query))
         self.queue = queue
         self.listener = listener
     }
@@ -176,9 +178,9 @@ final class LiveQuery: @unchecked Sendable {
             collection.addChangeListener(queue: queue) { [weak self] _ in self?.schedule() }
         }
         // Stopped meanwhile (removed while the query compiled): the listeners just added go at once.
-        let unwanted = lock.withLock { () -> [ListenerToken] in
-            if stopped { return added }
-            tokens += added
+        let unwanted = state.withLock { state -> [ListenerToken] in
+            if state.stopped { return added }
+            state.tokens += added
             return []
         }
         guard unwanted.isEmpty else {
@@ -189,19 +191,19 @@ final class LiveQuery: @unchecked Sendable {
     }
 
     func stop() {
-        let removed = lock.withLock { () -> [ListenerToken] in
-            stopped = true
-            heldQuery = nil
-            defer { tokens = [] }
-            return tokens
+        let removed = state.withLock { state -> [ListenerToken] in
+            state.stopped = true
+            state.query = nil
+            defer { state.tokens = [] }
+            return state.tokens
         }
         removed.forEach { $0.remove() }
     }
 
     private func schedule() {
-        let go = lock.withLock { () -> Bool in
-            if stopped || pending { return false }
-            pending = true
+        let go = state.withLock { state -> Bool in
+            if state.stopped || state.pending { return false }
+            state.pending = true
             return true
         }
         guard go else { return }
@@ -209,15 +211,20 @@ final class LiveQuery: @unchecked Sendable {
     }
 
     private func rerun() {
-        lock.withLock { pending = false }
-        guard let query, !lock.withLock({ stopped }) else { return }
+        let query = state.withLock { state -> Query? in
+            state.pending = false
+            return state.stopped ? nil : state.query
+        }
+        guard let query else { return }
         do {
             let results = try query.execute()
             let rows = results.rows.map { JSON.object($0.jsonObject) }
-            if rows != last {
-                last = rows
-                listener(QueryChange(query: query, results: results, error: nil))
+            let changed = state.withLock { state -> Bool in
+                guard rows != state.last else { return false }
+                state.last = rows
+                return true
             }
+            if changed { listener(QueryChange(query: query, results: results, error: nil)) }
         } catch {
             listener(QueryChange(query: query, results: nil, error: error))
         }
