@@ -131,37 +131,45 @@ public struct ConnectionStatus: Sendable, Equatable {
 /// ```
 /// It is the same server `settee serve` runs (the whole CouchDB API over the served database), started on a
 /// private node whose only databases are the one given; it never closes that database.
-// @unchecked: the mutable state (`running`, `boundPort`, `identity`, `directory`, `connections`) is guarded by `lock`.
-public final class URLEndpointListener: @unchecked Sendable {
+public final class URLEndpointListener: Sendable {
     public let config: URLEndpointListenerConfiguration
-    private let lock = NSLock()
     private let executor = QueueExecutor(label: "settee.listener")
-    private var running: (group: ServiceGroup, task: Task<Void, Never>, finished: DispatchSemaphore)?
-    private var boundPort: Int?
-    private var identity: TLSIdentity?
-    private var directory: String?
-    private var connections: ConnectionCounts?
+    /// A started server: its service group, the task running it and the signal that it ended.
+    private struct Running {
+        let group: ServiceGroup
+        let task: Task<Void, Never>
+        let finished: DispatchSemaphore
+    }
+    /// What exists while the listener runs.
+    private struct State {
+        var running: Running?
+        var boundPort: Int?
+        var identity: TLSIdentity?
+        var directory: String?
+        var connections: ConnectionCounts?
+    }
+    private let state = Mutex(State())
 
     public init(config: URLEndpointListenerConfiguration) {
         self.config = config
     }
 
     /// The port listened on, while running.
-    public var port: UInt16? { lock.withLock { boundPort.map { UInt16(clamping: $0) } } }
+    public var port: UInt16? { state.withLock { $0.boundPort.map { UInt16(clamping: $0) } } }
 
     /// The connections open now, and those serving a request (zeros while stopped).
     public var status: ConnectionStatus {
-        guard let counts = lock.withLock({ connections }) else { return ConnectionStatus(connectionCount: 0, activeConnectionCount: 0) }
+        guard let counts = state.withLock({ $0.connections }) else { return ConnectionStatus(connectionCount: 0, activeConnectionCount: 0) }
         return ConnectionStatus(connectionCount: UInt64(max(counts.open, 0)), activeConnectionCount: UInt64(max(counts.active, 0)))
     }
 
     /// The TLS identity served, while running with TLS (the one given, or the self-signed one made at start).
-    public var tlsIdentity: TLSIdentity? { lock.withLock { running == nil ? nil : identity } }
+    public var tlsIdentity: TLSIdentity? { state.withLock { $0.running == nil ? nil : $0.identity } }
 
     /// The database URLs peers replicate with, while running: one per address of the interface listened on
     /// (`localhost` for every interface).
     public var urls: [URL]? {
-        guard let port = lock.withLock({ boundPort }), let database = config.collections.first?.database else { return nil }
+        guard let port = state.withLock({ $0.boundPort }), let database = config.collections.first?.database else { return nil }
         let scheme = config.disableTLS ? "http" : "https"
         let interface = config.networkInterface ?? "0.0.0.0"
         let hosts = ["0.0.0.0", "::"].contains(interface) ? ["localhost"] : [interface.contains(":") ? "[\(interface)]" : interface]
@@ -189,7 +197,7 @@ public final class URLEndpointListener: @unchecked Sendable {
     /// Starts the server and waits for its port (``start()`` is Couchbase Lite's synchronous call; an async
     /// overload would be picked in async code and break `try listener.start()` there).
     private func run() async throws {
-        guard lock.withLock({ running == nil }) else { return }
+        guard state.withLock({ $0.running == nil }) else { return }
         let databases = Set(config.collections.map { ObjectIdentifier($0.database) })
         guard databases.count == 1, let database = config.collections.first?.database else {
             throw SetteeError(.badRequest, "A listener serves the collections of exactly one database")
@@ -233,26 +241,24 @@ public final class URLEndpointListener: @unchecked Sendable {
             finished.signal()
         }
         let port = try await bound.wait()
-        lock.withLock {
-            running = (group, task, finished)
-            boundPort = port
-            self.identity = identity
-            self.directory = directory
-            connections = node.connections
+        let connections = node.connections
+        state.withLock {
+            $0 = State(running: Running(group: group, task: task, finished: finished), boundPort: port, identity: identity,
+                       directory: directory, connections: connections)
         }
     }
 
     /// Stops listening: connections close, replications through them see the peer go away. The database stays
     /// open (it is the app's).
     public func stop() {
-        let (running, directory) = lock.withLock { () -> ((group: ServiceGroup, task: Task<Void, Never>, finished: DispatchSemaphore)?, String?) in
+        let (running, directory) = state.withLock { state -> (Running?, String?) in
             defer {
-                self.running = nil
-                boundPort = nil
-                self.directory = nil
-                connections = nil
+                state.running = nil
+                state.boundPort = nil
+                state.directory = nil
+                state.connections = nil
             }
-            return (self.running, self.directory)
+            return (state.running, state.directory)
         }
         if let running {
             // In-flight requests get a second to finish; then the connections are cut (a TLS peer that keeps an
