@@ -1,7 +1,9 @@
 import Foundation
+import Logging
 import SetteeCore
 import SetteeSQLPP
 import SetteeStore
+import Synchronization
 
 /// An index as the registry holds it.
 public struct IndexInfo: Sendable, Hashable {
@@ -42,34 +44,37 @@ public struct IndexInfo: Sendable, Hashable {
 /// index's expressions (and partial `WHERE`) on the winning revision, inserts the new entries and advances the
 /// sequence — one transaction per batch. Queries catch up the indexes they use first; a background task also
 /// catches up shortly after each commit. The store never writes index tables from its own write paths.
-// @unchecked: the registry, vector states, up-to-date marks, generation and background flags are guarded by `lock`;
-// the catch-up work itself runs in the database's write transactions.
-public final class IndexManager: @unchecked Sendable {
+public final class IndexManager: Sendable {
     /// Documents per catch-up transaction.
     public static let batchSize = 5_000
     /// Delay between a commit and the background catch-up, so bursts of writes are absorbed together.
     public static let backgroundDelay: DispatchTimeInterval = .milliseconds(25)
 
     unowned let database: Database
-    let lock = NSLock()
-    private var vectorStates: [Int64: VectorIndexState] = [:]  // index id → in-memory IVF
-    private var registry: [Int64: [IndexInfo]] = [:]  // collection id → indexes
-    private var upToDate: [Int64: UInt64] = [:]       // index id → database sequence it was current at
-    private var backgroundStarted = false
-    private var _generation = 0
+    /// The manager's bookkeeping; the catch-up work itself runs in the database's write transactions.
+    private struct State {
+        var vectorStates: [Int64: VectorIndexState] = [:]  // index id → in-memory IVF
+        var registry: [Int64: [IndexInfo]] = [:]  // collection id → indexes
+        var upToDate: [Int64: UInt64] = [:]       // index id → database sequence it was current at
+        var loaded = false
+        var generation = 0
+        var backgroundStarted = false
+        var backgroundEnabled = true
+        var backgroundScheduled = false
+    }
+    private let state = Mutex(State())
 
     /// Changes whenever an index is created or dropped: cached query plans compare it.
-    public var generation: Int { lock.withLock { _generation } }
-    private var _backgroundEnabled = true
+    public var generation: Int { state.withLock { $0.generation } }
 
     /// Whether commits trigger a background catch-up (on by default). Turning it off leaves indexes to catch up
     /// when queried — benchmarks use that to time a catch-up.
     public var isBackgroundEnabled: Bool {
-        get { lock.withLock { _backgroundEnabled } }
-        set { lock.withLock { _backgroundEnabled = newValue } }
+        get { state.withLock { $0.backgroundEnabled } }
+        set { state.withLock { $0.backgroundEnabled = newValue } }
     }
-    private var backgroundScheduled = false
     private let queue = DispatchQueue(label: "settee.index-manager")
+    private static let logger = Logger(label: "settee.indexes")
 
     /// The manager of `database` (one per open database), created on first use.
     public static func shared(for database: Database) throws -> IndexManager {
@@ -78,15 +83,13 @@ public final class IndexManager: @unchecked Sendable {
         return manager
     }
 
-    private var loaded = false
-
     /// The in-memory state of a vector index (created empty, loaded on first use).
     func vectorState(_ info: IndexInfo) -> VectorIndexState {
-        lock.withLock {
-            if let state = vectorStates[info.id] { return state }
-            let state = VectorIndexState()
-            vectorStates[info.id] = state
-            return state
+        state.withLock { state in
+            if let existing = state.vectorStates[info.id] { return existing }
+            let created = VectorIndexState()
+            state.vectorStates[info.id] = created
+            return created
         }
     }
 
@@ -95,10 +98,7 @@ public final class IndexManager: @unchecked Sendable {
     }
 
     private func loadIfNeeded() throws {
-        lock.lock()
-        let done = loaded
-        lock.unlock()
-        if done { return }
+        if state.withLock({ $0.loaded }) { return }
         try database.write { db in
             try db.execute("""
                 CREATE TABLE IF NOT EXISTS indexes(
@@ -125,12 +125,12 @@ public final class IndexManager: @unchecked Sendable {
                 id: id, name: name, collectionID: cid, collectionName: collection.fullName, spec: spec, table: table,
                 sqliteIndexName: IndexInfo.sqliteIndexName(collection: collection.fullName, name: name)))
         }
-        lock.lock()
-        if !loaded {
-            self.registry = registry
-            loaded = true
+        state.withLock { state in
+            if !state.loaded {
+                state.registry = registry
+                state.loaded = true
+            }
         }
-        lock.unlock()
         startBackground()
     }
 
@@ -138,9 +138,7 @@ public final class IndexManager: @unchecked Sendable {
 
     /// The indexes of `collection`, in creation order.
     public func indexes(of collection: Collection) -> [IndexInfo] {
-        lock.lock()
-        defer { lock.unlock() }
-        return registry[collection.id] ?? []
+        state.withLock { $0.registry[collection.id] ?? [] }
     }
 
     /// Creates (and builds) the index `name` on `collection`. Creating an index that exists with the same definition
@@ -179,10 +177,10 @@ public final class IndexManager: @unchecked Sendable {
             }
             return info
         }
-        lock.lock()
-        registry[collection.id, default: []].append(info)
-        _generation += 1
-        lock.unlock()
+        state.withLock { state in
+            state.registry[collection.id, default: []].append(info)
+            state.generation += 1
+        }
         // Build now, so the index is usable when this returns (the SQLite index over the keys is created after
         // the bulk fill, which is several times faster than maintaining it row by row).
         try catchUp(info, collection: collection)
@@ -196,12 +194,12 @@ public final class IndexManager: @unchecked Sendable {
             try db.execute("DROP TABLE IF EXISTS \(info.table)")
             if info.spec.kind == .vector { try IndexManager.dropVectorTables(info, db: db) }
         }
-        lock.lock()
-        registry[collection.id]?.removeAll { $0.id == info.id }
-        upToDate[info.id] = nil
-        vectorStates[info.id] = nil
-        _generation += 1
-        lock.unlock()
+        state.withLock { state in
+            state.registry[collection.id]?.removeAll { $0.id == info.id }
+            state.upToDate[info.id] = nil
+            state.vectorStates[info.id] = nil
+            state.generation += 1
+        }
     }
 
     /// The last sequence `info` has absorbed, as stored in the registry.
@@ -235,10 +233,10 @@ public final class IndexManager: @unchecked Sendable {
     public func catchUp(_ info: IndexInfo, collection: Collection) throws {
         while true {
             let target = database.lastSequence
-            lock.lock()
-            let current = upToDate[info.id].map { $0 >= target } ?? false
-            let known = registry[info.collectionID]?.contains { $0.id == info.id } ?? false
-            lock.unlock()
+            let (current, known) = state.withLock { state in
+                (state.upToDate[info.id].map { $0 >= target } ?? false,
+                 state.registry[info.collectionID]?.contains { $0.id == info.id } ?? false)
+            }
             if current || !known { return }
             let done: Bool
             do {
@@ -253,11 +251,11 @@ public final class IndexManager: @unchecked Sendable {
             if done {
                 // Ids are never reused (AUTOINCREMENT), so a catch-up that raced with a delete cannot mark a newer
                 // index of the same name as current.
-                lock.lock()
-                if registry[info.collectionID]?.contains(where: { $0.id == info.id }) == true {
-                    upToDate[info.id] = max(upToDate[info.id] ?? 0, target)
+                state.withLock { state in
+                    if state.registry[info.collectionID]?.contains(where: { $0.id == info.id }) == true {
+                        state.upToDate[info.id] = max(state.upToDate[info.id] ?? 0, target)
+                    }
                 }
-                lock.unlock()
                 return
             }
         }
@@ -265,9 +263,7 @@ public final class IndexManager: @unchecked Sendable {
 
     /// Brings every index of every collection up to date (the background task).
     public func catchUpAll() throws {
-        lock.lock()
-        let all = registry
-        lock.unlock()
+        let all = state.withLock { $0.registry }
         guard !all.isEmpty else { return }
         let collections = try database.allCollections()
         for (cid, infos) in all {
@@ -499,10 +495,11 @@ public final class IndexManager: @unchecked Sendable {
     // MARK: Background
 
     private func startBackground() {
-        lock.lock()
-        if backgroundStarted { lock.unlock(); return }
-        backgroundStarted = true
-        lock.unlock()
+        let started = state.withLock { state in
+            defer { state.backgroundStarted = true }
+            return state.backgroundStarted
+        }
+        if started { return }
         let commits = database.commits()
         let database = self.database
         Task.detached { [weak self, weak database] in
@@ -516,17 +513,24 @@ public final class IndexManager: @unchecked Sendable {
     /// `database` is passed (and held weakly by the delayed work) so that a catch-up never outlives the database it
     /// reads: the manager itself only has an unowned reference.
     private func scheduleBackgroundCatchUp(_ database: Database) {
-        lock.lock()
-        if backgroundScheduled || !_backgroundEnabled || registry.values.allSatisfy(\.isEmpty) { lock.unlock(); return }
-        backgroundScheduled = true
-        lock.unlock()
+        let schedule = state.withLock { state -> Bool in
+            if state.backgroundScheduled || !state.backgroundEnabled || state.registry.values.allSatisfy(\.isEmpty) { return false }
+            state.backgroundScheduled = true
+            return true
+        }
+        guard schedule else { return }
         queue.asyncAfter(deadline: .now() + IndexManager.backgroundDelay) { [weak self, weak database] in
             guard let self, let database else { return }
-            self.lock.lock()
-            self.backgroundScheduled = false
-            self.lock.unlock()
+            self.state.withLock { $0.backgroundScheduled = false }
             withExtendedLifetime(database) {
-                try? self.catchUpAll()  // a closed database ends here; the next query reports errors itself
+                do {
+                    try self.catchUpAll()
+                } catch let error as SetteeError where error.code == .closed {
+                    // The database closed meanwhile: nothing to catch up.
+                } catch {
+                    // The next query catches up itself and reports the error; the log says why it is behind.
+                    IndexManager.logger.warning("background index catch-up of \(database.name) failed: \(error)")
+                }
             }
         }
     }

@@ -19,19 +19,22 @@ import Synchronization
 ///
 /// Executing never changes documents; it first brings the indexes it uses up to date with the change feed.
 // @unchecked: not final (QueryBuilder's clause classes subclass it, as Couchbase Lite's do), so the compiler can't
-// check it; `_parameters` and `listeners` are guarded by `lock`, everything else is immutable.
+// check it; its mutable state (the parameters, the live listeners) is in a Mutex, everything else is immutable.
 public class Query: @unchecked Sendable {
     public let database: Database
     /// The statement this query runs.
     public let statement: SelectStatement
     /// Values for `$name` parameters.
     public var parameters: Parameters? {
-        get { lock.withLock { _parameters } }
-        set { lock.withLock { _parameters = newValue } }
+        get { state.withLock { $0.parameters } }
+        set { state.withLock { $0.parameters = newValue } }
     }
-    private var _parameters: Parameters?
-    private let lock = NSLock()
-    private var listeners: [LiveQuery] = []
+    private struct State {
+        var parameters: Parameters?
+        /// The live queries of the listeners added, kept until each is removed.
+        var listeners: [LiveQuery] = []
+    }
+    private let state = Mutex(State())
 
     /// The SQL++ text, when the query was made from text (errors then name positions in it).
     let text: String?
@@ -75,11 +78,11 @@ public class Query: @unchecked Sendable {
     public func addChangeListener(queue: DispatchQueue? = nil,
                                   _ listener: @escaping @Sendable (QueryChange) -> Void) -> ListenerToken {
         let live = LiveQuery(query: self, queue: queue ?? DispatchQueue(label: "settee.live-query"), listener: listener)
-        lock.withLock { listeners.append(live) }
+        state.withLock { $0.listeners.append(live) }
         live.start()
         return ListenerToken { [weak self, weak live] in
             live?.stop()
-            self?.lock.withLock { self?.listeners.removeAll { $0 === live } }
+            self?.state.withLock { $0.listeners.removeAll { $0 === live } }
         }
     }
 
