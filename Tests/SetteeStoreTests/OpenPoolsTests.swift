@@ -114,6 +114,10 @@ import SetteeCore
                 group.addTask {
                     var rng = SeededGenerator(seed: UInt64(w + 1))
                     for r in 0..<rounds {
+                        // The limit is process-wide and every `Node` made by a test running in parallel sets it
+                        // back to the default: set it again before each use (it flaked on CI, with no
+                        // hibernation at all while another suite's nodes started).
+                        OpenPools.shared.setLimit(3)
                         let db = dbs[Int.random(in: 0..<dbs.count, using: &rng)]
                         let c = try db.defaultCollection()
                         let id = "w\(w)-\(r)"
