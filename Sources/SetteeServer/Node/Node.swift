@@ -8,9 +8,7 @@ import SetteeStore
 ///
 /// Databases are opened on first use and kept open; `delete` closes one before removing its files.
 /// Thread-safe.
-// @unchecked: the open databases, served databases, default collections and security objects are guarded by `lock`;
-// `replications` and `perUser` are set once at the end of `init` (they need the node) and only read afterwards.
-public final class Node: @unchecked Sendable {
+public final class Node: Sendable {
     /// The node's settings now: the start-up configuration with the config API's changes applied.
     public var configuration: ServerConfiguration { config.snapshot.server }
     /// The live settings (`/_node/{node}/_config`), persisted in `<data>/local.ini`.
@@ -53,20 +51,26 @@ public final class Node: @unchecked Sendable {
     /// Raised when the HTTP server begins its graceful shutdown: open `_changes` feeds end with their `last_seq`.
     let shutdownNotice = ShutdownNotice()
     /// Transient, persistent (`_replicator`) and peer replications.
-    private(set) var replications: ReplicationManager!
+    var replications: ReplicationManager { parts.withLock { $0!.replications } }
     /// `[couch_peruser]`: a private database per user of `_users`.
-    private(set) var perUser: PerUserDatabases!
+    var perUser: PerUserDatabases { parts.withLock { $0!.perUser } }
+    /// Set once at the end of `init` (each needs the node), only read afterwards.
+    private let parts = Mutex<(replications: ReplicationManager, perUser: PerUserDatabases)?>(nil)
 
-    private let lock = NSLock()
-    private var open: [String: Database] = [:]
-    /// Databases the node serves but does not own (``serve(_:readOnly:)``).
-    private var served: [Database] = []
-    /// The served databases peers may only read (their `_local` checkpoints aside).
-    private var servedReadOnly: Set<String> = []
-    /// The default collection of each open database (the plain `/{db}` keyspace, named by nearly every
-    /// request), kept beside it rather than made per request.
-    private var defaultCollections: [String: SetteeStore.Collection] = [:]
-    private var securityObjects: [String: SecurityObject] = [:]
+    /// The open databases and what is cached beside them. Opening, creating and deleting a database hold the lock
+    /// throughout, so two requests never open the same file twice.
+    private struct State {
+        var open: [String: Database] = [:]
+        /// Databases the node serves but does not own (``serve(_:readOnly:)``).
+        var served: [Database] = []
+        /// The served databases peers may only read (their `_local` checkpoints aside).
+        var servedReadOnly: Set<String> = []
+        /// The default collection of each open database (the plain `/{db}` keyspace, named by nearly every
+        /// request), kept beside it rather than made per request.
+        var defaultCollections: [String: SetteeStore.Collection] = [:]
+        var securityObjects: [String: SecurityObject] = [:]
+    }
+    private let state = Mutex(State())
 
     public init(configuration: ServerConfiguration) throws {
         if !FileManager.default.fileExists(atPath: configuration.dataDirectory) {
@@ -93,8 +97,8 @@ public final class Node: @unchecked Sendable {
         }
         // Bad start-up keys fail the start with a clear message.
         _ = try configuration.security.jwt.map { try JWTAuthenticator($0) }
-        replications = ReplicationManager(node: self)
-        perUser = PerUserDatabases(node: self)
+        let parts = (replications: ReplicationManager(node: self), perUser: PerUserDatabases(node: self))
+        self.parts.withLock { $0 = parts }
         applyOpenDatabaseLimit()
         AttachmentStreaming.clearStaging(self)
         if configuration.createSystemDatabases {
@@ -112,35 +116,30 @@ public final class Node: @unchecked Sendable {
 
     /// The open database `name`, opening it if needed. Throws `.notFound` ("Database does not exist.").
     public func database(_ name: String) throws -> Database {
-        lock.lock()
-        defer { lock.unlock() }
-        if let db = open[name] { return db }
-        guard Database.exists(name: name, inDirectory: configuration.dataDirectory) else {
-            throw SetteeError(.notFound, "Database does not exist.")
+        try state.withLock { s in
+            if let db = s.open[name] { return db }
+            guard Database.exists(name: name, inDirectory: configuration.dataDirectory) else {
+                throw SetteeError(.notFound, "Database does not exist.")
+            }
+            let db = try Database(name: name, config: databaseConfiguration, create: false)
+            limitPartitions(db)
+            // Keep this database's indexes current in the background from now on.
+            _ = try IndexManager.shared(for: db)
+            watchCommits(db)
+            s.open[name] = db
+            metrics.openDatabases(s.open.count)
+            return db
         }
-        let db = try Database(name: name, config: databaseConfiguration, create: false)
-        limitPartitions(db)
-        // Keep this database's indexes current in the background from now on.
-        _ = try IndexManager.shared(for: db)
-        watchCommits(db)
-        open[name] = db
-        metrics.openDatabases(open.count)
-        return db
     }
 
     /// An open database and its default collection. Throws `.notFound` if the database does not exist.
     func defaultCollection(of name: String) throws -> (Database, SetteeStore.Collection) {
-        lock.lock()
-        if let db = open[name], let collection = defaultCollections[name] {
-            lock.unlock()
-            return (db, collection)
+        if let cached = state.withLock({ s in s.open[name].flatMap { db in s.defaultCollections[name].map { (db, $0) } } }) {
+            return cached
         }
-        lock.unlock()
         let db = try database(name)
         let collection = try db.defaultCollection()
-        lock.lock()
-        if open[name] === db { defaultCollections[name] = collection }
-        lock.unlock()
+        state.withLock { s in if s.open[name] === db { s.defaultCollections[name] = collection } }
         return (db, collection)
     }
 
@@ -153,48 +152,48 @@ public final class Node: @unchecked Sendable {
         if partitioned && Node.isSystemDatabase(name) {
             throw SetteeError(.badRequest, "Cannot partition a system database")
         }
-        lock.lock()
-        defer { lock.unlock() }
-        if open[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
-            throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
+        return try state.withLock { s in
+            if s.open[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
+                throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
+            }
+            let db = try Database(name: name, config: databaseConfiguration, create: true)
+            if partitioned { try db.makePartitioned() }
+            limitPartitions(db)
+            // `_users` starts with its `_design/_auth`. A custom authentication_db gets its own a few seconds later,
+            // as CouchDB's auth cache adds it; until then only password hashing applies there.
+            if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
+            if name != UserDirectory.database && name == configuration.security.authenticationDB { scheduleAuthDesignDocument() }
+            databaseUpdates.record(name, .created)
+            watchCommits(db)
+            s.open[name] = db
+            metrics.openDatabases(s.open.count)
+            replications.databaseCreated(name)
+            if name == UserDirectory.database { perUser.refresh() }
+            return db
         }
-        let db = try Database(name: name, config: databaseConfiguration, create: true)
-        if partitioned { try db.makePartitioned() }
-        limitPartitions(db)
-        // `_users` starts with its `_design/_auth`. A custom authentication_db gets its own a few seconds later, as
-        // CouchDB's auth cache adds it; until then only password hashing applies there.
-        if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
-        if name != UserDirectory.database && name == configuration.security.authenticationDB { scheduleAuthDesignDocument() }
-        databaseUpdates.record(name, .created)
-        watchCommits(db)
-        open[name] = db
-        metrics.openDatabases(open.count)
-        replications.databaseCreated(name)
-        if name == UserDirectory.database { perUser?.refresh() }
-        return db
     }
 
     /// Whether `name` is a database served read-only (``serve(_:readOnly:)``).
     func isServedReadOnly(_ name: String) -> Bool {
-        lock.withLock { !servedReadOnly.isEmpty && servedReadOnly.contains(name) }
+        state.withLock { !$0.servedReadOnly.isEmpty && $0.servedReadOnly.contains(name) }
     }
 
     /// Closes and deletes a database. Throws `.notFound` if it does not exist.
     public func deleteDatabase(_ name: String) throws {
-        if lock.withLock({ served.contains { $0.name == name } }) {
+        if state.withLock({ $0.served.contains { $0.name == name } }) {
             throw SetteeError(.forbidden, "The database \(name) belongs to the application serving it and cannot be deleted here.")
         }
         replications.databaseDeleted(name)
         defer { if name == UserDirectory.database { perUser.refresh() } }
-        lock.lock()
-        defer { lock.unlock() }
-        if let db = open.removeValue(forKey: name) { db.close() }
-        defaultCollections[name] = nil
-        securityObjects[name] = nil
-        validation.invalidate(name)
-        try Database.delete(name: name, inDirectory: configuration.dataDirectory)
-        databaseUpdates.record(name, .deleted)
-        metrics.openDatabases(open.count)
+        try state.withLock { s in
+            if let db = s.open.removeValue(forKey: name) { db.close() }
+            s.defaultCollections[name] = nil
+            s.securityObjects[name] = nil
+            validation.invalidate(name)
+            try Database.delete(name: name, inDirectory: configuration.dataDirectory)
+            databaseUpdates.record(name, .deleted)
+            metrics.openDatabases(s.open.count)
+        }
     }
 
     /// Adds `_design/_auth` to the configured authentication database after a few seconds (when it exists and has
@@ -228,16 +227,9 @@ public final class Node: @unchecked Sendable {
 
     /// A database's `_security` object (cached; CouchDB 3's admin-only default when none was set).
     func securityObject(_ db: Database) throws -> SecurityObject {
-        lock.lock()
-        if let cached = securityObjects[db.name] {
-            lock.unlock()
-            return cached
-        }
-        lock.unlock()
+        if let cached = state.withLock({ $0.securityObjects[db.name] }) { return cached }
         let object = try db.metadata("security").map(SecurityObject.init) ?? .adminOnly
-        lock.lock()
-        securityObjects[db.name] = object
-        lock.unlock()
+        state.withLock { $0.securityObjects[db.name] = object }
         return object
     }
 
@@ -251,15 +243,13 @@ public final class Node: @unchecked Sendable {
     /// Stores a database's `_security` object.
     func setSecurityObject(_ db: Database, _ body: JSONObject) throws {
         try db.setMetadata("security", .object(body))
-        lock.lock()
-        securityObjects[db.name] = SecurityObject(.object(body))
-        lock.unlock()
+        state.withLock { $0.securityObjects[db.name] = SecurityObject(.object(body)) }
     }
 
     /// Names of every database, sorted.
     public func databaseNames() -> [String] {
         let names = Database.names(inDirectory: configuration.dataDirectory)
-        let extra = lock.withLock { served.map(\.name) }
+        let extra = state.withLock { $0.served.map(\.name) }
         return extra.isEmpty ? names : Array(Set(names + extra)).sorted()
     }
 
@@ -272,11 +262,12 @@ public final class Node: @unchecked Sendable {
     /// Closes every open database (graceful shutdown); databases given with ``serve(_:)`` stay open (their
     /// owner closes them).
     public func closeAll() {
-        lock.lock()
-        let dbs = Array(open.values).filter { db in !served.contains { $0 === db } }
-        open.removeAll()
-        defaultCollections.removeAll()
-        lock.unlock()
+        let dbs = state.withLock { s in
+            let owned = Array(s.open.values).filter { db in !s.served.contains { $0 === db } }
+            s.open.removeAll()
+            s.defaultCollections.removeAll()
+            return owned
+        }
         for db in dbs { db.close() }
     }
 
@@ -285,12 +276,12 @@ public final class Node: @unchecked Sendable {
     /// - Parameter readOnly: Callers, admins included, get at most reader access: they read documents, changes
     ///   and queries and write only `_local` (replication checkpoint) documents.
     public func serve(_ database: Database, readOnly: Bool = false) {
-        lock.lock()
-        served.append(database)
-        if readOnly { servedReadOnly.insert(database.name) }
-        open[database.name] = database
-        metrics.openDatabases(open.count)
-        lock.unlock()
+        state.withLock { s in
+            s.served.append(database)
+            if readOnly { s.servedReadOnly.insert(database.name) }
+            s.open[database.name] = database
+            metrics.openDatabases(s.open.count)
+        }
         _ = try? IndexManager.shared(for: database)
         watchCommits(database)
     }

@@ -15,11 +15,11 @@ extension ReplicationManager {
 
     func databaseDeleted(_ name: String) {
         guard name == "_replicator" else { return }
-        let (watch, docJobs) = lock.withLock {
-            let w = replicatorWatch
-            replicatorWatch = nil
-            let j = jobs.values.filter { $0.docID != nil }
-            for job in j { jobs[job.id] = nil }
+        let (watch, docJobs) = state.withLock { s in
+            let w = s.replicatorWatch
+            s.replicatorWatch = nil
+            let j = s.jobs.values.filter { $0.docID != nil }
+            for job in j { s.jobs[job.id] = nil }
             return (w, j)
         }
         watch?.cancel()
@@ -27,9 +27,9 @@ extension ReplicationManager {
     }
 
     func watchReplicatorDatabase() {
-        lock.withLock {
-            guard replicatorWatch == nil, !stopped else { return }
-            replicatorWatch = Task { [weak self] in await self?.followReplicatorDatabase() }
+        state.withLock { s in
+            guard s.replicatorWatch == nil, !s.stopped else { return }
+            s.replicatorWatch = Task { [weak self] in await self?.followReplicatorDatabase() }
         }
     }
 
@@ -61,7 +61,7 @@ extension ReplicationManager {
     func replicatorDocumentChanged(_ row: Collection.ChangeRow, _ collection: SetteeStore.Collection) async {
         let docID = row.id
         guard !docID.hasPrefix("_design/") else { return }
-        let current = lock.withLock { jobs.values.first { $0.docID == docID } }
+        let current = state.withLock { $0.jobs.values.first { $0.docID == docID } }
         // A row read before a newer write of the same document (a job's final state, written back while this pass
         // ran) is stale: the feed brings the newer revision next, so act on that one — not restart a job that has just
         // finished. (Read after `current`: a job's final state is committed before the job leaves `jobs`.)
@@ -69,7 +69,7 @@ extension ReplicationManager {
             return
         }
         guard !row.deleted, let bytes = row.body, case .object(let doc)? = try? JSON.parse(bytes) else {
-            lock.withLock { seenDocuments[docID] = nil }
+            state.withLock { $0.seenDocuments[docID] = nil }
             if let current { removeJob(current.id)?.cancel() }
             return
         }
@@ -77,9 +77,9 @@ extension ReplicationManager {
         for key in doc.keys where key.hasPrefix("_replication_") { userFields.removeValue(forKey: key) }
         // A save without `_replication_state` (a user asking to run a finished job again) counts as a change.
         let fingerprint = JSON.object(userFields).jsonString + (doc["_replication_state"] == nil ? " new" : "")
-        let seen = lock.withLock {
-            let same = seenDocuments[docID] == fingerprint
-            seenDocuments[docID] = fingerprint
+        let seen = state.withLock { s in
+            let same = s.seenDocuments[docID] == fingerprint
+            s.seenDocuments[docID] = fingerprint
             return same
         }
         if seen { return }  // only our own `_replication_*` fields changed

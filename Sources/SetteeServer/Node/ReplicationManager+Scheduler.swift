@@ -8,9 +8,9 @@ extension ReplicationManager {
     /// else it waits for a slot (``schedule()``).
     func start(_ job: Job, onEnd: (@Sendable (Result<ReplicationResult, ReplicationError>) async -> Void)? = nil) {
         job.onEnd = onEnd
-        lock.withLock {
-            jobs[job.id] = job
-            pending.append(job.id)
+        state.withLock { s in
+            s.jobs[job.id] = job
+            s.pending.append(job.id)
         }
         schedule()
     }
@@ -26,13 +26,13 @@ extension ReplicationManager {
     /// Starts waiting jobs, oldest first, while fewer than `max_jobs` run.
     func schedule() {
         let maxJobs = schedulerSettings.maxJobs
-        let ready: [Job] = lock.withLock {
-            guard !stopped else { return [] }
-            var running = jobs.values.count { $0.isRunning }
+        let ready: [Job] = state.withLock { s in
+            guard !s.stopped else { return [] }
+            var running = s.jobs.values.count { $0.isRunning }
             var out: [Job] = []
-            while running < maxJobs, !pending.isEmpty {
-                let id = pending.removeFirst()
-                guard let job = jobs[id], !job.isRunning else { continue }
+            while running < maxJobs, !s.pending.isEmpty {
+                let id = s.pending.removeFirst()
+                guard let job = s.jobs[id], !job.isRunning else { continue }
                 job.markStarted()
                 out.append(job)
                 running += 1
@@ -56,7 +56,7 @@ extension ReplicationManager {
             guard let self else { return }
             if job.endRun() {
                 // Stopped by the scheduler (its checkpoint recorded): it waits for a slot again, behind the others.
-                self.lock.withLock { if self.jobs[job.id] === job { self.pending.append(job.id) } }
+                self.state.withLock { s in if s.jobs[job.id] === job { s.pending.append(job.id) } }
                 self.schedule()
                 return
             }
@@ -65,9 +65,9 @@ extension ReplicationManager {
             await job.onEnd?(outcome)
             _ = self.removeJob(job.id, ifSame: job)
             if case .failure(let e) = outcome, e.kind != .cancelled {
-                self.lock.withLock {
-                    self.failedJobs.append((job, e, Date()))
-                    if self.failedJobs.count > 50 { self.failedJobs.removeFirst() }
+                self.state.withLock { s in
+                    s.failedJobs.append((job, e, Date()))
+                    if s.failedJobs.count > 50 { s.failedJobs.removeFirst() }
                 }
             }
             self.schedule()
@@ -87,11 +87,11 @@ extension ReplicationManager {
             let settings = schedulerSettings
             guard ContinuousClock.now - lastRotation >= settings.interval else { continue }
             lastRotation = .now
-            let victims: [Job] = lock.withLock {
-                let running = jobs.values.filter { $0.isRunning }
-                guard !pending.isEmpty, running.count >= settings.maxJobs else { return [] }
+            let victims: [Job] = state.withLock { s in
+                let running = s.jobs.values.filter { $0.isRunning }
+                guard !s.pending.isEmpty, running.count >= settings.maxJobs else { return [] }
                 let candidates = running.filter { $0.spec.continuous }.sorted { $0.startedOn < $1.startedOn }
-                return Array(candidates.prefix(min(settings.maxChurn, pending.count)))
+                return Array(candidates.prefix(min(settings.maxChurn, s.pending.count)))
             }
             for job in victims { _ = job.rotateOut() }
         }
@@ -99,7 +99,7 @@ extension ReplicationManager {
 
     /// Jobs waiting for a slot (`_scheduler/jobs` and `_scheduler/docs` list them as `pending`).
     var pendingJobs: [(id: String, docID: String?, source: String, target: String, continuous: Bool)] {
-        lock.withLock { pending.compactMap { jobs[$0] } }.filter { !$0.isRunning }.map {
+        state.withLock { s in s.pending.compactMap { s.jobs[$0] } }.filter { !$0.isRunning }.map {
             ($0.id, $0.docID, $0.replication.source.displayName, $0.replication.target.displayName, $0.spec.continuous)
         }
     }

@@ -35,7 +35,7 @@ extension ReplicationManager {
 
     /// `_active_tasks` entries for the running replications (CouchDB's fields).
     var activeTasks: [JSON] {
-        let all = lock.withLock { Array(jobs.values) }.filter(\.isRunning)
+        let all = state.withLock { Array($0.jobs.values) }.filter(\.isRunning)
         return all.map { job in
             let s = job.replication.status
             var o = job.taskFields
@@ -54,7 +54,7 @@ extension ReplicationManager {
 
     /// Jobs that stopped on an error, newest first (`_scheduler/jobs` lists them as `failed`).
     var failures: [JSON] {
-        lock.withLock { failedJobs }.reversed().map { job, error, at in
+        state.withLock { $0.failedJobs }.reversed().map { job, error, at in
             let s = job.replication.status
             var o = job.taskFields
             for (key, value) in s.couchStats(pending: true) { o[key] = value }

@@ -9,24 +9,25 @@ import Synchronization
 /// The node's replications: transient ones from `POST /_replicate`, persistent ones from documents in the
 /// `_replicator` database (restarted with the server, state written back to the document), and the continuous
 /// push and pull with each `--peer`. Every running one is listed in `_active_tasks`.
-// @unchecked: `jobs`, `pending`, the loops, `stopped`, `seenDocuments` and `failedJobs` are guarded by `lock`, which
-// the manager's extensions (the `_replicator` watcher, the scheduler) share.
-final class ReplicationManager: @unchecked Sendable {
+final class ReplicationManager: Sendable {
     unowned let node: Node
-    let lock = NSLock()
-    var jobs: [String: Job] = [:]
-    /// Scheduled jobs waiting for a slot (ids, oldest first): CouchDB's scheduler runs at most `[replicator]
-    /// max_jobs` continuous and `_replicator` jobs at once.
-    var pending: [String] = []
-    private var schedulerLoop: Task<Void, Never>?
-    var replicatorWatch: Task<Void, Never>?
-    private var peerLoop: Task<Void, Never>?
-    var stopped = false
-    /// Each `_replicator` document's content (without `_replication_*` fields) as last acted upon, so the
-    /// node's own state writes, which come back through the feed, are not acted upon again.
-    var seenDocuments: [String: String] = [:]
-    /// Jobs that stopped on an error (newest last, at most 50), for `_scheduler/jobs`.
-    var failedJobs: [(job: Job, error: ReplicationError, at: Date)] = []
+    /// The jobs and loops, shared with the manager's extensions (the `_replicator` watcher, the scheduler).
+    struct State {
+        var jobs: [String: Job] = [:]
+        /// Scheduled jobs waiting for a slot (ids, oldest first): CouchDB's scheduler runs at most `[replicator]
+        /// max_jobs` continuous and `_replicator` jobs at once.
+        var pending: [String] = []
+        var schedulerLoop: Task<Void, Never>?
+        var replicatorWatch: Task<Void, Never>?
+        var peerLoop: Task<Void, Never>?
+        var stopped = false
+        /// Each `_replicator` document's content (without `_replication_*` fields) as last acted upon, so the
+        /// node's own state writes, which come back through the feed, are not acted upon again.
+        var seenDocuments: [String: String] = [:]
+        /// Jobs that stopped on an error (newest last, at most 50), for `_scheduler/jobs`.
+        var failedJobs: [(job: Job, error: ReplicationError, at: Date)] = []
+    }
+    let state = Mutex(State())
     let logger = Logger(label: "settee.replicator")
 
     init(node: Node) {
@@ -61,14 +62,14 @@ final class ReplicationManager: @unchecked Sendable {
         let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
         let id = replication.replicationID + Self.suffix(spec)
         if spec.continuous {
-            if lock.withLock({ jobs[id] }) == nil { start(Job(id: id, docID: nil, spec: spec, replication: replication)) }
+            if state.withLock({ $0.jobs[id] }) == nil { start(Job(id: id, docID: nil, spec: spec, replication: replication)) }
             return (202, ["ok": true, "_local_id": .string(id)])
         }
         let job = Job(id: id, docID: nil, spec: spec, replication: replication)
         let run = Task { try await replication.run() }
         job.onCancel = { run.cancel() }
         job.markStarted()
-        lock.withLock { jobs[id] = job }
+        state.withLock { $0.jobs[id] = job }
         defer { _ = removeJob(id, ifSame: job) }
         do {
             let result = try await withTaskCancellationHandler {
@@ -105,10 +106,10 @@ final class ReplicationManager: @unchecked Sendable {
 
     @discardableResult
     func removeJob(_ id: String, ifSame job: Job? = nil) -> Job? {
-        lock.withLock {
-            guard let existing = jobs[id], job == nil || existing === job else { return nil }
-            jobs[id] = nil
-            pending.removeAll { $0 == id }  // (a job cancelled while it waited for a slot)
+        state.withLock { s in
+            guard let existing = s.jobs[id], job == nil || existing === job else { return nil }
+            s.jobs[id] = nil
+            s.pending.removeAll { $0 == id }  // (a job cancelled while it waited for a slot)
             return existing
         }
     }
@@ -118,20 +119,28 @@ final class ReplicationManager: @unchecked Sendable {
     /// Starts the persistent replications (`_replicator`) and the peers' ones.
     func startBackground() {
         if Database.exists(name: "_replicator", inDirectory: node.configuration.dataDirectory) { watchReplicatorDatabase() }
-        if !node.configuration.peers.isEmpty {
-            peerLoop = Task { [weak self] in await self?.runPeers() }
+        let peers: Task<Void, Never>? = node.configuration.peers.isEmpty ? nil : Task { [weak self] in
+            guard let self else { return }
+            await self.runPeers()
         }
-        schedulerLoop = Task { [weak self] in await self?.runScheduler() }
+        let scheduler = Task { [weak self] in
+            guard let self else { return }
+            await self.runScheduler()
+        }
+        state.withLock { s in
+            s.peerLoop = peers
+            s.schedulerLoop = scheduler
+        }
     }
 
     /// Stops every replication and waits (briefly) for them to record their checkpoints.
     func stopAll() async {
-        let (all, watch, peers, scheduler) = lock.withLock {
-            stopped = true
-            let all = Array(jobs.values)
-            jobs.removeAll()
-            pending.removeAll()
-            return (all, replicatorWatch, peerLoop, schedulerLoop)
+        let (all, watch, peers, scheduler) = state.withLock { s in
+            s.stopped = true
+            let all = Array(s.jobs.values)
+            s.jobs.removeAll()
+            s.pending.removeAll()
+            return (all, s.replicatorWatch, s.peerLoop, s.schedulerLoop)
         }
         watch?.cancel()
         peers?.cancel()
@@ -156,9 +165,9 @@ final class ReplicationManager: @unchecked Sendable {
         let run = Task { try await replication.run() }
         job.onCancel = { run.cancel() }
         job.markStarted()
-        let registered = lock.withLock { () -> Bool in
-            guard !stopped, jobs[id] == nil else { return false }
-            jobs[id] = job
+        let registered = state.withLock { s -> Bool in
+            guard !s.stopped, s.jobs[id] == nil else { return false }
+            s.jobs[id] = job
             return true
         }
         guard registered else {

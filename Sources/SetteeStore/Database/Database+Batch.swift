@@ -28,12 +28,12 @@ extension Database {
                 let batch = try write { connection in
                     let batch = Batch(database: self, connection: connection)
                     started = batch
-                    let changes = self.pendingChanges
+                    let changes = self.writerState.withLock { $0.pendingChanges }
                     do {
                         try batch.run(block)
                     } catch {
                         // Nothing the block wrote is kept: neither are the change notifications it queued.
-                        self.pendingChanges = changes
+                        self.writerState.withLock { $0.pendingChanges = changes }
                         thrown = error
                         batch.rolledBack()
                         throw error

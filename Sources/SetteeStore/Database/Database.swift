@@ -1,5 +1,6 @@
 import Foundation
 import SetteeCore
+import Synchronization
 
 /// A Settee database: one SQLite file holding collections of JSON documents with their revision trees.
 ///
@@ -17,10 +18,7 @@ import SetteeCore
 /// connection and coalesced into group commits; reads run concurrently on a pool of WAL readers.
 /// The synchronous API blocks the calling thread: from async code use the `async` variants, which run
 /// on a dedicated dispatch queue (never on the caller's executor).
-// @unchecked: the `_`-prefixed state, the collection cache and the extensions are guarded by `lock`; `writerSeq`,
-// `persistedSeq` and `pendingChanges` are touched only inside write transactions, which the group-commit writer runs
-// one at a time on the leader's thread.
-public final class Database: @unchecked Sendable {
+public final class Database: Sendable {
     /// The database's name.
     public let name: String
     /// The configuration it was opened with.
@@ -38,18 +36,29 @@ public final class Database: @unchecked Sendable {
     /// Purges documents whose expiration time came (Couchbase Lite's document expiration).
     let expiry = ExpiryTimer()
 
-    // Writer state: touched only inside writer transactions.
-    var writerSeq: UInt64
-    var persistedSeq: UInt64
-    var pendingChanges: [String: [String]] = [:]
+    /// The writer's counters, touched only inside write transactions (which the group-commit writer runs one at a
+    /// time), so its lock is never contended.
+    struct WriterState {
+        /// The last sequence allocated, committed or not.
+        var sequence: UInt64
+        /// The last sequence stored in `meta`.
+        var persisted: UInt64
+        /// Changed document ids by collection, published after the commit.
+        var pendingChanges: [String: [String]] = [:]
+    }
+    let writerState: Mutex<WriterState>
 
-    private let lock = NSLock()
-    private var _committedSeq: UInt64
-    private var _revsLimit: Int
-    private var _partitioned = false
-    private var _partitionSizeLimit: (@Sendable () -> Int)?
-    private var collectionCache: [String: CollectionInfo] = [:]
-    private var extensions: [String: AnyObject] = [:]
+    /// What readers of the database share.
+    private struct State {
+        var committedSeq: UInt64
+        var revsLimit: Int
+        var partitioned: Bool
+        var partitionSizeLimit: (@Sendable () -> Int)?
+        var collections: [String: CollectionInfo]
+        /// Per-database objects owned by higher layers (``extensionObject(_:create:)``).
+        var extensions: [String: any AnyObject & Sendable] = [:]
+    }
+    private let state: Mutex<State>
 
     /// Opens the database `name` in `config.directory`, creating it if it does not exist.
     ///
@@ -109,15 +118,14 @@ public final class Database: @unchecked Sendable {
                 return (uuid, limit, seq, list)
             }
             uuid = meta.0
-            _revsLimit = meta.1
-            _partitioned = partitioned
-            writerSeq = meta.2
-            persistedSeq = meta.2
-            _committedSeq = meta.2
-            writer = GroupCommitWriter(pool: pool)
+            var collections: [String: CollectionInfo] = [:]
             for (cid, scope, cname) in meta.3 {
-                collectionCache["\(scope).\(cname)"] = CollectionInfo(id: cid, scope: scope, name: cname)
+                collections["\(scope).\(cname)"] = CollectionInfo(id: cid, scope: scope, name: cname)
             }
+            state = Mutex(State(committedSeq: meta.2, revsLimit: meta.1, partitioned: partitioned,
+                                collections: collections))
+            writerState = Mutex(WriterState(sequence: meta.2, persisted: meta.2))
+            writer = GroupCommitWriter(pool: pool)
         } catch let error as SetteeError {
             throw error
         } catch {
@@ -129,29 +137,34 @@ public final class Database: @unchecked Sendable {
             defer { stmt.reset() }
             if try stmt.step() {
                 let stored = UInt64(stmt.int64(0))
-                if stored > self.writerSeq {
-                    self.writerSeq = stored
-                    self.persistedSeq = stored
+                self.writerState.withLock { writer in
+                    if stored > writer.sequence {
+                        writer.sequence = stored
+                        writer.persisted = stored
+                    }
                 }
             }
         }
         writer.beforeCommit = { [unowned self] db in
-            if self.writerSeq != self.persistedSeq {
-                try db.prepare("UPDATE meta SET value = ? WHERE key = 'last_seq'").run([.integer(Int64(self.writerSeq))])
+            let (sequence, persisted) = self.writerState.withLock { ($0.sequence, $0.persisted) }
+            if sequence != persisted {
+                try db.prepare("UPDATE meta SET value = ? WHERE key = 'last_seq'").run([.integer(Int64(sequence))])
             }
         }
         writer.afterCommit = { [unowned self] in
-            self.persistedSeq = self.writerSeq
-            let changes = self.pendingChanges
-            self.pendingChanges = [:]
-            self.lock.lock()
-            self._committedSeq = self.writerSeq
-            self.lock.unlock()
-            self.notifier.publish(sequence: self.writerSeq, changes: changes)
+            let (sequence, changes) = self.writerState.withLock { writer in
+                writer.persisted = writer.sequence
+                defer { writer.pendingChanges = [:] }
+                return (writer.sequence, writer.pendingChanges)
+            }
+            self.state.withLock { $0.committedSeq = sequence }
+            self.notifier.publish(sequence: sequence, changes: changes)
         }
         writer.afterRollback = { [unowned self] in
-            self.writerSeq = self.persistedSeq
-            self.pendingChanges = [:]
+            self.writerState.withLock { writer in
+                writer.sequence = writer.persisted
+                writer.pendingChanges = [:]
+            }
         }
         expiry.start(database: self)
     }
@@ -227,9 +240,7 @@ public final class Database: @unchecked Sendable {
 
     /// The sequence of the last committed change (CouchDB's `update_seq`).
     public var lastSequence: UInt64 {
-        lock.lock()
-        defer { lock.unlock() }
-        return _committedSeq
+        state.withLock { $0.committedSeq }
     }
 
     /// An async sequence yielding the database's sequence after every commit (the newest only if the
@@ -240,9 +251,7 @@ public final class Database: @unchecked Sendable {
 
     /// The number of revisions kept per document path (`_revs_limit`).
     public var revsLimit: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return _revsLimit
+        state.withLock { $0.revsLimit }
     }
 
     /// Changes `_revs_limit`. A lower limit stems every document's history now (reads show at most `limit`
@@ -255,23 +264,21 @@ public final class Database: @unchecked Sendable {
             try db.prepare("UPDATE meta SET value = ? WHERE key = 'revs_limit'").run([.integer(Int64(limit))])
             if lower { try Database.stemTrees(db, limit: limit) }
         }
-        lock.lock()
-        _revsLimit = limit
-        lock.unlock()
+        state.withLock { $0.revsLimit = limit }
     }
 
     /// Whether this is a partitioned database (CouchDB 3's `?partitioned=true`): every regular document id is
     /// `{partition}:{id}`, and partitions are ranges of ids that `_all_docs`, views and Mango queries can read alone.
     /// Fixed when the database is created (``makePartitioned()``).
     public var isPartitioned: Bool {
-        lock.withLock { _partitioned }
+        state.withLock { $0.partitioned }
     }
 
     /// CouchDB's `[couchdb] max_partition_size` (bytes; 0 or less: no limit), read at every write batch so a
     /// change applies at once. Nil: CouchDB's default, 10 GiB.
     public var partitionSizeLimit: (@Sendable () -> Int)? {
-        get { lock.withLock { _partitionSizeLimit } }
-        set { lock.withLock { _partitionSizeLimit = newValue } }
+        get { state.withLock { $0.partitionSizeLimit } }
+        set { state.withLock { $0.partitionSizeLimit = newValue } }
     }
 
     /// The default `max_partition_size`: 10 GiB.
@@ -282,7 +289,7 @@ public final class Database: @unchecked Sendable {
         try write { db in
             try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('partitioned', 1)").run()
         }
-        lock.withLock { _partitioned = true }
+        state.withLock { $0.partitioned = true }
     }
 
     // MARK: Collections
@@ -299,18 +306,14 @@ public final class Database: @unchecked Sendable {
     public func collection(name: String, scope: String? = nil) throws -> Collection? {
         try checkOpen()
         let key = name == "_default" && (scope == nil || scope == "_default") ? "_default._default" : "\(scope ?? "_default").\(name)"
-        lock.lock()
-        let info = collectionCache[key]
-        lock.unlock()
+        let info = state.withLock { $0.collections[key] }
         return info.map { Collection(database: self, info: $0) }
     }
 
     /// Whether `collection` still exists as the same collection (not deleted, not re-created): a cheap check for
     /// cached query plans.
     package func isCurrent(_ collection: Collection) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return !pool.isClosed && collectionCache[collection.fullName]?.id == collection.id
+        !pool.isClosed && state.withLock { $0.collections[collection.fullName]?.id } == collection.id
     }
 
     /// Creates the collection (and its scope) if needed and returns it.
@@ -327,9 +330,7 @@ public final class Database: @unchecked Sendable {
             return try Database.createCollectionTables(db, scope: scope, name: name)
         }
         let info = CollectionInfo(id: cid, scope: scope, name: name)
-        lock.lock()
-        collectionCache["\(scope).\(name)"] = info
-        lock.unlock()
+        state.withLock { $0.collections["\(scope).\(name)"] = info }
         return Collection(database: self, info: info)
     }
 
@@ -337,27 +338,21 @@ public final class Database: @unchecked Sendable {
     public func collections(scope: String? = nil) throws -> [Collection] {
         try checkOpen()
         let scope = scope ?? "_default"
-        lock.lock()
-        let infos = collectionCache.values.filter { $0.scope == scope }.sorted { $0.name < $1.name }
-        lock.unlock()
+        let infos = state.withLock { $0.collections.values.filter { $0.scope == scope } }.sorted { $0.name < $1.name }
         return infos.map { Collection(database: self, info: $0) }
     }
 
     /// Every collection of every scope.
     public func allCollections() throws -> [Collection] {
         try checkOpen()
-        lock.lock()
-        let infos = collectionCache.values.sorted { $0.fullName < $1.fullName }
-        lock.unlock()
+        let infos = state.withLock { Array($0.collections.values) }.sorted { $0.fullName < $1.fullName }
         return infos.map { Collection(database: self, info: $0) }
     }
 
     /// The scopes that have a collection, by name (the default scope always: it holds the default collection).
     public func scopes() throws -> [Scope] {
         try checkOpen()
-        lock.lock()
-        let names = Set(collectionCache.values.map(\.scope)).sorted()
-        lock.unlock()
+        let names = Set(state.withLock { $0.collections.values.map(\.scope) }).sorted()
         return names.map { Scope(name: $0, database: self) }
     }
 
@@ -386,22 +381,20 @@ public final class Database: @unchecked Sendable {
             try db.prepare("DELETE FROM expiry WHERE collection = ?").run([.integer(c.id)])
             try db.prepare("DELETE FROM collections WHERE id = ?").run([.integer(c.id)])
         }
-        lock.lock()
-        collectionCache["\(scope).\(name)"] = nil
-        lock.unlock()
+        state.withLock { $0.collections["\(scope).\(name)"] = nil }
     }
 
     // MARK: Extensions
 
     /// A per-database object owned by a higher layer (the index manager), created on first use.
     /// The store keeps it alive with the database and knows nothing else about it.
-    package func extensionObject<T: AnyObject>(_ key: String, create: () -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        if let existing = extensions[key] as? T { return existing }
-        let made = create()
-        extensions[key] = made
-        return made
+    package func extensionObject<T: AnyObject & Sendable>(_ key: String, create: () -> T) -> T {
+        state.withLock { state in
+            if let existing = state.extensions[key] as? T { return existing }
+            let made = create()
+            state.extensions[key] = made
+            return made
+        }
     }
 
     // MARK: Access
@@ -449,19 +442,21 @@ public final class Database: @unchecked Sendable {
 
     /// Allocates the next sequence number (writer only).
     func nextSequence() -> UInt64 {
-        writerSeq += 1
-        return writerSeq
+        writerState.withLock { writer in
+            writer.sequence += 1
+            return writer.sequence
+        }
     }
 
     /// Gives back the sequence just allocated when nothing was written with it (writer only).
     func releaseSequence() {
-        writerSeq -= 1
+        writerState.withLock { $0.sequence -= 1 }
     }
 
     /// Records changed documents for the post-commit notification (writer only).
     func noteChanges(collection: String, ids: [String]) {
         guard !ids.isEmpty else { return }
-        pendingChanges[collection, default: []].append(contentsOf: ids)
+        writerState.withLock { $0.pendingChanges[collection, default: []].append(contentsOf: ids) }
     }
 }
 
