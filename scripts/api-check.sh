@@ -42,11 +42,28 @@ EOF
 mkdir -p api
 work="$(mktemp -d "${TMPDIR:-/tmp}/settee-api.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
+# The digester also dumps `package` declarations (marked isInternal): they are not API, so both sides drop them.
+public_only() {
+    python3 - "$1" <<'EOF'
+import json, sys
+path = sys.argv[1]
+def prune(node):
+    node['children'] = [prune(c) for c in node.get('children', []) if not c.get('isInternal')]
+    if not node['children']: del node['children']
+    return node
+root = json.load(open(path))
+prune(root['ABIRoot'])
+json.dump(root, open(path, 'w'), indent=1, sort_keys=True)
+EOF
+}
 status=0
 for m in "${modules[@]}"; do
+    out="$work/$m.json"
+    [[ $update -eq 1 ]] && out="api/$m.json"
+    "$digester" -dump-sdk -module "$m" -o "$out" -avoid-location -avoid-tool-args -abort-on-module-fail \
+        -module-cache-path "$work/cache" "${flags[@]}"
+    public_only "$out"
     if [[ $update -eq 1 ]]; then
-        "$digester" -dump-sdk -module "$m" -o "api/$m.json" -avoid-location -avoid-tool-args -abort-on-module-fail \
-            -module-cache-path "$work/cache" "${flags[@]}"
         echo "api-check: wrote api/$m.json"
         continue
     fi
@@ -55,13 +72,12 @@ for m in "${modules[@]}"; do
         status=1
         continue
     fi
-    if "$digester" -diagnose-sdk -module "$m" -baseline-path "api/$m.json" -o "$work/$m.txt" -abort-on-module-fail \
-        -module-cache-path "$work/cache" "${flags[@]}" 2>"$work/$m.err" \
+    if "$digester" -diagnose-sdk -input-paths "api/$m.json" -input-paths "$out" -o "$work/$m.txt" 2>"$work/$m.err" \
         && ! grep -qvE '^(/\*.*\*/)?$' "$work/$m.txt"; then
         echo "api-check: $m: no breaking change"
     else
         echo "api-check: $m: the public API changed in a breaking way:" >&2
-        grep -vE '^(/\*|$)' "$work/$m.txt" >&2 || true
+        grep -vE '^(/\*.*\*/)?$' "$work/$m.txt" >&2 || true
         cat "$work/$m.err" >&2
         status=1
     fi
