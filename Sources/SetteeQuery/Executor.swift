@@ -13,7 +13,7 @@ struct Executor {
     var vectorCandidates: [Int64]?
 
     /// The FROM collection's expiration times by document id, when the query reads `META().expiration`.
-    private var expirations: [String: Int64]?
+    var expirations: [String: Int64]?
 
     init(query: CompiledQuery, parameters: [String: JSON]) throws {
         self.query = query
@@ -23,14 +23,12 @@ struct Executor {
         if query.readsExpiration, let primary = query.primary { expirations = try primary.collection.expirations() }
     }
 
-    private var database: Database { query.database }
+    var database: Database { query.database }
 
     // MARK: Planning
 
-    private func indexManager() throws -> IndexManager { query.indexes }
-
     private func primaryPath() throws -> AccessPath? {
-        var generation = PlanCache.Generation(indexes: try indexManager().generation, mango: 0)
+        var generation = PlanCache.Generation(indexes: query.indexes.generation, mango: 0)
         var mango: [MangoIndex] = []
         if let primary = query.primary {
             (mango, generation.mango) = try MangoIndex.listWithGeneration(primary.collection)
@@ -48,7 +46,7 @@ struct Executor {
         }
         let constraints = Planner.constraints(query.primaryTerms, source: primary.name, primary: primary.name,
                                               aliases: query.aliases)
-        let indexes = try indexManager().indexes(of: primary.collection)
+        let indexes = query.indexes.indexes(of: primary.collection)
         if let plan = query.vectorPlan, !plan.hybrid {
             let index = plan.driverIndex
             let options = index.spec.vector
@@ -85,7 +83,7 @@ struct Executor {
         let calls = FullTextSearch.matchCalls(in: query.statement.whereClause)
         guard !calls.isEmpty else { return }
         guard let primary = query.primary else { throw SetteeError(.queryParseError, "MATCH needs a FROM clause") }
-        let manager = try indexManager()
+        let manager = query.indexes
         let indexes = manager.indexes(of: primary.collection)
         for args in calls {
             let key = try FullTextSearch.key(args, evaluator: evaluator, in: Row(primaryName: "", primary: nil))
@@ -146,40 +144,50 @@ struct Executor {
         }
     }
 
-    /// How a joined source is read for each left row.
-    enum JoinStrategy {
-        case idLookup(SQLExpression)
-        case indexLookup(IndexInfo, SQLExpression)
-        case scan
-    }
-
-    private func joinStrategy(_ join: CompiledQuery.Join) throws -> JoinStrategy {
-        guard let primary = query.primary, let on = join.clause.on, join.clause.kind != .cross else { return .scan }
-        let name = join.source.name
-        let indexes = try indexManager().indexes(of: join.source.collection)
-        for term in Planner.conjuncts(on) {
-            guard case .binary(.equal, let a, let b) = term else { continue }
-            for (mine, other) in [(a, b), (b, a)] {
-                guard let rel = Planner.relative(mine, to: name, primary: primary.name, aliases: query.aliases),
-                      !Planner.sources(of: other, primary: primary.name, aliases: query.aliases).contains(name)
-                else { continue }
-                if rel == .meta(source: nil, field: .id) { return .idLookup(other) }
-                if let index = indexes.first(where: { $0.spec.whereClause == nil && $0.spec.expressions.first == rel }) {
-                    return .indexLookup(index, other)
-                }
-            }
-        }
-        return .scan
-    }
-
     // MARK: Running
 
     func run() throws -> ResultSet {
-        let manager = try indexManager()
         let path = try primaryPath()
-        var strategies: [JoinStrategy] = []
-        for join in query.joins { strategies.append(try joinStrategy(join)) }
-        // Bring the indexes this query reads up to date with the change feed first.
+        let strategies = try query.joins.map(joinStrategy)
+        try catchUp(path, joins: strategies)
+
+        let limit = try evaluateCount(query.statement.limit, "LIMIT")
+        let offset = try evaluateCount(query.statement.offset, "OFFSET") ?? 0
+        // Rows come out in their final order: reading stops once LIMIT + OFFSET of them passed.
+        let streaming = !query.isAggregate && query.ordering.isEmpty && !query.statement.distinct
+        let wanted = limit.map { $0 + offset }
+
+        var rows: [Row] = []
+        // Results built straight from a covering array index, when every column allows it.
+        var direct: [QueryResult]?
+        try database.read { db in
+            var pipeline = RowPipeline(query: query, evaluator: evaluator, db: db, joins: strategies,
+                                       stopAt: streaming ? wanted : nil)
+            if let primary = query.primary, let path {
+                if let (candidates, servedTerm, ranked) = try fullTextCandidates(path) ?? vectorSearchCandidates() {
+                    try readRows(candidates, of: primary, servedTerm: servedTerm, upTo: ranked ? wanted : nil,
+                                 into: &pipeline)
+                } else if path.coveringUnnest, let alias = query.statement.unnests.first?.alias {
+                    direct = try readCoveringArrayIndex(path, alias: alias, of: primary, db: db,
+                                                        directLimit: streaming ? (limit, offset) : nil, into: &pipeline)
+                } else {
+                    try read(path, of: primary, db: db, into: &pipeline)
+                }
+            } else {
+                // No FROM: one row with no documents.
+                var row = Row(primaryName: "", primary: nil)
+                row.group = nil
+                if try query.primaryTerms.allSatisfy({ try evaluator.isTrue($0, in: row) }) { _ = try pipeline.filter(row) }
+            }
+            rows = pipeline.rows
+        }
+        if let direct { return ResultSet(columns: query.columns.map(\.name), rows: direct) }
+        return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
+    }
+
+    /// Brings the indexes this query reads up to date with the change feed first.
+    private func catchUp(_ path: AccessPath?, joins strategies: [JoinStrategy]) throws {
+        let manager = query.indexes
         if let path, let index = path.index, index.spec.kind != .vector, let primary = query.primary {
             try manager.catchUp(index, collection: primary.collection)
         }
@@ -187,211 +195,6 @@ struct Executor {
         for (join, strategy) in zip(query.joins, strategies) {
             if case .indexLookup(let index, _) = strategy { try manager.catchUp(index, collection: join.source.collection) }
         }
-
-        let limit = try evaluateCount(query.statement.limit, "LIMIT")
-        let offset = try evaluateCount(query.statement.offset, "OFFSET") ?? 0
-        let streaming = !query.isAggregate && query.ordering.isEmpty && !query.statement.distinct
-        let wanted = limit.map { $0 + offset }
-
-        var rows: [Row] = []
-        // Results built straight from a covering array index (see below), when every column allows it.
-        var direct: [QueryResult]?
-        try database.read { db in
-            var scanCache: [Int: [SourceDocument]] = [:]
-            func accept(_ row: Row, decided: Bool = false) throws -> Bool {
-                if !decided { for term in query.otherTerms where try !evaluator.isTrue(term, in: row) { return true } }
-                rows.append(row)
-                if streaming, let wanted, rows.count >= wanted { return false }
-                return true
-            }
-            /// UNNEST: one row per element of the array, the element bound to the alias (no row for a non-array).
-            func unnest(_ row: Row, from k: Int) throws -> Bool {
-                if k == query.unnestCount { return try accept(row) }
-                let clause = query.statement.unnests[k]
-                guard case .array(let elements)? = try evaluator.evaluate(clause.expression, in: row) else { return true }
-                guard !elements.isEmpty else { return true }
-                let owner = row.primary
-                // One row value whose last source is rebound to each element in turn (a stored row keeps its copy).
-                var extended = row
-                extended.others.append((clause.alias, nil))
-                let slot = extended.others.count - 1
-                for element in elements {
-                    extended.others[slot].document = SourceDocument(id: owner?.id ?? "", sequence: owner?.sequence ?? 0,
-                                                                    revisionID: owner?.revisionID ?? "", body: element,
-                                                                    rowid: owner?.rowid ?? 0)
-                    if try !unnest(extended, from: k + 1) { return false }
-                }
-                return true
-            }
-            var deadline = DeadlineCheck()
-            func expand(_ row: Row, from joinIndex: Int) throws -> Bool {
-                if joinIndex == query.joins.count { return try unnest(row, from: 0) }
-                let join = query.joins[joinIndex]
-                let candidates: [SourceDocument]
-                switch strategies[joinIndex] {
-                case .idLookup(let e):
-                    if case .string(let id)? = try evaluator.evaluate(e, in: row) {
-                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE d.id = ? AND \(DocumentTable.live("d"))",
-                                               bind: [.text(id)], keys: query.bodyKeys[join.source.name] ?? nil)
-                    } else {
-                        candidates = []
-                    }
-                case .indexLookup(let index, let e):
-                    if let key = KeyEncoding.encode(try evaluator.evaluate(e, in: row)) {
-                        candidates = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(join.source.collection.docsTable) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND \(DocumentTable.live("d"))",
-                                               bind: [.blob(key)], keys: query.bodyKeys[join.source.name] ?? nil)
-                    } else {
-                        candidates = []
-                    }
-                case .scan:
-                    if let cached = scanCache[joinIndex] {
-                        candidates = cached
-                    } else {
-                        let all = try fetch(db, sql: "SELECT \(Planner.documentColumns) FROM \(join.source.collection.docsTable) AS d WHERE \(DocumentTable.live("d"))", bind: [],
-                                            keys: query.bodyKeys[join.source.name] ?? nil)
-                        scanCache[joinIndex] = all
-                        candidates = all
-                    }
-                }
-                var matched = false
-                for candidate in candidates {
-                    try deadline.tick()
-                    var extended = row
-                    extended.others.append((join.source.name, candidate))
-                    if let on = join.clause.on, try !evaluator.isTrue(on, in: extended) { continue }
-                    matched = true
-                    if try !expand(extended, from: joinIndex + 1) { return false }
-                }
-                if !matched && join.clause.kind == .leftOuter {
-                    var extended = row
-                    extended.others.append((join.source.name, nil))
-                    return try expand(extended, from: joinIndex + 1)
-                }
-                return true
-            }
-
-            guard let primary = query.primary, let path else {
-                // No FROM: one row with no documents.
-                var row = Row(primaryName: "", primary: nil)
-                row.group = nil
-                if try query.primaryTerms.allSatisfy({ try evaluator.isTrue($0, in: row) }) { _ = try accept(row) }
-                return
-            }
-            // A MATCH conjunct: the full-text index already answered it (prepareFullText); read the matched documents
-            // by row — in rank order when the query orders by RANK, stopping once LIMIT is reached.
-            if let (candidates, servedTerm, ranked) = try fullTextCandidates(path) ?? vectorSearchCandidates() {
-                let live = query.includeDeleted ? "" : " AND \(DocumentTable.live("d"))"
-                let fetch = try db.prepare("SELECT \(Planner.documentColumns) FROM \(primary.collection.docsTable) AS d WHERE d.rowid = ?\(live)")
-                let remaining = query.primaryTerms.enumerated().filter { $0.offset != servedTerm }.map(\.element)
-                let keys = query.bodyKeys[primary.name] ?? nil
-                for rowid in candidates {
-                    if ranked, let wanted, rows.count >= wanted { break }
-                    fetch.bind(rowid, at: 1)
-                    defer { fetch.reset() }
-                    guard try fetch.step(), let document = Executor.document(fetch, keys: keys, revision: query.readsRevision,
-                                                                             expirations: expirations) else { continue }
-                    let row = Row(primaryName: primary.name, primary: document)
-                    var keep = true
-                    for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
-                    if keep, try !expand(row, from: 0) { break }
-                }
-                return
-            }
-            let stmt = try db.prepare(path.sql)
-            defer { stmt.reset() }
-            let exact = try bind(path, to: stmt)
-            // Conjuncts the index decided exactly are not evaluated again. (An array index serves conjuncts on the
-            // UNNEST alias: its served positions are in `otherTerms`, and every primary conjunct is still evaluated.)
-            let servesPrimaryTerms = path.index?.spec.kind != .array
-            let remaining = exact && servesPrimaryTerms && !path.servedTerms.isEmpty
-                ? query.primaryTerms.enumerated().filter { !path.servedTerms.contains($0.offset) }.map(\.element)
-                : query.primaryTerms
-            if path.coveringUnnest, let alias = query.statement.unnests.first?.alias {
-                // Rows straight from the array index: the element is column 5; the index decided the WHERE exactly
-                // when every bound value was present (else the terms are evaluated as usual).
-                let decided = exact && path.servedTerms.count == query.otherTerms.count
-                if decided, streaming, let columns = coveringColumns(alias: alias, primary: primary.name) {
-                    // Every column is META().id or the element: no rows, no evaluator — each index row is a result.
-                    let names = query.columns.map(\.name)
-                    var out: [QueryResult] = []
-                    var skip = offset
-                    while limit.map({ out.count < $0 }) ?? true, try stmt.step() {
-                        guard let element = try? stmt.withTextBytes(5, { bytes in try JSON.parse(bytes) }) else { continue }
-                        if skip > 0 { skip -= 1; continue }
-                        var values: [JSON?] = []
-                        values.reserveCapacity(columns.count)
-                        for column in columns {
-                            switch column {
-                            case .id: values.append(.string(stmt.string(1) ?? ""))
-                            case .element: values.append(element)
-                            }
-                        }
-                        out.append(QueryResult(keys: names, values: values, database: database))
-                    }
-                    direct = out
-                    return
-                }
-                while try stmt.step() {
-                    guard let element = try? stmt.withTextBytes(5, { bytes in try JSON.parse(bytes) }) else { continue }
-                    var owner = SourceDocument(id: stmt.string(1) ?? "", sequence: UInt64(stmt.int64(2)),
-                                               revisionID: query.readsRevision ? (stmt.string(3) ?? "") : "",
-                                               body: .object(JSONObject()), rowid: stmt.int64(0))
-                    owner.expiration = expirations?[owner.id]
-                    var row = Row(primaryName: primary.name, primary: owner)
-                    row.others.append((alias, SourceDocument(id: owner.id, sequence: owner.sequence, body: element,
-                                                             rowid: owner.rowid)))
-                    if try !accept(row, decided: decided) { break }
-                }
-                return
-            }
-            // Members only the conjuncts the index decided would read are not extracted from each body.
-            let keys = remaining.count < query.primaryTerms.count ? query.primaryBodyKeys(evaluating: remaining)
-                : query.bodyKeys[primary.name] ?? nil
-            var seen = Set<Int64>()
-            while try stmt.step() {
-                if path.distinctDocuments && !seen.insert(stmt.int64(0)).inserted { continue }
-                guard let document = Executor.document(stmt, keys: keys, revision: query.readsRevision,
-                                                       expirations: expirations) else { continue }
-                let row = Row(primaryName: primary.name, primary: document)
-                var keep = true
-                for term in remaining where try !evaluator.isTrue(term, in: row) { keep = false; break }
-                if !keep { continue }
-                if try !expand(row, from: 0) { break }
-            }
-        }
-        if let direct { return ResultSet(columns: query.columns.map(\.name), rows: direct) }
-        return ResultSet(columns: query.columns.map(\.name), rows: try finish(rows, limit: limit, offset: offset))
-    }
-
-    /// The documents a full-text access path's MATCH conjunct matched (from the MATCH already run), with that
-    /// conjunct's position and whether they are in the query's final order: by rank for `ORDER BY RANK(i) [DESC]`
-    /// without joins, UNNEST, grouping or DISTINCT (then reading can stop at LIMIT), else by row.
-    private func fullTextCandidates(_ path: AccessPath) throws -> ([Int64], Int, Bool)? {
-        guard let index = path.index, index.spec.kind == .fullText, let served = path.servedTerms.first,
-              case .function("MATCH", let args, _) = query.primaryTerms[served] else { return nil }
-        let key = try FullTextSearch.key(args, evaluator: evaluator, in: Row(primaryName: "", primary: nil))
-        guard let matches = evaluator.fullTextMatches[key] else {
-            throw SetteeError(.internalError, "MATCH(\(key.index), …) was not run before reading its documents")
-        }
-        if query.ordering.count == 1, let order = query.ordering.first, let e = order.expression,
-           case .function("RANK", let rankArgs, _) = e, (try? FullTextSearch.indexName(rankArgs[0])) == index.name,
-           !query.isAggregate, !query.statement.distinct, query.joins.isEmpty, query.unnestCount == 0 {
-            let sorted = matches.sorted { a, b in
-                if a.value != b.value { return order.descending ? a.value > b.value : a.value < b.value }
-                return a.key < b.key
-            }
-            return (sorted.map(\.key), served, true)
-        }
-        return (matches.keys.sorted(), served, false)
-    }
-
-    /// A vector search's nearest documents, in distance order when the query orders by that distance (then reading
-    /// stops at LIMIT). No WHERE conjunct is decided by the search itself.
-    private func vectorSearchCandidates() -> ([Int64], Int, Bool)? {
-        guard let candidates = vectorCandidates, let plan = query.vectorPlan else { return nil }
-        let ranked = plan.orderedByDriver && query.ordering.count == 1 && !query.isAggregate && !query.statement.distinct
-            && query.joins.isEmpty && query.unnestCount == 0
-        return (candidates, -1, ranked)
     }
 
     /// Grouping, HAVING, ordering, DISTINCT, OFFSET/LIMIT and projection.
@@ -496,28 +299,6 @@ struct Executor {
         }
     }
 
-    /// What a covering array-index read can produce without a row: `META().id` of the FROM source, or the UNNEST
-    /// element itself (`alias`). Nil when any column needs more.
-    private enum CoveringColumn { case id, element }
-
-    private func coveringColumns(alias: String, primary: String) -> [CoveringColumn]? {
-        var out: [CoveringColumn] = []
-        for column in query.columns {
-            guard case .expression(let e) = column.kind else { return nil }
-            switch e {
-            case .meta(let source, .id) where source == nil || source == primary:
-                out.append(.id)
-            case .property(nil, let path) where path.count == 1 && path.first == .key(alias) && alias != primary:
-                out.append(.element)
-            case .property(let source?, let path) where source == alias && path.isEmpty:
-                out.append(.element)
-            default:
-                return nil
-            }
-        }
-        return out.isEmpty ? nil : out
-    }
-
     private func project(_ row: Row) throws -> [JSON?] {
         var out: [JSON?] = []
         out.reserveCapacity(query.columns.count)
@@ -541,80 +322,6 @@ struct Executor {
         return Int(min(n, Double(Int.max / 2)))
     }
 
-    // MARK: SQLite
-
-    /// Binds the access path's values; returns whether every one was present and not null (which makes the
-    /// path's served terms exact).
-    @discardableResult
-    private func bind(_ path: AccessPath, to stmt: Statement) throws -> Bool {
-        let none = Row(primaryName: "", primary: nil)
-        if let mango = path.mango {
-            // (A missing value is null here: the index then reads rows keyed null, which the WHERE rejects.)
-            let bounds = try MangoIndex.keyBounds(
-                equal: try mango.equal.map { try evaluator.evaluate($0, in: none) ?? .null },
-                lower: try mango.lower.flatMap { try evaluator.evaluate($0, in: none) },
-                upper: try mango.upper.flatMap { try evaluator.evaluate($0, in: none) })
-            stmt.bind(bytes: bounds.lower, at: 1)
-            stmt.bind(bytes: bounds.upper, at: 2)
-            return false
-        }
-        var allPresent = true
-        for (i, (e, kind)) in zip(path.bindings, path.bindingKinds).enumerated() {
-            let value = try evaluator.evaluate(e, in: Row(primaryName: "", primary: nil))
-            if value == nil || value == .null { allPresent = false }
-            let index = Int32(i + 1)
-            switch kind {
-            case .key:
-                if let key = KeyEncoding.encode(value) { stmt.bind(bytes: key, at: index) } else { stmt.bindNull(at: index) }
-            case .keyPrefixLower, .keyPrefixUpper:
-                if case .string(let prefix)? = value {
-                    let range = KeyEncoding.prefixRange(prefix)
-                    stmt.bind(bytes: kind == .keyPrefixLower ? range.lower : range.upper, at: index)
-                } else {
-                    stmt.bindNull(at: index)
-                }
-            case .documentID:
-                if case .string(let id)? = value { stmt.bind(id, at: index) } else { stmt.bindNull(at: index) }
-            case .text:
-                if case .string(let text)? = value { stmt.bind(try FullTextQuery.translate(text), at: index) } else { stmt.bindNull(at: index) }
-            }
-        }
-        return allPresent
-    }
-
-    private func fetch(_ db: Connection, sql: String, bind values: [SQLiteValue], keys: JSONMemberSelector?) throws -> [SourceDocument] {
-        let stmt = try db.prepare(sql)
-        defer { stmt.reset() }
-        stmt.bind(values)
-        var out: [SourceDocument] = []
-        while try stmt.step() {
-            if let d = Executor.document(stmt, keys: keys, revision: query.readsRevision) { out.append(d) }
-        }
-        return out
-    }
-
-    /// A document from a `rowid, id, seq, rev, flags, body` row, reading only `keys` of the body (nil: all of it).
-    static func document(_ stmt: Statement, keys: JSONMemberSelector?, revision: Bool = true,
-                         expirations: [String: Int64]? = nil) -> SourceDocument? {
-        let body: JSON
-        do {
-            body = try stmt.withTextBytes(DocumentRowColumn.body) { bytes in
-                if bytes.isEmpty { return JSON.object(JSONObject()) }
-                if let keys { return try keys.parse(bytes) }
-                return try JSON.parse(bytes)
-            }
-        } catch {
-            return nil
-        }
-        var document = SourceDocument(id: stmt.string(DocumentRowColumn.id) ?? "",
-                                      sequence: UInt64(stmt.int64(DocumentRowColumn.seq)),
-                                      revisionID: revision ? (stmt.string(DocumentRowColumn.rev) ?? "") : "",
-                                      deleted: DocFlags(rawValue: stmt.int64(DocumentRowColumn.flags)).contains(.deleted),
-                                      body: body, rowid: stmt.int64(DocumentRowColumn.rowid))
-        if let expirations { document.expiration = expirations[document.id] }
-        return document
-    }
-
     // MARK: Explain
 
     func explain() throws -> String {
@@ -635,24 +342,10 @@ struct Executor {
         }
         for join in query.joins {
             let strategy = try joinStrategy(join)
-            let table = join.source.collection.docsTable
-            switch strategy {
-            case .idLookup(let e):
-                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE d.id = ? AND \(DocumentTable.live("d"))"
-                lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): document id lookup by \(e)")
-                lines.append("  SQL: \(sql)")
-                for detail in try plan(sql) { lines.append("  \(detail)") }
-            case .indexLookup(let index, let e):
-                let sql = "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND \(DocumentTable.live("d"))"
-                lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): value index \(index.name) by \(e)")
-                lines.append("  SQL: \(sql)")
-                for detail in try plan(sql) { lines.append("  \(detail)") }
-            case .scan:
-                let sql = "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE \(DocumentTable.live("d"))"
-                lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): scan (read once)")
-                lines.append("  SQL: \(sql)")
-                for detail in try plan(sql) { lines.append("  \(detail)") }
-            }
+            let sql = strategy.sql(join)
+            lines.append("\(join.clause.kind.rawValue) \(join.source.name) (\(join.source.collection.fullName)): \(strategy.summary)")
+            lines.append("  SQL: \(sql)")
+            for detail in try plan(sql) { lines.append("  \(detail)") }
         }
         if query.isAggregate { lines.append("Group: \(query.statement.groupBy.isEmpty ? "all rows" : query.statement.groupBy.map(\.description).joined(separator: ", "))") }
         if let plan = query.vectorPlan, plan.hybrid {
