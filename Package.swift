@@ -135,6 +135,8 @@ let package = Package(
                 "Settee", "SetteeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                // `settee replicate` stops on SIGINT/SIGTERM (`settee serve` through ServiceLifecycle's group).
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

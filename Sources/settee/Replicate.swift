@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Synchronization
 import Settee
+import UnixSignals
 
 struct Replicate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -75,7 +76,8 @@ struct Replicate: AsyncParsableCommand {
             let replications = directions.map { src, tgt in
                 Replication(source: src, target: tgt, options: o) { status in progress.update(status) }
             }
-            let signals = SignalWatcher()
+            // SIGINT or SIGTERM stop the replications, which record a checkpoint first (trapped before they start).
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
             let work = Task { await withTaskGroup(
                 of: (Int, Swift.Result<ReplicationResult, ReplicationError>).self
             ) { group in
@@ -90,7 +92,12 @@ struct Replicate: AsyncParsableCommand {
                 for await (i, r) in group { out[i] = r }
                 return out.compactMap { $0 }
             } }
-            let stopper = Task { await signals.wait(); work.cancel() }
+            let stopper = Task {
+                for await _ in signals {
+                    work.cancel()
+                    return
+                }
+            }
             let results = await work.value
             stopper.cancel()
             progress.finish()
@@ -151,30 +158,5 @@ final class ProgressBar: Sendable {
 
     func finish() {
         drawn.withLock { if $0.drew { FileHandle.standardError.write(Data("\n".utf8)) } }
-    }
-}
-
-/// Resolves when SIGINT or SIGTERM arrives (so a continuous replication stops with a checkpoint).
-// @unchecked: `sources` is written only in `init` and kept to hold the dispatch sources alive; the stream and its
-// continuation are Sendable.
-final class SignalWatcher: @unchecked Sendable {
-    private var sources: [DispatchSourceSignal] = []
-    private let stream: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream<Void>.makeStream()
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [continuation] in continuation.yield() }
-            source.resume()
-            sources.append(source)
-        }
-    }
-
-    func wait() async {
-        var it = stream.makeAsyncIterator()
-        _ = await it.next()
     }
 }
