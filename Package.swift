@@ -206,6 +206,8 @@ let package = Package(
 
 // Every warning in Settee's own Swift code is an error (dependencies' warnings are not ours: SwiftPM applies this to
 // the root package only).
+// An `import` is internal unless it says `public import`, so a module's public API names every module it exposes.
 for target in package.targets where target.type != .system && target.type != .binary {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error),
+                                                           .enableUpcomingFeature("InternalImportsByDefault")]
 }

@@ -1,6 +1,6 @@
 import SetteeCore
 import SetteeSQLPP
-import SetteeStore
+public import SetteeStore
 
 /// Something that holds indexes (Couchbase Lite's `Indexable`): a ``Collection``.
 public protocol Indexable {

@@ -1,6 +1,6 @@
 import SetteeCore
 import SetteeSQLPP
-import SetteeStore
+package import SetteeStore
 
 /// Snippets and match ranges of one FTS5 row, shared by full-text indexes (`FTS_SNIPPET`, `FTS_MATCHES`) and
 /// full-text views.

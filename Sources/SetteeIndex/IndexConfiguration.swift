@@ -1,6 +1,6 @@
 import Foundation
-import SetteeCore
-import SetteeSQLPP
+public import SetteeCore
+public import SetteeSQLPP
 import SetteeVector
 
 /// What an index is: its kind and its expressions, as stored in the `indexes` registry and as the HTTP API

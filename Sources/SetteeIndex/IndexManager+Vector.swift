@@ -2,7 +2,7 @@ import Foundation
 import SetteeCore
 import SetteeSQLPP
 import SetteeStore
-import SetteeVector
+package import SetteeVector
 
 /// The in-memory side of one vector index: the IVF structure (centroids, quantizer, lists of codes) loaded from its
 /// tables on first use and kept in step with them by every catch-up. `lock` serializes mutation and search.

@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import Logging
-import SetteeCore
-import SetteeSQLPP
-import SetteeStore
+package import SetteeCore
+package import SetteeSQLPP
+public import SetteeStore
 import Synchronization
 
 /// An index as the registry holds it.

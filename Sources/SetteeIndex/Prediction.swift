@@ -1,7 +1,7 @@
 import Foundation
-import SetteeCore
-import SetteeSQLPP
-import SetteeStore
+public import SetteeCore
+package import SetteeSQLPP
+public import SetteeStore
 
 /// A machine-learning model queries and indexes can call with `PREDICTION(name, input)` (Couchbase Lite's
 /// `PredictiveModel`).

@@ -1,7 +1,7 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 import SetteeSQLPP
-import SetteeStore
+public import SetteeStore
 import SetteeVector
 
 /// An index of a collection (Couchbase Lite's `QueryIndex`): its definition, and for a lazy vector index the way to

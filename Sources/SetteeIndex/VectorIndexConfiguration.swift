@@ -1,6 +1,6 @@
-import SetteeCore
+public import SetteeCore
 import SetteeSQLPP
-import SetteeVector
+public import SetteeVector
 
 /// The settings of a vector index beyond its expression (see ``VectorIndexConfiguration``).
 public struct VectorIndexOptions: Sendable, Hashable {

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import Logging
 import ServiceLifecycle
-import Settee
+public import Settee
 import SetteeServer
 import Synchronization
 

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import SetteeCore
-import SetteeSQLPP
-import SetteeStore
+public import SetteeSQLPP
+public import SetteeStore
 
 /// Couchbase Lite's setters for every value type a parameter can take.
 extension Parameters {

@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import SetteeCore
 import SetteeIndex
-import SetteeSQLPP
-import SetteeStore
+public import SetteeSQLPP
+public import SetteeStore
 import Synchronization
 
 /// A query over a database's collections, from SQL++ (``SetteeStore/Database/createQuery(_:)``) or the

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import SetteeCore
-import SetteeSQLPP
-import SetteeStore
+public import SetteeSQLPP
+public import SetteeStore
 
 // The statement half of the QueryBuilder API, in the shape of Couchbase Lite's Swift API:
 // `QueryBuilder.select(…).from(…).join(…).where(…).groupBy(…).having(…).orderBy(…).limit(…)`.

@@ -1,7 +1,7 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 import SetteeSQLPP
-import SetteeStore
+public import SetteeStore
 import Synchronization
 
 /// The rows a query returned (Couchbase Lite's `ResultSet`): iterate it, call ``next()``, or take

@@ -1,5 +1,5 @@
 import SetteeCore
-import SetteeStore
+public import SetteeStore
 
 /// A conflict a pull created: the document's local revision and the remote one that now competes with it
 /// (Couchbase Lite's `Conflict`).

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// One side of a replication: a database the replicator reads changes and revisions from, or writes
 /// revisions to, in the terms of the CouchDB replication protocol.

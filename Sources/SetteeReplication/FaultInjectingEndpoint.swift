@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+public import SetteeCore
 import Synchronization
 
 /// Wraps an endpoint and makes some of its calls fail the way networks and servers fail: dropped connections,

@@ -1,6 +1,6 @@
 import Foundation
-import SetteeCore
-import SetteeStore
+public import SetteeCore
+public import SetteeStore
 
 /// A collection of a database in this process as a replication endpoint: the replicator reads and writes
 /// it through the store's API directly, with no HTTP and no JSON round trip of the documents' envelopes.

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import Logging
-import SetteeStore
+public import Logging
+public import SetteeStore
 
 /// How much Couchbase Lite-style logging says (Couchbase Lite's `LogLevel`), lowest first.
 public enum LogLevel: UInt8, Sendable, Comparable {

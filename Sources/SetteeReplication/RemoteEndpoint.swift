@@ -1,9 +1,9 @@
-import AsyncHTTPClient
-import Foundation
+public import AsyncHTTPClient
+public import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import SetteeCore
+public import SetteeCore
 import SetteeStore
 import Synchronization
 

@@ -1,9 +1,9 @@
 import Foundation
-import Logging
-import Metrics
-import SetteeCore
+public import Logging
+public import Metrics
+public import SetteeCore
 import Synchronization
-import SetteeStore
+public import SetteeStore
 
 /// Options of one replication (one direction, source → target).
 public struct ReplicationOptions: Sendable {

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import Metrics
-import SetteeCore
+public import SetteeCore
 import Synchronization
 
 /// What a replication is doing (Couchbase Lite's `ReplicatorActivityLevel`).

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import SetteeCore
-import SetteeStore
+public import SetteeStore
 
 /// Documents a replicator pushed or pulled in one batch (Couchbase Lite's `DocumentReplication`).
 public struct DocumentReplication: Sendable {

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import Logging
 import SetteeCore
-import SetteeStore
+public import SetteeStore
 
 /// Which way a ``Replicator`` moves changes (Couchbase Lite's `ReplicatorType`).
 public enum ReplicatorType: UInt8, Sendable {

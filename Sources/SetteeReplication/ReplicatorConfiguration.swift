@@ -1,6 +1,6 @@
-import Foundation
-import SetteeCore
-import SetteeStore
+public import Foundation
+public import SetteeCore
+public import SetteeStore
 
 /// A Couchbase Lite-style URL endpoint: a database on a CouchDB-compatible server.
 public typealias URLEndpoint = RemoteEndpoint

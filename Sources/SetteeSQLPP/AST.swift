@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// One step of a property path: a member name or an array index (`a.b[2].c`).
 public enum PathComponent: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// A document as a query row sees it: its metadata and its (winning revision's) body.
 package struct SourceDocument: Sendable {

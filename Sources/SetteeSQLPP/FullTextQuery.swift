@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// The full-text query language of Couchbase Lite's guide, translated to SQLite FTS5's syntax.
 ///

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// `MATCH(indexName, query)` and `RANK(indexName)`: the full-text functions.
 ///

@@ -1,5 +1,5 @@
 import Foundation  // the C math library (the registry names acos, sin, …)
-import SetteeCore
+package import SetteeCore
 
 /// The SQL++ for Mobile (Couchbase Lite / N1QL) scalar functions the query evaluator calls.
 ///

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// Order-preserving binary encoding of SQL++ values, so SQLite's byte comparison of index keys (BLOBs) follows
 /// ``ValueCollation``: null < false < true < numbers < strings < arrays < objects. MISSING has no encoding (SQL NULL).

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 import Synchronization
 
 /// Values for a query's `$name` parameters (Couchbase Lite's `Parameters`).

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// The SQL++ for Mobile parser: text → ``SelectStatement`` / ``SQLExpression``.
 ///

@@ -1,5 +1,5 @@
 import SetteeCore
-import struct Foundation.Date
+public import struct Foundation.Date
 
 // The expression half of the QueryBuilder API, in the shape of Couchbase Lite's Swift API
 // (`Expression`, `Meta`, `Function`, `ArrayFunction`, `ArrayExpression`, `SelectResult`, `Ordering`).

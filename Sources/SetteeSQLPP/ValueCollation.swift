@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// SQL++ value semantics shared by the evaluator, the functions and the index key encoding.
 ///

@@ -1,4 +1,4 @@
-import SetteeCore
+package import SetteeCore
 
 /// `APPROX_VECTOR_DISTANCE(vector-expr, target[, metric][, nprobes][, accurate])`: the vector-search function.
 ///

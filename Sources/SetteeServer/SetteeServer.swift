@@ -1,10 +1,10 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
+public import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2
 import HummingbirdTLS
-import Logging
+public import Logging
 import NIOCore
 import NIOSSL
 import ServiceLifecycle

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
 import Foundation
-import NIOCore
-import NIOHTTP1
-import SetteeCore
+public import NIOCore
+public import NIOHTTP1
+public import SetteeCore
 
 /// A small JSON-over-HTTP client for driving cluster nodes (AsyncHTTPClient, one shared pool).
 public enum ClusterHTTP {

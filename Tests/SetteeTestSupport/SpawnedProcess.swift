@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A child process started with `posix_spawn`, with the part of Foundation's `Process` interface the tests use.
 ///

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import Logging
-import SetteeCore
+public import SetteeCore
 import Synchronization
 
 /// Runs CouchDB's JavaScript design functions in a pool of query-server processes (`settee-js`, SpiderMonkey),

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// Why a JavaScript design function gave no result.
 public enum JavaScriptError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import Foundation
-import SetteeCore
-import SetteeStore
+public import SetteeCore
+public import SetteeStore
 
 /// The answer to `POST /{db}/_find`, in CouchDB's shape.
 public struct MangoResult: Sendable {

@@ -1,5 +1,5 @@
-import SetteeCore
-import SetteeStore
+public import SetteeCore
+public import SetteeStore
 
 extension MangoExecutor {
     /// `POST /{db}/_explain`: the index a `_find` would use, the range it would read and why the other indexes

@@ -1,5 +1,5 @@
-import SetteeCore
-import SetteeStore
+public import SetteeCore
+public import SetteeStore
 
 /// What another query language (SQL++, QueryBuilder) may read a Mango json index through.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import SetteeCore
-import SetteeStore
+public import SetteeCore
+public import SetteeStore
 
 /// A Mango index: the special `_all_docs` index, or a json index — a view of a design document with
 /// `"language": "query"`, stored as CouchDB stores it so it replicates with CouchDB and PouchDB:

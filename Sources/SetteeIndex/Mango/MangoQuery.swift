@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// A Mango query (the body of `POST /{db}/_find` and `_explain`), validated as CouchDB's `mango_opts:validate_find/1`
 /// validates it: every member known, each of the right type, defaults filled in.

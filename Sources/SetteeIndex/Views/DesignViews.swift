@@ -1,7 +1,7 @@
 import Foundation
-import SetteeCore
-import SetteeSQLPP
-import SetteeStore
+public import SetteeCore
+public import SetteeSQLPP
+public import SetteeStore
 
 /// A view declared in a design document with SQL++ expressions — how views are defined over HTTP, where no Swift
 /// closure exists:

@@ -1,5 +1,5 @@
-import SetteeCore
-import SetteeStore
+public import SetteeCore
+public import SetteeStore
 
 /// A map function: receives a document (its body with `_id` and `_rev`) and emits any number of key/value rows.
 ///

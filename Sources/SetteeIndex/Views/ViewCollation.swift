@@ -1,6 +1,6 @@
 import Foundation
 import CICU
-import SetteeCore
+public import SetteeCore
 import SetteeSQLPP
 
 /// CouchDB's view collation as an order-preserving binary key, so SQLite compares view keys with `memcmp`.

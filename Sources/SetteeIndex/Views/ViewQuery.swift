@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 import SetteeStore
 
 /// When a view query brings the index up to date (CouchDB's `update` / `stale`).

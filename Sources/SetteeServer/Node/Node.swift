@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import Synchronization
 import SetteeCore
 import SetteeIndex
-import SetteeStore
+public import SetteeStore
 
 /// A Settee node: the data directory, its open databases, and the node's identity.
 ///

@@ -1,5 +1,5 @@
-import Foundation
-import SetteeIndex
+public import Foundation
+public import SetteeIndex
 
 /// The implementation of a node's plain (not TLS) HTTP/1.1 connections (``ServerConfiguration/http1Channel``).
 /// TLS and HTTP/2 connections always use Hummingbird's channels.

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// The change feed: each document's latest change, in sequence order.
 extension Collection {

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// How a save behaves when the document changed since it was read (Couchbase Lite's `ConcurrencyControl`).
 public enum ConcurrencyControl: UInt8, Sendable {

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// `_local` documents: per-node state (replication checkpoints) that is never replicated and never in the feed.
 extension Collection {

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// Purging revisions for good (CouchDB's `_purge`).
 extension Collection {

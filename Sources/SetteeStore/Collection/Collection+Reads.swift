@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// Reading documents by id, and `_all_docs`.
 extension Collection {

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// Writing revisions: the one path every save, delete and replicated revision goes through.
 extension Collection {

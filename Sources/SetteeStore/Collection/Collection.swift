@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import SetteeCore
 
 /// A named set of documents inside a ``Database`` (Couchbase Lite's `Collection`).

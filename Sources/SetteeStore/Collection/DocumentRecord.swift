@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// A stored document as the store keeps it: the winning revision's body and, when asked for, the whole
 /// revision tree and the archived bodies of replaced revisions. The server builds CouchDB's responses

@@ -1,4 +1,4 @@
-import SetteeCore
+public import SetteeCore
 
 /// One revision to store, the way CouchDB's `_bulk_docs` expresses a write.
 ///

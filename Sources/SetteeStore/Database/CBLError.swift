@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 
 /// Couchbase Lite's error codes (`CBLError`), so code written against Couchbase Lite can test a thrown error's
 /// `code` as it did: every ``SetteeError`` is an `NSError` in ``domain`` with one of these codes.

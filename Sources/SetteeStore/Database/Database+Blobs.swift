@@ -9,7 +9,7 @@ import Darwin
 private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { open(path, flags) }
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 private func systemClose(_ fd: Int32) -> Int32 { close(fd) }
-import SetteeCore
+public import SetteeCore
 
 /// Attachment bodies, stored once per digest, and other per-database metadata.
 extension Database {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import SetteeCore
 
 /// Couchbase Lite's database-level API: the default names, files by name, copies, maintenance.

@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+package import SetteeCore
 import Synchronization
 
 /// A Settee database: one SQLite file holding collections of JSON documents with their revision trees.

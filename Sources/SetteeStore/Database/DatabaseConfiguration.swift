@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How a ``Database`` is opened: where its file lives and how durable and concurrent it is.
 ///

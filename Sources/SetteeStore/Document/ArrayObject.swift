@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 
 /// Read access to an array's elements (Couchbase Lite's `ArrayProtocol`).
 public protocol ArrayProtocol: ArrayFragment {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import SetteeCore
 
 /// Binary content in a document (Couchbase Lite's `Blob`): an image, a file.

@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 
 /// Read access to a dictionary's members (Couchbase Lite's `DictionaryProtocol`), shared by ``DictionaryObject``,
 /// ``Document`` and query results.

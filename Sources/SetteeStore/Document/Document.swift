@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 
 /// A read-only snapshot of a document's revision (Couchbase Lite's `Document`).
 ///

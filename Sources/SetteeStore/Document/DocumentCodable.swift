@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+package import SetteeCore
 
 /// Model classes stored as documents (Couchbase Lite 3.2.3's Codable documents).
 public typealias DocumentEncodable = Encodable & AnyObject

@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+package import Foundation
+package import SetteeCore
 
 /// A member of a mutable container: stored JSON, or an object handed out or set (a nested mutable container
 /// edited in place, a blob whose content is saved with the document).

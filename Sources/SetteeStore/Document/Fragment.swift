@@ -1,5 +1,5 @@
-import Foundation
-import SetteeCore
+public import Foundation
+public import SetteeCore
 
 /// Subscript by key to a ``Fragment`` (Couchbase Lite's `DictionaryFragment`).
 public protocol DictionaryFragment {

@@ -1,5 +1,5 @@
 import Foundation
-import SetteeCore
+public import SetteeCore
 
 /// A document you can edit and save (Couchbase Lite's `MutableDocument`).
 ///

@@ -1,7 +1,7 @@
 import CSQLite
 import Dispatch
 import Foundation
-import SetteeCore
+package import SetteeCore
 
 /// A deadline for the SQLite reads made on the current thread (query timeouts). While one is set, every reader
 /// connection handed out by ``DatabasePool/read(_:)`` on this thread gets a progress handler that interrupts its
