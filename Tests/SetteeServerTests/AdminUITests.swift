@@ -448,6 +448,26 @@ import Testing
             #expect(own.text.contains("org.couchdb.user:bob"))
         }
     }
+
+    /// A page's context reads as one flat dictionary did: the layout's values, the model's, the database header's,
+    /// then the URL's flash messages; a nil optional of the model is missing, so the URL's error shows instead.
+    @Test func pageContextResolvesLikeOneFlatContext() {
+        let header = DatabaseHeader(db: "shop", dbHref: "/_utils/db/shop", dbDocs: "1", dbDeleted: "0", dbSize: "1 KiB", dbSeq: "1")
+        func context(_ model: SecurityPage) -> UIPageContext<SecurityPage> {
+            UIPageContext(title: "T", csrf: "c", user: "u", canSignOut: true, asset: "a", chrome: true, nav: "security",
+                          database: header, model: model, notice: "from the URL", error: "from the URL")
+        }
+        let plain = context(SecurityPage(json: "{}"))
+        #expect(plain.child(named: "title") as? String == "T")
+        #expect(plain.child(named: "json") as? String == "{}")
+        #expect(plain.child(named: "dbHref") as? String == "/_utils/db/shop")
+        #expect(plain.child(named: "nav_security") as? Bool == true)
+        #expect(plain.child(named: "nav_query") == nil)
+        #expect(plain.child(named: "notice") as? String == "from the URL")
+        #expect(plain.child(named: "error") as? String == "from the URL")
+        #expect(plain.child(named: "nothing") == nil)
+        #expect(context(SecurityPage(json: "{}", error: "the page's")).child(named: "error") as? String == "the page's")
+    }
 }
 
 @Suite("Revision tree view") struct RevisionTreeViewTests {

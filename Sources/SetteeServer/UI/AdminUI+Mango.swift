@@ -8,36 +8,36 @@ import SetteeCore
 extension AdminUI {
     static let defaultMango = #"{"selector": {}, "limit": 10}"#
 
-    /// Runs the Mango query in `text` and adds its answer to the page's data; returns the status for the page.
-    func runMango(_ db: String, _ text: String, into data: inout [String: Any]) async -> HTTPResponse.Status {
-        data["mango"] = text
+    /// Runs the Mango query in `text` and adds its answer to the page's model; returns the status for the page.
+    func runMango(_ db: String, _ text: String, into model: inout QueryPage) async -> HTTPResponse.Status {
+        model.mango = text
         guard let body = try? JSON.parse(Array(text.utf8)), case .object = body else {
-            data["mangoError"] = "The Mango query must be a JSON object, like {\"selector\": {\"city\": \"Paris\"}}."
+            model.mangoError = "The Mango query must be a JSON object, like {\"selector\": {\"city\": \"Paris\"}}."
             return .badRequest
         }
         let started = DispatchTime.now().uptimeNanoseconds
         let result = await api(.post, [db, "_find"], body: body)
         let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
         guard result.ok else {
-            data["mangoError"] = result.message
+            model.mangoError = result.message
             return HTTPResponse.Status(code: result.status)
         }
         let explain = await api(.post, [db, "_explain"], body: body)
         if explain.ok, let index = explain.json["index"] {
             let name = index["name"]?.stringValue ?? ""
-            data["mangoIndex"] = index["ddoc"]?.stringValue.map { "\($0) / \(name)" } ?? name
+            model.mangoIndex = index["ddoc"]?.stringValue.map { "\($0) / \(name)" } ?? name
         }
         let docs = result.json["docs"]?.arrayValue ?? []
-        data["mangoDocs"] = docs.prefix(1000).map { doc -> [String: Any] in
+        model.mangoDocs = docs.prefix(1000).map { doc in
             let id = doc["_id"]?.stringValue ?? ""
-            return ["id": id, "docHref": id.isEmpty ? "" : docHref(db, id), "doc": UIFormat.cell(doc)]
+            return MangoDoc(id: id, docHref: id.isEmpty ? "" : docHref(db, id), doc: UIFormat.cell(doc))
         }
-        data["mangoCount"] = docs.count
-        data["mangoElapsed"] = String(format: "%.1f", ms)
-        if let warning = result.json["warning"]?.stringValue { data["mangoWarning"] = warning }
-        if let bookmark = result.json["bookmark"]?.stringValue { data["mangoBookmark"] = bookmark }
-        data["mangoJSON"] = UIFormat.pretty(result.json)
-        data["mangoRan"] = true
+        model.mangoCount = docs.count
+        model.mangoElapsed = String(format: "%.1f", ms)
+        model.mangoWarning = result.json["warning"]?.stringValue
+        model.mangoBookmark = result.json["bookmark"]?.stringValue
+        model.mangoJSON = UIFormat.pretty(result.json)
+        model.mangoRan = true
         return .ok
     }
 }

@@ -15,12 +15,12 @@ extension AdminUI {
         let info = await api(.get, [db])
         guard info.ok else { return try errorPage(info, title: db) }
         let q = FormData(query: call.request.uri.query)
-        var data = dbData(db, info.json)
+        let header = databaseHeader(db, info.json)
         let selected = q.text("view")
 
         let designs = await api(.get, [db, "_design_docs"], query: "include_docs=true")
         guard designs.ok else { return try errorPage(designs, title: db) }
-        var list: [[String: Any]] = []
+        var list: [ViewRow] = []
         for row in designs.json["rows"]?.arrayValue ?? [] {
             guard let id = row["id"]?.stringValue, id.hasPrefix("_design/"), case .object(let doc)? = row["doc"],
                   case .object(let views)? = doc["views"] else { continue }
@@ -35,26 +35,23 @@ extension AdminUI {
                 case let other?: map = UIFormat.pretty(other)  // a SQL++ declarative view: {key, value, where}
                 case nil: break
                 }
-                list.append([
-                    "value": value, "ddoc": ddoc, "name": name, "language": language, "map": map,
-                    "reduce": definition["reduce"]?.stringValue ?? "", "selected": value == selected,
-                    "href": "\(dbHref(db))/views?view=\(AdminUI.encodeQuery(value))",
-                ])
+                list.append(ViewRow(value: value, language: language, map: map, reduce: definition["reduce"]?.stringValue ?? "",
+                                    selected: value == selected, href: "\(dbHref(db))/views?view=\(AdminUI.encodeQuery(value))"))
             }
         }
-        data["views"] = list
-        data["hasViews"] = !list.isEmpty
-        for name in Self.viewParameters { data["p_" + name] = q[name] ?? "" }
-        data["includeDocs"] = q.flag("include_docs")
-        data["descending"] = q.flag("descending")
-        data["reduce_" + (q.text("reduce") ?? "default")] = true
-        if q["limit"] == nil { data["p_limit"] = "20" }
+        let reduce = q.text("reduce") ?? "default"
+        var model = ViewsPage(
+            views: list, hasViews: !list.isEmpty,
+            p_key: q["key"] ?? "", p_startkey: q["startkey"] ?? "", p_endkey: q["endkey"] ?? "", p_partition: q["partition"] ?? "",
+            p_limit: q["limit"] ?? "20", p_skip: q["skip"] ?? "", p_group_level: q["group_level"] ?? "",
+            reduce_default: reduce == "default", reduce_true: reduce == "true", reduce_false: reduce == "false",
+            includeDocs: q.flag("include_docs"), descending: q.flag("descending"))
 
-        guard let selected else { return try page("views", title: "Views of \(db)", data, nav: "views") }
+        guard let selected else { return try page("views", title: "Views of \(db)", model, database: header, nav: "views") }
         let parts = selected.split(separator: "/", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-            data["error"] = "Choose a view as design document/view, like app/by_type."
-            return try page("views", title: "Views of \(db)", data, nav: "views", status: .badRequest)
+            model.error = "Choose a view as design document/view, like app/by_type."
+            return try page("views", title: "Views of \(db)", model, database: header, nav: "views", status: .badRequest)
         }
         var parameters: [String] = []
         for name in Self.viewParameters {
@@ -67,33 +64,30 @@ extension AdminUI {
         let started = DispatchTime.now().uptimeNanoseconds
         let result = await api(.get, [db, "_design", parts[0], "_view", parts[1]], query: parameters.joined(separator: "&"))
         let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-        data["viewName"] = selected
+        model.viewName = selected
         guard result.ok else {
-            data["error"] = result.message
-            return try page("views", title: "Views of \(db)", data, nav: "views", status: HTTPResponse.Status(code: result.status))
+            model.error = result.message
+            return try page("views", title: "Views of \(db)", model, database: header, nav: "views",
+                            status: HTTPResponse.Status(code: result.status))
         }
         let rows = result.json["rows"]?.arrayValue ?? []
         let includeDocs = rows.contains { $0["doc"] != nil }
-        data["showDocs"] = includeDocs
-        data["rows"] = rows.prefix(1000).map { row -> [String: Any] in
-            var out: [String: Any] = ["key": Self.jsonCell(row["key"]), "value": Self.jsonCell(row["value"])]
-            if let id = row["id"]?.stringValue {
-                out["id"] = id
-                out["docHref"] = docHref(db, id)
-            }
-            if includeDocs { out["doc"] = Self.jsonCell(row["doc"]) }
-            return out
+        model.showDocs = includeDocs
+        model.rows = rows.prefix(1000).map { row in
+            let id = row["id"]?.stringValue
+            return ViewResultRow(key: Self.jsonCell(row["key"]), value: Self.jsonCell(row["value"]), id: id,
+                                 docHref: id.map { docHref(db, $0) }, doc: includeDocs ? Self.jsonCell(row["doc"]) : nil)
         }
-        data["rowCount"] = rows.count
-        data["truncated"] = rows.count > 1000
+        model.rowCount = rows.count
+        model.truncated = rows.count > 1000
         if let total = result.json["total_rows"] {
-            data["totalRows"] = UIFormat.cell(total)
-            data["offset"] = result.json["offset"].map(UIFormat.cell) ?? "0"
+            model.totalRows = UIFormat.cell(total)
+            model.offset = result.json["offset"].map(UIFormat.cell) ?? "0"
         }
-        data["elapsed"] = String(format: "%.1f", ms)
-        data["json"] = UIFormat.pretty(result.json)
-        data["ran"] = true
-        return try page("views", title: "Views of \(db)", data, nav: "views")
+        model.elapsed = String(format: "%.1f", ms)
+        model.json = UIFormat.pretty(result.json)
+        model.ran = true
+        return try page("views", title: "Views of \(db)", model, database: header, nav: "views")
     }
 
     /// A key, value or document as JSON text (a string key shows its quotes, as in the API), shortened for a cell.

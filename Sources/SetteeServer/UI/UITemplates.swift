@@ -2,6 +2,7 @@ import Mustache
 
 /// The admin UI's Mustache templates. Every page extends `layout` (`{{<layout}}…{{/layout}}`) and fills its
 /// `content` block; `{{…}}` escapes HTML, `{{{…}}}` is used only for markup the server built itself (the SVG tree).
+/// They render a ``UIPageContext``: the variables are the properties of the page's model (`UIPageModels.swift`).
 enum UITemplates {
     static let library: MustacheLibrary = {
         var library = MustacheLibrary()
