@@ -125,8 +125,6 @@ extension IndexManager {
                                      ivf: IVFIndex, collection: Collection, db: Connection, lastSeq: Int64,
                                      building: Bool, state: VectorIndexState) throws -> Bool {
         let t = IndexManager.vectorTables(info.table)
-        let changes = try IndexManager.changes(of: collection, after: lastSeq, limit: IndexManager.batchSize, db: db)
-        defer { changes.reset() }
         let remove = try db.prepare("DELETE FROM \(info.table) WHERE doc = ?")
         let upsert = try db.prepare("INSERT OR REPLACE INTO \(info.table)(doc, list, code, vector) VALUES (?, ?, ?, ?)")
         let removePending = try db.prepare("DELETE FROM \(t.pending) WHERE doc = ?")
@@ -135,13 +133,8 @@ extension IndexManager {
         evaluator.predictor = Database.prediction.predictor
         let wanted = PropertyUsage.topLevelKeys(of: [expression] + (info.spec.whereClause.map { [$0] } ?? []),
                                                 source: "_", primary: "_", aliases: []).map(JSONMemberSelector.init)
-        var count = 0
-        var maxSeq = lastSeq
-        while try changes.step() {
-            count += 1
-            let rowid = changes.int64(0)
-            let seq = changes.int64(2)
-            maxSeq = max(maxSeq, seq)
+        let progress = try ChangeFeed.read(collection, after: lastSeq, limit: IndexManager.batchSize, db: db) { change in
+            let rowid = change.rowid
             func drop() throws {
                 if building { return }
                 remove.bind(rowid, at: 1)
@@ -152,13 +145,9 @@ extension IndexManager {
                 }
                 ivf.remove(id: rowid)
             }
-            if DocFlags(rawValue: changes.int64(4)).contains(.deleted) { try drop(); continue }
-            guard let body = try? changes.withTextBytes(5, { bytes in
-                if let wanted { return try wanted.parse(bytes) }
-                return try JSON.parse(bytes)
-            }) else { try drop(); continue }
-            let document = SourceDocument(id: changes.string(1) ?? "", sequence: UInt64(seq),
-                                          revisionID: changes.string(3) ?? "", body: body)
+            if change.isDeleted { try drop(); return }
+            guard let body = try? change.body(members: wanted) else { try drop(); return }
+            let document = change.document(body: body)
             let value: JSON?
             if let condition = info.spec.whereClause,
                (try? evaluator.isTrue(condition, in: Row(primaryName: "_", primary: document))) != true {
@@ -169,24 +158,22 @@ extension IndexManager {
             if options.isLazy {
                 // The vector is the app's to compute: hand out the value (again, if the document changed).
                 try drop()
-                guard let value else { continue }
+                guard let value else { return }
                 upsertPending.bind(rowid, at: 1)
-                upsertPending.bind(seq, at: 2)
+                upsertPending.bind(change.seq, at: 2)
                 upsertPending.bind(text: value.serializedBytes, at: 3)
                 try upsertPending.run()
-                continue
+                return
             }
             guard let vector = VectorSearch.floats(value), vector.count == options.dimensions else {
                 try drop()  // not a vector of the index's dimensions: not indexed, never an error
-                continue
+                return
             }
             try store(vector, for: rowid, in: info, ivf: ivf, upsert: upsert)
         }
-        let done = count < IndexManager.batchSize
-        if !building || done { try trainIfDue(info, options: options, ivf: ivf, db: db, state: state) }
-        try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
-            .run([.integer(maxSeq), .text((done || !building ? IndexBuildState.ready : .building).rawValue), .integer(info.id)])
-        return done
+        if !building || progress.isComplete { try trainIfDue(info, options: options, ivf: ivf, db: db, state: state) }
+        try IndexManager.recordProgress(info, progress, building: building, db: db)
+        return progress.isComplete
     }
 
     /// Writes one document's vector (encoded if the index is trained) and adds it to the in-memory lists.

@@ -280,7 +280,7 @@ public final class IndexManager: Sendable {
         guard let (lastSeq, building) = row else { return true }  // dropped meanwhile
 
         // Purged documents leave no change row: drop entries whose document row is gone.
-        let anyPurged = try IndexManager.anyPurged(collection, since: lastSeq, db: db)
+        let anyPurged = try ChangeFeed.anyPurged(collection, since: lastSeq, db: db)
         if anyPurged {
             // (A full-text table is keyed by the document's rowid; the others have a `doc` column.)
             let key = info.spec.kind == .fullText ? "rowid" : "doc"
@@ -291,7 +291,6 @@ public final class IndexManager: Sendable {
                                           purged: anyPurged)
         }
 
-        let changes = try IndexManager.changes(of: collection, after: lastSeq, limit: IndexManager.batchSize, db: db)
         let keyCount = info.spec.kind == .array ? max(1, info.spec.expressions.count) : info.spec.expressions.count
         let columns = (0..<keyCount).map { info.spec.kind == .fullText ? "c\($0)" : "k\($0)" }.joined(separator: ", ")
         let placeholders = Array(repeating: "?", count: keyCount).joined(separator: ", ")
@@ -318,15 +317,8 @@ public final class IndexManager: Sendable {
             : info.spec.expressions
         let wanted = PropertyUsage.topLevelKeys(of: documentExpressions + (info.spec.whereClause.map { [$0] } ?? []),
                                                 source: "_", primary: "_", aliases: []).map(JSONMemberSelector.init)
-        var count = 0
-        var maxSeq = lastSeq
-        defer { changes.reset() }
-        while try changes.step() {
-            count += 1
-            let rowid = changes.int64(0)
-            let seq = changes.int64(2)
-            maxSeq = max(maxSeq, seq)
-            let deleted = DocFlags(rawValue: changes.int64(4)).contains(.deleted)
+        let progress = try ChangeFeed.read(collection, after: lastSeq, limit: IndexManager.batchSize, db: db) { change in
+            let rowid = change.rowid
             // A value-index document that stays in the index is replaced in place (INSERT OR REPLACE on its rowid);
             // only one that leaves it needs a DELETE. Array and full-text entries are always replaced.
             func drop() throws {
@@ -334,25 +326,21 @@ public final class IndexManager: Sendable {
                 remove.bind(rowid, at: 1)
                 try remove.run()
             }
-            if deleted || info.spec.kind != .value { try drop() }
-            if deleted { continue }
+            if change.isDeleted || info.spec.kind != .value { try drop() }
+            if change.isDeleted { return }
             let body: JSON
             do {
-                body = try changes.withTextBytes(5) { bytes in
-                    if let wanted { return try wanted.parse(bytes) }
-                    return try JSON.parse(bytes)
-                }
+                body = try change.body(members: wanted)
             } catch {
                 try drop()
-                continue  // an unreadable body is not indexed; it never stops indexing
+                return  // an unreadable body is not indexed; it never stops indexing
             }
-            let document = SourceDocument(id: changes.string(1) ?? "", sequence: UInt64(seq),
-                                          revisionID: changes.string(3) ?? "", body: body)
+            let document = change.document(body: body)
             switch info.spec.kind {
             case .value:
                 guard let keys = IndexManager.keys(for: info.spec, document: document, evaluator: evaluator) else {
                     try drop()
-                    continue
+                    return
                 }
                 insert.bind(rowid, at: 1)
                 for (i, key) in keys.enumerated() {
@@ -369,9 +357,9 @@ public final class IndexManager: Sendable {
                     try insert.run()
                 }
             case .vector:
-                continue  // catchUpVectorBatch
+                return  // catchUpVectorBatch
             case .fullText:
-                guard let texts = IndexManager.texts(for: info.spec, document: document, evaluator: evaluator) else { continue }
+                guard let texts = IndexManager.texts(for: info.spec, document: document, evaluator: evaluator) else { return }
                 insert.bind(rowid, at: 1)
                 for (i, text) in texts.enumerated() {
                     if let text { insert.bind(text, at: Int32(i + 2)) } else { insert.bindNull(at: Int32(i + 2)) }
@@ -379,7 +367,7 @@ public final class IndexManager: Sendable {
                 try insert.run()
             }
         }
-        let done = count < IndexManager.batchSize
+        let done = progress.isComplete
         if done && building {
             let quoted = "\"" + info.sqliteIndexName.replacingOccurrences(of: "\"", with: "\"\"") + "\""
             let keyColumns = (0..<keyCount).map { "k\($0)" }.joined(separator: ", ")
@@ -396,29 +384,16 @@ public final class IndexManager: Sendable {
                 break  // FTS5 keeps its own inverted index
             }
         }
-        try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
-            .run([.integer(maxSeq), .text((done || !building ? IndexBuildState.ready : .building).rawValue), .integer(info.id)])
+        try IndexManager.recordProgress(info, progress, building: building, db: db)
         return done
     }
 
-    /// The change feed as indexes read it: `rowid, id, seq, rev, flags, body` of the documents changed after
-    /// `sequence`, in sequence order, at most `limit` (the caller steps and resets the statement).
-    static func changes(of collection: Collection, after sequence: Int64, limit: Int, db: Connection) throws -> Statement {
-        let stmt = try db.prepare(
-            "SELECT rowid, id, seq, rev, flags, body FROM \(collection.docsTable) WHERE seq > ? ORDER BY seq LIMIT ?")
-        stmt.bind(sequence, at: 1)
-        stmt.bind(limit, at: 2)
-        return stmt
-    }
-
-    /// Whether documents of `collection` were purged after `sequence` (purges leave no change row, so an index
-    /// finds its orphaned entries by this).
-    static func anyPurged(_ collection: Collection, since sequence: Int64, db: Connection) throws -> Bool {
-        let purged = try db.prepare("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1")
-        defer { purged.reset() }
-        purged.bind(collection.id, at: 1)
-        purged.bind(sequence, at: 2)
-        return try purged.step()
+    /// Moves an index's position in the feed to the end of the batch just absorbed; a building index is ready once
+    /// a batch reached the end of the feed.
+    static func recordProgress(_ info: IndexInfo, _ progress: ChangeFeed.Progress, building: Bool, db: Connection) throws {
+        let state: IndexBuildState = progress.isComplete || !building ? .ready : .building
+        try db.prepare("UPDATE indexes SET last_seq = ?, state = ? WHERE id = ?")
+            .run([.integer(progress.lastSeq), .text(state.rawValue), .integer(info.id)])
     }
 
     /// The encoded keys of a document, or nil when it is not in the index (partial WHERE false, or every key MISSING).

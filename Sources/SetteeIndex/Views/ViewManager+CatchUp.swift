@@ -44,8 +44,6 @@ extension ViewManager {
     /// time as they are read (the first piece small, so the mapping starts soon).
     func readBatch(after sequence: Int64, definition: ViewDefinition, collection: Collection) throws -> CatchUpBatch {
         try database.read { db in
-            let changes = try IndexManager.changes(of: collection, after: sequence, limit: ViewManager.batchSize, db: db)
-            defer { changes.reset() }
             // A document in conflict is mapped with its `_conflicts`, as CouchDB's indexer opens it.
             let treeOf = try db.prepare("SELECT tree FROM \(collection.docsTable) WHERE rowid = ?")
             var changed: [Change] = []
@@ -59,30 +57,26 @@ extension ViewManager {
                 mapped.append(Pending { try ViewManager.map(piece, definition: definition) })
             }
             var nextPiece = ViewManager.firstMapPiece
-            var maxSeq = sequence
-            while try changes.step() {
-                let seq = changes.int64(2)
-                maxSeq = max(maxSeq, seq)
-                let flags = DocFlags(rawValue: changes.int64(4))
-                let deleted = flags.contains(.deleted)
+            let progress = try ChangeFeed.read(collection, after: sequence, limit: ViewManager.batchSize, db: db) { change in
+                let deleted = change.isDeleted
                 var conflicts: [String] = []
-                if !deleted && flags.contains(.conflicted) {
-                    treeOf.bind(changes.int64(0), at: 1)
+                if !deleted && change.flags.contains(.conflicted) {
+                    treeOf.bind(change.rowid, at: 1)
+                    defer { treeOf.reset() }
                     if try treeOf.step(), let tree = try? RevTree(encoded: treeOf.blob(0) ?? []) {
                         conflicts = tree.conflicts.map(\.description)
                     }
-                    treeOf.reset()
                 }
-                changed.append(Change(rowid: changes.int64(0), docID: changes.string(1) ?? "", seq: seq,
-                                      rev: changes.string(3) ?? "", deleted: deleted,
-                                      body: deleted ? [] : changes.withTextBytes(5) { Array($0) }, conflicts: conflicts))
+                changed.append(Change(rowid: change.rowid, docID: change.docID, seq: change.seq,
+                                      rev: change.revisionID, deleted: deleted,
+                                      body: deleted ? [] : change.withBody { Array($0) }, conflicts: conflicts))
                 if changed.count == nextPiece {
                     startPiece(upTo: nextPiece)
                     nextPiece += ViewManager.mapPiece
                 }
             }
             startPiece(upTo: changed.count)
-            return CatchUpBatch(from: sequence, changed: changed, pieces: pieces, mapped: mapped, maxSeq: maxSeq)
+            return CatchUpBatch(from: sequence, changed: changed, pieces: pieces, mapped: mapped, maxSeq: progress.lastSeq)
         }
     }
 
@@ -220,7 +214,7 @@ extension ViewManager {
             }
             try flushRows(into: appends ? view.table : view.stage)
         }
-        let anyPurged = try IndexManager.anyPurged(collection, since: lastSeq, db: db)
+        let anyPurged = try ChangeFeed.anyPurged(collection, since: lastSeq, db: db)
         let done = !batch.isFull
         if bulk && (done || anyPurged) {
             try mergeStage(view, db: db)

@@ -1,0 +1,74 @@
+import SetteeCore
+import SetteeSQLPP
+import SetteeStore
+
+/// A collection's change feed as indexes and views follow it: the documents changed after a sequence, in sequence
+/// order, a batch at a time inside the caller's transaction. The value, array, full-text and vector indexes and
+/// the views all read it through ``read(_:after:limit:db:_:)``, so each says only what it does with a change.
+enum ChangeFeed {
+    /// How far a batch got.
+    struct Progress {
+        /// The changes read.
+        let count: Int
+        /// The highest sequence read (the starting sequence when none was).
+        let lastSeq: Int64
+        /// Fewer changes than the batch allowed: the follower has absorbed every change.
+        let isComplete: Bool
+    }
+
+    /// The feed's current row: one changed document. Valid only inside the callback that receives it.
+    struct Change {
+        fileprivate let row: Statement
+
+        /// The document's row in the collection's table (what index entries point at).
+        var rowid: Int64 { row.int64(DocumentRowColumn.rowid) }
+        var docID: String { row.string(DocumentRowColumn.id) ?? "" }
+        var seq: Int64 { row.int64(DocumentRowColumn.seq) }
+        var revisionID: String { row.string(DocumentRowColumn.rev) ?? "" }
+        var flags: DocFlags { DocFlags(rawValue: row.int64(DocumentRowColumn.flags)) }
+        var isDeleted: Bool { flags.contains(.deleted) }
+
+        /// The winning revision's body: its UTF-8 bytes, borrowed for the call.
+        func withBody<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+            try row.withTextBytes(DocumentRowColumn.body, body)
+        }
+
+        /// The body parsed, reading only `members` of it (nil: all of it).
+        func body(members: JSONMemberSelector?) throws -> JSON {
+            try withBody { bytes in
+                if let members { return try members.parse(bytes) }
+                return try JSON.parse(bytes)
+            }
+        }
+
+        /// The change as the SQL++ evaluator sees a document.
+        func document(body: JSON) -> SourceDocument {
+            SourceDocument(id: docID, sequence: UInt64(seq), revisionID: revisionID, body: body)
+        }
+    }
+
+    /// Calls `each` for up to `limit` documents changed after `sequence`, in sequence order.
+    @discardableResult
+    static func read(_ collection: Collection, after sequence: Int64, limit: Int, db: Connection,
+                             _ each: (Change) throws -> Void) throws -> Progress {
+        try db.withStatement("SELECT \(DocumentTable.rowColumns("d")) FROM \(collection.docsTable) AS d WHERE d.seq > ? ORDER BY d.seq LIMIT ?",
+                             [.integer(sequence), .integer(Int64(limit))]) { row in
+            var count = 0
+            var last = sequence
+            while try row.step() {
+                count += 1
+                let change = Change(row: row)
+                last = max(last, change.seq)
+                try each(change)
+            }
+            return Progress(count: count, lastSeq: last, isComplete: count < limit)
+        }
+    }
+
+    /// Whether documents of `collection` were purged after `sequence`: purges leave no change row, so a follower
+    /// finds its orphaned entries by this.
+    static func anyPurged(_ collection: Collection, since sequence: Int64, db: Connection) throws -> Bool {
+        try db.withStatement("SELECT 1 FROM purges WHERE collection = ? AND seq > ? LIMIT 1",
+                             [.integer(collection.id), .integer(sequence)]) { try $0.step() }
+    }
+}
