@@ -45,7 +45,7 @@ public struct ReplicationOptions: Sendable {
     /// Called after each written batch with the revisions written and the ones that failed (Couchbase Lite's
     /// document replication listeners).
     public var onDocuments: (@Sendable (_ written: [ReplicatedRevision], _ failures: [DocumentFailure]) -> Void)?
-    /// Where the `settee_replication_*` counters go; nil: swift-metrics' process-wide factory.
+    /// Where the `settee_replication_*` counters and stage timers go; nil: swift-metrics' process-wide factory.
     public var metricsFactory: (any MetricsFactory)?
 
     public init() {}
@@ -82,7 +82,7 @@ public final class Replication: Sendable {
     private let logger: Logger
     /// The checkpoint state, once the replication has read or made it.
     private let checkpointer = Mutex<Checkpointer?>(nil)
-    let stages = StageTimes()
+    let stages: StageTimes
     let counters: ReplicationCounters
 
     /// - Parameter onStatus: called (on an arbitrary thread) after every status change.
@@ -102,6 +102,7 @@ public final class Replication: Sendable {
                                                         })
         self.box = StatusBox(onChange: onStatus)
         self.counters = ReplicationCounters(factory: options.metricsFactory)
+        self.stages = StageTimes(factory: options.metricsFactory)
     }
 
     /// The current status.
@@ -117,7 +118,7 @@ public final class Replication: Sendable {
         box.update { $0 = ReplicatorStatus(); $0.activity = .connecting }
         while true {
             do {
-                try await stages.time("total") { try await attempt(onProgress: { failures = 0 }) }
+                try await stages.time(.total) { try await attempt(onProgress: { failures = 0 }) }
                 stages.dump(replicationID)
                 box.update { $0.activity = .stopped; $0.error = nil }
                 return result(completed: !options.continuous)
@@ -277,7 +278,7 @@ public final class Replication: Sendable {
             filter: options.documentIDs == nil && options.selector == nil ? options.filter : nil, queryParams: options.queryParams)
         let source = self.source, target = self.target, box = self.box, stages = self.stages
         return Task {
-            let batch = try await stages.time("changes") { try await source.changes(request) }
+            let batch = try await stages.time(.changes) { try await source.changes(request) }
             var revs: [(id: String, revs: [RevID])] = []
             var index: [String: Int] = [:]
             for change in batch.results {
@@ -289,7 +290,7 @@ public final class Replication: Sendable {
                 }
             }
             let checked = revs.reduce(0) { $0 + $1.revs.count }
-            let diff = revs.isEmpty ? [:] : try await stages.time("revs_diff") { try await target.revsDiff(revs) }
+            let diff = revs.isEmpty ? [:] : try await stages.time(.revsDiff) { try await target.revsDiff(revs) }
             var requests: [FetchRequest] = []
             requests.reserveCapacity(diff.count)
             var missing = 0
@@ -311,7 +312,7 @@ public final class Replication: Sendable {
         let source = self.source, box = self.box, stages = self.stages, counters = self.counters
         return Task {
             let requests = diffed.requests
-            let revisions = requests.isEmpty ? [] : try await stages.time("fetch") { try await source.fetch(requests) }
+            let revisions = requests.isEmpty ? [] : try await stages.time(.fetch) { try await source.fetch(requests) }
             box.update { $0.docsRead += revisions.count }
             counters.docsRead.increment(by: revisions.count)
             return Fetched(lastSeq: diffed.batch.lastSeq, revisions: revisions)
@@ -328,7 +329,7 @@ public final class Replication: Sendable {
         var fetched = fetched
         if let keep = options.revisionFilter { fetched.revisions = fetched.revisions.filter(keep) }
         if !fetched.revisions.isEmpty {
-            let failures = try await stages.time("write") { try await target.write(fetched.revisions) }
+            let failures = try await stages.time(.write) { try await target.write(fetched.revisions) }
             if let onDocuments = options.onDocuments {
                 let failed = Set(failures.map(\.id))
                 onDocuments(fetched.revisions.filter { !failed.contains($0.id) }, failures)
@@ -353,33 +354,11 @@ public final class Replication: Sendable {
 
     private func checkpoint(_ seq: JSON) async throws {
         guard var cp = checkpointer.withLock({ $0 }) else { return }
-        try await stages.time("checkpoint") { try await cp.record(seq, stats: box.current) }
+        try await stages.time(.checkpoint) { try await cp.record(seq, stats: box.current) }
         counters.checkpoints.increment()
         let snapshot = cp
         checkpointer.withLock { $0 = snapshot }
         box.update { $0.checkpointedSourceSeq = seq }
-    }
-}
-
-/// Time spent per stage, printed to stderr at the end of a run when SETTEE_REPLICATION_TRACE is set.
-final class StageTimes: Sendable {
-    static let enabled = ProcessInfo.processInfo.environment["SETTEE_REPLICATION_TRACE"] != nil
-    private let totals = Mutex<[String: (Double, Int)]>([:])
-
-    func time<T>(_ stage: String, _ body: () async throws -> T) async rethrows -> T {
-        guard StageTimes.enabled else { return try await body() }
-        let start = DispatchTime.now().uptimeNanoseconds
-        defer {
-            let t = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            totals.withLock { $0[stage, default: (0, 0)].0 += t; $0[stage, default: (0, 0)].1 += 1 }
-        }
-        return try await body()
-    }
-
-    func dump(_ label: String) {
-        guard StageTimes.enabled else { return }
-        let text = totals.withLock { $0.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value.0))s/\($0.value.1)" } }
-        Logger(label: "settee.replication").notice("replication \(label) stage times: \(text.joined(separator: ", "))")
     }
 }
 

@@ -1,4 +1,6 @@
+import CoreMetrics
 public import Foundation
+import Logging
 import Metrics
 public import SetteeCore
 import Synchronization
@@ -145,5 +147,69 @@ struct ReplicationCounters: Sendable {
         docWriteFailures = Counter(label: "settee_replication_doc_write_failures_total", factory: f)
         checkpoints = Counter(label: "settee_replication_checkpoints_total", factory: f)
         retries = Counter(label: "settee_replication_retries_total", factory: f)
+    }
+}
+
+/// Time spent per stage, recorded into the `settee_replication_stage_duration_seconds` timer (one series per
+/// ``Stage``) through the same factory as ``ReplicationCounters``; the timers are made once per replication.
+///
+/// With `SETTEE_REPLICATION_TRACE` set, the same measurements are also summed per stage and logged when a run ends.
+final class StageTimes: Sendable {
+    /// The stages timed; `total` is a whole attempt (from reading checkpoints to catching up or stopping).
+    enum Stage: Int, CaseIterable, Sendable {
+        case changes, revsDiff, fetch, write, checkpoint, total
+
+        /// The `stage` label value.
+        var name: String {
+            switch self {
+            case .changes: "changes"
+            case .revsDiff: "revs_diff"
+            case .fetch: "fetch"
+            case .write: "write"
+            case .checkpoint: "checkpoint"
+            case .total: "total"
+            }
+        }
+    }
+
+    /// The timer's label (a Prometheus histogram in seconds, with a `stage` label, on a node).
+    static let metricLabel = "settee_replication_stage_duration_seconds"
+    static let traceEnabled = ProcessInfo.processInfo.environment["SETTEE_REPLICATION_TRACE"] != nil
+
+    /// One timer per stage, indexed by `Stage.rawValue`.
+    private let timers: [CoreMetrics.Timer]
+    /// Nanoseconds and calls per stage, indexed by `Stage.rawValue`; only summed when tracing.
+    private let totals = Mutex<[(nanoseconds: UInt64, count: Int)]>(Array(repeating: (0, 0), count: Stage.allCases.count))
+
+    init(factory: (any MetricsFactory)?) {
+        let f = factory ?? MetricsSystem.factory
+        timers = Stage.allCases.map { CoreMetrics.Timer(label: Self.metricLabel, dimensions: [("stage", $0.name)], factory: f) }
+    }
+
+    /// Runs `body`, recording its duration (whether it returns or throws) against `stage`.
+    func time<T>(_ stage: Stage, _ body: () async throws -> T) async rethrows -> T {
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer { record(stage, nanoseconds: DispatchTime.now().uptimeNanoseconds &- start) }
+        return try await body()
+    }
+
+    private func record(_ stage: Stage, nanoseconds: UInt64) {
+        timers[stage.rawValue].recordNanoseconds(Int64(clamping: nanoseconds))
+        guard Self.traceEnabled else { return }
+        totals.withLock {
+            $0[stage.rawValue].nanoseconds &+= nanoseconds
+            $0[stage.rawValue].count += 1
+        }
+    }
+
+    /// Logs the per-stage totals (`stage seconds/calls`) when `SETTEE_REPLICATION_TRACE` is set.
+    func dump(_ replicationID: String) {
+        guard Self.traceEnabled else { return }
+        let totals = self.totals.withLock { $0 }
+        let text = Stage.allCases.filter { totals[$0.rawValue].count > 0 }.map { stage in
+            let t = totals[stage.rawValue]
+            return "\(stage.name) \(String(format: "%.3f", Double(t.nanoseconds) / 1e9))s/\(t.count)"
+        }
+        Logger(label: "settee.replication").notice("replication \(replicationID) stage times: \(text.joined(separator: ", "))")
     }
 }

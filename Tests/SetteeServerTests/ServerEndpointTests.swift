@@ -120,6 +120,43 @@ struct ServerEndpointTests {
         }
     }
 
+    /// A replication over the live HTTP server records each stage into `settee_replication_stage_duration_seconds`,
+    /// which `/_metrics` and `/_node/_local/_prometheus` render as a histogram with a `stage` label.
+    @Test func metricsExposeReplicationStageTimers() async throws {
+        try await withServer(mode: .live) { c in
+            try await c.createDB("src")
+            let docs = (0..<25).map { #"{"_id":"d\#($0)","n":\#($0)}"# }.joined(separator: ",")
+            #expect(try await c.post("/src/_bulk_docs", #"{"docs":[\#(docs)]}"#).status == .created)
+            let r = try await c.post("/_replicate", #"{"source":"src","target":"dst","create_target":true}"#)
+            #expect(r.status == .ok, "\(r.text)")
+            #expect(r["ok"] == true)
+            #expect(r["history"]?[0]?["docs_written"] == 25)
+
+            for path in ["/_metrics", "/_node/_local/_prometheus"] {
+                let m = try await c.get(path)
+                #expect(m.status == .ok)
+                // Each series' value, by its name and labels as rendered.
+                var values: [String: Double] = [:]
+                for line in m.text.split(separator: "\n") where line.hasPrefix("settee_replication_stage_duration_seconds") {
+                    guard let space = line.lastIndex(of: " ") else { continue }
+                    values[String(line[..<space])] = Double(line[line.index(after: space)...])
+                }
+                let name = "settee_replication_stage_duration_seconds"
+                for stage in ["changes", "revs_diff", "fetch", "write", "checkpoint", "total"] {
+                    let count = values["\(name)_count{stage=\"\(stage)\"}"] ?? 0
+                    let sum = values["\(name)_sum{stage=\"\(stage)\"}"] ?? 0
+                    #expect(count >= 1, "\(path): \(stage) count")
+                    #expect(sum > 0, "\(path): \(stage) sum")
+                    #expect(values["\(name)_bucket{stage=\"\(stage)\",le=\"+Inf\"}"] == count, "\(path): \(stage) +Inf bucket")
+                    // The replication buckets (1 ms … 300 s), not the request ones.
+                    #expect(values["\(name)_bucket{stage=\"\(stage)\",le=\"300.0\"}"] == count, "\(path): \(stage) 300 s bucket")
+                }
+                // One run: one `total`; at least one batch read, diffed, fetched, written and checkpointed.
+                #expect(values["\(name)_count{stage=\"total\"}"] == 1)
+            }
+        }
+    }
+
     @Test func wrongMethodOnServerEndpointIs405() async throws {
         try await withServer { c in
             expectError(try await c.delete("/_all_dbs"), .methodNotAllowed, "method_not_allowed")

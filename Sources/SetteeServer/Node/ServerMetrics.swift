@@ -25,6 +25,13 @@ final class ServerMetrics: Sendable {
             .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
             .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5),
         ]
+        // Replication stages (a batch's `_changes`, `_revs_diff`, `_bulk_get`, `_bulk_docs`, a checkpoint, and a
+        // whole run as `total`) run longer than requests, over the network; SetteeReplication's `StageTimes`.
+        factory.durationHistogramBuckets["settee_replication_stage_duration_seconds"] = [
+            .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+            .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300),
+        ]
         self.factory = factory
         docsWritten = CoreMetrics.Counter(label: "settee_documents_written_total", factory: factory)
         docsRead = CoreMetrics.Counter(label: "settee_documents_read_total", factory: factory)
