@@ -136,7 +136,8 @@ struct Checkpointer: Sendable {
         if let rev { doc["_rev"] = .string(rev) }
         do {
             return try await endpoint.putLocalDocument(id: replicationID, body: doc)
-        } catch let e as ReplicationError where e.status == 409 {
+        } catch {
+            guard error.status == 409 else { throw error }
             let current = try await endpoint.localDocument(id: replicationID)
             if let rev = current?["_rev"] { doc["_rev"] = rev } else { doc.removeValue(forKey: "_rev") }
             return try await endpoint.putLocalDocument(id: replicationID, body: doc)

@@ -6,6 +6,9 @@ public import SetteeCore
 /// Two implementations ship: ``LocalEndpoint`` (a Settee collection in this process, no sockets) and
 /// ``RemoteEndpoint`` (any CouchDB-compatible server over HTTP: Settee, Apache CouchDB, PouchDB Server).
 /// ``FaultInjectingEndpoint`` wraps either to exercise the replicator's error paths.
+///
+/// Every call fails with a ``ReplicationError``: what the peer answered (its kind says whether a retry may help), or
+/// `.local` when this side's store failed.
 public protocol Endpoint: Sendable {
     /// What identifies this database across runs (a URL without credentials, or a local database's uuid and
     /// collection). Part of the replication id, so it must not change between runs.
@@ -16,37 +19,37 @@ public protocol Endpoint: Sendable {
 
     /// `GET /{db}`: the database's update sequence and counts.
     /// - Throws: ``ReplicationError`` `.notFound` when the database does not exist.
-    func databaseInfo() async throws -> EndpointDatabaseInfo
+    func databaseInfo() async throws(ReplicationError) -> EndpointDatabaseInfo
 
     /// `PUT /{db}`: creates the database (`create_target`). Succeeds if it already exists.
-    func createDatabase() async throws
+    func createDatabase() async throws(ReplicationError)
 
     /// `GET|POST /{db}/_changes?style=all_docs`: the next batch of changes after `since`.
     /// With `.longpoll` the call waits (up to the timeout) when there is nothing new.
-    func changes(_ request: ChangesRequest) async throws -> ChangesBatch
+    func changes(_ request: ChangesRequest) async throws(ReplicationError) -> ChangesBatch
 
     /// `POST /{db}/_revs_diff`: which of the given revisions this database lacks. Ids with nothing missing
     /// are absent from the result.
-    func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff]
+    func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws(ReplicationError) -> [String: RevTree.RevsDiff]
 
     /// `POST /{db}/_bulk_get?revs=true&latest=true&attachments=true` (or `open_revs` GETs where a peer lacks
     /// `_bulk_get`): the requested revisions with their ancestry and the attachment bodies newer than
     /// `attsSince`. Revisions the database no longer has are left out.
-    func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision]
+    func fetch(_ requests: [FetchRequest]) async throws(ReplicationError) -> [ReplicatedRevision]
 
     /// `POST /{db}/_bulk_docs` with `new_edits: false`: stores revisions with their history as given.
     /// - Returns: the documents that failed (403 forbidden, 409, missing attachment stubs…); the rest are stored.
-    func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure]
+    func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure]
 
     /// `GET /{db}/_local/{id}`: a checkpoint document (with `_rev`), or nil when there is none.
-    func localDocument(id: String) async throws -> JSONObject?
+    func localDocument(id: String) async throws(ReplicationError) -> JSONObject?
 
     /// `PUT /{db}/_local/{id}`: saves a checkpoint document; `body["_rev"]` must be the current revision.
     /// - Returns: the new revision.
-    func putLocalDocument(id: String, body: JSONObject) async throws -> String
+    func putLocalDocument(id: String, body: JSONObject) async throws(ReplicationError) -> String
 
     /// `POST /{db}/_ensure_full_commit`: makes what was written durable before a checkpoint records it.
-    func ensureFullCommit() async throws
+    func ensureFullCommit() async throws(ReplicationError)
 }
 
 /// What ``Endpoint/databaseInfo()`` reports.
@@ -236,6 +239,16 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         if let e = error as? ReplicationError { return e }
         if error is CancellationError { return ReplicationError(.cancelled, "The replication was stopped") }
         return ReplicationError(.local, "\(error)")
+    }
+
+    /// Runs `body`, turning any other error it throws into a replication error (``from(_:)``): what an
+    /// ``Endpoint`` implementation wraps its work in.
+    public static func mapping<T>(_ body: () async throws -> T) async throws(ReplicationError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw ReplicationError.from(error)
+        }
     }
 
     /// Whether retrying later may succeed.

@@ -83,7 +83,13 @@ public final class FaultInjectingEndpoint: Endpoint, Sendable {
         }
     }
 
-    private func call<T: Sendable>(_ op: Operation, _ body: () async throws -> T) async throws -> T {
+    private func call<T: Sendable>(_ op: Operation, _ body: () async throws -> T) async throws(ReplicationError) -> T {
+        try await ReplicationError.mapping { try await injecting(op, body) }
+    }
+
+    /// The call with this operation's fault, if one is due. (A storage fault is the store's error, as a local
+    /// endpoint's store would throw it; ``call(_:_:)`` turns it into the replication error that endpoint would.)
+    private func injecting<T: Sendable>(_ op: Operation, _ body: () async throws -> T) async throws -> T {
         switch fault(for: op) {
         case nil:
             return try await body()
@@ -103,25 +109,25 @@ public final class FaultInjectingEndpoint: Endpoint, Sendable {
         }
     }
 
-    public func databaseInfo() async throws -> EndpointDatabaseInfo { try await call(.databaseInfo) { try await base.databaseInfo() } }
-    public func createDatabase() async throws { try await call(.createDatabase) { try await base.createDatabase() } }
-    public func changes(_ request: ChangesRequest) async throws -> ChangesBatch {
+    public func databaseInfo() async throws(ReplicationError) -> EndpointDatabaseInfo { try await call(.databaseInfo) { try await base.databaseInfo() } }
+    public func createDatabase() async throws(ReplicationError) { try await call(.createDatabase) { try await base.createDatabase() } }
+    public func changes(_ request: ChangesRequest) async throws(ReplicationError) -> ChangesBatch {
         try await call(.changes) { try await base.changes(request) }
     }
-    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff] {
+    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws(ReplicationError) -> [String: RevTree.RevsDiff] {
         try await call(.revsDiff) { try await base.revsDiff(revisions) }
     }
-    public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
+    public func fetch(_ requests: [FetchRequest]) async throws(ReplicationError) -> [ReplicatedRevision] {
         try await call(.fetch) { try await base.fetch(requests) }
     }
-    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
+    public func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
         try await call(.write) { try await base.write(revisions) }
     }
-    public func localDocument(id: String) async throws -> JSONObject? {
+    public func localDocument(id: String) async throws(ReplicationError) -> JSONObject? {
         try await call(.localDocument) { try await base.localDocument(id: id) }
     }
-    public func putLocalDocument(id: String, body: JSONObject) async throws -> String {
+    public func putLocalDocument(id: String, body: JSONObject) async throws(ReplicationError) -> String {
         try await call(.putLocalDocument) { try await base.putLocalDocument(id: id, body: body) }
     }
-    public func ensureFullCommit() async throws { try await call(.ensureFullCommit) { try await base.ensureFullCommit() } }
+    public func ensureFullCommit() async throws(ReplicationError) { try await call(.ensureFullCommit) { try await base.ensureFullCommit() } }
 }

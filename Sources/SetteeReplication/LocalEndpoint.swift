@@ -49,47 +49,51 @@ public struct LocalEndpoint: Endpoint {
             : "\(collection.database.name).\(collection.fullName)"
     }
 
-    public func databaseInfo() async throws -> EndpointDatabaseInfo {
-        let c = collection
-        return try await offload {
-            let counts = try c.documentCounts()
-            return EndpointDatabaseInfo(name: c.database.name, updateSeq: .int(Int64(c.database.lastSequence)),
-                                        docCount: counts.live, instanceStartTime: "0")
+    public func databaseInfo() async throws(ReplicationError) -> EndpointDatabaseInfo {
+        try await ReplicationError.mapping {
+            let c = collection
+            return try await offload {
+                let counts = try c.documentCounts()
+                return EndpointDatabaseInfo(name: c.database.name, updateSeq: .int(Int64(c.database.lastSequence)),
+                                            docCount: counts.live, instanceStartTime: "0")
+            }
         }
     }
 
-    public func createDatabase() async throws {}
+    public func createDatabase() async throws(ReplicationError) {}
 
-    public func changes(_ request: ChangesRequest) async throws -> ChangesBatch {
-        let since: UInt64
-        switch request.since {
-        case .int(let i): since = UInt64(max(0, i))
-        case .string(let s): since = UInt64(s.prefix { $0.isNumber }) ?? 0
-        default: since = 0
-        }
-        guard case .longpoll(let timeout, _) = request.feed else { return try await read(since: since, request) }
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            // Subscribe before reading so a commit between the read and the wait is not missed. Each round
-            // uses a fresh stream: cancelling a wait ends the stream it waited on.
-            let commits = collection.database.commits()
-            let batch = try await read(since: since, request)
-            let remaining = deadline - ContinuousClock.now
-            if !batch.results.isEmpty || remaining <= .zero { return batch }
-            let woke = try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    for await _ in commits { return true }
-                    return false
-                }
-                group.addTask {
-                    try await Task.sleep(for: remaining)
-                    return false
-                }
-                let result = try await group.next() ?? false
-                group.cancelAll()
-                return result
+    public func changes(_ request: ChangesRequest) async throws(ReplicationError) -> ChangesBatch {
+        try await ReplicationError.mapping {
+            let since: UInt64
+            switch request.since {
+            case .int(let i): since = UInt64(max(0, i))
+            case .string(let s): since = UInt64(s.prefix { $0.isNumber }) ?? 0
+            default: since = 0
             }
-            if !woke { return try await read(since: since, request) }
+            guard case .longpoll(let timeout, _) = request.feed else { return try await read(since: since, request) }
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                // Subscribe before reading so a commit between the read and the wait is not missed. Each round
+                // uses a fresh stream: cancelling a wait ends the stream it waited on.
+                let commits = collection.database.commits()
+                let batch = try await read(since: since, request)
+                let remaining = deadline - ContinuousClock.now
+                if !batch.results.isEmpty || remaining <= .zero { return batch }
+                let woke = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    group.addTask {
+                        for await _ in commits { return true }
+                        return false
+                    }
+                    group.addTask {
+                        try await Task.sleep(for: remaining)
+                        return false
+                    }
+                    let result = try await group.next() ?? false
+                    group.cancelAll()
+                    return result
+                }
+                if !woke { return try await read(since: since, request) }
+            }
         }
     }
 
@@ -134,83 +138,89 @@ public struct LocalEndpoint: Endpoint {
         }
     }
 
-    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff] {
-        let c = collection
-        return try await offload {
-            var out: [String: RevTree.RevsDiff] = [:]
-            for (id, diff) in try c.revsDiff(revisions) { out[id] = diff }
-            return out
+    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws(ReplicationError) -> [String: RevTree.RevsDiff] {
+        try await ReplicationError.mapping {
+            let c = collection
+            return try await offload {
+                var out: [String: RevTree.RevsDiff] = [:]
+                for (id, diff) in try c.revsDiff(revisions) { out[id] = diff }
+                return out
+            }
         }
     }
 
-    public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
-        let c = collection
-        return try await offload {
-            var out: [ReplicatedRevision] = []
-            out.reserveCapacity(requests.count)
-            for request in requests {
-                guard let record = try c.record(id: request.id, withTree: true), let tree = record.tree else { continue }
-                for (rev, found) in record.openRevisions(request.revs, latest: true) where found {
-                    guard let revision = record.revision(rev),
-                          case .object(var body) = try JSON.parse(revision.body) else { continue }
-                    let history = tree.history(of: rev)
-                    var blobs: [String: [UInt8]] = [:]
-                    var encodings: [String: String] = [:]
-                    if case .object(let atts)? = body["_attachments"] {
-                        // Only attachments newer than the newest ancestor the target has travel with the revision.
-                        let known = Set(history)
-                        let knownGeneration = request.attsSince.filter { known.contains($0) }.map(\.generation).max() ?? 0
-                        var stubs = JSONObject()
-                        for (name, meta) in atts {
-                            guard case .object(var m) = meta else { continue }
-                            m["stub"] = true
-                            m.removeValue(forKey: "data")
-                            // Bodies travel as stored (a gzip-stored one stays gzip).
-                            if Int(m["revpos"]?.intValue ?? 0) > knownGeneration, let digest = m["digest"]?.stringValue,
-                               let stored = try c.database.storedBlob(digest: digest) {
-                                blobs[digest] = stored.data
-                                if let encoding = stored.encoding { encodings[digest] = encoding }
+    public func fetch(_ requests: [FetchRequest]) async throws(ReplicationError) -> [ReplicatedRevision] {
+        try await ReplicationError.mapping {
+            let c = collection
+            return try await offload {
+                var out: [ReplicatedRevision] = []
+                out.reserveCapacity(requests.count)
+                for request in requests {
+                    guard let record = try c.record(id: request.id, withTree: true), let tree = record.tree else { continue }
+                    for (rev, found) in record.openRevisions(request.revs, latest: true) where found {
+                        guard let revision = record.revision(rev),
+                              case .object(var body) = try JSON.parse(revision.body) else { continue }
+                        let history = tree.history(of: rev)
+                        var blobs: [String: [UInt8]] = [:]
+                        var encodings: [String: String] = [:]
+                        if case .object(let atts)? = body["_attachments"] {
+                            // Only attachments newer than the newest ancestor the target has travel with the revision.
+                            let known = Set(history)
+                            let knownGeneration = request.attsSince.filter { known.contains($0) }.map(\.generation).max() ?? 0
+                            var stubs = JSONObject()
+                            for (name, meta) in atts {
+                                guard case .object(var m) = meta else { continue }
+                                m["stub"] = true
+                                m.removeValue(forKey: "data")
+                                // Bodies travel as stored (a gzip-stored one stays gzip).
+                                if Int(m["revpos"]?.intValue ?? 0) > knownGeneration, let digest = m["digest"]?.stringValue,
+                                   let stored = try c.database.storedBlob(digest: digest) {
+                                    blobs[digest] = stored.data
+                                    if let encoding = stored.encoding { encodings[digest] = encoding }
+                                }
+                                stubs[name] = .object(m)
                             }
-                            stubs[name] = .object(m)
+                            body["_attachments"] = .object(stubs)
                         }
-                        body["_attachments"] = .object(stubs)
+                        var replicated = ReplicatedRevision(id: record.id, history: history, deleted: revision.deleted,
+                                                            body: body, attachments: blobs)
+                        replicated.attachmentEncodings = encodings
+                        out.append(replicated)
                     }
-                    var replicated = ReplicatedRevision(id: record.id, history: history, deleted: revision.deleted,
-                                                        body: body, attachments: blobs)
-                    replicated.attachmentEncodings = encodings
-                    out.append(replicated)
                 }
+                return out
             }
-            return out
         }
     }
 
-    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
-        let c = collection
-        return try await offload {
-            var failures: [DocumentFailure] = []
-            var writes: [RevisionWrite] = []
-            writes.reserveCapacity(revisions.count)
-            for revision in revisions {
-                if let refusal = refusal(of: revision) {
-                    failures.append(refusal)
-                    continue
+    public func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
+        try await ReplicationError.mapping {
+            let c = collection
+            return try await offload {
+                var failures: [DocumentFailure] = []
+                var writes: [RevisionWrite] = []
+                writes.reserveCapacity(revisions.count)
+                for revision in revisions {
+                    if let refusal = refusal(of: revision) {
+                        failures.append(refusal)
+                        continue
+                    }
+                    do {
+                        writes.append(try LocalEndpoint.revisionWrite(revision, collection: c))
+                    } catch let error as SetteeError {
+                        failures.append(DocumentFailure(id: revision.id, rev: revision.rev.description,
+                                                        error: error.couchName, reason: error.reason))
+                    }
                 }
-                do {
-                    writes.append(try LocalEndpoint.revisionWrite(revision, collection: c))
-                } catch let error as SetteeError {
-                    failures.append(DocumentFailure(id: revision.id, rev: revision.rev.description,
-                                                    error: error.couchName, reason: error.reason))
+                let outcomes = try c.write(writes)
+                for (write, outcome) in zip(writes, outcomes) {
+                    if case .failure(let error) = outcome {
+                        let rev = if case .replicated(let h) = write.mode { h.first?.description } else { nil as String? }
+                        failures.append(DocumentFailure(id: write.id, rev: rev, error: error.couchName, reason: error.reason))
+                    }
                 }
+                return failures
             }
-            let outcomes = try c.write(writes)
-            for (write, outcome) in zip(writes, outcomes) {
-                if case .failure(let error) = outcome {
-                    let rev = if case .replicated(let h) = write.mode { h.first?.description } else { nil as String? }
-                    failures.append(DocumentFailure(id: write.id, rev: rev, error: error.couchName, reason: error.reason))
-                }
-            }
-            return failures
         }
     }
 
@@ -285,33 +295,37 @@ public struct LocalEndpoint: Endpoint {
         return out
     }
 
-    public func localDocument(id: String) async throws -> JSONObject? {
-        let c = collection
-        return try await offload {
-            guard let doc = try c.localDocument(id: id) else { return nil }
-            var body = doc.body
-            body["_id"] = .string(doc.id)
-            body["_rev"] = .string(doc.rev)
-            return body
+    public func localDocument(id: String) async throws(ReplicationError) -> JSONObject? {
+        try await ReplicationError.mapping {
+            let c = collection
+            return try await offload {
+                guard let doc = try c.localDocument(id: id) else { return nil }
+                var body = doc.body
+                body["_id"] = .string(doc.id)
+                body["_rev"] = .string(doc.rev)
+                return body
+            }
         }
     }
 
-    public func putLocalDocument(id: String, body: JSONObject) async throws -> String {
-        let c = collection
-        return try await offload {
-            var b = body
-            let rev = b.removeValue(forKey: "_rev")?.stringValue
-            b.removeValue(forKey: "_id")
-            do {
-                return try c.putLocal(id: id, body: b, rev: rev)
-            } catch let error as SetteeError where error.code == .conflict {
-                throw ReplicationError(.badRequest, "checkpoint \(id) changed underneath: \(error.reason)", status: 409)
+    public func putLocalDocument(id: String, body: JSONObject) async throws(ReplicationError) -> String {
+        try await ReplicationError.mapping {
+            let c = collection
+            return try await offload {
+                var b = body
+                let rev = b.removeValue(forKey: "_rev")?.stringValue
+                b.removeValue(forKey: "_id")
+                do {
+                    return try c.putLocal(id: id, body: b, rev: rev)
+                } catch let error as SetteeError where error.code == .conflict {
+                    throw ReplicationError(.badRequest, "checkpoint \(id) changed underneath: \(error.reason)", status: 409)
+                }
             }
         }
     }
 
     /// Commits are durable when `write` returns (WAL, one transaction per batch): nothing to do.
-    public func ensureFullCommit() async throws {}
+    public func ensureFullCommit() async throws(ReplicationError) {}
 
     private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         do {

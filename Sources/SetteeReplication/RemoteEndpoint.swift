@@ -200,96 +200,106 @@ public struct RemoteEndpoint: Endpoint {
 
     // MARK: Endpoint
 
-    public func databaseInfo() async throws -> EndpointDatabaseInfo {
-        let o = try await jsonObject(.GET, "")
-        return EndpointDatabaseInfo(name: o["db_name"]?.stringValue ?? databaseName, updateSeq: o["update_seq"] ?? .int(0),
-                                    docCount: o["doc_count"]?.intValue.map { Int($0) },
-                                    instanceStartTime: o["instance_start_time"]?.stringValue)
+    public func databaseInfo() async throws(ReplicationError) -> EndpointDatabaseInfo {
+        try await ReplicationError.mapping {
+            let o = try await jsonObject(.GET, "")
+            return EndpointDatabaseInfo(name: o["db_name"]?.stringValue ?? databaseName, updateSeq: o["update_seq"] ?? .int(0),
+                                        docCount: o["doc_count"]?.intValue.map { Int($0) },
+                                        instanceStartTime: o["instance_start_time"]?.stringValue)
+        }
     }
 
     /// Query parameters of the `PUT /{db}` that creates a missing target (`create_target_params`, e.g.
     /// `partitioned=true`).
     public var creationParameters: [(String, String)] = []
 
-    public func createDatabase() async throws {
-        let r = try await send(.PUT, "", query: creationParameters)
-        guard (200..<300).contains(r.status) || r.status == 412 else { throw error(for: r, "PUT \(urlString)") }
+    public func createDatabase() async throws(ReplicationError) {
+        try await ReplicationError.mapping {
+            let r = try await send(.PUT, "", query: creationParameters)
+            guard (200..<300).contains(r.status) || r.status == 412 else { throw error(for: r, "PUT \(urlString)") }
+        }
     }
 
-    public func changes(_ request: ChangesRequest) async throws -> ChangesBatch {
-        var query: [(String, String)] = [("style", "all_docs"), ("since", request.since.sequenceText),
-                                         ("limit", String(request.limit))]
-        var deadline: TimeAmount = .seconds(120)
-        if case .longpoll(let timeout, let heartbeat) = request.feed {
-            query.append(("feed", "longpoll"))
-            query.append(("timeout", String(timeout.milliseconds)))
-            query.append(("heartbeat", String(heartbeat.milliseconds)))
-            // CouchDB keeps a heartbeat feed open until a change comes: the read timeout, not a deadline, guards it.
-            deadline = .hours(24)
-        }
-        var body: JSON?
-        if let ids = request.documentIDs {
-            query.append(("filter", "_doc_ids"))
-            body = ["doc_ids": .array(ids.map(JSON.string))]
-        } else if let selector = request.selector {
-            query.append(("filter", "_selector"))
-            body = ["selector": selector]
-        } else if let filter = request.filter {
-            query.append(("filter", filter))
-            for (k, v) in request.queryParams.sorted(by: { $0.key < $1.key }) where k != "filter" { query.append((k, v)) }
-        }
-        let o = try await jsonObject(body == nil ? .GET : .POST, "/_changes", query: query, body: body, deadline: deadline)
-        guard let results = o["results"]?.arrayValue else {
-            throw ReplicationError(.transient, "_changes response without results from \(urlString)")
-        }
-        var entries: [ChangeEntry] = []
-        entries.reserveCapacity(results.count)
-        for case .object(let row) in results {
-            guard let id = row["id"]?.stringValue, let seq = row["seq"] else { continue }
-            let revs = (row["changes"]?.arrayValue ?? []).compactMap { $0["rev"]?.stringValue.flatMap(RevID.init) }
-            entries.append(ChangeEntry(seq: seq, id: id, revs: revs, deleted: row["deleted"]?.boolValue ?? false))
-        }
-        let last = o["last_seq"] ?? entries.last?.seq ?? request.since
-        return ChangesBatch(results: entries, lastSeq: last, pending: o["pending"]?.intValue.map { Int($0) })
-    }
-
-    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws -> [String: RevTree.RevsDiff] {
-        var body = JSONObject()
-        for (id, revs) in revisions {
-            if case .array(let existing)? = body[id] {
-                body[id] = .array(existing + revs.map { .string($0.description) })
-            } else {
-                body[id] = .array(revs.map { .string($0.description) })
+    public func changes(_ request: ChangesRequest) async throws(ReplicationError) -> ChangesBatch {
+        try await ReplicationError.mapping {
+            var query: [(String, String)] = [("style", "all_docs"), ("since", request.since.sequenceText),
+                                             ("limit", String(request.limit))]
+            var deadline: TimeAmount = .seconds(120)
+            if case .longpoll(let timeout, let heartbeat) = request.feed {
+                query.append(("feed", "longpoll"))
+                query.append(("timeout", String(timeout.milliseconds)))
+                query.append(("heartbeat", String(heartbeat.milliseconds)))
+                // CouchDB keeps a heartbeat feed open until a change comes: the read timeout, not a deadline, guards it.
+                deadline = .hours(24)
             }
+            var body: JSON?
+            if let ids = request.documentIDs {
+                query.append(("filter", "_doc_ids"))
+                body = ["doc_ids": .array(ids.map(JSON.string))]
+            } else if let selector = request.selector {
+                query.append(("filter", "_selector"))
+                body = ["selector": selector]
+            } else if let filter = request.filter {
+                query.append(("filter", filter))
+                for (k, v) in request.queryParams.sorted(by: { $0.key < $1.key }) where k != "filter" { query.append((k, v)) }
+            }
+            let o = try await jsonObject(body == nil ? .GET : .POST, "/_changes", query: query, body: body, deadline: deadline)
+            guard let results = o["results"]?.arrayValue else {
+                throw ReplicationError(.transient, "_changes response without results from \(urlString)")
+            }
+            var entries: [ChangeEntry] = []
+            entries.reserveCapacity(results.count)
+            for case .object(let row) in results {
+                guard let id = row["id"]?.stringValue, let seq = row["seq"] else { continue }
+                let revs = (row["changes"]?.arrayValue ?? []).compactMap { $0["rev"]?.stringValue.flatMap(RevID.init) }
+                entries.append(ChangeEntry(seq: seq, id: id, revs: revs, deleted: row["deleted"]?.boolValue ?? false))
+            }
+            let last = o["last_seq"] ?? entries.last?.seq ?? request.since
+            return ChangesBatch(results: entries, lastSeq: last, pending: o["pending"]?.intValue.map { Int($0) })
         }
-        let o = try await jsonObject(.POST, "/_revs_diff", body: .object(body))
-        var out: [String: RevTree.RevsDiff] = [:]
-        for (id, value) in o {
-            let missing = (value["missing"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(RevID.init) }
-            guard !missing.isEmpty else { continue }
-            let ancestors = (value["possible_ancestors"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(RevID.init) }
-            out[id] = RevTree.RevsDiff(missing: missing, possibleAncestors: ancestors)
-        }
-        return out
     }
 
-    public func fetch(_ requests: [FetchRequest]) async throws -> [ReplicatedRevision] {
-        if !session.lacksBulkGet {
-            do {
-                // Large batches go as two concurrent requests: the peer serves them on two threads while this
-                // side parses the first answer.
-                if requests.count >= 200 {
-                    let half = requests.count / 2
-                    async let first = bulkGet(Array(requests[..<half]))
-                    let second = try await bulkGet(Array(requests[half...]))
-                    return try await first + second
+    public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws(ReplicationError) -> [String: RevTree.RevsDiff] {
+        try await ReplicationError.mapping {
+            var body = JSONObject()
+            for (id, revs) in revisions {
+                if case .array(let existing)? = body[id] {
+                    body[id] = .array(existing + revs.map { .string($0.description) })
+                } else {
+                    body[id] = .array(revs.map { .string($0.description) })
                 }
-                return try await bulkGet(requests)
-            } catch let e as ReplicationError where e.kind == .unsupported || e.status == 400 || e.status == 404 {
-                session.lacksBulkGet = true  // An old CouchDB or a minimal server: fall back to open_revs GETs.
             }
+            let o = try await jsonObject(.POST, "/_revs_diff", body: .object(body))
+            var out: [String: RevTree.RevsDiff] = [:]
+            for (id, value) in o {
+                let missing = (value["missing"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(RevID.init) }
+                guard !missing.isEmpty else { continue }
+                let ancestors = (value["possible_ancestors"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(RevID.init) }
+                out[id] = RevTree.RevsDiff(missing: missing, possibleAncestors: ancestors)
+            }
+            return out
         }
-        return try await openRevs(requests)
+    }
+
+    public func fetch(_ requests: [FetchRequest]) async throws(ReplicationError) -> [ReplicatedRevision] {
+        try await ReplicationError.mapping {
+            if !session.lacksBulkGet {
+                do {
+                    // Large batches go as two concurrent requests: the peer serves them on two threads while this
+                    // side parses the first answer.
+                    if requests.count >= 200 {
+                        let half = requests.count / 2
+                        async let first = bulkGet(Array(requests[..<half]))
+                        let second = try await bulkGet(Array(requests[half...]))
+                        return try await first + second
+                    }
+                    return try await bulkGet(requests)
+                } catch let e as ReplicationError where e.kind == .unsupported || e.status == 400 || e.status == 404 {
+                    session.lacksBulkGet = true  // An old CouchDB or a minimal server: fall back to open_revs GETs.
+                }
+            }
+            return try await openRevs(requests)
+        }
     }
 
     /// `_bulk_get` without attachment bodies, as CouchDB's replicator reads: a revision that has attachments the
@@ -346,14 +356,16 @@ public struct RemoteEndpoint: Endpoint {
 
     /// Writes with `new_edits=false`: revisions carrying attachment bodies one by one in `multipart/related`
     /// (``putMultipart(_:)``, as CouchDB's replicator writes them), the others together through `_bulk_docs`.
-    public func write(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
-        let withBodies = revisions.filter { !$0.attachments.isEmpty }
-        let plain = withBodies.isEmpty ? revisions : revisions.filter { $0.attachments.isEmpty }
-        var failures = try await bulkDocs(plain)
-        if !withBodies.isEmpty {
-            failures += try await concurrently(withBodies) { try await self.putMultipart($0).map { [$0] } ?? [] }
+    public func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
+        try await ReplicationError.mapping {
+            let withBodies = revisions.filter { !$0.attachments.isEmpty }
+            let plain = withBodies.isEmpty ? revisions : revisions.filter { $0.attachments.isEmpty }
+            var failures = try await bulkDocs(plain)
+            if !withBodies.isEmpty {
+                failures += try await concurrently(withBodies) { try await self.putMultipart($0).map { [$0] } ?? [] }
+            }
+            return failures
         }
-        return failures
     }
 
     private func bulkDocs(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
@@ -378,23 +390,29 @@ public struct RemoteEndpoint: Endpoint {
         }
     }
 
-    public func localDocument(id: String) async throws -> JSONObject? {
-        let r = try await send(.GET, "/_local/" + Self.escapeSegment(id))
-        if r.status == 404 { return nil }
-        guard (200..<300).contains(r.status) else { throw error(for: r, "GET _local/\(id)") }
-        guard case .object(let o) = try parse(r.body) else { return nil }
-        return o
+    public func localDocument(id: String) async throws(ReplicationError) -> JSONObject? {
+        try await ReplicationError.mapping {
+            let r = try await send(.GET, "/_local/" + Self.escapeSegment(id))
+            if r.status == 404 { return nil }
+            guard (200..<300).contains(r.status) else { throw error(for: r, "GET _local/\(id)") }
+            guard case .object(let o) = try parse(r.body) else { return nil }
+            return o
+        }
     }
 
-    public func putLocalDocument(id: String, body: JSONObject) async throws -> String {
-        let o = try await jsonObject(.PUT, "/_local/" + Self.escapeSegment(id), body: .object(body))
-        return o["rev"]?.stringValue ?? "0-1"
+    public func putLocalDocument(id: String, body: JSONObject) async throws(ReplicationError) -> String {
+        try await ReplicationError.mapping {
+            let o = try await jsonObject(.PUT, "/_local/" + Self.escapeSegment(id), body: .object(body))
+            return o["rev"]?.stringValue ?? "0-1"
+        }
     }
 
-    public func ensureFullCommit() async throws {
-        let r = try await send(.POST, "/_ensure_full_commit", body: [:])
-        guard (200..<300).contains(r.status) || r.status == 404 || r.status == 405 else {
-            throw error(for: r, "POST _ensure_full_commit")
+    public func ensureFullCommit() async throws(ReplicationError) {
+        try await ReplicationError.mapping {
+            let r = try await send(.POST, "/_ensure_full_commit", body: [:])
+            guard (200..<300).contains(r.status) || r.status == 404 || r.status == 405 else {
+                throw error(for: r, "POST _ensure_full_commit")
+            }
         }
     }
 

@@ -97,8 +97,8 @@ final class ReplicationManager: Sendable {
               !Database.exists(name: keyspace.database, inDirectory: node.configuration.dataDirectory) else { return }
         do {
             _ = try await source.databaseInfo()
-        } catch let e as ReplicationError {
-            throw CouchError.from(e)
+        } catch {
+            throw CouchError.from(error)
         }
     }
 
