@@ -38,7 +38,15 @@ extension ViewManager {
         defer {
             if q.indexUpdateMode == .after {
                 let name = q.view.name
-                DispatchQueue.global().async { [weak self] in _ = try? self?.update(view: name, collection: collection) }
+                DispatchQueue.global().async { [weak self] in
+                    do {
+                        try self?.update(view: name, collection: collection)
+                    } catch let error as SetteeError where error.code == .closed {
+                        return  // the database closed meanwhile: the next open catches up
+                    } catch {
+                        ViewManager.logger.warning("view \(name): update after the query failed: \(error)")
+                    }
+                }
             }
         }
         guard q.skip >= 0 else { throw SetteeError(.queryParseError, "skip must be a non-negative integer") }

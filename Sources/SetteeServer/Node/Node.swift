@@ -1,4 +1,5 @@
 public import Foundation
+import Logging
 import Synchronization
 import SetteeCore
 import SetteeIndex
@@ -203,8 +204,12 @@ public final class Node: Sendable {
             try? await Task.sleep(for: delay)
             guard let self else { return }
             let name = self.configuration.security.authenticationDB
-            guard let db = try? self.database(name) else { return }
-            try? await blocking { try UserDirectory.installAuthDesignDocument(db) }
+            guard let db = try? self.database(name) else { return }  // not created (yet): nothing to install into
+            do {
+                try await blocking { try UserDirectory.installAuthDesignDocument(db) }
+            } catch {
+                Logger(label: "settee.auth").warning("\(name): cannot install _design/_auth: \(error)")
+            }
             self.validation.invalidate(name)
         }
     }

@@ -308,7 +308,13 @@ final class PeerSync: Sendable {
 
     private func createLocally(_ name: String) {
         guard !name.hasPrefix("_"), !Database.exists(name: name, inDirectory: node.configuration.dataDirectory) else { return }
-        _ = try? node.createDatabase(name)
+        do {
+            try node.createDatabase(name)
+        } catch let error as SetteeError where error.code == .fileExists {
+            return  // made meanwhile (by a request or the other direction)
+        } catch {
+            logger.warning("peer \(RemoteEndpoint.redact(peer)): cannot create \(name) here: \(error)")
+        }
     }
 
     /// The number a sequence starts with (CouchDB's opaque `"N-…"`, Settee's, or a plain integer); 0 if none.
