@@ -425,11 +425,6 @@ public final class IndexManager: Sendable {
         return any ? keys : nil
     }
 
-    /// The entries of a document in an array index: one key tuple per element reached through the path.
-    package static func arrayKeys(for spec: IndexSpec, document: SourceDocument, evaluator: Evaluator) -> [[[UInt8]?]] {
-        arrayEntries(for: spec, document: document, evaluator: evaluator).map(\.keys)
-    }
-
     /// The entries of a document in an array index with the element each came from.
     package static func arrayEntries(for spec: IndexSpec, document: SourceDocument,
                                     evaluator: Evaluator) -> [(keys: [[UInt8]?], element: JSON)] {

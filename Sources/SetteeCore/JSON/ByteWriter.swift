@@ -62,23 +62,6 @@ struct ByteWriter: ~Copyable {
         count += bytes.count
     }
 
-    /// Up to 8 bytes written at `offset` (`length` of them if fewer) as a big-endian integer, zero padded.
-    @inline(__always)
-    func bigEndianPrefix(at offset: Int, length: Int) -> UInt64 {
-        if offset + 8 <= count {
-            let word = UInt64(bigEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
-            if length >= 8 { return word }
-            return length == 0 ? 0 : word & ~(UInt64.max >> UInt64(truncatingIfNeeded: length &* 8))
-        }
-        var value: UInt64 = 0
-        var shift: UInt64 = 56
-        for i in 0..<Swift.min(length, 8) {
-            value |= UInt64(base[offset + i]) << shift
-            shift &-= 8
-        }
-        return value
-    }
-
     /// Calls `body` with the bytes written so far.
     func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         body(UnsafeBufferPointer(start: base, count: count))

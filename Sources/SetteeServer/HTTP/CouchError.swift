@@ -19,7 +19,6 @@ struct CouchError: Error, Sendable {
 
     static func badRequest(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }
     static func notFound(_ reason: String = "missing") -> CouchError { CouchError(.notFound, "not_found", reason) }
-    static let databaseMissing = CouchError(.notFound, "not_found", "Database does not exist.")
     static let conflict = CouchError(.conflict, "conflict", "Document update conflict.")
     static func methodNotAllowed(_ allowed: String) -> CouchError {
         CouchError(.methodNotAllowed, "method_not_allowed", "Only \(allowed) allowed")
