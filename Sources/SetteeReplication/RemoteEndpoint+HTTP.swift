@@ -1,0 +1,151 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import SetteeCore
+import Synchronization
+
+/// How a remote endpoint talks HTTP: requests with deadlines and size limits, cookie sign-in, peer errors as
+/// replication errors, TLS failures named, and the HTTP clients it shares.
+extension RemoteEndpoint {
+    struct Reply {
+        var status: Int
+        var body: [UInt8]
+        var contentType: String? = nil
+    }
+
+    func jsonObject(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
+                            deadline: TimeAmount = .seconds(120)) async throws -> JSONObject {
+        let r = try await send(method, path, query: query, body: body, deadline: deadline)
+        guard (200..<300).contains(r.status) else { throw error(for: r, "\(method) \(urlString)\(path)") }
+        guard case .object(let o) = try parse(r.body) else {
+            throw ReplicationError(.transient, "\(method) \(path): the response is not a JSON object")
+        }
+        return o
+    }
+
+    func parse(_ bytes: [UInt8]) throws -> JSON {
+        do {
+            return try JSON.parse(bytes, limits: JSONLimits(maxDepth: 512, maxBytes: Int.max))
+        } catch {
+            throw ReplicationError(.transient, "unparseable or truncated response from \(urlString): \(error)")
+        }
+    }
+
+    func error(for reply: Reply, _ what: String) -> ReplicationError {
+        var detail = ""
+        if case .object(let o)? = try? JSON.parse(reply.body) {
+            detail = [o["error"]?.stringValue, o["reason"]?.stringValue].compactMap { $0 }.joined(separator: ": ")
+        }
+        let message = "\(what) → \(reply.status)\(detail.isEmpty ? "" : " \(detail)")"
+        switch reply.status {
+        case 401: return ReplicationError(.unauthorized, message, status: 401)
+        case 403: return ReplicationError(.forbidden, message, status: 403)
+        case 404: return ReplicationError(.notFound, message, status: 404)
+        case 405, 501: return ReplicationError(.unsupported, message, status: reply.status)
+        case 408, 429, 500...: return ReplicationError(.transient, message, status: reply.status)
+        default: return ReplicationError(.badRequest, message, status: reply.status)
+        }
+    }
+
+    /// Sends a request and collects the whole response body.
+    func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
+              raw: (contentType: String, bytes: [UInt8])? = nil, accept: String = "application/json",
+              root: Bool = false, deadline: TimeAmount = .seconds(120), maxBytes: Int = 1 << 30) async throws -> Reply {
+        var target = (root ? serverURL : urlString) + path
+        if !query.isEmpty {
+            target += "?" + query.map { "\($0.0)=\(Self.escapeQuery($0.1))" }.joined(separator: "&")
+        }
+        var request = HTTPClientRequest(url: target)
+        request.method = method
+        request.headers.add(name: "Accept", value: accept)
+        request.headers.add(name: "Accept-Encoding", value: "gzip")
+        request.headers.add(name: "User-Agent", value: "Settee-Replicator")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body.serializedBytes))
+        } else if let raw {
+            request.headers.add(name: "Content-Type", value: raw.contentType)
+            request.body = .bytes(ByteBuffer(bytes: raw.bytes))
+        }
+        var reply = try await execute(request, deadline: deadline, maxBytes: maxBytes)
+        if reply.status == 401, case .session = authentication {
+            session.cookie = nil  // expired: sign in again once
+            reply = try await execute(request, deadline: deadline, maxBytes: maxBytes)
+        }
+        return reply
+    }
+
+    func execute(_ base: HTTPClientRequest, deadline: TimeAmount, maxBytes: Int) async throws -> Reply {
+        var request = base
+        switch authentication {
+        case .none: break
+        case .basic(let user, let password):
+            request.headers.add(name: "Authorization", value: "Basic " + Base64.encode(Array("\(user):\(password)".utf8)))
+        case .bearer(let token):
+            request.headers.add(name: "Authorization", value: "Bearer " + token)
+        case .session(let user, let password):
+            if session.cookie == nil { session.cookie = try await signIn(user: user, password: password) }
+            if let cookie = session.cookie { request.headers.add(name: "Cookie", value: cookie) }
+        }
+        do {
+            let response = try await client.execute(request, timeout: deadline)
+            let buffer = try await response.body.collect(upTo: maxBytes)
+            return Reply(status: Int(response.status.code), body: Array(buffer.readableBytesView),
+                         contentType: response.headers.first(name: "Content-Type"))
+        } catch let error as ReplicationError {
+            throw error
+        } catch is CancellationError {
+            throw ReplicationError(.cancelled, "stopped")
+        } catch {
+            if Task.isCancelled { throw ReplicationError(.cancelled, "stopped") }
+            if let tls = tlsError(error) { throw tls }
+            throw ReplicationError(.unreachable, "cannot reach \(Self.redact(request.url)) (\(request.method)): \(error)")
+        }
+    }
+
+    func signIn(user: String, password: String) async throws -> String? {
+        var request = HTTPClientRequest(url: serverURL + "/_session")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Accept", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: JSON.object(["name": .string(user), "password": .string(password)]).serializedBytes))
+        do {
+            let response = try await client.execute(request, timeout: .seconds(30))
+            _ = try await response.body.collect(upTo: 1 << 20)
+            if response.status.code == 401 {
+                throw ReplicationError(.unauthorized, "POST /_session: name or password is incorrect", status: 401)
+            }
+            for value in response.headers["Set-Cookie"] {
+                if let pair = value.split(separator: ";").first, pair.hasPrefix("AuthSession=") { return String(pair) }
+            }
+            return nil
+        } catch let error as ReplicationError {
+            throw error
+        } catch {
+            if let tls = tlsError(error) { throw tls }
+            throw ReplicationError(.unreachable, "POST \(serverURL)/_session: \(error)")
+        }
+    }
+
+    /// A failed TLS handshake (an untrusted, expired or wrong-host certificate, or a peer that does not speak
+    /// TLS) as a ``ReplicationError/Kind/tls`` error, which stops the replication instead of being retried.
+    func tlsError(_ error: any Error) -> ReplicationError? {
+        let host = URLComponents(string: serverURL)?.host ?? serverURL
+        let hint = trustedRootCertificatesPath == nil
+            ? "verified against the system's trust store; for a private CA pass its certificate (--ca-file)"
+            : "verified against \(trustedRootCertificatesPath!)"
+        switch error {
+        case let e as NIOSSLError:
+            return ReplicationError(.tls, "TLS handshake with \(host) failed (\(hint)): \(e)")
+        case let e as NIOSSLExtraError:
+            return ReplicationError(.tls, "TLS certificate of \(host) rejected (\(hint)): \(e)")
+        case let e as BoringSSLError:
+            return ReplicationError(.tls, "TLS handshake with \(host) failed (\(hint)): \(e)")
+        default:
+            return nil
+        }
+    }
+}
