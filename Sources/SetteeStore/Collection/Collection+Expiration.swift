@@ -141,11 +141,12 @@ final class ExpiryTimer: Sendable {
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
         let collections = try database.allCollections()
         try database.write { db in
-            let dueRows = try db.prepare("SELECT collection, id FROM expiry WHERE expires <= ? ORDER BY expires LIMIT 1000")
-            dueRows.bind(now, at: 1)
-            var due: [(Int64, String)] = []
-            while try dueRows.step() { if let id = dueRows.string(1) { due.append((dueRows.int64(0), id)) } }
-            dueRows.reset()
+            let due = try db.withStatement("SELECT collection, id FROM expiry WHERE expires <= ? ORDER BY expires LIMIT 1000",
+                                           [.integer(now)]) { dueRows in
+                var due: [(Int64, String)] = []
+                while try dueRows.step() { if let id = dueRows.string(1) { due.append((dueRows.int64(0), id)) } }
+                return due
+            }
             for (cid, id) in due {
                 if let c = collections.first(where: { $0.id == cid }) { _ = try c.applyPurge(id: id, revisions: nil, db: db) }
                 try db.prepare("DELETE FROM expiry WHERE collection = ? AND id = ?").run([.integer(cid), .text(id)])

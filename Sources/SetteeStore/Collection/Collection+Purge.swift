@@ -20,17 +20,13 @@ extension Collection {
     }
 
     func applyPurge(id: String, revisions: [RevID]?, db: Connection) throws -> [RevID] {
-        let lookup = try db.prepare("SELECT rowid, rev, tree, body FROM \(docsTable) WHERE id = ?")
-        lookup.bind(id, at: 1)
-        guard try lookup.step() else {
-            lookup.reset()
-            return []
+        let found = try db.withStatement("SELECT rowid, rev, tree, body FROM \(docsTable) WHERE id = ?", [.text(id)]) { lookup in
+            guard try lookup.step() else { return nil as (Int64, RevTree)? }
+            var tree = try RevTree(encoded: lookup.blob(2) ?? [])
+            if let oldWinner = RevID(lookup.string(1) ?? "") { tree.setBody(lookup.blob(3), for: oldWinner) }
+            return (lookup.int64(0), tree)
         }
-        let rowid = lookup.int64(0)
-        let oldWinner = RevID(lookup.string(1) ?? "")
-        var tree = try RevTree(encoded: lookup.blob(2) ?? [])
-        if let oldWinner { tree.setBody(lookup.blob(3), for: oldWinner) }
-        lookup.reset()
+        guard case (let rowid, var tree)? = found else { return [] }
         let purged = tree.purge(leaves: revisions ?? tree.leafIndices.map { tree.nodes[$0].rev })
         guard !purged.isEmpty else { return [] }
         let seq = Int64(database.nextSequence())
@@ -45,16 +41,15 @@ extension Collection {
             let body = winner.body ?? Array("{}".utf8)
             let flags = DocFlags(deleted: winner.deleted, liveLeaves: tree.leafIndices.filter({ !tree.nodes[$0].deleted }).count,
                                  hasAttachments: body.containsAttachments)
-            let update = try db.prepare(
-                "UPDATE \(docsTable) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?")
-            update.bind(seq, at: 1)
-            update.bind(winner.rev.description, at: 2)
-            update.bind(flags.rawValue, at: 3)
-            update.bind(text: body, at: 4)
-            update.bind(bytes: tree.encoded(omitBodyOf: winner.rev), at: 5)
-            update.bind(rowid, at: 6)
-            _ = try update.step()
-            update.reset()
+            try db.withStatement("UPDATE \(docsTable) SET seq = ?, rev = ?, flags = ?, body = ?, tree = ? WHERE rowid = ?") { update in
+                update.bind(seq, at: 1)
+                update.bind(winner.rev.description, at: 2)
+                update.bind(flags.rawValue, at: 3)
+                update.bind(text: body, at: 4)
+                update.bind(bytes: tree.encoded(omitBodyOf: winner.rev), at: 5)
+                update.bind(rowid, at: 6)
+                _ = try update.step()
+            }
         }
         database.noteChanges(collection: fullName, ids: [id])
         return purged
@@ -64,10 +59,9 @@ extension Collection {
     /// empty), so a purged revision is gone at once; the bodies kept are linked again in order and the row's
     /// `arch` names the newest (the row itself is deleted when the tree is empty).
     private func purgeArchive(rowid: Int64, keeping tree: RevTree, db: Connection) throws {
-        let head = try db.prepare("SELECT arch FROM \(docsTable) WHERE rowid = ?")
-        head.bind(rowid, at: 1)
-        let first: Int64? = try head.step() && !head.isNull(0) ? head.int64(0) : nil
-        head.reset()
+        let first = try db.withStatement("SELECT arch FROM \(docsTable) WHERE rowid = ?", [.integer(rowid)]) { head in
+            try head.step() && !head.isNull(0) ? head.int64(0) : nil
+        }
         let chain = try archiveChain(from: first, of: rowid, withBodies: false, db: db)
         guard !chain.isEmpty else { return }
         let keep = tree.isEmpty ? [] : chain.filter { RevID($0.rev).map(tree.contains) ?? false }
