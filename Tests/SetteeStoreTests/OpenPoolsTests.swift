@@ -78,7 +78,9 @@ import SetteeCore
         let busy = Self.openFiles(under: dir.path)
         #expect(busy >= 3, "the writer's database, WAL and WAL index at least: \(busy) files")
         var idle = busy
-        let deadline = ContinuousClock.now + OpenPools.idleAfter + .seconds(5)
+        // (Generous: the sweep runs every half second, but a loaded 2-core machine running other suites at the same
+        // time can hold it back for seconds. The loop ends as soon as the files are closed.)
+        let deadline = ContinuousClock.now + OpenPools.idleAfter + .seconds(20)
         while ContinuousClock.now < deadline {
             idle = Self.openFiles(under: dir.path)
             if idle == 0 { break }
