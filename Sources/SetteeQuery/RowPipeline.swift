@@ -15,6 +15,8 @@ struct RowPipeline {
     let db: Connection
     /// How each JOIN reads its documents, in `query.joins`' order.
     let joins: [Executor.JoinStrategy]
+    /// Each JOIN's candidate SQL (``Executor/JoinStrategy/sql(_:)``), made once rather than per row.
+    private let joinSQL: [String]
     /// Collecting stops at this many rows (LIMIT + OFFSET of a streaming query), or never (nil).
     let stopAt: Int?
     /// The rows that passed every operator, in the order they came.
@@ -28,6 +30,7 @@ struct RowPipeline {
         self.evaluator = evaluator
         self.db = db
         self.joins = joins
+        self.joinSQL = zip(joins, query.joins).map { strategy, join in strategy.sql(join) }
         self.stopAt = stopAt
     }
 
@@ -101,13 +104,13 @@ struct RowPipeline {
         switch strategy {
         case .idLookup(let e):
             guard case .string(let id)? = try evaluator.evaluate(e, in: row) else { return [] }
-            return try fetch(strategy.sql(join), bind: [.text(id)], keys: keys)
+            return try fetch(joinSQL[joinIndex], bind: [.text(id)], keys: keys)
         case .indexLookup(_, let e):
             guard let key = KeyEncoding.encode(try evaluator.evaluate(e, in: row)) else { return [] }
-            return try fetch(strategy.sql(join), bind: [.blob(key)], keys: keys)
+            return try fetch(joinSQL[joinIndex], bind: [.blob(key)], keys: keys)
         case .scan:
             if let cached = scanned[joinIndex] { return cached }
-            let all = try fetch(strategy.sql(join), bind: [], keys: keys)
+            let all = try fetch(joinSQL[joinIndex], bind: [], keys: keys)
             scanned[joinIndex] = all
             return all
         }
