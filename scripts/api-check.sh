@@ -18,8 +18,8 @@ update=0
 [[ "${1:-}" == "--update" ]] && update=1
 
 modules=(SetteeCore SetteeStore SetteeSQLPP SetteeVector SetteeIndex SetteeQuery SetteeReplication Settee SetteeListener)
-swift build --product SetteeListener >/dev/null 2>&1 || swift build --target SetteeListener
-bin="$(swift build --show-bin-path)"
+# The debug build (a no-op after scripts/test.sh); its output only when it fails.
+build_log="$(swift build --product SetteeListener 2>&1)" || { echo "$build_log" >&2; exit 1; }
 digester="$(dirname "$(readlink -f "$(command -v swift)")")/swift-api-digester"
 [[ -x "$digester" ]] || { echo "api-check: swift-api-digester not found beside swift" >&2; exit 1; }
 
