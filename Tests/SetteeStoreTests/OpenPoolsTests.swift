@@ -3,8 +3,8 @@ import Testing
 import SetteeCore
 @testable import SetteeStore
 
-/// `max_dbs_open`: past the limit, the least recently used databases close their connections (files, page caches)
-/// and open again when next used, unnoticed by their callers.
+/// `max_dbs_open`: past the limit (in open files), the least recently used databases close their connections (files,
+/// page caches) and open again when next used, unnoticed by their callers.
 @Suite(.serialized) struct OpenPoolsTests {
     /// Files this process holds open under `directory` (other tests open files of their own meanwhile).
     static func openFiles(under directory: String) -> Int {
@@ -31,7 +31,8 @@ import SetteeCore
         #expect(dbs.allSatisfy { !$0.pool.isHibernating })
         let filesOpen = Self.openFiles(under: dir.path)
         #expect(filesOpen >= 6)
-        // Other tests' databases count too: the limit leaves room for ours' last two only.
+        // A limit of two files is less than any open database holds: every pool but the one in use hibernates (other
+        // tests' databases count too).
         OpenPools.shared.setLimit(2)
         var hibernated = false
         for _ in 0..<200 where !hibernated {
@@ -57,6 +58,60 @@ import SetteeCore
         dbs[0].close()
         #expect(throws: (any Error).self) { try dbs[0].defaultCollection().document(id: "doc") }
         for db in dbs.dropFirst() { db.close() }
+    }
+
+    /// A pool counts the files its connections hold as the process sees them: the database and WAL per connection and
+    /// the WAL index once.
+    @Test func openFilesAreTheFilesTheConnectionsHold() async throws {
+        let dir = TempDir()
+        let db = try dir.open("count")
+        let c = try db.defaultCollection()
+        _ = try c.write(RevisionWrite(id: "doc", body: obj(#"{"n":1}"#), mode: .edit(parent: nil)))
+        // Concurrent reads open more readers than one.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { for _ in 0..<100 { _ = try c.document(id: "doc") } }
+            }
+            try await group.waitForAll()
+        }
+        _ = try c.document(id: "doc")
+        let counted = db.pool.openFiles, seen = Self.openFiles(under: dir.path)
+        #expect(counted >= 5, "the writer and a reader at least: \(counted)")
+        #expect(counted == seen, "counted \(counted), the process holds \(seen)")
+        db.close()
+        #expect(db.pool.openFiles == 0)
+        #expect(Self.openFiles(under: dir.path) == 0)
+    }
+
+    /// Databases opened one after another under a limit of 30 files: the least recently used hibernate before each
+    /// open goes on, so this process never holds more of their files than the limit — a thousand databases cost no
+    /// more files than twenty.
+    @Test func openFilesStayWithinTheLimit() throws {
+        let dir = TempDir()
+        let previous = OpenPools.shared.limit
+        defer { OpenPools.shared.setLimit(previous) }
+        let limit = 30
+        var dbs: [Database] = []
+        defer { for db in dbs { db.close() } }
+        var most = 0
+        for i in 0..<40 {
+            // (Set again each time: a `Node` made by a test running in parallel sets the process-wide limit back.)
+            OpenPools.shared.setLimit(limit)
+            let db = try dir.open("db\(i)")
+            dbs.append(db)
+            let c = try db.defaultCollection()
+            _ = try c.write(RevisionWrite(id: "doc", body: obj(#"{"n":\#(i)}"#), mode: .edit(parent: nil)))
+            #expect(try c.document(id: "doc")?.int(forKey: "n") == i)
+            most = max(most, Self.openFiles(under: dir.path))
+        }
+        // (A `Node` made by a test running in parallel may set the limit back to the default between our setting it
+        // and an open: one database's files over, until the next round sets it again.)
+        #expect(most <= limit + 5, "at most \(limit) files: \(most)")
+        #expect(dbs.filter { !$0.pool.isHibernating }.count <= limit / 3)
+        // Every database still reads and writes as before.
+        for (i, db) in dbs.enumerated() {
+            #expect(try db.defaultCollection().document(id: "doc")?.int(forKey: "n") == i)
+        }
     }
 
     /// Below the limit too, a database nothing has used for `idleAfter` hibernates (the sweep runs every second): it

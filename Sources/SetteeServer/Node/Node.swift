@@ -238,8 +238,8 @@ public final class Node: Sendable {
         return object
     }
 
-    /// `[couchdb] max_dbs_open`: how many databases keep their SQLite connections open; the least recently used
-    /// others close theirs until used again (``OpenPools``). Process-wide, as the files it counts are.
+    /// `[couchdb] max_dbs_open`: how many files the databases' SQLite connections may hold open; past it the least
+    /// recently used databases close theirs until used again (``OpenPools``). Process-wide, as the files it counts are.
     func applyOpenDatabaseLimit() {
         let value = config.value("couchdb", "max_dbs_open").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         OpenPools.shared.setLimit(value.map { max(1, $0) } ?? OpenPools.defaultLimit)

@@ -3,6 +3,7 @@ import Foundation
 import Prometheus
 import Synchronization
 import SetteeCore
+import SetteeStore
 
 /// The node's metrics, recorded through swift-metrics into a Prometheus registry and rendered by `GET /_metrics`.
 ///
@@ -14,6 +15,8 @@ final class ServerMetrics: Sendable {
     private let docsWritten: CoreMetrics.Counter
     private let docsRead: CoreMetrics.Counter
     private let openDatabasesMeter: CoreMetrics.Meter
+    private let connectedDatabasesMeter: CoreMetrics.Meter
+    private let databaseFilesMeter: CoreMetrics.Meter
     private let authFailures: CoreMetrics.Counter
     private let authLockouts: CoreMetrics.Counter
     private let lockedOutRequests: CoreMetrics.Counter
@@ -36,6 +39,8 @@ final class ServerMetrics: Sendable {
         docsWritten = CoreMetrics.Counter(label: "settee_documents_written_total", factory: factory)
         docsRead = CoreMetrics.Counter(label: "settee_documents_read_total", factory: factory)
         openDatabasesMeter = CoreMetrics.Meter(label: "settee_open_databases", factory: factory)
+        connectedDatabasesMeter = CoreMetrics.Meter(label: "settee_databases_holding_connections", factory: factory)
+        databaseFilesMeter = CoreMetrics.Meter(label: "settee_database_open_files", factory: factory)
         authFailures = CoreMetrics.Counter(label: "settee_auth_failures_total", factory: factory)
         authLockouts = CoreMetrics.Counter(label: "settee_auth_lockouts_total", factory: factory)
         lockedOutRequests = CoreMetrics.Counter(label: "settee_auth_locked_out_requests_total", factory: factory)
@@ -133,8 +138,11 @@ final class ServerMetrics: Sendable {
     /// A login refused because its pair is locked out.
     func lockedOutRequest() { lockedOutRequests.increment() }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition. (The open-handle cache's figures, process-wide as `max_dbs_open` is, are
+    /// read as it renders: the databases whose SQLite connections are open, and the files those hold.)
     func render() -> [UInt8] {
-        registry.emitToBuffer()
+        connectedDatabasesMeter.set(OpenPools.shared.count)
+        databaseFilesMeter.set(OpenPools.shared.files)
+        return registry.emitToBuffer()
     }
 }

@@ -38,6 +38,8 @@ package final class DatabasePool: @unchecked Sendable {
     private var readersClosed = false
 
     private let closed = Atomic<Bool>(false)
+    /// The connections open now, and the most open at once since the pool last held none, for ``openFiles``.
+    private let connections = Mutex<(open: Int, peak: Int)>((0, 0))
     /// When the pool was last used (``OpenPools/now()``), for choosing the least recently used pool to hibernate.
     let lastUsed = Atomic<UInt64>(0)
 
@@ -57,7 +59,34 @@ package final class DatabasePool: @unchecked Sendable {
 
         self.writer = try openWriter(prepare: prepareWriter)
         touch()
-        OpenPools.shared.opened(self)
+        connectionOpened()
+    }
+
+    /// The files the pool's connections hold open: per connection the database and its WAL, and the WAL index
+    /// once. (SQLite keeps a closed connection's database descriptor open while other connections to the file hold
+    /// their locks, for the next connection to reuse: it counts until the pool holds no connection.)
+    package var openFiles: Int {
+        connections.withLock { $0.open == 0 ? 0 : $0.open + $0.peak + 1 }
+    }
+
+    /// A connection opened: ``OpenPools`` counts its files, and past its limit other pools hibernate — here, unless
+    /// `inline` is false (then in the background).
+    private func connectionOpened(inline: Bool = true) {
+        connections.withLock {
+            $0.open += 1
+            $0.peak = max($0.peak, $0.open)
+        }
+        OpenPools.shared.update(self, inline: inline)
+    }
+
+    /// A connection closed.
+    private func connectionClosed(count: Int = 1) {
+        guard count > 0 else { return }
+        connections.withLock {
+            $0.open = max(0, $0.open - count)
+            if $0.open == 0 { $0.peak = 0 }
+        }
+        OpenPools.shared.update(self)
     }
 
     /// Opens and configures the writer connection (WAL, durability, its page cache, checkpoints by the WAL hook);
@@ -128,7 +157,12 @@ package final class DatabasePool: @unchecked Sendable {
             defer { self.checkpointLock.withLock { self.checkpointRunning = false } }
             // (Not for a pool that closed or hibernated since: that would open a connection again.)
             guard !self.isClosed, OpenPools.shared.isOpen(self) else { return }
-            if self.checkpointer == nil { self.checkpointer = try? Connection(path: self.path) }
+            if self.checkpointer == nil, let connection = try? Connection(path: self.path) {
+                self.checkpointer = connection
+                // (Not inline: hibernating another pool waits for its checkpoint, and two checkpointers would wait
+                // for each other.)
+                self.connectionOpened(inline: false)
+            }
             _ = try? self.checkpointer?.execute("PRAGMA wal_checkpoint(PASSIVE)")
         }
     }
@@ -163,7 +197,7 @@ package final class DatabasePool: @unchecked Sendable {
         touch()
         if writer == nil && !isClosed {
             writer = try openWriter()
-            wake()
+            connectionOpened()
         }
         guard let writer else { throw Self.closedError }
         defer { writer.rollbackIfNeeded() }
@@ -212,9 +246,10 @@ package final class DatabasePool: @unchecked Sendable {
                 openReaderCount += 1
                 busyReaderCount += 1
                 readerCondition.unlock()
-                wake()
                 do {
-                    return try openReader()
+                    let reader = try openReader()
+                    connectionOpened()
+                    return reader
                 } catch {
                     readerCondition.lock()
                     openReaderCount -= 1
@@ -231,7 +266,8 @@ package final class DatabasePool: @unchecked Sendable {
     private func checkIn(_ reader: Connection) {
         readerCondition.lock()
         busyReaderCount -= 1
-        if readersClosed {
+        let closing = readersClosed
+        if closing {
             openReaderCount -= 1
             reader.close()
         } else {
@@ -239,6 +275,7 @@ package final class DatabasePool: @unchecked Sendable {
         }
         readerCondition.broadcast()
         readerCondition.unlock()
+        if closing { connectionClosed() }
     }
 
     private func openReader() throws -> Connection {
@@ -276,18 +313,21 @@ package final class DatabasePool: @unchecked Sendable {
         for reader in readers { reader.close() }
         guard busyReaderCount == 0, writerLock.try() else {
             readerCondition.unlock()
+            connectionClosed(count: readers.count)
             return false
         }
+        // (Out of the open pools first: a background checkpoint starting now sees it and opens no connection.)
+        OpenPools.shared.closed(self)
         checkpointQueue.sync {
             checkpointer?.close()
             checkpointer = nil
         }
+        connections.withLock { $0 = (0, 0) }
         // No checkpoint as the last connection closes: hibernating then costs no write and no sync (the WAL stays
         // on disk, durable, and is read again at the next open; the WAL hook checkpoints it as writes go on).
         if let writer { _ = csqlite_skip_checkpoint_on_close(writer.handle) }
         writer?.close()
         writer = nil
-        OpenPools.shared.closed(self)
         writerLock.unlock()
         readerCondition.unlock()
         return true
@@ -295,11 +335,6 @@ package final class DatabasePool: @unchecked Sendable {
 
     /// Whether a background checkpoint is running (hibernating would wait for it while holding the pool's locks).
     var isCheckpointing: Bool { checkpointLock.withLock { checkpointRunning } }
-
-    /// Called when a connection opens: a hibernating pool is open again (and may make another one hibernate).
-    private func wake() {
-        OpenPools.shared.opened(self)
-    }
 
     // MARK: - Closing
 
@@ -324,6 +359,7 @@ package final class DatabasePool: @unchecked Sendable {
             checkpointer?.close()
             checkpointer = nil
         }
+        connections.withLock { $0 = (0, 0) }
         writerLock.lock()
         var writer = self.writer
         self.writer = nil

@@ -4,15 +4,18 @@ import Synchronization
 import Glibc
 #endif
 
-/// The database pools holding open SQLite connections, and how many may at once — CouchDB's `max_dbs_open`.
+/// The database pools holding open SQLite connections, and how many files they may hold at once — CouchDB's
+/// `max_dbs_open`.
 ///
 /// A node with a thousand databases (one per user) would otherwise keep every database it ever touched open: its
-/// files (the database, WAL and shared-memory index, per connection) and page caches. When a pool opens past the
-/// limit, the least recently used others hibernate (``DatabasePool/hibernate()``) in the background: they close
-/// their connections if nothing is using them, and open again on their next read or write, unnoticed by callers.
-/// Below the limit too, a pool nothing has used for ``idleAfter`` hibernates (a sweep every half second, stopped
-/// while no pool holds connections): an idle database holds no file, no page cache and no parsed schema. (An open one holds up to thirteen files: the
-/// database and its WAL per connection — the writer, up to four readers, the checkpointer — and the WAL index.)
+/// files and page caches. The limit counts what it protects, file descriptors: CouchDB's database is one file, but
+/// an open SQLite database in WAL mode holds the database and its WAL per connection and the WAL index once — three
+/// files with only the writer open, up to thirteen in a busy pool (the writer, up to four readers, the
+/// checkpointer). When the open pools' files pass the limit, the least recently used others hibernate
+/// (``DatabasePool/hibernate()``) in the background: they close their connections if nothing is using them, and
+/// open again on their next read or write, unnoticed by callers. Below the limit too, a pool nothing has used for
+/// ``idleAfter`` hibernates (a sweep every half second, stopped while no pool holds connections): an idle database
+/// holds no file, no page cache and no parsed schema.
 package final class OpenPools: Sendable {
     package static let shared = OpenPools()
     /// CouchDB's default `max_dbs_open`.
@@ -20,9 +23,16 @@ package final class OpenPools: Sendable {
 
     private struct Entry {
         weak var pool: DatabasePool?
+        /// The pool's ``DatabasePool/openFiles`` when it last reported them.
+        var files: Int
+        /// Chosen to hibernate, and not yet done: its files count as freed, and it is not chosen again meanwhile
+        /// (with a queue of hibernations behind a burst of opens, choosing the same pools again and again held them).
+        var hibernating = false
     }
     private struct State {
         var open: [ObjectIdentifier: Entry] = [:]
+        /// The sum of the entries' files.
+        var files = 0
         var limit = OpenPools.defaultLimit
     }
     private let state = Mutex(State())
@@ -39,19 +49,22 @@ package final class OpenPools: Sendable {
     /// The time of a use, for ordering pools by their last (the monotonic clock: no memory shared between threads).
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    /// The most pools that keep connections open (at least 1).
+    /// The most files the pools' connections keep open (at least 1; the pools in use stay open past it).
     package var limit: Int { state.withLock { $0.limit } }
 
     /// How many pools hold open connections now.
     package var count: Int { state.withLock { $0.open.count } }
 
-    /// Sets the limit; pools past it hibernate.
+    /// How many files the pools' connections hold open now (as the pools last reported them).
+    package var files: Int { state.withLock { $0.files } }
+
+    /// Sets the limit; pools past it hibernate before this returns (those not in use).
     package func setLimit(_ limit: Int) {
         let victims = state.withLock { s -> [DatabasePool] in
             s.limit = max(1, limit)
             return Self.victims(&s, sparing: nil)
         }
-        hibernate(victims)
+        hibernateNow(victims)
     }
 
     func isOpen(_ pool: DatabasePool) -> Bool {
@@ -117,49 +130,85 @@ package final class OpenPools: Sendable {
         }
     }
 
-    /// A pool opened a connection.
-    func opened(_ pool: DatabasePool) {
-        let victims = state.withLock { s -> [DatabasePool] in
+    /// A pool opened or closed a connection: its files count now as ``DatabasePool/openFiles`` says (read under the
+    /// lock, so reports racing each other leave the latest count). When they grew past the limit, the least recently
+    /// used other pools hibernate before this returns, as CouchDB's server closes an idle database before it opens
+    /// one more: so the files stay within the limit however fast databases open (hibernating them in the background
+    /// fell behind a burst of opens by a hundred pools). `inline: false` leaves that to the background (for a
+    /// caller that must not wait on another pool: the checkpointer).
+    func update(_ pool: DatabasePool, inline: Bool = true) {
+        let (victims, open) = state.withLock { s -> ([DatabasePool], Bool) in
             let id = ObjectIdentifier(pool)
-            guard s.open[id] == nil else { return [] }
-            s.open[id] = Entry(pool: pool)
-            return Self.victims(&s, sparing: id)
+            let files = pool.openFiles
+            let before = s.open[id]?.files ?? 0
+            s.open[id] = files > 0 ? Entry(pool: pool, files: files, hibernating: s.open[id]?.hibernating ?? false) : nil
+            s.files += files - before
+            return (files > before ? Self.victims(&s, sparing: id) : [], files > 0)
         }
-        startSweeping()
-        hibernate(victims)
+        if open { startSweeping() }
+        if inline { hibernateNow(victims) } else { hibernate(victims) }
     }
 
     /// A pool closed (or hibernated) all its connections.
     func closed(_ pool: DatabasePool) {
-        _ = state.withLock { $0.open.removeValue(forKey: ObjectIdentifier(pool)) }
+        state.withLock { s in
+            if let entry = s.open.removeValue(forKey: ObjectIdentifier(pool)) { s.files -= entry.files }
+        }
     }
 
-    /// The least recently used pools beyond the limit (entries of released pools dropped).
-    /// (One pass over the open pools, and only past the limit: with more databases in use than the limit, every
-    /// open lands here, and sorting them all each time was a tenth of a busy node's time.)
+    /// The least recently used pools whose files bring the open files back under the limit (entries of released
+    /// pools dropped). (One pass over the open pools, and only past the limit: with more databases in use than the
+    /// limit holds, every open lands here, and sorting them all each time was a tenth of a busy node's time.)
     private static func victims(_ s: inout State, sparing spared: ObjectIdentifier?) -> [DatabasePool] {
-        guard s.open.count > s.limit else { return [] }
+        guard s.files > s.limit else { return [] }
         var released: [ObjectIdentifier] = []
-        var candidates: [(used: UInt64, pool: DatabasePool)] = []
+        var freeing = 0
+        var candidates: [(used: UInt64, files: Int, id: ObjectIdentifier, pool: DatabasePool)] = []
         candidates.reserveCapacity(s.open.count)
         for (id, entry) in s.open {
             guard let pool = entry.pool else {
                 released.append(id)
                 continue
             }
-            if id != spared { candidates.append((pool.lastUsed.load(ordering: .relaxed), pool)) }
+            if entry.hibernating {
+                freeing += entry.files
+            } else if id != spared && !pool.isCheckpointing {
+                candidates.append((pool.lastUsed.load(ordering: .relaxed), entry.files, id, pool))
+            }
         }
-        for id in released { s.open[id] = nil }
-        let excess = s.open.count - s.limit
-        guard excess > 0 else { return [] }
-        if excess == 1 { return candidates.min { $0.used < $1.used }.map { [$0.pool] } ?? [] }
-        return candidates.sorted { $0.used < $1.used }.prefix(excess).map(\.pool)
+        for id in released {
+            s.files -= s.open[id]?.files ?? 0
+            s.open[id] = nil
+        }
+        var excess = s.files - freeing - s.limit
+        guard excess > 0, !candidates.isEmpty else { return [] }
+        var chosen: [(used: UInt64, files: Int, id: ObjectIdentifier, pool: DatabasePool)] = []
+        if let oldest = candidates.min(by: { $0.used < $1.used }), oldest.files >= excess {
+            chosen = [oldest]
+        } else {
+            for candidate in candidates.sorted(by: { $0.used < $1.used }) where excess > 0 {
+                chosen.append(candidate)
+                excess -= candidate.files
+            }
+        }
+        for victim in chosen { s.open[victim.id]?.hibernating = true }
+        return chosen.map(\.pool)
+    }
+
+    /// A pool chosen to hibernate was busy: it stays open, and may be chosen again.
+    private func stayedOpen(_ pool: DatabasePool) {
+        state.withLock { $0.open[ObjectIdentifier(pool)]?.hibernating = false }
     }
 
     private func hibernate(_ pools: [DatabasePool]) {
         guard !pools.isEmpty else { return }
-        background.async { [self] in
-            for pool in pools where pool.hibernate() { hibernated.add(1, ordering: .relaxed) }
+        background.async { [self] in hibernateNow(pools) }
+    }
+
+    /// Hibernates the chosen pools on this thread (one that is busy stays open, to be chosen again).
+    private func hibernateNow(_ pools: [DatabasePool]) {
+        for pool in pools {
+            if pool.hibernate() { hibernated.add(1, ordering: .relaxed) } else { stayedOpen(pool) }
         }
     }
 }
