@@ -117,6 +117,14 @@ struct ServerEndpointTests {
             #expect(r.text.contains("settee_http_requests_total"))
             #expect(r.text.contains("status=\"404\""))
             #expect(r.text.contains("route=\"_up\""))
+            // The open-handle cache (`max_dbs_open`): databases holding connections, and their files.
+            #expect(try await c.put("/metered", "").status == .created)
+            let after = try await c.get("/_metrics").text
+            func gauge(_ name: String) -> Double? {
+                after.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            #expect((gauge("settee_databases_holding_connections") ?? 0) >= 1)
+            #expect((gauge("settee_database_open_files") ?? 0) >= 3, "a database holds its file, WAL and WAL index at least")
         }
     }
 
