@@ -69,6 +69,23 @@ package struct MultipartPart: Sendable, Equatable {
     }
 }
 
+/// One body part found by ``Multipart/scan(_:boundary:)``: its header fields and where its body lies in the
+/// scanned buffer (not copied).
+package struct MultipartSpan: Sendable {
+    /// Header fields in the order they were sent; names keep the case they were sent with.
+    package var headers: [(name: String, value: String)]
+    /// The body's bytes in the scanned buffer.
+    package var body: Range<Int>
+
+    /// The value of the first header named `name` (ASCII case-insensitive), or nil.
+    package func header(_ name: String) -> String? {
+        for field in headers where Multipart.equalsIgnoringASCIICase(field.name, name) {
+            return field.value
+        }
+        return nil
+    }
+}
+
 /// Malformed multipart input.
 package struct MultipartError: Error, CustomStringConvertible, Equatable {
     package let description: String

@@ -22,39 +22,46 @@ extension Multipart {
     /// delimiter, a header block is not terminated by a blank line, or a header line
     /// is malformed.
     package static func parse(_ body: [UInt8], boundary: String) throws -> [MultipartPart] {
+        try body.withUnsafeBufferPointer { buffer in
+            try scan(buffer, boundary: boundary).map { span in
+                MultipartPart(headers: span.headers, body: Array(buffer[span.body]))
+            }
+        }
+    }
+
+    /// Parses a complete multipart body as ``parse(_:boundary:)`` does, without copying the parts' bodies: each
+    /// part's headers and where its body lies in `buffer` (for a body too large to copy: a mapped file).
+    package static func scan(_ buffer: UnsafeBufferPointer<UInt8>, boundary: String) throws -> [MultipartSpan] {
         guard !boundary.isEmpty else {
             throw MultipartError("multipart boundary must not be empty")
         }
         let dashBoundary: [UInt8] = Array("--\(boundary)".utf8)
         let searcher = DelimiterSearcher(pattern: [UInt8(ascii: "\n")] + dashBoundary)
-
-        return try body.withUnsafeBufferPointer { buffer in
-            let scanner = Scanner(buffer: buffer, dashBoundary: dashBoundary, searcher: searcher)
-            guard var delimiter = scanner.firstDelimiter() else {
-                throw MultipartError(
-                    "multipart body has no opening boundary delimiter \"--\(boundary)\"")
-            }
-            var parts: [MultipartPart] = []
-            while !delimiter.isClose {
-                // Search from the delimiter line's own LF so that an empty part
-                // (`--b CRLF --b`) is recognised.
-                guard let next = scanner.nextDelimiter(from: delimiter.lineEnd - 1) else {
-                    throw MultipartError(
-                        "multipart body has no closing boundary delimiter \"--\(boundary)--\" "
-                            + "after part \(parts.count + 1)")
-                }
-                let contentEnd = max(next.contentEnd, delimiter.lineEnd)
-                parts.append(try parsePart(buffer, delimiter.lineEnd..<contentEnd, number: parts.count + 1))
-                delimiter = next
-            }
-            return parts
+        let scanner = Scanner(buffer: buffer, dashBoundary: dashBoundary, searcher: searcher)
+        guard var delimiter = scanner.firstDelimiter() else {
+            throw MultipartError(
+                "multipart body has no opening boundary delimiter \"--\(boundary)\"")
         }
+        var parts: [MultipartSpan] = []
+        while !delimiter.isClose {
+            // Search from the delimiter line's own LF so that an empty part
+            // (`--b CRLF --b`) is recognised.
+            guard let next = scanner.nextDelimiter(from: delimiter.lineEnd - 1) else {
+                throw MultipartError(
+                    "multipart body has no closing boundary delimiter \"--\(boundary)--\" "
+                        + "after part \(parts.count + 1)")
+            }
+            let contentEnd = max(next.contentEnd, delimiter.lineEnd)
+            parts.append(try parsePart(buffer, delimiter.lineEnd..<contentEnd, number: parts.count + 1))
+            delimiter = next
+        }
+        return parts
     }
 
     /// Parses one part's bytes (between its delimiter line and the next delimiter).
     private static func parsePart(
         _ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, number: Int
-    ) throws -> MultipartPart {
+    ) throws -> MultipartSpan {
         var headers: [(name: String, value: String)] = []
         var position = range.lowerBound
         let end = range.upperBound
@@ -67,7 +74,7 @@ extension Multipart {
             if lineEnd > position, buffer[lineEnd - 1] == UInt8(ascii: "\r") { lineEnd -= 1 }
             if lineEnd == position {
                 // Blank line: everything after it is the body.
-                return MultipartPart(headers: headers, body: Array(buffer[(lineFeed + 1)..<end]))
+                return MultipartSpan(headers: headers, body: (lineFeed + 1)..<end)
             }
             let line = ArraySlice(buffer[position..<lineEnd])
             if isWhitespace(line[line.startIndex]) {
@@ -97,7 +104,7 @@ extension Multipart {
         }
         // Header lines that run up to the next delimiter: a part without a body
         // (RFC 2046 `body-part := MIME-part-headers [CRLF *OCTET]`).
-        return MultipartPart(headers: headers, body: [])
+        return MultipartSpan(headers: headers, body: end..<end)
     }
 
     private static func decode(_ bytes: ArraySlice<UInt8>) -> String {

@@ -48,22 +48,75 @@ enum AttachmentStreaming {
     /// - Throws: 413 `too_large` past the request limit, 413 `attachment_too_large` past the attachment limit
     ///   (the file removed either way).
     static func stage(_ body: RequestBody, name: String, contentType: String, node: Node) async throws -> Upload {
-        let directory = stagingDirectory(node)
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = (directory as NSString).appendingPathComponent(UUID().uuidString)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CouchError(.internalServerError, "file_error", "the upload can't be staged: errno \(errno)") }
-        var finished = false
-        defer {
-            close(fd)
-            if !finished { unlink(path) }
-        }
         let settings = node.configuration.attachments
         let requestLimit = node.configuration.maxRequestSize, attachmentLimit = node.configuration.maxAttachmentSize
-        var compressor: GzipStream?
-        var hasher = MD5.Hasher()
-        var length = 0, stored = 0
-        func keep(_ bytes: UnsafeRawBufferPointer) throws {
+        let file = try StagingFile(node: node, compressingAt: settings.compresses(contentType) ? settings.compressionLevel : nil)
+        var chunks = body.makeAsyncIterator()
+        while true {
+            let next: ByteBuffer?
+            do { next = try await chunks.next() } catch {
+                // The client went away mid-body, or its chunked framing broke: nothing is stored.
+                throw CouchError.badRequest("the attachment's body ended before its end")
+            }
+            guard let chunk = next else { break }
+            guard chunk.readableBytes > 0 else { continue }
+            if file.length + chunk.readableBytes > requestLimit { throw CouchError.tooLarge }
+            if file.length + chunk.readableBytes > attachmentLimit { throw CouchError(.contentTooLarge, "attachment_too_large", name) }
+            try chunk.withUnsafeReadableBytes { try file.append($0) }
+        }
+        return try file.finish()
+    }
+
+    /// A file in the staging directory being written: an attachment body as it will be stored (gzip-compressed on
+    /// the way when asked, unless it is empty), with the digest of the stored bytes computed as it goes. Removed
+    /// when released unless ``finish()`` handed it on as an ``Upload``.
+    final class StagingFile {
+        let path: String
+        private var fd: Int32
+        private let level: Int?
+        private var compressor: GzipStream?
+        private var hasher = MD5.Hasher()
+        /// The bytes given so far (the attachment's own length).
+        private(set) var length = 0
+        /// The bytes written to the file so far (compressed or not).
+        private var stored = 0
+        private var handedOn = false
+
+        /// - Parameter level: The gzip level to compress at, or nil to store the bytes as given.
+        init(node: Node, compressingAt level: Int?) throws {
+            let directory = AttachmentStreaming.stagingDirectory(node)
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            path = (directory as NSString).appendingPathComponent(UUID().uuidString)
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            self.level = level
+            guard fd >= 0 else { throw CouchError(.internalServerError, "file_error", "the upload can't be staged: errno \(errno)") }
+        }
+
+        deinit {
+            if fd >= 0 { close(fd) }
+            if !handedOn { unlink(path) }
+        }
+
+        /// Appends bytes of the attachment.
+        func append(_ bytes: UnsafeRawBufferPointer) throws {
+            guard !bytes.isEmpty else { return }
+            if length == 0, let level { compressor = try GzipStream(compressingAt: level) }
+            length += bytes.count
+            if let compressor { try compressor.process(bytes, finish: false, output: keep) } else { try keep(bytes) }
+        }
+
+        /// Ends the file: the upload, ready to be stored.
+        func finish() throws -> Upload {
+            if let compressor { try compressor.process(UnsafeRawBufferPointer(start: nil, count: 0), finish: true, output: keep) }
+            close(fd)
+            fd = -1
+            handedOn = true
+            let digest = "md5-" + Base64.encode(hasher.finalize())
+            return Upload(blob: StagedBlob(digest: digest, path: path, length: stored, encoding: compressor == nil ? nil : "gzip"),
+                          length: length)
+        }
+
+        private func keep(_ bytes: UnsafeRawBufferPointer) throws {
             hasher.update(bytes)
             stored += bytes.count
             var rest = bytes
@@ -76,30 +129,6 @@ enum AttachmentStreaming {
                 rest = UnsafeRawBufferPointer(rebasing: rest[n...])
             }
         }
-        var chunks = body.makeAsyncIterator()
-        while true {
-            let next: ByteBuffer?
-            do { next = try await chunks.next() } catch {
-                // The client went away mid-body, or its chunked framing broke: nothing is stored.
-                throw CouchError.badRequest("the attachment's body ended before its end")
-            }
-            guard let chunk = next else { break }
-            guard chunk.readableBytes > 0 else { continue }
-            length += chunk.readableBytes
-            if length > requestLimit { throw CouchError.tooLarge }
-            if length > attachmentLimit { throw CouchError(.contentTooLarge, "attachment_too_large", name) }
-            if length == chunk.readableBytes, settings.compresses(contentType) {
-                compressor = try GzipStream(compressingAt: settings.compressionLevel)
-            }
-            try chunk.withUnsafeReadableBytes { bytes in
-                if let compressor { try compressor.process(bytes, finish: false, output: keep) } else { try keep(bytes) }
-            }
-        }
-        if let compressor { try compressor.process(UnsafeRawBufferPointer(start: nil, count: 0), finish: true, output: keep) }
-        finished = true
-        let digest = "md5-" + Base64.encode(hasher.finalize())
-        return Upload(blob: StagedBlob(digest: digest, path: path, length: stored, encoding: compressor == nil ? nil : "gzip"),
-                      length: length)
     }
 
     /// Whether a PUT's body should be staged rather than read whole: larger than ``threshold``, or of unknown

@@ -67,9 +67,10 @@ enum DocumentInput {
     ///
     /// - Parameters:
     ///   - newEdits: CouchDB's `new_edits` (false: store the revision and history as given).
-    ///   - follows: attachment bodies from a multipart request, by attachment name.
+    ///   - follows: attachment bodies from a multipart request, by attachment name (in memory, or staged to files
+    ///     the write copies into the database).
     ///   - collection: used to resolve attachment stubs against the parent revision.
-    static func write(_ doc: Parsed, newEdits: Bool, follows: [String: [UInt8]] = [:],
+    static func write(_ doc: Parsed, newEdits: Bool, follows: [String: FollowingAttachment] = [:],
                       collection: SetteeStore.Collection, maxAttachmentSize: Int = .max,
                       compression: AttachmentSettings = AttachmentSettings()) throws -> RevisionWrite {
         if newEdits, !doc.deleted, doc.id.hasPrefix("_design/"), doc.body["language"]?.stringValue ?? "javascript" != "erlang" {
@@ -113,6 +114,7 @@ enum DocumentInput {
         }
         var body = doc.body
         var blobs: [(digest: String, data: [UInt8])] = []
+        var staged: [StagedBlob] = []
         var encodings: [String: String] = [:]
         if let atts = doc.attachments, !atts.isEmpty {
             var out = JSONObject()
@@ -142,6 +144,11 @@ enum DocumentInput {
                 // New attachment data from an interactive write gets its name checked; stubs and replicated
                 // revisions keep the names they already have (CouchDB peers may hold legacy names).
                 if newEdits { try validateAttachmentName(name) }
+                let revpos = newEdits ? Int64(generation) : (meta["revpos"]?.intValue ?? Int64(generation))
+                func stub(digest: String, length: Int) -> JSON {
+                    ["content_type": .string(contentType), "revpos": .int(revpos), "digest": .string(digest),
+                     "length": .int(Int64(length)), "stub": true]
+                }
                 let data: [UInt8]
                 if let encoded = meta["data"]?.stringValue {
                     guard let decoded = Base64.decode(encoded) else {
@@ -149,10 +156,18 @@ enum DocumentInput {
                     }
                     data = decoded
                 } else if meta["follows"]?.boolValue == true {
-                    guard let part = follows[name] else {
+                    switch follows[name] {
+                    case .bytes(let part)?:
+                        data = part
+                    case .staged(let upload)?:
+                        // Staged as it will be stored (compressed or not, its digest computed on the way).
+                        if upload.length > maxAttachmentSize { throw CouchError(.contentTooLarge, "attachment_too_large", name) }
+                        staged.append(upload.blob)
+                        out[name] = stub(digest: upload.blob.digest, length: upload.length)
+                        continue
+                    case nil:
                         throw CouchError.badRequest("Attachment \(name) follows but its body is missing from the request")
                     }
-                    data = part
                 } else {
                     throw CouchError.badRequest("Attachment \(name) needs data, follows or stub")
                 }
@@ -162,13 +177,11 @@ enum DocumentInput {
                                                   givenLength: meta["length"]?.intValue, compression: compression)
                 blobs.append((stored.digest, stored.bytes))
                 if let encoding = stored.encoding { encodings[stored.digest] = encoding }
-                let revpos = newEdits ? Int64(generation) : (meta["revpos"]?.intValue ?? Int64(generation))
-                out[name] = ["content_type": .string(contentType), "revpos": .int(revpos), "digest": .string(stored.digest),
-                             "length": .int(Int64(stored.length)), "stub": true]
+                out[name] = stub(digest: stored.digest, length: stored.length)
             }
             if !stubDigests.isEmpty {
                 let present = try collection.database.existingBlobs(stubDigests)
-                let supplied = Set(blobs.map(\.digest))
+                let supplied = Set(blobs.map(\.digest) + staged.map(\.digest))
                 for d in stubDigests where !present.contains(d) && !supplied.contains(d) {
                     throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(doc.id): digest \(d) is unknown")
                 }
@@ -177,6 +190,7 @@ enum DocumentInput {
         }
         var write = RevisionWrite(id: doc.id, body: body, deleted: doc.deleted, mode: mode, blobs: blobs)
         write.blobEncodings = encodings
+        write.stagedBlobs = staged
         return write
     }
 

@@ -163,12 +163,17 @@ enum DocumentRoutes {
 
     static func put(_ call: inout Call, _ db: Database, _ c: SetteeStore.Collection, id: String) async throws -> Response {
         let contentType = call.header(.contentType)?.lowercased() ?? ""
-        let bytes = try await call.bodyBytes()
         var doc: JSONObject
-        var follows: [String: [UInt8]] = [:]
-        if contentType.hasPrefix("multipart/related") {
+        var follows: [String: FollowingAttachment] = [:]
+        defer { for body in follows.values { body.discard() } }
+        if contentType.hasPrefix("multipart/related") && AttachmentStreaming.streams(call) {
+            // Large (or of unknown length): staged, never whole in memory.
+            (doc, follows) = try await MultipartUpload.receive(call, contentType: call.header(.contentType) ?? "")
+        } else if contentType.hasPrefix("multipart/related") {
+            let bytes = try await call.bodyBytes()
             (doc, follows) = try multipartDocument(bytes, contentType: call.header(.contentType) ?? "", call: call)
         } else {
+            let bytes = try await call.bodyBytes()
             if bytes.count > call.node.configuration.maxDocumentSize { throw CouchError.tooLarge }
             guard case .object(let o) = try call.parseJSON(bytes) else {
                 throw CouchError.badRequest("Document must be a JSON object")
@@ -202,7 +207,7 @@ enum DocumentRoutes {
     }
 
     static func save(_ call: Call, _ c: SetteeStore.Collection, doc: JSONObject, id: String, newEdits: Bool,
-                     follows: [String: [UInt8]]) async throws -> Response {
+                     follows: [String: FollowingAttachment]) async throws -> Response {
         if id.hasPrefix("_local/") { throw CouchError.badRequest("Use /{db}/_local/{id} for local documents") }
         try Auth.checkDocumentWrite(call, id: id)
         let guardDB = c.database, validation = call.node.validation
@@ -365,7 +370,7 @@ enum DocumentRoutes {
     }
 
     /// A `multipart/related` document upload: the JSON document first, then one part per `follows` attachment.
-    static func multipartDocument(_ bytes: [UInt8], contentType: String, call: Call) throws -> (JSONObject, [String: [UInt8]]) {
+    static func multipartDocument(_ bytes: [UInt8], contentType: String, call: Call) throws -> (JSONObject, [String: FollowingAttachment]) {
         guard let boundary = Multipart.boundary(fromContentType: contentType) else {
             throw CouchError.badRequest("multipart/related without a boundary")
         }
@@ -378,27 +383,36 @@ enum DocumentRoutes {
         guard case .object(let doc) = try call.parseJSON(first.body) else {
             throw CouchError.badRequest("Document must be a JSON object")
         }
-        var follows: [String: [UInt8]] = [:]
+        let rest = Array(parts.dropFirst())
+        let indexes = try followParts(of: doc, dispositions: rest.map { $0.header("Content-Disposition") })
+        return (doc, indexes.mapValues { .bytes(rest[$0].body) })
+    }
+
+    /// Which part after the document holds each `follows` attachment (an index into the parts after the
+    /// document): the part whose `Content-Disposition` names it, else the unnamed parts in the attachments' order.
+    /// Parts no attachment claims are ignored.
+    /// - Throws: 400 when an attachment follows but no part is left for it.
+    static func followParts(of doc: JSONObject, dispositions: [String?]) throws -> [String: Int] {
         let followNames = (doc["_attachments"]?.objectValue ?? [:]).compactMap { name, meta in
             meta["follows"]?.boolValue == true ? name : nil
         }
-        var unnamed: [MultipartPart] = []
-        for part in parts.dropFirst() {
-            if let disposition = part.header("Content-Disposition"),
-               let name = Multipart.filename(fromContentDisposition: disposition), followNames.contains(name) {
-                follows[name] = part.body
+        var follows: [String: Int] = [:]
+        var unnamed: [Int] = []
+        for (index, disposition) in dispositions.enumerated() {
+            if let disposition, let name = Multipart.filename(fromContentDisposition: disposition), followNames.contains(name) {
+                follows[name] = index
             } else {
-                unnamed.append(part)
+                unnamed.append(index)
             }
         }
         var unnamedIterator = unnamed.makeIterator()
         for name in followNames where follows[name] == nil {
-            guard let part = unnamedIterator.next() else {
+            guard let index = unnamedIterator.next() else {
                 throw CouchError.badRequest("Attachment \(name) follows but its part is missing")
             }
-            follows[name] = part.body
+            follows[name] = index
         }
-        return (doc, follows)
+        return follows
     }
 }
 
