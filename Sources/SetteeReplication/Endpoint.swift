@@ -1,4 +1,5 @@
 public import SetteeCore
+import Foundation
 
 /// One side of a replication: a database the replicator reads changes and revisions from, or writes
 /// revisions to, in the terms of the CouchDB replication protocol.
@@ -165,6 +166,18 @@ public struct ReplicatedRevision: Sendable {
     /// The encoding of attachment bodies that travel as their source stored them (`gzip`), by digest; the others
     /// are the attachments' own bytes. The target stores such a body as it came, as CouchDB's replicator does.
     public var attachmentEncodings: [String: String] = [:]
+    /// Attachment bodies travelling with the revision in files rather than in memory, by digest: the large ones a
+    /// replicator read from a remote source's multipart answer. (Encodings as for ``attachments``.)
+    public var stagedAttachments: [String: StagedAttachment] = [:]
+
+    /// Whether any attachment body travels with the revision (in memory or staged).
+    public var carriesAttachmentBodies: Bool { !attachments.isEmpty || !stagedAttachments.isEmpty }
+
+    /// The body of the attachment with `digest` that travels with the revision (a staged one read whole), or nil.
+    public func attachmentBytes(_ digest: String) throws(ReplicationError) -> [UInt8]? {
+        if let bytes = attachments[digest] { return bytes }
+        return try stagedAttachments[digest]?.bytes()
+    }
 
     /// The revision itself.
     public var rev: RevID { history[0] }
@@ -176,6 +189,31 @@ public struct ReplicatedRevision: Sendable {
         self.deleted = deleted
         self.body = body
         self.attachments = attachments
+    }
+}
+
+/// An attachment body a replicator staged to a file instead of holding it in memory: `length` bytes as they will
+/// be stored. The file is removed when the last revision holding this value is released.
+public final class StagedAttachment: Sendable {
+    /// The file.
+    public let path: String
+    /// Its length in bytes.
+    public let length: Int
+
+    init(path: String, length: Int) {
+        self.path = path
+        self.length = length
+    }
+
+    deinit { unlink(path) }
+
+    /// The bytes, read whole (for a target that needs them in memory).
+    /// - Throws: ``ReplicationError`` (`.local`) if the file can't be read.
+    public func bytes() throws(ReplicationError) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path), data.count == length else {
+            throw ReplicationError(.local, "the staged attachment \(path) can't be read")
+        }
+        return [UInt8](data)
     }
 }
 

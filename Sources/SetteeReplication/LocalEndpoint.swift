@@ -228,8 +228,9 @@ public struct LocalEndpoint: Endpoint {
     func refusal(of revision: ReplicatedRevision) -> DocumentFailure? {
         if maxAttachmentSize < .max, case .object(let atts)? = revision.body["_attachments"] {
             for (name, meta) in atts {
-                guard let digest = meta["digest"]?.stringValue, let data = revision.attachments[digest] else { continue }
-                let length = meta["length"]?.intValue.map(Int.init) ?? data.count
+                guard let digest = meta["digest"]?.stringValue,
+                      let carried = revision.attachments[digest]?.count ?? revision.stagedAttachments[digest]?.length else { continue }
+                let length = meta["length"]?.intValue.map(Int.init) ?? carried
                 if length > maxAttachmentSize {
                     return DocumentFailure(id: revision.id, rev: revision.rev.description, error: "attachment_too_large",
                                            reason: name)
@@ -248,6 +249,7 @@ public struct LocalEndpoint: Endpoint {
     static func revisionWrite(_ revision: ReplicatedRevision, collection c: SetteeStore.Collection) throws -> RevisionWrite {
         var body = revision.body
         var blobs: [(digest: String, data: [UInt8])] = []
+        var staged: [StagedBlob] = []
         if case .object(var atts)? = body["_attachments"], !atts.isEmpty {
             var unknown: [(name: String, digest: String)] = []
             var digests: [String] = []
@@ -257,6 +259,10 @@ public struct LocalEndpoint: Endpoint {
                 }
                 if let data = revision.attachments[digest] {
                     blobs.append((digest, data))
+                } else if let file = revision.stagedAttachments[digest] {
+                    // Copied from its file a megabyte at a time (the revision keeps the file until written).
+                    staged.append(StagedBlob(digest: digest, path: file.path, length: file.length,
+                                             encoding: revision.attachmentEncodings[digest]))
                 } else {
                     digests.append(digest)
                     unknown.append((name, digest))
@@ -280,6 +286,7 @@ public struct LocalEndpoint: Endpoint {
         var write = RevisionWrite(id: revision.id, body: body, deleted: revision.deleted,
                                   mode: .replicated(history: revision.history), blobs: blobs)
         for (digest, _) in blobs { if let encoding = revision.attachmentEncodings[digest] { write.blobEncodings[digest] = encoding } }
+        write.stagedBlobs = staged
         return write
     }
 

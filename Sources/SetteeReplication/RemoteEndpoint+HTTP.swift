@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import SetteeCore
+import SetteeStore
 import Synchronization
 
 /// How a remote endpoint talks HTTP: requests with deadlines and size limits, cookie sign-in, peer errors as
@@ -13,7 +14,14 @@ extension RemoteEndpoint {
         var status: Int
         var body: [UInt8]
         var contentType: String? = nil
+        /// The body in a staging file instead of ``body`` (a large multipart answer, when asked to stage one); the
+        /// caller removes the file.
+        var staged: StagedBlob? = nil
     }
+
+    /// Where large multipart answers and the attachment bodies in them are staged (in the system's temporary
+    /// directory: the replicator has no data directory of its own).
+    static let stagingDirectory = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
 
     func jsonObject(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
                             deadline: TimeAmount = .seconds(120)) async throws -> JSONObject {
@@ -52,7 +60,8 @@ extension RemoteEndpoint {
     /// Sends a request and collects the whole response body.
     func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
               raw: (contentType: String, bytes: [UInt8])? = nil, accept: String = "application/json",
-              root: Bool = false, deadline: TimeAmount = .seconds(120), maxBytes: Int = 1 << 30) async throws -> Reply {
+              root: Bool = false, deadline: TimeAmount = .seconds(120), maxBytes: Int = 1 << 30,
+              stageMultipart: Bool = false) async throws -> Reply {
         var target = (root ? serverURL : urlString) + path
         if !query.isEmpty {
             target += "?" + query.map { "\($0.0)=\(Self.escapeQuery($0.1))" }.joined(separator: "&")
@@ -70,15 +79,17 @@ extension RemoteEndpoint {
             request.headers.add(name: "Content-Type", value: raw.contentType)
             request.body = .bytes(ByteBuffer(bytes: raw.bytes))
         }
-        var reply = try await execute(request, deadline: deadline, maxBytes: maxBytes)
+        var reply = try await execute(request, deadline: deadline, maxBytes: maxBytes, stageMultipart: stageMultipart)
         if reply.status == 401, case .session = authentication {
             session.cookie = nil  // expired: sign in again once
-            reply = try await execute(request, deadline: deadline, maxBytes: maxBytes)
+            reply = try await execute(request, deadline: deadline, maxBytes: maxBytes, stageMultipart: stageMultipart)
         }
         return reply
     }
 
-    func execute(_ base: HTTPClientRequest, deadline: TimeAmount, maxBytes: Int) async throws -> Reply {
+    /// Sends a request and reads its answer whole; with `stageMultipart`, a successful `multipart/…` answer larger
+    /// than a megabyte (or of unknown length) goes to a staging file as it arrives instead (``Reply/staged``).
+    func execute(_ base: HTTPClientRequest, deadline: TimeAmount, maxBytes: Int, stageMultipart: Bool = false) async throws -> Reply {
         var request = base
         switch authentication {
         case .none: break
@@ -92,11 +103,25 @@ extension RemoteEndpoint {
         }
         do {
             let response = try await client.execute(request, timeout: deadline)
+            let contentType = response.headers.first(name: "Content-Type")
+            if stageMultipart, (200..<300).contains(response.status.code), contentType?.lowercased().hasPrefix("multipart/") == true,
+               response.headers.first(name: "Content-Length").flatMap(Int.init).map({ $0 > Self.stagedAttachmentThreshold }) ?? true {
+                let file = try StagingFile(directory: Self.stagingDirectory, compressingAt: nil)
+                for try await chunk in response.body {
+                    if file.length + chunk.readableBytes > maxBytes {
+                        throw ReplicationError(.transient, "\(request.method) \(Self.redact(request.url)): the answer is larger than \(maxBytes) bytes")
+                    }
+                    try chunk.withUnsafeReadableBytes { try file.append($0) }
+                }
+                return Reply(status: Int(response.status.code), body: [], contentType: contentType, staged: try file.finish())
+            }
             let buffer = try await response.body.collect(upTo: maxBytes)
             return Reply(status: Int(response.status.code), body: Array(buffer.readableBytesView),
                          contentType: response.headers.first(name: "Content-Type"))
         } catch let error as ReplicationError {
             throw error
+        } catch let error as SetteeError {
+            throw ReplicationError(.local, error.reason)
         } catch is CancellationError {
             throw ReplicationError(.cancelled, "stopped")
         } catch {

@@ -36,9 +36,18 @@ extension RemoteEndpoint {
             query.append(("atts_since", JSON.array(request.attsSince.map { .string($0.description) }).jsonString))
         }
         var r = try await send(.GET, "/" + Self.escapeDocID(request.id), query: query,
-                               accept: "multipart/mixed, application/json;q=0.5")
+                               accept: "multipart/mixed, application/json;q=0.5", stageMultipart: true)
         if r.status == 404 { return [] }
         guard (200..<300).contains(r.status) else { throw error(for: r, "GET \(request.id)?open_revs") }
+        if let staged = r.staged {
+            // A large answer: parsed where it lies, its large attachment bodies copied into files of their own.
+            defer { unlink(staged.path) }
+            guard staged.length > 0 else { return [] }
+            let contentType = r.contentType ?? ""
+            let file = try MappedFile(path: staged.path, length: staged.length)
+            return try Self.revisions(fromMixed: file.bytes, contentType: contentType, id: request.id,
+                                      staging: (file, Self.stagingDirectory))
+        }
         if let contentType = r.contentType, contentType.lowercased().hasPrefix("multipart/") {
             // (Handed over, not shared: the parser lets go of the whole answer once it is split into parts.)
             var body = r.body
@@ -54,33 +63,42 @@ extension RemoteEndpoint {
         }
     }
 
-    /// The revisions of a `multipart/mixed` `open_revs` answer: JSON parts (a revision without bodies to send,
-    /// or `{"missing": rev}`) and `multipart/related` parts (a revision and its attachment bodies).
-    ///
-    /// Attachment bodies are held once: `body` is emptied once it is split into parts, and each part once its
-    /// revision is read from it.
+    /// The revisions of a `multipart/mixed` `open_revs` answer held in memory (``revisions(fromMixed:contentType:id:staging:)``).
     static func revisions(fromMixed body: inout [UInt8], contentType: String, id: String) throws -> [ReplicatedRevision] {
+        let held = body
+        body = []
+        return try held.withUnsafeBufferPointer { try revisions(fromMixed: $0, contentType: contentType, id: id, staging: nil) }
+    }
+
+    /// The revisions of a `multipart/mixed` `open_revs` answer: JSON parts (a revision without bodies to send,
+    /// or `{"missing": rev}`) and `multipart/related` parts (a revision and its attachment bodies). With `staging`
+    /// (the answer in a mapped file), attachment bodies larger than ``stagedAttachmentThreshold`` are copied into
+    /// staging files of their own a megabyte at a time instead of into memory.
+    static func revisions(fromMixed buffer: UnsafeBufferPointer<UInt8>, contentType: String, id: String,
+                          staging: (file: MappedFile, directory: String)?) throws -> [ReplicatedRevision] {
         func malformed(_ detail: String) -> ReplicationError {
             ReplicationError(.transient, "malformed multipart open_revs answer for \(id): \(detail)")
         }
         guard let boundary = Multipart.boundary(fromContentType: contentType) else { throw malformed("no boundary") }
-        var parts: [MultipartPart]
-        do { parts = try Multipart.parse(body, boundary: boundary) } catch { throw malformed("\(error)") }
-        body = []
+        let parts: [MultipartSpan]
+        do { parts = try Multipart.scan(buffer, boundary: boundary) } catch { throw malformed("\(error)") }
         var out: [ReplicatedRevision] = []
-        for index in parts.indices {
-            let part = parts[index]
-            parts[index].body = []
-            let type = (part.contentType ?? "application/json").lowercased()
+        for part in parts {
+            let type = (part.header("Content-Type") ?? "application/json").lowercased()
             if type.hasPrefix("multipart/related") {
-                guard let inner = Multipart.boundary(fromContentType: part.contentType ?? "") else {
+                guard let inner = Multipart.boundary(fromContentType: part.header("Content-Type") ?? "") else {
                     throw malformed("a related part without a boundary")
                 }
-                let related: [MultipartPart]
-                do { related = try Multipart.parse(part.body, boundary: inner) } catch { throw malformed("\(error)") }
-                out.append(try revision(fromRelated: related, id: id))
+                let related: [MultipartSpan]
+                do {
+                    // (Found in the part's bytes, then placed in the whole answer's.)
+                    related = try Multipart.scan(UnsafeBufferPointer(rebasing: buffer[part.body]), boundary: inner).map {
+                        MultipartSpan(headers: $0.headers, body: ($0.body.lowerBound + part.body.lowerBound)..<($0.body.upperBound + part.body.lowerBound))
+                    }
+                } catch { throw malformed("\(error)") }
+                out.append(try revision(fromRelated: related, in: buffer, id: id, staging: staging))
             } else {
-                guard case .object(let doc) = try JSON.parse(part.body) else { throw malformed("a JSON part is not an object") }
+                guard case .object(let doc) = try JSON.parse(Array(buffer[part.body])) else { throw malformed("a JSON part is not an object") }
                 if doc["missing"] != nil || doc["error"] != nil { continue }
                 // (CouchDB sends a revision bare here; a peer may wrap it as the JSON answer does.)
                 if case .object(let ok)? = doc["ok"] { out.append(try revision(from: ok)) } else { out.append(try revision(from: doc)) }
@@ -89,22 +107,32 @@ extension RemoteEndpoint {
         return out
     }
 
-    /// A revision from its `multipart/related` parts: the document (attachments marked `"follows": true`), then
-    /// one part per such attachment, matched by filename (or in the document's order). Each body is kept as sent
-    /// — with its `encoding` when the source stores it encoded — and checked against the length the stub gives.
-    static func revision(fromRelated parts: [MultipartPart], id: String) throws -> ReplicatedRevision {
+    /// Attachment bodies larger than this, in an answer staged to a file, are staged too rather than read into memory.
+    static let stagedAttachmentThreshold = 1 << 20
+
+    /// A revision from its `multipart/related` parts in `buffer`: the document (attachments marked
+    /// `"follows": true`), then one part per such attachment, matched by filename (or in the document's order).
+    /// Each body is kept as sent — with its `encoding` when the source stores it encoded — and checked against the
+    /// length the stub gives.
+    static func revision(fromRelated parts: [MultipartSpan], in buffer: UnsafeBufferPointer<UInt8>, id: String,
+                         staging: (file: MappedFile, directory: String)?) throws -> ReplicatedRevision {
         func malformed(_ detail: String) -> ReplicationError {
             ReplicationError(.transient, "malformed multipart revision of \(id): \(detail)")
         }
-        guard let first = parts.first, case .object(var doc) = try JSON.parse(first.body) else {
+        guard let first = parts.first, case .object(var doc) = try JSON.parse(Array(buffer[first.body])) else {
             throw malformed("the first part is not a JSON document")
         }
-        var byName: [String: MultipartPart] = [:]
-        var unnamed: [MultipartPart] = []
+        var byName: [String: MultipartSpan] = [:]
+        var unnamed: [MultipartSpan] = []
         for part in parts.dropFirst() {
-            if let name = part.filename { byName[name] = part } else { unnamed.append(part) }
+            if let name = part.header("Content-Disposition").flatMap(Multipart.filename(fromContentDisposition:)) {
+                byName[name] = part
+            } else {
+                unnamed.append(part)
+            }
         }
         var blobs: [String: [UInt8]] = [:]
+        var staged: [String: StagedAttachment] = [:]
         var encodings: [String: String] = [:]
         if case .object(var atts)? = doc["_attachments"] {
             for (name, meta) in atts {
@@ -112,26 +140,36 @@ extension RemoteEndpoint {
                 guard let part = byName.removeValue(forKey: name) ?? (unnamed.isEmpty ? nil : unnamed.removeFirst()) else {
                     throw malformed("no part for attachment \(name)")
                 }
-                let bytes = part.body
+                let count = part.body.count
                 let encoding = m["encoding"]?.stringValue ?? part.header("Content-Encoding")
                 if let encoding, encoding != "gzip" { throw malformed("attachment \(name) has an unknown encoding \(encoding)") }
                 let declared = encoding == nil ? m["length"]?.intValue : (m["encoded_length"]?.intValue ?? nil)
-                if let declared, declared != Int64(bytes.count) {
-                    throw malformed("attachment \(name) is \(bytes.count) bytes, its stub says \(declared)")
+                if let declared, declared != Int64(count) {
+                    throw malformed("attachment \(name) is \(count) bytes, its stub says \(declared)")
                 }
                 // Addressed by the bytes as they will be stored (the digest CouchDB gives them too).
-                let digest = Database.attachmentDigest(bytes)
-                blobs[digest] = bytes
+                let digest: String
+                if let staging, count > stagedAttachmentThreshold {
+                    let file = try StagingFile(directory: staging.directory, compressingAt: nil)
+                    try staging.file.forEachPiece(of: part.body) { try file.append($0) }
+                    let blob = try file.finish()
+                    digest = blob.digest
+                    staged[digest] = StagedAttachment(path: blob.path, length: blob.length)
+                } else {
+                    let bytes = Array(buffer[part.body])
+                    digest = Database.attachmentDigest(bytes)
+                    blobs[digest] = bytes
+                }
                 m.removeValue(forKey: "follows")
                 m["digest"] = .string(digest)
                 if encoding != nil {
                     encodings[digest] = "gzip"
                     m["encoding"] = "gzip"
-                    m["encoded_length"] = .int(Int64(bytes.count))
+                    m["encoded_length"] = .int(Int64(count))
                 } else {
                     m.removeValue(forKey: "encoding")
                     m.removeValue(forKey: "encoded_length")
-                    m["length"] = .int(Int64(bytes.count))
+                    m["length"] = .int(Int64(count))
                 }
                 atts[name] = .object(m)
             }
@@ -139,6 +177,7 @@ extension RemoteEndpoint {
         }
         var revision = try revision(from: doc)
         revision.attachments.merge(blobs) { a, _ in a }
+        revision.stagedAttachments = staged
         revision.attachmentEncodings = encodings
         return revision
     }
@@ -148,7 +187,7 @@ extension RemoteEndpoint {
     /// `PUT /{db}/{docid}?new_edits=false` with the revision and its attachment bodies in `multipart/related`.
     /// Returns the target's refusal of this document (validation, a bad stub, too large), or nil when stored.
     func putMultipart(_ revision: ReplicatedRevision) async throws -> DocumentFailure? {
-        let (boundary, bytes) = Self.multipartDocument(from: revision)
+        let (boundary, bytes) = try Self.multipartDocument(from: revision)
         let r = try await send(.PUT, "/" + Self.escapeDocID(revision.id), query: [("new_edits", "false")],
                                raw: ("multipart/related; boundary=\"\(boundary)\"", bytes))
         if (200..<300).contains(r.status) { return nil }
@@ -168,13 +207,14 @@ extension RemoteEndpoint {
     /// The revision as CouchDB's replicator writes it: the document with `_revisions`, attachments whose bodies
     /// travel marked `"follows": true` (with `encoding` and `encoded_length` when sent encoded), then one part per
     /// such attachment in the document's order.
-    static func multipartDocument(from revision: ReplicatedRevision) -> (boundary: String, bytes: [UInt8]) {
-        var doc = document(from: revision, inline: false)
+    static func multipartDocument(from revision: ReplicatedRevision) throws -> (boundary: String, bytes: [UInt8]) {
+        var doc = try document(from: revision, inline: false)
         var parts: [MultipartPart] = []
         if case .object(var atts)? = doc["_attachments"] {
             for (name, meta) in atts {
+                // (A staged body is read whole here: this side builds the request in memory.)
                 guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
-                      let data = revision.attachments[digest] else { continue }
+                      let data = try revision.attachmentBytes(digest) else { continue }
                 m.removeValue(forKey: "stub")
                 m["follows"] = true
                 var headers: [(name: String, value: String)] = [

@@ -358,8 +358,8 @@ public struct RemoteEndpoint: Endpoint {
     /// (``putMultipart(_:)``, as CouchDB's replicator writes them), the others together through `_bulk_docs`.
     public func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
         try await ReplicationError.mapping {
-            let withBodies = revisions.filter { !$0.attachments.isEmpty }
-            let plain = withBodies.isEmpty ? revisions : revisions.filter { $0.attachments.isEmpty }
+            let withBodies = revisions.filter(\.carriesAttachmentBodies)
+            let plain = withBodies.isEmpty ? revisions : revisions.filter { !$0.carriesAttachmentBodies }
             var failures = try await bulkDocs(plain)
             if !withBodies.isEmpty {
                 failures += try await concurrently(withBodies) { try await self.putMultipart($0).map { [$0] } ?? [] }
@@ -370,7 +370,7 @@ public struct RemoteEndpoint: Endpoint {
 
     private func bulkDocs(_ revisions: [ReplicatedRevision]) async throws -> [DocumentFailure] {
         guard !revisions.isEmpty else { return [] }
-        let docs = revisions.map { JSON.object(Self.document(from: $0)) }
+        let docs = try revisions.map { revision throws(ReplicationError) in JSON.object(try Self.document(from: revision)) }
         let r = try await send(.POST, "/_bulk_docs", body: ["docs": .array(docs), "new_edits": false])
         if r.status == 413 {
             // Too large for the peer in one request: halve until it fits; a single document too large fails alone.
@@ -474,7 +474,7 @@ public struct RemoteEndpoint: Endpoint {
     /// A revision → the document `_bulk_docs` with `new_edits:false` takes: attachment bodies inline (decoded:
     /// inline data is always the attachment's own bytes), or, with `inline: false`, left as stubs for
     /// ``multipartDocument(from:)``.
-    static func document(from revision: ReplicatedRevision, inline: Bool = true) -> JSONObject {
+    static func document(from revision: ReplicatedRevision, inline: Bool = true) throws(ReplicationError) -> JSONObject {
         var doc: JSONObject = ["_id": .string(revision.id), "_rev": .string(revision.rev.description)]
         if revision.deleted { doc["_deleted"] = true }
         doc["_revisions"] = ["start": .int(Int64(revision.rev.generation)),
@@ -487,7 +487,7 @@ public struct RemoteEndpoint: Endpoint {
             var out = JSONObject()
             for (name, meta) in atts {
                 guard case .object(var m) = meta else { continue }
-                if inline, let digest = m["digest"]?.stringValue, var data = revision.attachments[digest] {
+                if inline, let digest = m["digest"]?.stringValue, var data = try revision.attachmentBytes(digest) {
                     // Inline, as CouchDB takes it: the peer computes digest and length from the data itself.
                     if revision.attachmentEncodings[digest] == "gzip", let identity = try? Gzip.decompress(data, limit: Int.max) {
                         data = identity

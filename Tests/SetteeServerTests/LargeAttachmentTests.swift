@@ -317,8 +317,19 @@ import Testing
             let connB = try RawHTTPConnection(port: b.port)
             connB.setReceiveTimeout(seconds: 120)  // (the answer comes when the replication is done)
             let spec = #"{"source":"http://127.0.0.1:\#(a.port)/db","target":"copy","create_target":true}"#
-            try connB.send(HTTPConnectionTests.request("POST", "/_replicate", body: spec))
-            #expect(try connB.readResponse()?.status == 200)
+            let pullerBefore = Self.anonymousKiB(b.process.processIdentifier)
+            var pulled: (status: Int, headers: [String: String], body: [UInt8])?
+            // The puller stages the answer and the attachment in it to files: its heap doesn't hold them (held
+            // whole, the answer and its parts were more than twice the attachment).
+            let pullerPeak = try Self.peakAnonymousKiB(b.process.processIdentifier) {
+                try connB.send(HTTPConnectionTests.request("POST", "/_replicate", body: spec))
+                pulled = try connB.readResponse()
+            }
+            #expect(pulled?.status == 200)
+            #expect(pullerPeak - pullerBefore < 40 << 10, "the puller's heap grew \(pullerPeak - pullerBefore) KiB pulling 24 MB")
+            let replicationStaging = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: replicationStaging)) ?? []
+            #expect(left.isEmpty, "staged files left: \(left)")
             try connB.send(Self.get("/copy/doc"))
             let copied = try JSON.parse(try #require(try connB.readResponse()).body)
             #expect(copied["_attachments"]?["big.bin"]?["digest"]?.stringValue == Self.digest(data))

@@ -77,6 +77,11 @@ package struct MultipartSpan: Sendable {
     /// The body's bytes in the scanned buffer.
     package var body: Range<Int>
 
+    package init(headers: [(name: String, value: String)], body: Range<Int>) {
+        self.headers = headers
+        self.body = body
+    }
+
     /// The value of the first header named `name` (ASCII case-insensitive), or nil.
     package func header(_ name: String) -> String? {
         for field in headers where Multipart.equalsIgnoringASCIICase(field.name, name) {

@@ -67,68 +67,23 @@ enum AttachmentStreaming {
         return try file.finish()
     }
 
-    /// A file in the staging directory being written: an attachment body as it will be stored (gzip-compressed on
-    /// the way when asked, unless it is empty), with the digest of the stored bytes computed as it goes. Removed
-    /// when released unless ``finish()`` handed it on as an ``Upload``.
+    /// A file in the node's staging directory being written (``SetteeStore/StagingFile``), ended as an ``Upload``.
     final class StagingFile {
-        let path: String
-        private var fd: Int32
-        private let level: Int?
-        private var compressor: GzipStream?
-        private var hasher = MD5.Hasher()
-        /// The bytes given so far (the attachment's own length).
-        private(set) var length = 0
-        /// The bytes written to the file so far (compressed or not).
-        private var stored = 0
-        private var handedOn = false
+        private let file: SetteeStore.StagingFile
 
         /// - Parameter level: The gzip level to compress at, or nil to store the bytes as given.
         init(node: Node, compressingAt level: Int?) throws {
-            let directory = AttachmentStreaming.stagingDirectory(node)
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            path = (directory as NSString).appendingPathComponent(UUID().uuidString)
-            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            self.level = level
-            guard fd >= 0 else { throw CouchError(.internalServerError, "file_error", "the upload can't be staged: errno \(errno)") }
+            file = try SetteeStore.StagingFile(directory: AttachmentStreaming.stagingDirectory(node), compressingAt: level)
         }
 
-        deinit {
-            if fd >= 0 { close(fd) }
-            if !handedOn { unlink(path) }
-        }
+        /// The bytes given so far (the attachment's own length).
+        var length: Int { file.length }
 
         /// Appends bytes of the attachment.
-        func append(_ bytes: UnsafeRawBufferPointer) throws {
-            guard !bytes.isEmpty else { return }
-            if length == 0, let level { compressor = try GzipStream(compressingAt: level) }
-            length += bytes.count
-            if let compressor { try compressor.process(bytes, finish: false, output: keep) } else { try keep(bytes) }
-        }
+        func append(_ bytes: UnsafeRawBufferPointer) throws { try file.append(bytes) }
 
         /// Ends the file: the upload, ready to be stored.
-        func finish() throws -> Upload {
-            if let compressor { try compressor.process(UnsafeRawBufferPointer(start: nil, count: 0), finish: true, output: keep) }
-            close(fd)
-            fd = -1
-            handedOn = true
-            let digest = "md5-" + Base64.encode(hasher.finalize())
-            return Upload(blob: StagedBlob(digest: digest, path: path, length: stored, encoding: compressor == nil ? nil : "gzip"),
-                          length: length)
-        }
-
-        private func keep(_ bytes: UnsafeRawBufferPointer) throws {
-            hasher.update(bytes)
-            stored += bytes.count
-            var rest = bytes
-            while !rest.isEmpty {
-                let n = write(fd, rest.baseAddress, rest.count)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    throw CouchError(.internalServerError, "file_error", "the upload can't be staged: errno \(errno)")
-                }
-                rest = UnsafeRawBufferPointer(rebasing: rest[n...])
-            }
-        }
+        func finish() throws -> Upload { Upload(blob: try file.finish(), length: file.length) }
     }
 
     /// Whether a PUT's body should be staged rather than read whole: larger than ``threshold``, or of unknown
