@@ -207,6 +207,13 @@ public final class StagedAttachment: Sendable {
 
     deinit { unlink(path) }
 
+    /// Bodies larger than this are staged rather than held in memory.
+    static let threshold = 1 << 20
+
+    /// Where replicators stage attachment bodies (in the system's temporary directory: a replicator has no data
+    /// directory of its own).
+    static let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
+
     /// The bytes, read whole (for a target that needs them in memory).
     /// - Throws: ``ReplicationError`` (`.local`) if the file can't be read.
     public func bytes() throws(ReplicationError) -> [UInt8] {

@@ -162,6 +162,7 @@ public struct LocalEndpoint: Endpoint {
                               case .object(var body) = try JSON.parse(revision.body) else { continue }
                         let history = tree.history(of: rev)
                         var blobs: [String: [UInt8]] = [:]
+                        var staged: [String: StagedAttachment] = [:]
                         var encodings: [String: String] = [:]
                         if case .object(let atts)? = body["_attachments"] {
                             // Only attachments newer than the newest ancestor the target has travel with the revision.
@@ -174,9 +175,14 @@ public struct LocalEndpoint: Endpoint {
                                 m.removeValue(forKey: "data")
                                 // Bodies travel as stored (a gzip-stored one stays gzip).
                                 if Int(m["revpos"]?.intValue ?? 0) > knownGeneration, let digest = m["digest"]?.stringValue,
-                                   let stored = try c.database.storedBlob(digest: digest) {
-                                    blobs[digest] = stored.data
-                                    if let encoding = stored.encoding { encodings[digest] = encoding }
+                                   let info = try c.database.blobInfo(digest: digest) {
+                                    if info.length > StagedAttachment.threshold {
+                                        // A large body travels in a staging file, copied out a megabyte at a time.
+                                        staged[digest] = try LocalEndpoint.stage(digest: digest, length: info.length, from: c.database)
+                                    } else if let stored = try c.database.storedBlob(digest: digest) {
+                                        blobs[digest] = stored.data
+                                    }
+                                    if let encoding = info.encoding { encodings[digest] = encoding }
                                 }
                                 stubs[name] = .object(m)
                             }
@@ -185,6 +191,7 @@ public struct LocalEndpoint: Endpoint {
                         var replicated = ReplicatedRevision(id: record.id, history: history, deleted: revision.deleted,
                                                             body: body, attachments: blobs)
                         replicated.attachmentEncodings = encodings
+                        replicated.stagedAttachments = staged
                         out.append(replicated)
                     }
                 }
@@ -222,6 +229,21 @@ public struct LocalEndpoint: Endpoint {
                 return failures
             }
         }
+    }
+
+    /// A stored attachment body copied into a staging file a megabyte at a time, or nil if it is gone (compacted
+    /// away meanwhile).
+    static func stage(digest: String, length: Int, from db: Database) throws -> StagedAttachment? {
+        let file = try StagingFile(directory: StagedAttachment.directory, compressingAt: nil)
+        var offset = 0
+        while offset < length {
+            guard let piece = try db.readBlob(digest: digest, offset: offset, count: min(1 << 20, length - offset)),
+                  !piece.isEmpty else { return nil }
+            try piece.withUnsafeBytes { try file.append($0) }
+            offset += piece.count
+        }
+        let blob = try file.finish()
+        return StagedAttachment(path: blob.path, length: blob.length)
     }
 
     /// The refusal of a revision past this endpoint's size limits, or nil.

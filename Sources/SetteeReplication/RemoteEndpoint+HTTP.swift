@@ -19,9 +19,8 @@ extension RemoteEndpoint {
         var staged: StagedBlob? = nil
     }
 
-    /// Where large multipart answers and the attachment bodies in them are staged (in the system's temporary
-    /// directory: the replicator has no data directory of its own).
-    static let stagingDirectory = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
+    /// Where large multipart answers and the attachment bodies in them are staged.
+    static var stagingDirectory: String { StagedAttachment.directory }
 
     func jsonObject(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
                             deadline: TimeAmount = .seconds(120)) async throws -> JSONObject {
@@ -60,6 +59,7 @@ extension RemoteEndpoint {
     /// Sends a request and collects the whole response body.
     func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSON? = nil,
               raw: (contentType: String, bytes: [UInt8])? = nil, accept: String = "application/json",
+              streamed: (contentType: String, body: MultipartSegments)? = nil,
               root: Bool = false, deadline: TimeAmount = .seconds(120), maxBytes: Int = 1 << 30,
               stageMultipart: Bool = false) async throws -> Reply {
         var target = (root ? serverURL : urlString) + path
@@ -78,6 +78,9 @@ extension RemoteEndpoint {
         } else if let raw {
             request.headers.add(name: "Content-Type", value: raw.contentType)
             request.body = .bytes(ByteBuffer(bytes: raw.bytes))
+        } else if let streamed {
+            request.headers.add(name: "Content-Type", value: streamed.contentType)
+            request.body = .stream(streamed.body, length: .known(Int64(streamed.body.length)))
         }
         var reply = try await execute(request, deadline: deadline, maxBytes: maxBytes, stageMultipart: stageMultipart)
         if reply.status == 401, case .session = authentication {

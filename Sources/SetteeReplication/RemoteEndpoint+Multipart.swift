@@ -108,7 +108,7 @@ extension RemoteEndpoint {
     }
 
     /// Attachment bodies larger than this, in an answer staged to a file, are staged too rather than read into memory.
-    static let stagedAttachmentThreshold = 1 << 20
+    static var stagedAttachmentThreshold: Int { StagedAttachment.threshold }
 
     /// A revision from its `multipart/related` parts in `buffer`: the document (attachments marked
     /// `"follows": true`), then one part per such attachment, matched by filename (or in the document's order).
@@ -186,10 +186,19 @@ extension RemoteEndpoint {
 
     /// `PUT /{db}/{docid}?new_edits=false` with the revision and its attachment bodies in `multipart/related`.
     /// Returns the target's refusal of this document (validation, a bad stub, too large), or nil when stored.
+    /// Staged bodies are sent from their files a megabyte at a time, never whole in memory.
     func putMultipart(_ revision: ReplicatedRevision) async throws -> DocumentFailure? {
-        let (boundary, bytes) = try Self.multipartDocument(from: revision)
-        let r = try await send(.PUT, "/" + Self.escapeDocID(revision.id), query: [("new_edits", "false")],
-                               raw: ("multipart/related; boundary=\"\(boundary)\"", bytes))
+        let (boundary, segments) = try Self.multipartDocument(from: revision)
+        let contentType = "multipart/related; boundary=\"\(boundary)\""
+        let path = "/" + Self.escapeDocID(revision.id), query = [("new_edits", "false")]
+        let r: Reply
+        if segments.contains(where: { if case .file = $0 { true } else { false } }) {
+            r = try await send(.PUT, path, query: query, streamed: (contentType, MultipartSegments(segments)))
+        } else {
+            r = try await send(.PUT, path, query: query, raw: (contentType, segments.flatMap { segment -> [UInt8] in
+                if case .bytes(let b) = segment { b } else { [] }
+            }))
+        }
         if (200..<300).contains(r.status) { return nil }
         if r.status == 413 {
             return DocumentFailure(id: revision.id, rev: revision.rev.description, error: "too_large",
@@ -206,39 +215,68 @@ extension RemoteEndpoint {
 
     /// The revision as CouchDB's replicator writes it: the document with `_revisions`, attachments whose bodies
     /// travel marked `"follows": true` (with `encoding` and `encoded_length` when sent encoded), then one part per
-    /// such attachment in the document's order.
-    static func multipartDocument(from revision: ReplicatedRevision) throws -> (boundary: String, bytes: [UInt8]) {
+    /// such attachment in the document's order — in ``Multipart/write(_:boundary:)``'s layout, as segments: bytes,
+    /// and the staged bodies' files.
+    static func multipartDocument(from revision: ReplicatedRevision) throws -> (boundary: String, segments: [MultipartSegments.Segment]) {
         var doc = try document(from: revision, inline: false)
-        var parts: [MultipartPart] = []
+        var attachments: [(headers: [(name: String, value: String)], body: MultipartSegments.Segment)] = []
         if case .object(var atts)? = doc["_attachments"] {
             for (name, meta) in atts {
-                // (A staged body is read whole here: this side builds the request in memory.)
-                guard case .object(var m) = meta, let digest = m["digest"]?.stringValue,
-                      let data = try revision.attachmentBytes(digest) else { continue }
+                guard case .object(var m) = meta, let digest = m["digest"]?.stringValue else { continue }
+                let body: MultipartSegments.Segment
+                if let data = revision.attachments[digest] {
+                    body = .bytes(data)
+                } else if let file = revision.stagedAttachments[digest] {
+                    body = .file(file)
+                } else {
+                    continue
+                }
                 m.removeValue(forKey: "stub")
                 m["follows"] = true
                 var headers: [(name: String, value: String)] = [
                     ("Content-Disposition", Multipart.contentDisposition(attachmentFilename: name)),
                     ("Content-Type", m["content_type"]?.stringValue ?? "application/octet-stream"),
-                    ("Content-Length", String(data.count)),
+                    ("Content-Length", String(body.count)),
                 ]
                 if let encoding = revision.attachmentEncodings[digest] {
                     m["encoding"] = .string(encoding)
-                    m["encoded_length"] = .int(Int64(data.count))
+                    m["encoded_length"] = .int(Int64(body.count))
                     headers.append(("Content-Encoding", encoding))
                 } else {
                     m.removeValue(forKey: "encoding")
                     m.removeValue(forKey: "encoded_length")
-                    m["length"] = .int(Int64(data.count))
+                    m["length"] = .int(Int64(body.count))
                 }
                 atts[name] = .object(m)
-                parts.append(MultipartPart(headers: headers, body: data))
+                attachments.append((headers, body))
             }
             doc["_attachments"] = .object(atts)
         }
         let boundary = Multipart.makeBoundary()
-        let all = [MultipartPart(headers: [("Content-Type", "application/json")], body: JSON.object(doc).serializedBytes)] + parts
-        return (boundary, Multipart.write(all, boundary: boundary))
+        var segments: [MultipartSegments.Segment] = []
+        var pending: [UInt8] = []
+        func part(_ headers: [(name: String, value: String)], _ body: MultipartSegments.Segment) {
+            pending += Array("--\(boundary)\r\n".utf8)
+            for field in headers {
+                // (CR and LF in a header become spaces: a header can't inject lines.)
+                pending += "\(field.name): \(field.value)".utf8.map { $0 == 13 || $0 == 10 ? 32 : $0 } + [13, 10]
+            }
+            pending += [13, 10]
+            switch body {
+            case .bytes(let b):
+                pending += b
+            case .file:
+                segments.append(.bytes(pending))
+                pending = []
+                segments.append(body)
+            }
+            pending += [13, 10]
+        }
+        part([("Content-Type", "application/json")], .bytes(JSON.object(doc).serializedBytes))
+        for attachment in attachments { part(attachment.headers, attachment.body) }
+        pending += Array("--\(boundary)--".utf8)
+        segments.append(.bytes(pending))
+        return (boundary, segments)
     }
 
     /// `body` over each item, at most ``openRevsConcurrency`` at a time; results in completion order.
@@ -256,6 +294,56 @@ extension RemoteEndpoint {
                 if let item = iterator.next() { group.addTask { try await body(item) } }
             }
             return out
+        }
+    }
+}
+
+/// A request body as segments — bytes, and staged attachment files read a megabyte at a time — sent as a stream
+/// of known length. Each iteration reads the files again, so a request retried (a session signed in again) sends
+/// the same bytes.
+struct MultipartSegments: AsyncSequence, Sendable {
+    enum Segment: Sendable {
+        case bytes([UInt8])
+        case file(StagedAttachment)
+
+        var count: Int {
+            switch self {
+            case .bytes(let b): b.count
+            case .file(let f): f.length
+            }
+        }
+    }
+
+    typealias Element = ByteBuffer
+    let segments: [Segment]
+
+    init(_ segments: [Segment]) { self.segments = segments }
+
+    /// The body's length in bytes.
+    var length: Int { segments.reduce(0) { $0 + $1.count } }
+
+    func makeAsyncIterator() -> Iterator { Iterator(segments: segments) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let segments: [Segment]
+        var index = 0
+        var file: FileHandle?
+
+        mutating func next() async throws -> ByteBuffer? {
+            while index < segments.count {
+                switch segments[index] {
+                case .bytes(let b):
+                    index += 1
+                    if !b.isEmpty { return ByteBuffer(bytes: b) }
+                case .file(let staged):
+                    if file == nil { file = try FileHandle(forReadingFrom: URL(fileURLWithPath: staged.path)) }
+                    if let data = try file?.read(upToCount: 1 << 20), !data.isEmpty { return ByteBuffer(bytes: data) }
+                    try file?.close()
+                    file = nil
+                    index += 1
+                }
+            }
+            return nil
         }
     }
 }

@@ -335,6 +335,22 @@ import Testing
             #expect(copied["_attachments"]?["big.bin"]?["digest"]?.stringValue == Self.digest(data))
             try connB.send(Self.get("/copy/doc/big.bin", headers: ["Range: bytes=-10"]))
             #expect(try connB.readResponse()?.body == Array(data.suffix(10)))
+
+            // B pushes it back to A: read from SQLite into a staging file, sent from the file a megabyte at a time,
+            // staged again by A as it arrives.
+            let back = #"{"source":"copy","target":"http://127.0.0.1:\#(a.port)/back","create_target":true}"#
+            let pusherBefore = Self.anonymousKiB(b.process.processIdentifier)
+            var pushed: (status: Int, headers: [String: String], body: [UInt8])?
+            let pusherPeak = try Self.peakAnonymousKiB(b.process.processIdentifier) {
+                try connB.send(HTTPConnectionTests.request("POST", "/_replicate", body: back))
+                pushed = try connB.readResponse()
+            }
+            #expect(pushed?.status == 200, "\(pushed.map { String(decoding: $0.body, as: UTF8.self) } ?? "")")
+            #expect(pusherPeak - pusherBefore < 40 << 10, "the pusher's heap grew \(pusherPeak - pusherBefore) KiB pushing 24 MB")
+            try conn.send(Self.get("/back/doc/big.bin"))
+            #expect(try conn.readResponse().map { Self.digest($0.body) } == Self.digest(data))
+            let stillLeft = (try? FileManager.default.contentsOfDirectory(atPath: replicationStaging)) ?? []
+            #expect(stillLeft.isEmpty, "staged files left: \(stillLeft)")
         }
     }
 
