@@ -76,7 +76,9 @@ import SetteeCore
         }
         _ = try c.document(id: "doc")
         let counted = db.pool.openFiles, seen = Self.openFiles(under: dir.path)
-        #expect(counted >= 5, "the writer and a reader at least: \(counted)")
+        // (At least one connection and the WAL index: on a loaded machine the pool may have hibernated after the
+        // concurrent reads, and the last read opened a reader alone.)
+        #expect(counted >= 3, "a connection at least: \(counted)")
         #expect(counted == seen, "counted \(counted), the process holds \(seen)")
         db.close()
         #expect(db.pool.openFiles == 0)
