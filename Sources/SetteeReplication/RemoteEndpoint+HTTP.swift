@@ -109,14 +109,33 @@ extension RemoteEndpoint {
             let contentType = response.headers.first(name: "Content-Type")
             if stageMultipart, (200..<300).contains(response.status.code), contentType?.lowercased().hasPrefix("multipart/") == true,
                response.headers.first(name: "Content-Length").flatMap(Int.init).map({ $0 > Self.stagedAttachmentThreshold }) ?? true {
-                let file = try StagingFile(directory: Self.stagingDirectory, compressingAt: nil)
+                // Held in memory up to the threshold (CouchDB sends these chunked, of unknown length: most are
+                // small), then spilled to a staging file as the rest arrives.
+                var held = ByteBuffer()
+                var file: StagingFile?
+                var total = 0
                 for try await chunk in response.body {
-                    if file.length + chunk.readableBytes > maxBytes {
+                    total += chunk.readableBytes
+                    if total > maxBytes {
                         throw ReplicationError(.transient, "\(request.method) \(Self.redact(request.url)): the answer is larger than \(maxBytes) bytes")
                     }
-                    try chunk.withUnsafeReadableBytes { try file.append($0) }
+                    if let file {
+                        try chunk.withUnsafeReadableBytes { try file.append($0) }
+                        continue
+                    }
+                    var piece = chunk
+                    held.writeBuffer(&piece)
+                    if held.readableBytes > Self.stagedAttachmentThreshold {
+                        let spill = try StagingFile(directory: Self.stagingDirectory, compressingAt: nil)
+                        try held.withUnsafeReadableBytes { try spill.append($0) }
+                        held = ByteBuffer()
+                        file = spill
+                    }
                 }
-                return Reply(status: Int(response.status.code), body: [], contentType: contentType, staged: try file.finish())
+                if let file {
+                    return Reply(status: Int(response.status.code), body: [], contentType: contentType, staged: try file.finish())
+                }
+                return Reply(status: Int(response.status.code), body: Array(held.readableBytesView), contentType: contentType)
             }
             let buffer = try await response.body.collect(upTo: maxBytes)
             return Reply(status: Int(response.status.code), body: Array(buffer.readableBytesView),

@@ -42,11 +42,15 @@ extension RemoteEndpoint {
         if let staged = r.staged {
             // A large answer: parsed where it lies, its large attachment bodies copied into files of their own.
             defer { unlink(staged.path) }
-            guard staged.length > 0 else { return [] }
-            let contentType = r.contentType ?? ""
-            let file = try MappedFile(path: staged.path, length: staged.length)
-            return try Self.revisions(fromMixed: file.bytes, contentType: contentType, id: request.id,
-                                      staging: (file, Self.stagingDirectory))
+            guard staged.length > 0 else {
+                throw ReplicationError(.transient, "malformed multipart open_revs answer for \(request.id): empty")
+            }
+            let contentType = r.contentType ?? "", id = request.id, directory = Self.stagingDirectory
+            // (Off the async threads: the scan and the copies are file work, up to the answer's size.)
+            return try await Database.offload {
+                let file = try MappedFile(path: staged.path, length: staged.length)
+                return try Self.revisions(fromMixed: file.bytes, contentType: contentType, id: id, staging: (file, directory))
+            }
         }
         if let contentType = r.contentType, contentType.lowercased().hasPrefix("multipart/") {
             // (Handed over, not shared: the parser lets go of the whole answer once it is split into parts.)

@@ -304,7 +304,10 @@ package final class DatabasePool: @unchecked Sendable {
     /// closes only idle readers) when busy. SQLite checkpoints the WAL into the file as its last connection closes.
     @discardableResult
     package func hibernate() -> Bool {
-        guard !isClosed else { return true }
+        guard !isClosed else {
+            OpenPools.shared.closed(self)
+            return true
+        }
         // Readers wait on `readerCondition` while this runs, so none opens between the check and the writer's close.
         readerCondition.lock()
         let readers = idleReaders
@@ -360,6 +363,7 @@ package final class DatabasePool: @unchecked Sendable {
             checkpointer = nil
         }
         connections.withLock { $0 = (0, 0) }
+        OpenPools.shared.closed(self)  // (again: a reader checking in meanwhile reported its files)
         writerLock.lock()
         var writer = self.writer
         self.writer = nil

@@ -60,10 +60,11 @@ package final class OpenPools: Sendable {
 
     /// Sets the limit; pools past it hibernate before this returns (those not in use).
     package func setLimit(_ limit: Int) {
-        let victims = state.withLock { s -> [DatabasePool] in
+        let (victims, held) = state.withLock { s -> ([DatabasePool], [DatabasePool]) in
             s.limit = max(1, limit)
             return Self.victims(&s, sparing: nil)
         }
+        _ = consume held
         hibernateNow(victims)
     }
 
@@ -137,14 +138,18 @@ package final class OpenPools: Sendable {
     /// fell behind a burst of opens by a hundred pools). `inline: false` leaves that to the background (for a
     /// caller that must not wait on another pool: the checkpointer).
     func update(_ pool: DatabasePool, inline: Bool = true) {
-        let (victims, open) = state.withLock { s -> ([DatabasePool], Bool) in
+        let (victims, held, open) = state.withLock { s -> ([DatabasePool], [DatabasePool], Bool) in
             let id = ObjectIdentifier(pool)
-            let files = pool.openFiles
+            // (A closed pool is out for good: a reader checking in after `close()` took it out must not bring it back.)
+            let files = pool.isClosed ? 0 : pool.openFiles
             let before = s.open[id]?.files ?? 0
             s.open[id] = files > 0 ? Entry(pool: pool, files: files, hibernating: s.open[id]?.hibernating ?? false) : nil
             s.files += files - before
-            return (files > before ? Self.victims(&s, sparing: id) : [], files > 0)
+            let (victims, held) = files > before ? Self.victims(&s, sparing: id) : ([], [])
+            return (victims, held, files > 0)
         }
+        // (Released out of the lock: dropping the last reference to a pool runs its `close()`, which takes it.)
+        _ = consume held
         if open { startSweeping() }
         if inline { hibernateNow(victims) } else { hibernate(victims) }
     }
@@ -159,8 +164,9 @@ package final class OpenPools: Sendable {
     /// The least recently used pools whose files bring the open files back under the limit (entries of released
     /// pools dropped). (One pass over the open pools, and only past the limit: with more databases in use than the
     /// limit holds, every open lands here, and sorting them all each time was a tenth of a busy node's time.)
-    private static func victims(_ s: inout State, sparing spared: ObjectIdentifier?) -> [DatabasePool] {
-        guard s.files > s.limit else { return [] }
+    /// (Also every pool it resolved, for the caller to release out of the lock.)
+    private static func victims(_ s: inout State, sparing spared: ObjectIdentifier?) -> (chosen: [DatabasePool], held: [DatabasePool]) {
+        guard s.files > s.limit else { return ([], []) }
         var released: [ObjectIdentifier] = []
         var freeing = 0
         var candidates: [(used: UInt64, files: Int, id: ObjectIdentifier, pool: DatabasePool)] = []
@@ -181,7 +187,8 @@ package final class OpenPools: Sendable {
             s.open[id] = nil
         }
         var excess = s.files - freeing - s.limit
-        guard excess > 0, !candidates.isEmpty else { return [] }
+        let held = candidates.map(\.pool)
+        guard excess > 0, !candidates.isEmpty else { return ([], held) }
         var chosen: [(used: UInt64, files: Int, id: ObjectIdentifier, pool: DatabasePool)] = []
         if let oldest = candidates.min(by: { $0.used < $1.used }), oldest.files >= excess {
             chosen = [oldest]
@@ -192,7 +199,7 @@ package final class OpenPools: Sendable {
             }
         }
         for victim in chosen { s.open[victim.id]?.hibernating = true }
-        return chosen.map(\.pool)
+        return (chosen.map(\.pool), held)
     }
 
     /// A pool chosen to hibernate was busy: it stays open, and may be chosen again.
