@@ -16,6 +16,27 @@ import Testing
 /// The channel is NIO's `NIOAsyncTestingChannel` (NIOEmbedded's thread-safe `EmbeddedChannel`): responses are
 /// written by each request's Swift task, from another thread, which `EmbeddedEventLoop` doesn't allow.
 @Suite struct HTTP1ChannelTests {
+    /// How long a test waits for the server: `seconds` of the wall clock *and* as many 2 ms polls as fit in
+    /// them. A request's task runs on the same cooperative threads as the polling task, so on a machine busy
+    /// enough to starve those threads (the whole test suite starting at once on two cores) the polls slow down
+    /// with the server and a stalled pool is not taken for a missing response.
+    struct Wait {
+        private let deadline: ContinuousClock.Instant
+        private var pollsLeft: Int
+
+        init(seconds: Double) {
+            deadline = .now + .seconds(seconds)
+            pollsLeft = Int(seconds * 500)
+        }
+
+        var isOver: Bool { pollsLeft <= 0 && ContinuousClock.now > deadline }
+
+        mutating func poll() async throws {
+            pollsLeft -= 1
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
     /// A response as it came out of the channel.
     struct Response {
         let status: Int
@@ -58,10 +79,10 @@ import Testing
             return text + "\r\n"
         }
 
-        /// The next `count` responses, running the loop until they are out (or the deadline passes: then fewer).
+        /// The next `count` responses, running the loop until they are out (or the wait runs out: then fewer).
         func responses(_ count: Int, within seconds: Double = 20) async throws -> [Response] {
             var responses: [Response] = []
-            let deadline = ContinuousClock.now + .seconds(seconds)
+            var wait = Wait(seconds: seconds)
             while true {
                 await channel.testingEventLoop.run()
                 while let data = try await channel.readOutbound(as: IOData.self) {
@@ -72,8 +93,8 @@ import Testing
                 while responses.count < count, let next = pending.withLock({ Self.parse(&$0, closed: closed) }) {
                     responses.append(next)
                 }
-                if responses.count >= count || ContinuousClock.now > deadline { return responses }
-                try await Task.sleep(for: .milliseconds(2))
+                if responses.count >= count || wait.isOver { return responses }
+                try await wait.poll()
             }
         }
 
@@ -83,11 +104,11 @@ import Testing
 
         /// Whether the server closed the connection within `seconds` (running the loop meanwhile).
         func closes(within seconds: Double = 20) async throws -> Bool {
-            let deadline = ContinuousClock.now + .seconds(seconds)
+            var wait = Wait(seconds: seconds)
             while channel.isActive {
-                if ContinuousClock.now > deadline { return false }
+                if wait.isOver { return false }
                 await channel.testingEventLoop.run()
-                try await Task.sleep(for: .milliseconds(2))
+                try await wait.poll()
             }
             return true
         }
