@@ -192,38 +192,6 @@ public struct ReplicatedRevision: Sendable {
     }
 }
 
-/// An attachment body a replicator staged to a file instead of holding it in memory: `length` bytes as they will
-/// be stored. The file is removed when the last revision holding this value is released.
-public final class StagedAttachment: Sendable {
-    /// The file.
-    public let path: String
-    /// Its length in bytes.
-    public let length: Int
-
-    init(path: String, length: Int) {
-        self.path = path
-        self.length = length
-    }
-
-    deinit { unlink(path) }
-
-    /// Bodies larger than this are staged rather than held in memory.
-    static let threshold = 1 << 20
-
-    /// Where replicators stage attachment bodies (in the system's temporary directory: a replicator has no data
-    /// directory of its own).
-    static let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
-
-    /// The bytes, read whole (for a target that needs them in memory).
-    /// - Throws: ``ReplicationError`` (`.local`) if the file can't be read.
-    public func bytes() throws(ReplicationError) -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path), data.count == length else {
-            throw ReplicationError(.local, "the staged attachment \(path) can't be read")
-        }
-        return [UInt8](data)
-    }
-}
-
 /// A document a target refused, with CouchDB's error and reason.
 public struct DocumentFailure: Sendable, Equatable, CustomStringConvertible {
     public var id: String

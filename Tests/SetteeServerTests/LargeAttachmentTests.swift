@@ -27,10 +27,10 @@ import Testing
 
     static func digest(_ bytes: [UInt8]) -> String { "md5-" + Base64.encode(MD5.hash(bytes)) }
 
-    /// Whether the replicator's staging directory (shared by every replication in the process) is empty within
-    /// 10 s: a file another test's replication holds goes when its revision is released; a leaked one stays.
-    static func replicationStagingEmpties() -> Bool {
-        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
+    /// Whether the staging directory of process `pid`'s replicators (shared by every replication in it) is empty
+    /// within 10 s: a file goes when the revision holding it is released; a leaked one stays.
+    static func replicationStagingEmpties(pid: Int32) -> Bool {
+        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication/\(pid)")
         for _ in 0..<100 {
             if ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).isEmpty { return true }
             usleep(100_000)
@@ -338,7 +338,7 @@ import Testing
             }
             #expect(pulled?.status == 200)
             #expect(pullerPeak - pullerBefore < 40 << 10, "the puller's heap grew \(pullerPeak - pullerBefore) KiB pulling 24 MB")
-            #expect(Self.replicationStagingEmpties(), "staged files left behind")
+            #expect(Self.replicationStagingEmpties(pid: b.process.processIdentifier), "staged files left behind")
             try connB.send(Self.get("/copy/doc"))
             let copied = try JSON.parse(try #require(try connB.readResponse()).body)
             #expect(copied["_attachments"]?["big.bin"]?["digest"]?.stringValue == Self.digest(data))
@@ -358,7 +358,7 @@ import Testing
             #expect(pusherPeak - pusherBefore < 40 << 10, "the pusher's heap grew \(pusherPeak - pusherBefore) KiB pushing 24 MB")
             try conn.send(Self.get("/back/doc/big.bin"))
             #expect(try conn.readResponse().map { Self.digest($0.body) } == Self.digest(data))
-            #expect(Self.replicationStagingEmpties(), "staged files left behind")
+            #expect(Self.replicationStagingEmpties(pid: b.process.processIdentifier), "staged files left behind")
         }
     }
 
