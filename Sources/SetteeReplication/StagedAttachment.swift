@@ -1,4 +1,5 @@
 import Foundation
+import SetteeCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -37,9 +38,10 @@ public final class StagedAttachment: Sendable {
     /// its would touch its directory far more often than this.
     static let staleAge: TimeInterval = 15 * 60
 
-    /// Removes the staging directories, under `root`, of processes that no longer run and whose directory has
-    /// been unchanged for ``staleAge``. A running process's directory (or one this process can't signal, another
-    /// user's) stays, as does anything not named by a process id.
+    /// Removes the staging directories, under `root`, of processes that no longer run: at once when empty (what
+    /// every process that ended normally leaves), else once unchanged for ``staleAge``. A running process's
+    /// directory (or one this process can't signal, another user's) stays, as does anything not named by a
+    /// process id.
     static func sweepStale(in root: String, now: Date = Date()) {
         let files = FileManager.default
         guard let entries = try? files.contentsOfDirectory(atPath: root) else { return }
@@ -47,6 +49,7 @@ public final class StagedAttachment: Sendable {
             guard let pid = Int32(entry), pid > 0, pid != getpid() else { continue }
             if kill(pid, 0) == 0 || errno != ESRCH { continue }
             let path = (root as NSString).appendingPathComponent(entry)
+            if rmdir(path) == 0 { continue }  // (fails unless empty)
             guard let changed = (try? files.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
                   now.timeIntervalSince(changed) >= staleAge else { continue }
             try? files.removeItem(atPath: path)
@@ -63,3 +66,6 @@ public final class StagedAttachment: Sendable {
     }
 }
 
+
+/// A staged body is a part of the `multipart/related` body a push sends, read from its file as the body goes out.
+extension StagedAttachment: MultipartPayload {}

@@ -37,10 +37,14 @@ import Testing
         #expect(files.fileExists(atPath: own + "/staged"))
         #expect(files.fileExists(atPath: notAProcess + "/staged"))
 
-        // A dead process's directory touched recently may be a live process's in another PID namespace: it stays.
+        // A dead process's directory touched recently may be a live process's in another PID namespace: it stays,
+        // unless it is empty (as a process that ended normally leaves it).
         let recent = try make(String(dead), age: 5)
         StagedAttachment.sweepStale(in: root.path)
         #expect(files.fileExists(atPath: recent + "/staged"))
+        try files.removeItem(atPath: recent + "/staged")
+        StagedAttachment.sweepStale(in: root.path)
+        #expect(!files.fileExists(atPath: recent))
         // A missing root is nothing to sweep.
         StagedAttachment.sweepStale(in: root.path + "/absent")
     }
