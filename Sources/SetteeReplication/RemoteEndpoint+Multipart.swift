@@ -192,16 +192,16 @@ extension RemoteEndpoint {
     /// Returns the target's refusal of this document (validation, a bad stub, too large), or nil when stored.
     /// Staged bodies are sent from their files a megabyte at a time, never whole in memory.
     func putMultipart(_ revision: ReplicatedRevision) async throws -> DocumentFailure? {
-        let (boundary, segments) = try Self.multipartDocument(from: revision)
-        let contentType = "multipart/related; boundary=\"\(boundary)\""
+        let body = try Self.multipartDocument(from: revision)
+        let contentType = "multipart/related; boundary=\"\(body.boundary)\""
         let path = "/" + Self.escapeDocID(revision.id), query = [("new_edits", "false")]
         let r: Reply
-        if segments.contains(where: { if case .file = $0 { true } else { false } }) {
-            r = try await send(.PUT, path, query: query, streamed: (contentType, MultipartSegments(segments)))
-        } else {
-            r = try await send(.PUT, path, query: query, raw: (contentType, segments.flatMap { segment -> [UInt8] in
+        if body.isInMemory {
+            r = try await send(.PUT, path, query: query, raw: (contentType, body.segments.flatMap { segment -> [UInt8] in
                 if case .bytes(let b) = segment { b } else { [] }
             }))
+        } else {
+            r = try await send(.PUT, path, query: query, streamed: (contentType, MultipartSegments(body.segments)))
         }
         if (200..<300).contains(r.status) { return nil }
         if r.status == 413 {
@@ -221,17 +221,17 @@ extension RemoteEndpoint {
     /// travel marked `"follows": true` (with `encoding` and `encoded_length` when sent encoded), then one part per
     /// such attachment in the document's order — in ``Multipart/write(_:boundary:)``'s layout, as segments: bytes,
     /// and the staged bodies' files.
-    static func multipartDocument(from revision: ReplicatedRevision) throws -> (boundary: String, segments: [MultipartSegments.Segment]) {
+    static func multipartDocument(from revision: ReplicatedRevision) throws -> MultipartSegments.Body {
         var doc = try document(from: revision, inline: false)
-        var attachments: [(headers: [(name: String, value: String)], body: MultipartSegments.Segment)] = []
+        var attachments: [(headers: [(name: String, value: String)], body: MultipartSegments.Body.Segment)] = []
         if case .object(var atts)? = doc["_attachments"] {
             for (name, meta) in atts {
                 guard case .object(var m) = meta, let digest = m["digest"]?.stringValue else { continue }
-                let body: MultipartSegments.Segment
+                let body: MultipartSegments.Body.Segment
                 if let data = revision.attachments[digest] {
                     body = .bytes(data)
                 } else if let file = revision.stagedAttachments[digest] {
-                    body = .file(file)
+                    body = .payload(file)
                 } else {
                     continue
                 }
@@ -240,47 +240,27 @@ extension RemoteEndpoint {
                 var headers: [(name: String, value: String)] = [
                     ("Content-Disposition", Multipart.contentDisposition(attachmentFilename: name)),
                     ("Content-Type", m["content_type"]?.stringValue ?? "application/octet-stream"),
-                    ("Content-Length", String(body.count)),
+                    ("Content-Length", String(body.length)),
                 ]
                 if let encoding = revision.attachmentEncodings[digest] {
                     m["encoding"] = .string(encoding)
-                    m["encoded_length"] = .int(Int64(body.count))
+                    m["encoded_length"] = .int(Int64(body.length))
                     headers.append(("Content-Encoding", encoding))
                 } else {
                     m.removeValue(forKey: "encoding")
                     m.removeValue(forKey: "encoded_length")
-                    m["length"] = .int(Int64(body.count))
+                    m["length"] = .int(Int64(body.length))
                 }
                 atts[name] = .object(m)
                 attachments.append((headers, body))
             }
             doc["_attachments"] = .object(atts)
         }
-        let boundary = Multipart.makeBoundary()
-        var segments: [MultipartSegments.Segment] = []
-        var pending: [UInt8] = []
-        func part(_ headers: [(name: String, value: String)], _ body: MultipartSegments.Segment) {
-            pending += Array("--\(boundary)\r\n".utf8)
-            for field in headers {
-                // (CR and LF in a header become spaces: a header can't inject lines.)
-                pending += "\(field.name): \(field.value)".utf8.map { $0 == 13 || $0 == 10 ? 32 : $0 } + [13, 10]
-            }
-            pending += [13, 10]
-            switch body {
-            case .bytes(let b):
-                pending += b
-            case .file:
-                segments.append(.bytes(pending))
-                pending = []
-                segments.append(body)
-            }
-            pending += [13, 10]
-        }
-        part([("Content-Type", "application/json")], .bytes(JSON.object(doc).serializedBytes))
-        for attachment in attachments { part(attachment.headers, attachment.body) }
-        pending += Array("--\(boundary)--".utf8)
-        segments.append(.bytes(pending))
-        return (boundary, segments)
+        var body = MultipartSegments.Body()
+        body.appendPart(headers: [("Content-Type", "application/json")], .bytes(JSON.object(doc).serializedBytes))
+        for attachment in attachments { body.appendPart(headers: attachment.headers, attachment.body) }
+        body.close()
+        return body
     }
 
     /// `body` over each item, at most ``openRevsConcurrency`` at a time; results in completion order.
@@ -306,17 +286,8 @@ extension RemoteEndpoint {
 /// of known length. Each iteration reads the files again, so a request retried (a session signed in again) sends
 /// the same bytes.
 struct MultipartSegments: AsyncSequence, Sendable {
-    enum Segment: Sendable {
-        case bytes([UInt8])
-        case file(StagedAttachment)
-
-        var count: Int {
-            switch self {
-            case .bytes(let b): b.count
-            case .file(let f): f.length
-            }
-        }
-    }
+    typealias Body = SegmentedMultipartBody<StagedAttachment>
+    typealias Segment = Body.Segment
 
     typealias Element = ByteBuffer
     let segments: [Segment]
@@ -324,7 +295,7 @@ struct MultipartSegments: AsyncSequence, Sendable {
     init(_ segments: [Segment]) { self.segments = segments }
 
     /// The body's length in bytes.
-    var length: Int { segments.reduce(0) { $0 + $1.count } }
+    var length: Int { segments.reduce(0) { $0 + $1.length } }
 
     func makeAsyncIterator() -> Iterator { Iterator(segments: segments) }
 
@@ -339,7 +310,7 @@ struct MultipartSegments: AsyncSequence, Sendable {
                 case .bytes(let b):
                     index += 1
                     if !b.isEmpty { return ByteBuffer(bytes: b) }
-                case .file(let staged):
+                case .payload(let staged):
                     if file == nil { file = try FileHandle(forReadingFrom: URL(fileURLWithPath: staged.path)) }
                     if let data = try file?.read(upToCount: 1 << 20), !data.isEmpty { return ByteBuffer(bytes: data) }
                     try file?.close()

@@ -594,3 +594,61 @@ struct MultipartWriteTests {
         #expect(text(output) == "prefix--b\r\n\r\nx\r\n--b--")
     }
 }
+
+@Suite("SegmentedMultipartBody")
+struct SegmentedMultipartBodyTests {
+    /// A payload standing for bytes read later: `fill` repeated `length` times.
+    struct Filler: MultipartPayload {
+        let fill: UInt8
+        let length: Int
+    }
+
+    /// The body written out, payloads expanded.
+    static func written(_ body: SegmentedMultipartBody<Filler>) -> [UInt8] {
+        body.segments.flatMap { segment -> [UInt8] in
+            switch segment {
+            case .bytes(let b): b
+            case .payload(let p): [UInt8](repeating: p.fill, count: p.length)
+            }
+        }
+    }
+
+    /// With payloads expanded, the body is byte for byte what `Multipart.write` writes for the same parts; each
+    /// payload is a segment of its own and the length counts it.
+    @Test func layoutIsMultipartWritesWithPayloadsInTheirPlace() {
+        var body = SegmentedMultipartBody<Filler>(boundary: "B")
+        body.appendPart(headers: [("Content-Type", "application/json")], .bytes(bytes(#"{"_id":"a"}"#)))
+        body.appendPart(headers: [("Content-Type", "text/plain"), ("X-Evil", "a\r\nInjected: 1")],
+                        .payload(Filler(fill: 0x61, length: 5)))
+        body.appendPart(headers: [("Content-Type", "text/plain")], .bytes(bytes("hi")))
+        #expect(!body.isInMemory)
+        body.close()
+        let expected = Multipart.write([
+            MultipartPart(contentType: "application/json", body: bytes(#"{"_id":"a"}"#)),
+            MultipartPart(headers: [(name: "Content-Type", value: "text/plain"), (name: "X-Evil", value: "a\r\nInjected: 1")],
+                          body: bytes("aaaaa")),
+            MultipartPart(headers: [(name: "Content-Type", value: "text/plain")], body: bytes("hi")),
+        ], boundary: "B")
+        #expect(Self.written(body) == expected)
+        #expect(body.length == expected.count)
+        #expect(body.segments.count == 3)
+        #expect(!text(expected).contains("\r\nInjected"))
+    }
+
+    /// A body nested as a part (a revision's `multipart/related` inside `multipart/mixed`) keeps its payloads.
+    @Test func aNestedBodyKeepsItsPayloads() {
+        var inner = SegmentedMultipartBody<Filler>(boundary: "I")
+        inner.appendPart(headers: [], .payload(Filler(fill: 0x7a, length: 3)))
+        inner.close()
+        var outer = SegmentedMultipartBody<Filler>(boundary: "O")
+        outer.appendPart(headers: [("Content-Type", "multipart/related; boundary=\"I\"")], inner)
+        outer.close()
+        #expect(text(Self.written(outer)) == "--O\r\nContent-Type: multipart/related; boundary=\"I\"\r\n\r\n--I\r\n\r\nzzz\r\n--I--\r\n--O--")
+        #expect(outer.length == Self.written(outer).count)
+
+        var plain = SegmentedMultipartBody<Filler>(boundary: "P")
+        plain.appendPart(headers: [], .bytes(bytes("x")))
+        plain.close()
+        #expect(plain.isInMemory && plain.segments.count == 1)
+    }
+}

@@ -49,7 +49,7 @@ extension Multipart {
         output.append(UInt8(ascii: "\n"))
     }
 
-    private static func appendHeaderText(_ text: String, to output: inout [UInt8]) {
+    static func appendHeaderText(_ text: String, to output: inout [UInt8]) {
         for byte in text.utf8 {
             output.append(byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n") ? UInt8(ascii: " ") : byte)
         }

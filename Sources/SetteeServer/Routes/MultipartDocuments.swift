@@ -47,7 +47,8 @@ enum MultipartDocuments {
                 if gzipped && sendEncoded { headers.append(("Content-Encoding", "gzip")) }
                 let segment: MultipartBody.Segment
                 if info.length > AttachmentStreaming.threshold {
-                    segment = .blob(digest: digest, storedLength: info.length, inflate: !sendsStored, length: length)
+                    segment = .payload(StoredAttachmentPayload(digest: digest, storedLength: info.length,
+                                                                 inflate: !sendsStored, length: length))
                 } else {
                     guard let stored = try database.storedBlob(digest: digest) else { throw CouchError.notFound("missing") }
                     segment = .bytes(sendsStored ? stored.data : try stored.identity())
@@ -71,78 +72,22 @@ enum MultipartDocuments {
     }
 }
 
+/// An attachment body read from the database a piece at a time as a multipart body is written: `storedLength`
+/// bytes as stored, `length` bytes sent (decoded on the way when `inflate`).
+struct StoredAttachmentPayload: MultipartPayload {
+    let digest: String
+    let storedLength: Int
+    let inflate: Bool
+    let length: Int
+}
+
 /// A multipart body as segments: bytes, and attachment bodies read from the database as the body is written.
-/// The byte layout is ``Multipart/write(_:boundary:)``'s (CouchDB's).
-struct MultipartBody: Sendable {
-    enum Segment: Sendable {
-        case bytes([UInt8])
-        /// An attachment body read a piece at a time: `storedLength` bytes as stored, `length` bytes sent
-        /// (decoded on the way when `inflate`).
-        case blob(digest: String, storedLength: Int, inflate: Bool, length: Int)
+typealias MultipartBody = SegmentedMultipartBody<StoredAttachmentPayload>
 
-        var length: Int {
-            switch self {
-            case .bytes(let b): b.count
-            case .blob(_, _, _, let length): length
-            }
-        }
-    }
-
-    let boundary = Multipart.makeBoundary()
-    private(set) var segments: [Segment] = []
-    private var pending: [UInt8] = []
-
-    /// The body's length in bytes.
-    var length: Int { segments.reduce(pending.count) { $0 + $1.length } }
-
-    /// A part: `--boundary`, its header lines, a blank line, the body, a line break.
-    mutating func appendPart(headers: [(name: String, value: String)], _ body: Segment) {
-        appendHead(headers)
-        append(body)
-        pending += [13, 10]
-    }
-
-    /// A part whose body is another multipart body (a revision's `multipart/related` inside `multipart/mixed`).
-    mutating func appendPart(headers: [(name: String, value: String)], _ body: MultipartBody) {
-        appendHead(headers)
-        for segment in body.segments { append(segment) }
-        pending += body.pending
-        pending += [13, 10]
-    }
-
-    /// The closing delimiter (`--boundary--`, no line break after it).
-    mutating func close() {
-        pending += Array("--\(boundary)--".utf8)
-        flush()
-    }
-
-    private mutating func appendHead(_ headers: [(name: String, value: String)]) {
-        pending += Array("--\(boundary)\r\n".utf8)
-        for field in headers {
-            // (CR and LF in a header become spaces: a header can't inject lines.)
-            let line = "\(field.name): \(field.value)".utf8.map { $0 == 13 || $0 == 10 ? 32 : $0 }
-            pending += line + [13, 10]
-        }
-        pending += [13, 10]
-    }
-
-    private mutating func append(_ segment: Segment) {
-        switch segment {
-        case .bytes(let b): pending += b
-        case .blob:
-            flush()
-            segments.append(segment)
-        }
-    }
-
-    private mutating func flush() {
-        if !pending.isEmpty { segments.append(.bytes(pending)) }
-        pending = []
-    }
-
+extension SegmentedMultipartBody where Payload == StoredAttachmentPayload {
     /// The body for a response: in one buffer when it names no large attachment, else written a piece at a time.
     func responseBody(_ database: Database) -> ResponseBody {
-        if segments.allSatisfy({ if case .bytes = $0 { true } else { false } }) {
+        if isInMemory {
             var buffer = ByteBuffer()
             buffer.reserveCapacity(length)
             for case .bytes(let b) in segments { buffer.writeBytes(b) }
@@ -154,9 +99,9 @@ struct MultipartBody: Sendable {
                 switch segment {
                 case .bytes(let b):
                     try await writer.write(ByteBuffer(bytes: b))
-                case .blob(let digest, let storedLength, let inflate, _):
-                    try await AttachmentStreaming.writeBlob(digest: digest, span: 0..<storedLength, inflate: inflate,
-                                                            database: database, to: &writer)
+                case .payload(let blob):
+                    try await AttachmentStreaming.writeBlob(digest: blob.digest, span: 0..<blob.storedLength,
+                                                            inflate: blob.inflate, database: database, to: &writer)
                 }
             }
             try await writer.finish(nil)
