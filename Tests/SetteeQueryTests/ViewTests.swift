@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import Settee
+import SetteeStore
 
 /// A collator with nothing cached.
 enum ViewCollatorFresh {
@@ -576,5 +577,43 @@ enum ViewCollatorFresh {
         let reduced = c.view(named: "textCount")
         reduced.setMapReduce({ doc, emit in if let b = doc["body"]?.stringValue { emit(TextKey(b), nil) } }, .count, version: "1")
         #expect(throws: SetteeError.self) { try reduced.createQuery().run() }
+    }
+
+    /// A view gets a full-text table with its first full-text row, not before: one that emits only keys has none
+    /// (five b-trees less); one with no rows yet answers a full-text query with none; purging a document takes
+    /// its text out of the table.
+    @Test func aFullTextTableComesWithTheFirstText() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        func fullTextTables() throws -> Int64 {
+            try db.read { try $0.int64("SELECT count(*) FROM sqlite_master WHERE name LIKE 'view^_%^_fts' ESCAPE '^'") } ?? 0
+        }
+        try load(c, [#"{"_id":"a","body":"plain words"}"#, #"{"_id":"b","body":"more words","text":true}"#])
+        let plain = c.view(named: "plain")
+        plain.setMapBlock({ doc, emit in emit(doc["body"] ?? .null, nil) }, version: "1")
+        #expect(try plain.createQuery().run().count == 2)
+        #expect(try fullTextTables() == 0)
+        var search = plain.createQuery()
+        search.fullTextQuery = "words"
+        #expect(throws: SetteeError.self) { try search.run() }  // (rows, and no text: not a full-text view)
+
+        // Text emitted only by a document written later: the table comes with it.
+        let later = c.view(named: "later")
+        later.setMapBlock({ doc, emit in
+            if doc["late"] != nil, let body = doc["body"]?.stringValue { emit(TextKey(body), nil) }
+        }, version: "1")
+        var query = later.createQuery()
+        query.fullTextQuery = "words"
+        #expect(try query.run().isEmpty)
+        #expect(try fullTextTables() == 0)
+        try load(c, [#"{"_id":"c","body":"late words","late":true}"#])
+        #expect(try query.run().map(\.sourceDocumentID) == ["c"])
+        #expect(try fullTextTables() == 1)
+        try load(c, [#"{"_id":"d","body":"later words still","late":true}"#])
+        #expect(Set(try query.run().compactMap(\.sourceDocumentID)) == ["c", "d"])
+        try c.purge(id: "c")
+        #expect(try query.run().map(\.sourceDocumentID) == ["d"])
+        #expect(try plain.createQuery().run().count == 3)
     }
 }

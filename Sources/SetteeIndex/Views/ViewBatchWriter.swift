@@ -47,8 +47,8 @@ extension ViewManager {
         private var pending: [PendingRow] = []
         private let oldRows: Statement
         private let remove: Statement
-        private let removeText: Statement
-        private let insertText: Statement
+        /// The full-text table's statements, once it has one.
+        private var text: (remove: Statement, insert: Statement)?
 
         init(view: StoredView, position: ViewPosition, bulk: Bool, rowCapacity: Int, db: Connection) throws {
             self.view = view
@@ -61,8 +61,15 @@ extension ViewManager {
             pending.reserveCapacity(bulk ? rowCapacity : ViewManager.insertGroup)
             oldRows = try db.prepare("SELECT id, key, docid FROM \(view.table) WHERE doc = ?")
             remove = try db.prepare("DELETE FROM \(view.table) WHERE doc = ?")
-            removeText = try db.prepare("DELETE FROM \(view.fts) WHERE rowid = ?")
-            insertText = try db.prepare("INSERT INTO \(view.fts)(rowid, text, docid, k, v) VALUES (?, ?, ?, ?, ?)")
+            if fullText { _ = try textStatements() }
+        }
+
+        private mutating func textStatements() throws -> (remove: Statement, insert: Statement) {
+            if let text { return text }
+            let made = (remove: try db.prepare("DELETE FROM \(view.fts) WHERE rowid = ?"),
+                        insert: try db.prepare("INSERT INTO \(view.fts)(rowid, text, docid, k, v) VALUES (?, ?, ?, ?, ?)"))
+            text = made
+            return made
         }
 
         /// A changed document's rows: the old ones removed, the map output's added (a map error is counted and
@@ -91,7 +98,7 @@ extension ViewManager {
             while try oldRows.step() {
                 had = true
                 if !position.building { try dirty.mark(key: oldRows.blob(1) ?? [], doc: oldRows.string(2) ?? "", db: db) }
-                if fullText {
+                if let removeText = text?.remove {
                     removeText.bind(oldRows.int64(0), at: 1)
                     try removeText.run()
                 }
@@ -106,13 +113,15 @@ extension ViewManager {
             nextID += 1
             pending.append(PendingRow(doc: change.rowid, docID: change.docID, row: row, id: nextID))
             if pending.count == ViewManager.insertGroup && !bulk { try flush(into: view.table) }
-            if let text = row.text {
+            if let rowText = row.text {
                 if !fullText {
-                    fullText = true
+                    try ViewManager.createFullTextTable(view, db: db)
                     try db.prepare("UPDATE views SET full_text = 1 WHERE id = ?").run([.integer(view.id)])
+                    fullText = true
                 }
+                let insertText = try textStatements().insert
                 insertText.bind(nextID, at: 1)
-                insertText.bind(text, at: 2)
+                insertText.bind(rowText, at: 2)
                 insertText.bind(change.docID, at: 3)
                 insertText.bind(text: row.keyJSON, at: 4)
                 if let valueJSON = row.valueJSON { insertText.bind(text: valueJSON, at: 5) } else { insertText.bindNull(at: 5) }

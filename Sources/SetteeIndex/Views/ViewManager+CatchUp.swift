@@ -121,7 +121,7 @@ extension ViewManager {
             try mergeStage(view, db: db)
         }
         if anyPurged {
-            try db.execute("DELETE FROM \(view.fts) WHERE rowid IN (SELECT id FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable)))")
+            if writer.fullText { try db.execute("DELETE FROM \(view.fts) WHERE rowid IN (SELECT id FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable)))") }
             try db.execute("DELETE FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
             dirty.all = true
         }

@@ -412,7 +412,8 @@ extension ViewManager {
         if !isFullText && hasRows {
             throw SetteeError(.queryParseError, "View '\(view.name)' is not a full-text view (its map function emits no TextKey)")
         }
-        var rows = try database.read { db -> [ViewQueryRow] in
+        // (A view with no full-text rows yet has no full-text table: nothing matches.)
+        var rows = !isFullText ? [] : try database.read { db -> [ViewQueryRow] in
             let order = q.fullTextRanking ? "ORDER BY rank" : ""
             let stmt = try db.prepare("SELECT rowid, bm25(\(view.fts)) AS rank, docid, k, v FROM \(view.fts) WHERE \(view.fts) MATCH ? \(order) LIMIT ? OFFSET ?")
             defer { stmt.reset() }

@@ -158,11 +158,18 @@ final class ViewManager: @unchecked Sendable {
             // (The index on `doc` is created when the build ends — a sort is faster than growing it row by row —
             // or earlier, by a batch that must find the old rows of a document changed during the build.)
             try db.execute("CREATE UNIQUE INDEX \(view.chunks)_start ON \(view.chunks)(skey, sdoc)")
-            try db.execute("CREATE VIRTUAL TABLE \(view.fts) USING fts5(text, docid UNINDEXED, k UNINDEXED, v UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
+            // (The full-text table is created by the first full-text row: ``createFullTextTable(_:db:)``.)
             return view
         }
         lock.withLock { registry[collection.id, default: [:]][name] = created }
         return (created, definition)
+    }
+
+    /// Creates a view's full-text table, in the transaction that stores its first full-text row (and sets its
+    /// `full_text` flag: a reader that sees the flag finds the table). A view that emits none has no such table
+    /// (an FTS5 table is five more b-trees, a page each). Views made before this have one, empty.
+    static func createFullTextTable(_ view: StoredView, db: Connection) throws {
+        try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS \(view.fts) USING fts5(text, docid UNINDEXED, k UNINDEXED, v UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
     }
 
     /// Drops a view's index and tables (nothing happens when it has none).
