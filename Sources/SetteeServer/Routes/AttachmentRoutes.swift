@@ -38,7 +38,7 @@ enum AttachmentRoutes {
                                                                encoding: encoding) {
                     return response
                 }
-                // Several ranges, or a compressed body of unknown length: served from the whole body.
+                // A compressed body of unknown decoded length, sent decoded: served from the whole body.
                 guard let stored = try await blocking({ try db.storedBlob(digest: digest) }) else {
                     throw CouchError.notFound("Document is missing attachment")
                 }

@@ -72,13 +72,23 @@ enum MultipartDocuments {
     }
 }
 
-/// An attachment body read from the database a piece at a time as a multipart body is written: `storedLength`
-/// bytes as stored, `length` bytes sent (decoded on the way when `inflate`).
+/// An attachment body read from the database a piece at a time as a multipart body is written: `span` of the
+/// bytes as stored, `length` bytes sent (decoded on the way when `inflate`: then `span` is the whole body).
 struct StoredAttachmentPayload: MultipartPayload {
     let digest: String
-    let storedLength: Int
+    let span: Range<Int>
     let inflate: Bool
     let length: Int
+
+    /// The whole body: `storedLength` bytes as stored, `length` sent.
+    init(digest: String, storedLength: Int, inflate: Bool, length: Int) {
+        (self.digest, span, self.inflate, self.length) = (digest, 0..<storedLength, inflate, length)
+    }
+
+    /// A byte range of a body stored as it is.
+    init(digest: String, range: Range<Int>) {
+        (self.digest, span, inflate, length) = (digest, range, false, range.count)
+    }
 }
 
 /// A multipart body as segments: bytes, and attachment bodies read from the database as the body is written.
@@ -100,7 +110,7 @@ extension SegmentedMultipartBody where Payload == StoredAttachmentPayload {
                 case .bytes(let b):
                     try await writer.write(ByteBuffer(bytes: b))
                 case .payload(let blob):
-                    try await AttachmentStreaming.writeBlob(digest: blob.digest, span: 0..<blob.storedLength,
+                    try await AttachmentStreaming.writeBlob(digest: blob.digest, span: blob.span,
                                                             inflate: blob.inflate, database: database, to: &writer)
                 }
             }
