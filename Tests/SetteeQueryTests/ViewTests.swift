@@ -615,5 +615,24 @@ enum ViewCollatorFresh {
         try c.purge(id: "c")
         #expect(try query.run().map(\.sourceDocumentID) == ["d"])
         #expect(try plain.createQuery().run().count == 3)
+
+        // A view made before tables came lazily has an empty one and no flag: its first text row uses that table.
+        let legacy = c.view(named: "legacy")
+        legacy.setMapBlock({ doc, emit in
+            if doc["old"] != nil, let body = doc["body"]?.stringValue { emit(TextKey(body), nil) }
+        }, version: "1")
+        var old = legacy.createQuery()
+        old.fullTextQuery = "words"
+        #expect(try old.run().isEmpty)
+        try db.write { conn in
+            let id = try #require(try conn.int64("SELECT id FROM views WHERE name = 'legacy'"))
+            try conn.execute("CREATE VIRTUAL TABLE view_\(id)_fts USING fts5(text, docid UNINDEXED, k UNINDEXED, v UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')")
+        }
+        #expect(try fullTextTables() == 2)
+        try load(c, [#"{"_id":"e","body":"old words","old":true}"#])
+        #expect(try old.run().map(\.sourceDocumentID) == ["e"])
+        #expect(try fullTextTables() == 2)
+        try load(c, [#"{"_id":"e","body":"new text","old":true}"#])
+        #expect(try old.run().isEmpty)
     }
 }

@@ -2,54 +2,89 @@ import Foundation
 @testable import SetteeReplication
 import SetteeTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A replicator stages large attachment bodies in `settee-replication/<pid>`; what a killed process left there is
-/// removed by a later one, and nothing a running process holds is.
+/// A replicator stages large attachment bodies in a directory of its process, locked while the process runs; what
+/// a killed process left is removed by a later one, and nothing a running process holds is.
 @Suite struct StagingSweepTests {
-    /// The id of a process that has exited (and been reaped, so no process has it now, barring reuse).
-    static func exitedPID() throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        return process.processIdentifier
-    }
+    let files = FileManager.default
 
-    @Test func aDeadProcessesOldDirectoryIsRemovedAndNothingElse() throws {
-        let root = TempDir()
-        let files = FileManager.default
-        func make(_ name: String, age: TimeInterval) throws -> String {
-            let path = (root.path as NSString).appendingPathComponent(name)
-            try files.createDirectory(atPath: path, withIntermediateDirectories: true)
-            #expect(files.createFile(atPath: path + "/staged", contents: Data([1, 2, 3])))
-            try files.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -age)], ofItemAtPath: path)
-            return path
+    /// A directory `name` under `root` holding a staged file (and a `.lock` unless `locked` is nil; held by this
+    /// test while `locked` is true), last changed `age` seconds ago. Returns it and the held lock's descriptor.
+    func make(_ name: String, in root: String, locked: Bool?, age seconds: TimeInterval) throws -> (path: String, fd: Int32) {
+        let path = (root as NSString).appendingPathComponent(name)
+        try files.createDirectory(atPath: path, withIntermediateDirectories: true)
+        #expect(files.createFile(atPath: path + "/staged", contents: Data([1, 2, 3])))
+        var fd: Int32 = -1
+        if let locked {
+            fd = open(path + "/" + ReplicationStaging.lockName, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+            if locked { #expect(flock(fd, LOCK_EX | LOCK_NB) == 0) } else { close(fd); fd = -1 }
         }
-        let dead = try Self.exitedPID()
-        let killedLongAgo = try make(String(dead), age: StagedAttachment.staleAge + 60)
-        let running = try make(String(getppid()), age: StagedAttachment.staleAge + 60)   // our parent runs
-        let own = try make(String(getpid()), age: StagedAttachment.staleAge + 60)
-        let notAProcess = try make("notes", age: StagedAttachment.staleAge + 60)
-
-        StagedAttachment.sweepStale(in: root.path)
-        #expect(!files.fileExists(atPath: killedLongAgo))
-        #expect(files.fileExists(atPath: running + "/staged"))
-        #expect(files.fileExists(atPath: own + "/staged"))
-        #expect(files.fileExists(atPath: notAProcess + "/staged"))
-
-        // A dead process's directory touched recently may be a live process's in another PID namespace: it stays,
-        // unless it is empty (as a process that ended normally leaves it).
-        let recent = try make(String(dead), age: 5)
-        StagedAttachment.sweepStale(in: root.path)
-        #expect(files.fileExists(atPath: recent + "/staged"))
-        try files.removeItem(atPath: recent + "/staged")
-        StagedAttachment.sweepStale(in: root.path)
-        #expect(!files.fileExists(atPath: recent))
-        // A missing root is nothing to sweep.
-        StagedAttachment.sweepStale(in: root.path + "/absent")
+        try age(path, seconds)
+        return (path, fd)
     }
 
-    @Test func theStagingDirectoryIsThisProcesses() {
-        #expect(StagedAttachment.directory.hasSuffix("/settee-replication/\(getpid())"))
+    func age(_ path: String, _ seconds: TimeInterval) throws {
+        var all = [path]
+        if let inside = try? files.contentsOfDirectory(atPath: path) { all += inside.map { path + "/" + $0 } }
+        for item in all {
+            try files.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -seconds)], ofItemAtPath: item)
+        }
+    }
+
+    @Test func whatNoProcessHoldsIsRemovedAndNothingElse() throws {
+        let root = TempDir()
+        let old = ReplicationStaging.staleAge + 60
+        // A killed process's directory: its lock is free, whatever its age.
+        let killed = try make("101.a", in: root.path, locked: false, age: 1)
+        // A running process's (in this process or another PID namespace: the lock says so), however old.
+        let running = try make("102.b", in: root.path, locked: true, age: old)
+        defer { close(running.fd) }
+        // No lock (its process died before taking it): by age, counting the files in it.
+        let unlockedOld = try make("103.c", in: root.path, locked: nil, age: old)
+        let unlockedBusy = try make("104.d", in: root.path, locked: nil, age: old)
+        try files.setAttributes([.modificationDate: Date()], ofItemAtPath: unlockedBusy.path + "/staged")
+        // A claim cut short (hidden), and a loose file of the layout before directories: by age.
+        let hiddenOld = try make(".105.e", in: root.path, locked: false, age: old)
+        let hiddenNew = try make(".106.f", in: root.path, locked: false, age: 1)
+        let looseOld = root.path + "/0F3A-loose", looseNew = root.path + "/0F3B-loose"
+        #expect(files.createFile(atPath: looseOld, contents: Data([1])) && files.createFile(atPath: looseNew, contents: Data([1])))
+        try age(looseOld, old)
+        // The sweeping process's own directory.
+        let own = try make("107.g", in: root.path, locked: false, age: old)
+
+        ReplicationStaging.sweepStale(in: root.path, keeping: "107.g")
+        #expect(!files.fileExists(atPath: killed.path))
+        #expect(files.fileExists(atPath: running.path + "/staged"))
+        #expect(!files.fileExists(atPath: unlockedOld.path))
+        #expect(files.fileExists(atPath: unlockedBusy.path + "/staged"))
+        #expect(!files.fileExists(atPath: hiddenOld.path))
+        #expect(files.fileExists(atPath: hiddenNew.path))
+        #expect(!files.fileExists(atPath: looseOld))
+        #expect(files.fileExists(atPath: looseNew))
+        #expect(files.fileExists(atPath: own.path + "/staged"))
+
+        // Once the running process ends (its lock released), its directory goes.
+        close(running.fd)
+        ReplicationStaging.sweepStale(in: root.path)
+        #expect(!files.fileExists(atPath: running.path))
+        // A missing root is nothing to sweep.
+        ReplicationStaging.sweepStale(in: root.path + "/absent")
+    }
+
+    /// A claimed directory is named by the process, holds its lock, and survives another process's sweep.
+    @Test func aClaimedDirectoryIsLockedWhileItsProcessRuns() throws {
+        let root = TempDir()
+        let path = ReplicationStaging.claimDirectory(in: root.path)
+        let name = (path as NSString).lastPathComponent
+        #expect(name.hasPrefix("\(getpid())."))
+        #expect(files.fileExists(atPath: path + "/" + ReplicationStaging.lockName))
+        // (A sweep by another process: a descriptor of its own, so the lock conflicts as it would there.)
+        ReplicationStaging.sweepStale(in: root.path)
+        #expect(files.fileExists(atPath: path + "/" + ReplicationStaging.lockName))
+        #expect(!((try? files.contentsOfDirectory(atPath: root.path)) ?? []).contains { $0.hasPrefix(".") })
+        #expect(StagedAttachment.directory.contains("/settee-replication/\(getpid())."))
     }
 }

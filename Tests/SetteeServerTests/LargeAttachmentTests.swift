@@ -27,12 +27,16 @@ import Testing
 
     static func digest(_ bytes: [UInt8]) -> String { "md5-" + Base64.encode(MD5.hash(bytes)) }
 
-    /// Whether the staging directory of process `pid`'s replicators (shared by every replication in it) is empty
-    /// within 10 s: a file goes when the revision holding it is released; a leaked one stays.
+    /// Whether process `pid`'s replicators staged in their directory (`settee-replication/<pid>.<random>`, shared
+    /// by every replication in it) and it is empty, its lock aside, within 10 s: a file goes when the revision
+    /// holding it is released; a leaked one stays.
     static func replicationStagingEmpties(pid: Int32) -> Bool {
-        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication/\(pid)")
+        let root = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { $0.hasPrefix("\(pid).") }
+        guard names.count == 1 else { return false }
+        let directory = (root as NSString).appendingPathComponent(names[0])
         for _ in 0..<100 {
-            if ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).isEmpty { return true }
+            if ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []) == [".lock"] { return true }
             usleep(100_000)
         }
         return false
@@ -152,6 +156,10 @@ import Testing
             try conn.send(Array("HEAD /db/doc/big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-9, -5\r\n\r\n".utf8))
             let rangesHead = try #require(try conn.readResponse(expectBody: false))
             #expect(rangesHead.status == 206 && rangesHead.headers["content-type"]?.hasPrefix("multipart/byteranges") == true)
+            try conn.send(Self.get("/db/doc/big.bin", headers: ["Range: bytes=0-9, -5"]))
+            let rangesGet = try #require(try conn.readResponse())
+            #expect(rangesHead.headers["content-length"] == String(rangesGet.body.count))
+            #expect(rangesGet.headers["content-length"] == String(rangesGet.body.count))
             try conn.send(Array("HEAD /db/doc/big.bin HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
             let head = try #require(try conn.readResponse(expectBody: false))
             #expect(head.status == 200 && head.headers["content-length"] == String(data.count))
