@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -45,6 +46,23 @@ enum ReplicationStaging {
             try? files.removeItem(atPath: hidden)
             return
         }
+    }
+
+    /// Removes `path` when the process exits normally (one killed leaves it to a later sweep). For the process's
+    /// own staging directory only: one at a time.
+    static func removeAtExit(_ path: String) {
+        let first = claimed.withLock { claimed in
+            defer { claimed = path }
+            return claimed == nil
+        }
+        if first { atexit { ReplicationStaging.removeClaimed() } }
+    }
+
+    private static let claimed = Mutex<String?>(nil)
+
+    private static func removeClaimed() {
+        guard let path = claimed.withLock({ $0 }) else { return }
+        try? FileManager.default.removeItem(atPath: path)
     }
 
     /// Removes, under `root`, what no running process uses: a directory whose `.lock` no process holds (at once);

@@ -24,8 +24,13 @@ public final class StagedAttachment: Sendable {
     /// Bodies larger than this are staged rather than held in memory.
     static let threshold = 1 << 20
 
-    /// Where this process's replicators stage attachment bodies (``ReplicationStaging``).
-    static let directory = ReplicationStaging.claimDirectory()
+    /// Where this process's replicators stage attachment bodies (``ReplicationStaging``); removed when the process
+    /// exits.
+    static let directory: String = {
+        let path = ReplicationStaging.claimDirectory()
+        ReplicationStaging.removeAtExit(path)
+        return path
+    }()
 
     /// The bytes, read whole (for a target that needs them in memory).
     /// - Throws: ``ReplicationError`` (`.local`) if the file can't be read.

@@ -388,7 +388,12 @@ import Testing
             #expect(pusherPeak - pusherBefore < 40 << 10, "the pusher's heap grew \(pusherPeak - pusherBefore) KiB pushing 24 MB")
             try conn.send(Self.get("/back/doc/big.bin"))
             #expect(try conn.readResponse().map { Self.digest($0.body) } == Self.digest(data))
-            #expect(Self.replicationStagingEmpties(pid: b.process.processIdentifier), "staged files left behind")
+            let pullerPID = b.process.processIdentifier
+            #expect(Self.replicationStagingEmpties(pid: pullerPID), "staged files left behind")
+            // A node that exits removes its staging directory.
+            b.stop()
+            let root = (NSTemporaryDirectory() as NSString).appendingPathComponent("settee-replication")
+            #expect(!((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).contains { $0.hasPrefix("\(pullerPID).") })
         }
     }
 
