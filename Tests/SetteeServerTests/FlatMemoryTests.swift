@@ -36,15 +36,13 @@ import Testing
                     #expect(try connA.readResponse()?.status == 201)
                 }
                 let spec = #"{"source":"http://127.0.0.1:\#(a.port)/\#(name)","target":"\#(name)","create_target":true}"#
-                let before = LargeAttachmentTests.anonymousKiB(b.process.processIdentifier)
-                var answer: (status: Int, headers: [String: String], body: [UInt8])?
-                let peak = try LargeAttachmentTests.peakAnonymousKiB(b.process.processIdentifier) {
+                let (answer, growth) = try LargeAttachmentTests.heapGrowth(of: b.process.processIdentifier) {
                     try connB.send(HTTPConnectionTests.request("POST", "/_replicate", body: spec))
-                    answer = try connB.readResponse()
+                    return try connB.readResponse()
                 }
                 #expect(answer?.status == 200)
                 #expect((try? JSON.parse(answer?.body ?? []))?["history"]?[0]?["docs_written"]?.intValue == Int64(count))
-                return peak - before
+                return growth
             }
             let smallGrowth = try pull("small", count: small)
             let largeGrowth = try pull("large", count: large)

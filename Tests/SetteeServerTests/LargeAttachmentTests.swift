@@ -49,8 +49,10 @@ import Testing
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
-    /// Samples `pid`'s anonymous memory every 20 ms while `body` runs; returns the peak.
-    static func peakAnonymousKiB(_ pid: Int32, during body: () throws -> Void) rethrows -> Int {
+    /// Runs `body` while sampling `pid`'s anonymous memory every 20 ms: what `body` returned, and how far (KiB)
+    /// the memory rose above where it stood before.
+    static func heapGrowth<T>(of pid: Int32, during body: () throws -> T) rethrows -> (result: T, growth: Int) {
+        let before = anonymousKiB(pid)
         let peak = Mutex(0), done = Atomic(false)
         let sampler = Thread {
             while !done.load(ordering: .relaxed) {
@@ -61,9 +63,9 @@ import Testing
         }
         sampler.start()
         defer { done.store(true, ordering: .relaxed) }
-        try body()
+        let result = try body()
         let last = anonymousKiB(pid)
-        return peak.withLock { max($0, last) }
+        return (result, peak.withLock { max($0, last) } - before)
     }
 
     static func put(_ path: String, _ body: [UInt8], type: String, headers: [String] = []) -> [UInt8] {
@@ -88,23 +90,19 @@ import Testing
             let pid = server.process.processIdentifier
             let data = Self.payload(48 << 20)
             let text = Array(String(repeating: "settee streams large attachments to disk\n", count: 400_000).utf8)  // 16 MB
-            let before = Self.anonymousKiB(pid)
-            var first: (status: Int, headers: [String: String], body: [UInt8])?
-            var second: (status: Int, headers: [String: String], body: [UInt8])?
-            var binary: (status: Int, headers: [String: String], body: [UInt8])?
-            let peak = try Self.peakAnonymousKiB(pid) {
+            let ((first, second, binary), growth) = try Self.heapGrowth(of: pid) {
                 try conn.send(Self.put("/db/doc/big.bin", data, type: "application/octet-stream"))
-                first = try conn.readResponse()
+                let first = try conn.readResponse()
                 try conn.send(Self.put("/db/doc/big.txt?rev=\(Self.rev(first) ?? "")", text, type: "text/plain"))
-                second = try conn.readResponse()
+                let second = try conn.readResponse()
                 try conn.send(Self.get("/db/doc/big.bin"))
-                binary = try conn.readResponse()
+                return (first, second, try conn.readResponse())
             }
             #expect(first?.status == 201 && second?.status == 201)
             #expect(binary?.status == 200 && binary?.headers["content-length"] == String(data.count))
             #expect(binary.map { Self.digest($0.body) } == Self.digest(data))
             // Before streaming, the upload alone held the body twice over (about 100 MB here).
-            #expect(peak - before < 64 << 10, "the node's heap grew \(peak - before) KiB moving 48 + 16 MB")
+            #expect(growth < 64 << 10, "the node's heap grew \(growth) KiB moving 48 + 16 MB")
 
             // The stubs: the binary as sent, the text stored compressed (as CouchDB stores text/plain).
             try conn.send(Self.get("/db/doc?att_encoding_info=true"))
@@ -136,15 +134,13 @@ import Testing
             #expect(range.headers["content-range"] == "bytes 30000000-30000099/\(data.count)")
             // Several ranges: `multipart/byteranges`, each part read from SQLite as the body goes out (the heap
             // doesn't hold the 48 MB body: before, several ranges were answered from the whole of it).
-            let beforeRanges = Self.anonymousKiB(server.process.processIdentifier)
-            var answer: (status: Int, headers: [String: String], body: [UInt8])?
-            let rangesPeak = try Self.peakAnonymousKiB(server.process.processIdentifier) {
+            let (answer, rangesGrowth) = try Self.heapGrowth(of: pid) {
                 try conn.send(Self.get("/db/doc/big.bin", headers: ["Range: bytes=0-9, 20000000-23000000, -5"]))
-                answer = try conn.readResponse()
+                return try conn.readResponse()
             }
             let ranges = try #require(answer)
             #expect(ranges.status == 206)
-            #expect(rangesPeak - beforeRanges < 24 << 10, "the node's heap grew \(rangesPeak - beforeRanges) KiB serving 3 ranges")
+            #expect(rangesGrowth < 24 << 10, "the node's heap grew \(rangesGrowth) KiB serving 3 ranges")
             let boundary = try #require(Multipart.boundary(fromContentType: ranges.headers["content-type"] ?? ""))
             #expect(ranges.headers["content-type"]?.hasPrefix("multipart/byteranges") == true)
             let parts = try Multipart.parse(ranges.body, boundary: boundary)
@@ -205,16 +201,14 @@ import Testing
             body += Array("\r\n--\(boundary)\r\n\r\n".utf8) + gzipped
             body += Array("\r\n--\(boundary)\r\n\r\n".utf8) + plain
             body += Array("\r\n--\(boundary)--".utf8)
-            let before = Self.anonymousKiB(pid)
-            var put: (status: Int, headers: [String: String], body: [UInt8])?
-            let peak = try Self.peakAnonymousKiB(pid) {
+            let (put, growth) = try Self.heapGrowth(of: pid) {
                 try conn.send(Self.put("/db/mp?new_edits=false", body, type: "multipart/related; boundary=\"\(boundary)\""))
-                put = try conn.readResponse()
+                return try conn.readResponse()
             }
             #expect(put?.status == 201, "\(put.map { String(decoding: $0.body, as: UTF8.self) } ?? "")")
             // Held whole, the body and its parts were about three times the attachments (120 MB and more); staged,
             // what grows is mostly SQLite's writer page cache (32 MB).
-            #expect(peak - before < 48 << 10, "the node's heap grew \(peak - before) KiB taking a 40 MB multipart body")
+            #expect(growth < 48 << 10, "the node's heap grew \(growth) KiB taking a 40 MB multipart body")
 
             try conn.send(Self.get("/db/mp?att_encoding_info=true"))
             let stored = try JSON.parse(try #require(try conn.readResponse()).body)
@@ -333,16 +327,14 @@ import Testing
             let rev = try #require(Self.rev(try conn.readResponse()))
             // The answer a replicator gets, parsed here.
             let revs = "%5B%22\(rev)%22%5D"
-            let before = Self.anonymousKiB(a.process.processIdentifier)
-            var answer: (status: Int, headers: [String: String], body: [UInt8])?
-            let peak = try Self.peakAnonymousKiB(a.process.processIdentifier) {
+            let (answer, growth) = try Self.heapGrowth(of: a.process.processIdentifier) {
                 try conn.send(Self.get("/db/doc?open_revs=\(revs)&revs=true&latest=true&attachments=true",
                                        headers: ["Accept: multipart/mixed"]))
-                answer = try conn.readResponse()
+                return try conn.readResponse()
             }
             let mixed = try #require(answer)
             #expect(mixed.status == 200)
-            #expect(peak - before < 32 << 10, "the node's heap grew \(peak - before) KiB serving 24 MB")
+            #expect(growth < 32 << 10, "the node's heap grew \(growth) KiB serving 24 MB")
             let outer = try Multipart.parse(mixed.body, boundary: try #require(Multipart.boundary(fromContentType: mixed.headers["content-type"] ?? "")))
             #expect(outer.count == 1)
             let related = try Multipart.parse(outer[0].body, boundary: try #require(Multipart.boundary(fromContentType: outer[0].contentType ?? "")))
@@ -358,16 +350,14 @@ import Testing
             let connB = try RawHTTPConnection(port: b.port)
             connB.setReceiveTimeout(seconds: 120)  // (the answer comes when the replication is done)
             let spec = #"{"source":"http://127.0.0.1:\#(a.port)/db","target":"copy","create_target":true}"#
-            let pullerBefore = Self.anonymousKiB(b.process.processIdentifier)
-            var pulled: (status: Int, headers: [String: String], body: [UInt8])?
             // The puller stages the answer and the attachment in it to files: its heap doesn't hold them (held
             // whole, the answer and its parts were more than twice the attachment).
-            let pullerPeak = try Self.peakAnonymousKiB(b.process.processIdentifier) {
+            let (pulled, pullerGrowth) = try Self.heapGrowth(of: b.process.processIdentifier) {
                 try connB.send(HTTPConnectionTests.request("POST", "/_replicate", body: spec))
-                pulled = try connB.readResponse()
+                return try connB.readResponse()
             }
             #expect(pulled?.status == 200)
-            #expect(pullerPeak - pullerBefore < 40 << 10, "the puller's heap grew \(pullerPeak - pullerBefore) KiB pulling 24 MB")
+            #expect(pullerGrowth < 40 << 10, "the puller's heap grew \(pullerGrowth) KiB pulling 24 MB")
             #expect(Self.replicationStagingEmpties(pid: b.process.processIdentifier), "staged files left behind")
             try connB.send(Self.get("/copy/doc"))
             let copied = try JSON.parse(try #require(try connB.readResponse()).body)
@@ -378,14 +368,12 @@ import Testing
             // B pushes it back to A: read from SQLite into a staging file, sent from the file a megabyte at a time,
             // staged again by A as it arrives.
             let back = #"{"source":"copy","target":"http://127.0.0.1:\#(a.port)/back","create_target":true}"#
-            let pusherBefore = Self.anonymousKiB(b.process.processIdentifier)
-            var pushed: (status: Int, headers: [String: String], body: [UInt8])?
-            let pusherPeak = try Self.peakAnonymousKiB(b.process.processIdentifier) {
+            let (pushed, pusherGrowth) = try Self.heapGrowth(of: b.process.processIdentifier) {
                 try connB.send(HTTPConnectionTests.request("POST", "/_replicate", body: back))
-                pushed = try connB.readResponse()
+                return try connB.readResponse()
             }
             #expect(pushed?.status == 200, "\(pushed.map { String(decoding: $0.body, as: UTF8.self) } ?? "")")
-            #expect(pusherPeak - pusherBefore < 40 << 10, "the pusher's heap grew \(pusherPeak - pusherBefore) KiB pushing 24 MB")
+            #expect(pusherGrowth < 40 << 10, "the pusher's heap grew \(pusherGrowth) KiB pushing 24 MB")
             try conn.send(Self.get("/back/doc/big.bin"))
             #expect(try conn.readResponse().map { Self.digest($0.body) } == Self.digest(data))
             let pullerPID = b.process.processIdentifier
