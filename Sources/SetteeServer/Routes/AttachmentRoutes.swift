@@ -132,7 +132,6 @@ enum AttachmentRoutes {
     /// decoded to others; `Range` asks for byte ranges of an attachment stored as it is (206, `multipart/byteranges`
     /// for several, 416 when none can be served) and is ignored for a compressed one, as in CouchDB.
     static func read(_ call: Call, meta: JSONObject, stored: Database.StoredBlob) throws -> Response {
-        let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
         let (etag, common) = Self.headers(meta)
         var headers = common
         if let match = call.header(.ifNoneMatch), ETags.matches(match, etag) {
@@ -165,15 +164,9 @@ enum AttachmentRoutes {
                 }
                 return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
             }
-            let boundary = Multipart.makeBoundary()
-            let parts = ranges.map { r in
-                MultipartPart(headers: [("Content-Type", contentType),
-                                        ("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(data.count)")],
-                              body: Array(data[r]))
+            return byteRanges(ranges, of: data.count, call: call, meta: meta, headers: headers, database: nil) {
+                .bytes(Array(data[$0]))
             }
-            headers[.contentType] = "multipart/byteranges; boundary=\(boundary)"
-            let body = Multipart.write(parts, boundary: boundary)
-            return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
         }
         if call.method == .head {
             headers[.contentLength] = String(data.count)
@@ -217,6 +210,29 @@ extension AttachmentRoutes {
                                    HTTPField.Name("Content-Security-Policy")!: "sandbox",
                                    HTTPField.Name("X-Content-Type-Options")!: "nosniff"]
         return (etag, headers)
+    }
+}
+
+extension AttachmentRoutes {
+    /// Several ranges of an attachment stored as it is, `length` bytes long: 206 with a `multipart/byteranges`
+    /// body, a part per range with its `Content-Type` and `Content-Range` (as CouchDB's). `part` gives a range's
+    /// bytes: in memory, or (a large attachment) a payload read from `database` as the body is written.
+    static func byteRanges(_ ranges: [Range<Int>], of length: Int, call: Call, meta: JSONObject, headers: HTTPFields,
+                           database: Database?, part: (Range<Int>) -> MultipartBody.Segment) -> Response {
+        let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
+        var body = MultipartBody()
+        for r in ranges {
+            body.appendPart(headers: [("Content-Type", contentType),
+                                      ("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(length)")], part(r))
+        }
+        body.close()
+        var headers = headers
+        headers[.contentType] = "multipart/byteranges; boundary=\(body.boundary)"
+        if call.method == .head {
+            headers[.contentLength] = String(body.length)
+            return Response(status: .partialContent, headers: headers)
+        }
+        return Response(status: .partialContent, headers: headers, body: body.responseBody(database))
     }
 }
 

@@ -126,8 +126,8 @@ enum AttachmentStreaming {
                 return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(storedLength)"])
             }
             guard ranges.count == 1 else {
-                return byteRanges(ranges, call: call, db: db, meta: meta, digest: digest, storedLength: storedLength,
-                                  headers: headers)
+                return AttachmentRoutes.byteRanges(ranges, of: storedLength, call: call, meta: meta, headers: headers,
+                                                   database: db) { .payload(StoredAttachmentPayload(digest: digest, range: $0)) }
             }
             span = ranges[0]
             length = span.count
@@ -144,28 +144,6 @@ enum AttachmentStreaming {
             try await writer.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)
-    }
-
-    /// Several ranges of a large attachment stored as it is: 206 with a `multipart/byteranges` body (a part per
-    /// range, with its `Content-Type` and `Content-Range`, as CouchDB's), each range read from SQLite a piece at a
-    /// time as the body is written.
-    private static func byteRanges(_ ranges: [Range<Int>], call: Call, db: Database, meta: JSONObject, digest: String,
-                                   storedLength: Int, headers: HTTPFields) -> Response {
-        let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
-        var body = MultipartBody()
-        for r in ranges {
-            body.appendPart(headers: [("Content-Type", contentType),
-                                      ("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(storedLength)")],
-                            .payload(StoredAttachmentPayload(digest: digest, range: r)))
-        }
-        body.close()
-        var headers = headers
-        headers[.contentType] = "multipart/byteranges; boundary=\(body.boundary)"
-        if call.method == .head {
-            headers[.contentLength] = String(body.length)
-            return Response(status: .partialContent, headers: headers)
-        }
-        return Response(status: .partialContent, headers: headers, body: body.responseBody(db))
     }
 
     /// Writes `span` of an attachment body as stored, read from SQLite a piece at a time (decoded on the way when

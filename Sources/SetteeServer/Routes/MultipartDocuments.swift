@@ -95,14 +95,16 @@ struct StoredAttachmentPayload: MultipartPayload {
 typealias MultipartBody = SegmentedMultipartBody<StoredAttachmentPayload>
 
 extension SegmentedMultipartBody where Payload == StoredAttachmentPayload {
-    /// The body for a response: in one buffer when it names no large attachment, else written a piece at a time.
-    func responseBody(_ database: Database) -> ResponseBody {
+    /// The body for a response: in one buffer when it names no large attachment, else written a piece at a time
+    /// from `database` (which a body naming one needs).
+    func responseBody(_ database: Database?) -> ResponseBody {
         if isInMemory {
             var buffer = ByteBuffer()
             buffer.reserveCapacity(length)
             for case .bytes(let b) in segments { buffer.writeBytes(b) }
             return ResponseBody(byteBuffer: buffer)
         }
+        guard let database else { preconditionFailure("a body naming stored attachments is written from their database") }
         let segments = self.segments
         return ResponseBody(contentLength: length) { writer in
             for segment in segments {
