@@ -52,7 +52,8 @@ let package = Package(
         // Pure: JSON, revision ids and trees, errors. No I/O.
         .target(name: "SetteeCore"),
         // SQLite access, documents, revision trees on disk, change feed.
-        .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite", "CZlib"]),
+        .target(name: "SetteeStore", dependencies: ["SetteeCore", "CSQLite", "CZlib",
+                                                    .product(name: "NIOPosix", package: "swift-nio")]),
         // The JavaScript query server: SpiderMonkey 102 (libmozjs-102-dev) speaking CouchDB's query-server protocol.
         .executableTarget(
             name: "settee-js",

@@ -8,6 +8,7 @@
 //                 `--http1-channel settee|hummingbird` picks the server's HTTP/1.1 channel, to compare the two.
 //   http-changes  GET /{db}/_changes of every document in one normal response: rows/s.
 //   find          Mango: POST /{db}/_index and _find over HTTP (FindWorkload.swift).
+//   starvation    GETs of one database while another's endless map functions run (StarvationWorkload.swift).
 //
 // http-get and http-changes need the documents on the server, so the load always runs (reported only when
 // http-bulk is selected). Every response's status is checked; any error fails the run (exit status 1).
@@ -15,7 +16,7 @@ import Foundation
 import SetteeCore
 import SetteeStore
 
-let httpWorkloads = ["http-bulk", "http-get", "http-changes", "validate-bulk", "view-build-js", "find"]
+let httpWorkloads = ["http-bulk", "http-get", "http-changes", "validate-bulk", "view-build-js", "find", "starvation"]
 
 struct HTTPBenchFailure: Error, CustomStringConvertible {
     let message: String
@@ -126,6 +127,7 @@ struct HTTPBenchFailure: Error, CustomStringConvertible {
         if selected.contains("validate-bulk") { try validateBulk(admin) }
         if selected.contains("view-build-js") { try viewBuildMemory(admin, server: server) }
         if selected.contains("find") { try findWorkload(admin) }
+        if selected.contains("starvation") { try starvationWorkload(port: server.port) }
         if selected.contains("http-changes") { try changesWorkload(admin, updateSeq: updateSeq) }
         admin.disconnect()
     }

@@ -24,6 +24,10 @@ public struct LocalEndpoint: Endpoint {
     /// The largest attachment (its own length) this endpoint stores as a replication target; larger is a
     /// per-document `attachment_too_large` failure naming it, as `--max-attachment-size` makes it over HTTP.
     public var maxAttachmentSize = Int.max
+    /// On whose behalf replicated revisions are written here (CouchDB's replication `user_ctx`): the database's
+    /// write rules (``Database/admission``: a node's `validate_doc_update`, `_users` rules) judge them as this
+    /// user's. Default: the database's owner.
+    public var writeContext: WriteContext = .admin
 
     /// The default collection of `database` (Couchbase Lite's `DatabaseEndpoint(database:)`). The database must
     /// be open: a closed one stops the program, as using a closed database does in Couchbase Lite.
@@ -203,6 +207,7 @@ public struct LocalEndpoint: Endpoint {
     public func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
         try await ReplicationError.mapping {
             let c = collection
+            let context = writeContext
             return try await offload {
                 var failures: [DocumentFailure] = []
                 var writes: [RevisionWrite] = []
@@ -219,7 +224,7 @@ public struct LocalEndpoint: Endpoint {
                                                         error: error.couchName, reason: error.reason))
                     }
                 }
-                let outcomes = try c.write(writes)
+                let outcomes = try c.write(writes, as: context)
                 for (write, outcome) in zip(writes, outcomes) {
                     if case .failure(let error) = outcome {
                         let rev = if case .replicated(let h) = write.mode { h.first?.description } else { nil as String? }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Settee
+import SetteeServer
 
 @main
 struct SetteeCommand: AsyncParsableCommand {
@@ -28,8 +29,10 @@ struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "The data directory (one SQLite file per database).")
     var data: String = "./settee-data"
 
+    /// Opens a database of the data directory with the node's write rules (`validate_doc_update`, `_users` rules,
+    /// size limits), as a running node would.
     func open(_ name: String, create: Bool = false) throws -> Database {
-        try Database(name: name, config: DatabaseConfiguration(directory: data), create: create)
+        try Database(name: name, config: Node.databaseConfiguration(directory: data), create: create)
     }
 }
 

@@ -14,7 +14,8 @@ import Testing
     static let allowed: [String: Set<String>] = [
         "SetteeCore": [],
         "SetteeVector": [],
-        "SetteeStore": ["SetteeCore", "CSQLite", "CZlib"],
+        // NIOPosix for one thing: NIOThreadPool, the store's bounded executor for blocking work (`Database.offload`).
+        "SetteeStore": ["SetteeCore", "CSQLite", "CZlib", "NIOPosix"],
         "SetteeSQLPP": ["SetteeCore"],
         "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU", "Logging"],
         "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
@@ -167,6 +168,41 @@ import Testing
             let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
             #expect(!text.contains("import AsyncHTTPClient"), "\(file) imports AsyncHTTPClient")
         }
+    }
+
+    /// DESIGN.md's one door for writes: the store's write entry point runs the database's admission, and the node
+    /// installs its rules on every database it opens (`Node.databaseConfiguration`, `Node.serve`, and the command
+    /// line's `DataOptions.open`). What a caller can still get wrong is *who* writes: every store write in the
+    /// server, the replicator and the command line names its writer (`write(_:as:)`), so none is made as the
+    /// database's owner by default. And nothing else opens a database with a configuration of its own.
+    @Test func everyStoreWriteNamesItsWriter() throws {
+        let call = try NSRegularExpression(pattern: #"\.write\("#)
+        // Writes that are not the store's: streams, channels, files, endpoints, protocol enums.
+        let others = ["writer.write(", "out.write(", "body.write(", ".write(toFile", "FileHandle.", "context.write(",
+                      "handler.write(", "case .write(", "return .write(", "DocumentInput.write(", "registry.write(",
+                      "console.write(", "file.write(", "base.write(", "target.write(", "Foundation.write(",
+                      "handle?.write(", "(.write)", "uuid.write("]
+        let opening = try NSRegularExpression(pattern: #"Database\(name:[^)]*config:\s*DatabaseConfiguration\("#)
+        var unnamed: [String] = []
+        for target in ["SetteeServer", "SetteeReplication", "settee"] {
+            let dir = Self.root.appendingPathComponent("Sources/\(target)")
+            let files = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+            for file in files {
+                let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+                for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let line = String(line)
+                    let range = NSRange(line.startIndex..., in: line)
+                    if call.firstMatch(in: line, range: range) != nil, !line.contains("as:"),
+                       !others.contains(where: { line.contains($0) }) {
+                        unnamed.append("\(target)/\(file):\(n + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                    }
+                    if opening.firstMatch(in: line, range: range) != nil {
+                        unnamed.append("\(target)/\(file):\(n + 1) opens a database without the node's write rules")
+                    }
+                }
+            }
+        }
+        #expect(unnamed.isEmpty, "store writes that don't name their writer: \(unnamed)")
     }
 
     @Test func pureTargetsDoNoIO() throws {

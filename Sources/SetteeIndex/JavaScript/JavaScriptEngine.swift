@@ -7,7 +7,10 @@ import Synchronization
 /// speaking CouchDB's query-server protocol to them as CouchDB speaks it to `couchjs`.
 ///
 /// Each call takes one process for itself, so calls run in parallel up to ``Configuration/maxProcesses``; more
-/// wait. A function that runs past ``Configuration/timeout`` has its process killed (the call fails with
+/// wait. Waiting is fair between design documents (map functions count by their source): while callers of `n`
+/// of them hold or want processes, one that already holds `maxProcesses / n` (at least one) waits, so one
+/// database's endless or slow functions can hold at most their share and never keep the others' out for longer
+/// than a call's time limit. A function that runs past ``Configuration/timeout`` has its process killed (the call fails with
 /// ``JavaScriptError/timeout``) and a new process takes its place on the next call; so does a process that crashes.
 /// Functions run in another process with no file system, network or process access, under a heap cap.
 ///
@@ -17,8 +20,12 @@ public final class JavaScriptEngine: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The query server to run; nil finds `settee-js` beside the running executable (or `SETTEE_JS`).
         public var executable: String?
-        /// Processes at most (CouchDB's `[query_server_config] os_process_limit`-like); default: the cores, ≥ 2.
+        /// Processes at most (CouchDB's `[query_server_config] os_process_limit`); default: the cores, ≥ 2.
+        /// While callers of several design documents wait, each gets a fair share of them (see ``JavaScriptEngine``).
         public var maxProcesses: Int
+        /// Idle processes kept for the next calls (CouchDB's `os_process_soft_limit`); a process returned beyond
+        /// it is stopped. Default: ``maxProcesses``.
+        public var idleProcesses: Int
         /// A call's time limit (CouchDB's `[couchdb] os_process_timeout`, 5 s).
         public var timeout: Duration
         /// A process's JavaScript heap cap, in MiB.
@@ -30,9 +37,10 @@ public final class JavaScriptEngine: Sendable {
 
         public init(executable: String? = nil, maxProcesses: Int = max(2, ProcessInfo.processInfo.activeProcessorCount),
                     timeout: Duration = .seconds(5), maxHeapMB: Int = 256, reduceLimit: Bool = true,
-                    commandsPerProcess: Int = 1_000_000) {
+                    commandsPerProcess: Int = 1_000_000, idleProcesses: Int? = nil) {
             self.executable = executable
             self.maxProcesses = maxProcesses
+            self.idleProcesses = idleProcesses ?? maxProcesses
             self.timeout = timeout
             self.maxHeapMB = maxHeapMB
             self.reduceLimit = reduceLimit
@@ -48,6 +56,22 @@ public final class JavaScriptEngine: Sendable {
         /// Counts check-ins: a caller waiting for a process waits until it changes (no wake-up is lost between
         /// finding no process and starting to wait).
         var generation = 0
+        /// Callers holding or waiting for a process, and processes held, by owner (a design document, or a set
+        /// of map functions): the fair share.
+        var demand: [String: Int] = [:]
+        var holding: [String: Int] = [:]
+
+        /// A call of `owner` is over (its process returned, or never started).
+        mutating func release(_ owner: String) {
+            if let held = holding[owner] { holding[owner] = held > 1 ? held - 1 : nil }
+            if let wanted = demand[owner] { demand[owner] = wanted > 1 ? wanted - 1 : nil }
+        }
+
+        /// Whether `owner` may take a process now: one is free or may be started, and it holds less than its share.
+        func mayTake(_ owner: String) -> Bool {
+            let share = max(1, configuration.maxProcesses / max(1, demand.count))
+            return holding[owner, default: 0] < share
+        }
     }
 
     private let state: Mutex<State>
@@ -109,7 +133,7 @@ public final class JavaScriptEngine: Sendable {
     /// Maps one document with `functions` (map function sources; `library` is the design document's `views.lib`
     /// for `require`): for each function, the rows it emitted as `[key, value]` pairs.
     public func map(functions: [String], library: JSON?, document: JSON) throws(JavaScriptError) -> [[(key: JSON, value: JSON)]] {
-        try withProcess(prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
+        try withProcess(owner: Self.owner(functions), prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
             try loadMapFunctions(functions, library: library, into: p, config)
             let answer = try p.call(.array([.string("map_doc"), document]), timeout: config.timeout, log: log)
             if let error = JavaScriptError.from(answer: answer) { throw error }
@@ -136,7 +160,7 @@ public final class JavaScriptEngine: Sendable {
     /// trusted to be one: a view splices stored bodies without parsing them).
     public func mapBatch(functions: [String], library: JSON?, serializedDocuments documents: [[UInt8]]) throws(JavaScriptError) -> [[[(key: JSON, value: JSON)]]] {
         if documents.isEmpty { return [] }
-        return try withProcess(prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
+        return try withProcess(owner: Self.owner(functions), prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
             try loadMapFunctions(functions, library: library, into: p, config)
             var commands: [UInt8] = []
             commands.reserveCapacity(documents.reduce(0) { $0 + $1.count + 14 })
@@ -164,6 +188,16 @@ public final class JavaScriptEngine: Sendable {
         }
     }
 
+    /// Compiles functions (map or reduce sources; `library` is a design document's `views.lib`) without running
+    /// them, as CouchDB checks a design document's view functions when it is written.
+    /// - Throws: ``JavaScriptError/compilation(_:)`` for a function that doesn't compile.
+    public func compile(functions: [String], library: JSON?) throws(JavaScriptError) {
+        guard !functions.isEmpty else { return }
+        try withProcess(owner: Self.owner(functions), prefer: { $0.loadedMapFunctions == functions && $0.loadedLibrary == library }) { p, config throws(JavaScriptError) in
+            try loadMapFunctions(functions, library: library, into: p, config)
+        }
+    }
+
     /// Reduces `rows` (key, document id, value) with each of `functions`: one result per function.
     public func reduce(functions: [String], rows: [(key: JSON, id: String, value: JSON)]) throws(JavaScriptError) -> [JSON] {
         let args = JSON.array(rows.map { .array([.array([$0.key, .string($0.id)]), $0.value]) })
@@ -176,7 +210,7 @@ public final class JavaScriptEngine: Sendable {
     }
 
     private func reduceCall(_ command: JSON, count: Int) throws(JavaScriptError) -> [JSON] {
-        try withProcess(prefer: { _ in true }) { p, config throws(JavaScriptError) in
+        try withProcess(owner: Self.owner(command[1]?.arrayValue?.compactMap(\.stringValue) ?? []), prefer: { _ in true }) { p, config throws(JavaScriptError) in
             let answer = try p.call(command, timeout: config.timeout, log: log)
             if let error = JavaScriptError.from(answer: answer) { throw error }
             guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true),
@@ -194,7 +228,7 @@ public final class JavaScriptEngine: Sendable {
     /// ``validate(designDocumentID:revision:designDocument:newDocument:oldDocument:userContext:security:)`` reads.
     public func call(designDocumentID id: String, revision: String, designDocument: JSON, path: [String],
                      arguments: [JSON]) throws(JavaScriptError) -> JSON {
-        try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
+        try withProcess(owner: id, prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
             let command = JSON.array([.string("ddoc"), .string(id), .array(path.map(JSON.string)), .array(arguments)])
             let answer = try p.call(command, timeout: config.timeout, log: log)
@@ -261,7 +295,7 @@ public final class JavaScriptEngine: Sendable {
         }
         lines.append(contentsOf: suffix)
         counts.append(inLine)
-        return try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
+        return try withProcess(owner: id, prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
             let answers = try p.callPipelined(serialized: lines, count: counts.count,
                                               timeout: config.timeout * (counts.max() ?? 1), log: log)
@@ -312,7 +346,7 @@ public final class JavaScriptEngine: Sendable {
     /// functions: `start`, then `list_row` per row, then `list_end`). `send` sends one message and returns the answer.
     public func withDesignDocument<T>(id: String, revision: String, designDocument: JSON,
                                       _ body: (_ send: (JSON) throws(JavaScriptError) -> JSON) throws(JavaScriptError) -> T) throws(JavaScriptError) -> T {
-        try withProcess(prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
+        try withProcess(owner: id, prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
             return try body { message throws(JavaScriptError) in try p.call(message, timeout: config.timeout, log: log) }
         }
@@ -362,25 +396,36 @@ public final class JavaScriptEngine: Sendable {
 
     /// Takes a process (an idle one `prefer` likes, any idle one, a new one, or waits), runs `body`, and gives it
     /// back unless it died.
-    private func withProcess<T>(prefer: (QueryServerProcess) -> Bool,
+    private func withProcess<T>(owner: String, prefer: (QueryServerProcess) -> Bool,
                                 _ body: (QueryServerProcess, Configuration) throws(JavaScriptError) -> T) throws(JavaScriptError) -> T {
-        let (process, config) = try checkout(prefer: prefer)
-        defer { checkin(process) }
+        let (process, config) = try checkout(owner: owner, prefer: prefer)
+        defer { checkin(process, owner: owner) }
         return try body(process, config)
+    }
+
+    /// The fair-share owner of map or reduce calls: their functions' sources.
+    static func owner(_ functions: [String]) -> String {
+        var hasher = Hasher()
+        hasher.combine(functions)
+        return "functions:\(hasher.finalize())"
     }
 
     private enum Checkout { case idle(QueryServerProcess), start, wait }
 
-    private func checkout(prefer: (QueryServerProcess) -> Bool) throws(JavaScriptError) -> (QueryServerProcess, Configuration) {
+    private func checkout(owner: String, prefer: (QueryServerProcess) -> Bool) throws(JavaScriptError) -> (QueryServerProcess, Configuration) {
+        state.withLock { $0.demand[owner, default: 0] += 1 }
         while true {
             let (decision, config, seen) = state.withLock { s -> (Checkout, Configuration, Int) in
+                guard s.mayTake(owner) else { return (.wait, s.configuration, s.generation) }
                 if let i = s.idle.lastIndex(where: prefer) ?? (s.idle.isEmpty ? nil : s.idle.count - 1) {
                     s.running += 1
+                    s.holding[owner, default: 0] += 1
                     return (.idle(s.idle.remove(at: i)), s.configuration, s.generation)
                 }
                 if s.running < s.configuration.maxProcesses {
                     s.running += 1
                     s.started += 1
+                    s.holding[owner, default: 0] += 1
                     return (.start, s.configuration, s.generation)
                 }
                 return (.wait, s.configuration, s.generation)
@@ -400,6 +445,7 @@ public final class JavaScriptEngine: Sendable {
                     state.withLock { s in
                         s.running -= 1
                         s.generation &+= 1
+                        s.release(owner)
                     }
                     returned.lock()
                     returned.broadcast()
@@ -414,11 +460,13 @@ public final class JavaScriptEngine: Sendable {
         }
     }
 
-    private func checkin(_ p: QueryServerProcess) {
+    private func checkin(_ p: QueryServerProcess, owner: String) {
         let discard = state.withLock { s -> Bool in
             s.running -= 1
             s.generation &+= 1
-            if p.dead || p.commands >= s.configuration.commandsPerProcess || s.idle.count >= s.configuration.maxProcesses {
+            s.release(owner)
+            if p.dead || p.commands >= s.configuration.commandsPerProcess
+                || s.idle.count >= min(s.configuration.idleProcesses, s.configuration.maxProcesses) {
                 return true
             }
             s.idle.append(p)

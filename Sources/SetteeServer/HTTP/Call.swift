@@ -24,6 +24,8 @@ struct Call: Sendable {
     var user: String? { userCtx.name }
     /// Whether the caller is a server admin.
     var isAdmin: Bool { userCtx.isServerAdmin }
+    /// The caller as the store's write rules judge its writes (``WriteRules``: `validate_doc_update`'s `userCtx`).
+    var writer: WriteContext { WriteContext(name: userCtx.name, roles: userCtx.roles) }
     /// The route name used for metrics.
     var route = "other"
 

@@ -31,6 +31,8 @@ struct CouchError: Error, Sendable {
 
     /// The one table from store error codes to CouchDB's status and error term.
     static func from(_ error: SetteeError) -> CouchError {
+        // A write refused by the node's rules (``WriteRules``) carries CouchDB's exact answer.
+        if let refusal = error.underlying as? CouchError { return refusal }
         switch error.code {
         case .badRequest, .invalidJSON: return CouchError(.badRequest, "bad_request", error.reason)
         case .badDocID: return CouchError(.badRequest, "illegal_docid", error.reason)

@@ -111,8 +111,12 @@ public final class Node: Sendable {
         }
     }
 
+    /// How the node opens its databases: every one gets the node's write rules (``WriteRules``), so every write to
+    /// it, whatever carries it, passes them.
     var databaseConfiguration: DatabaseConfiguration {
-        DatabaseConfiguration(directory: configuration.dataDirectory, fullSync: configuration.fullSync)
+        var c = DatabaseConfiguration(directory: configuration.dataDirectory, fullSync: configuration.fullSync)
+        c.admission = WriteRules(config: config, validation: validation)
+        return c
     }
 
     /// The open database `name`, opening it if needed. Throws `.notFound` ("Database does not exist.").
@@ -287,6 +291,8 @@ public final class Node: Sendable {
             s.open[database.name] = database
             metrics.openDatabases(s.open.count)
         }
+        // Writes that reach it through the node pass the node's rules (an app's own rules, if it set some, stay).
+        database.install(admission: WriteRules(config: config, validation: validation))
         _ = try? IndexManager.shared(for: database)
         watchCommits(database)
     }

@@ -164,9 +164,8 @@ final class PeerSync: Sendable {
         } catch {
             return (false, false)  // deleted here since
         }
-        var local = LocalEndpoint(collection: collection)
-        local.maxDocumentSize = node.configuration.maxDocumentSize
-        local.maxAttachmentSize = node.configuration.maxAttachmentSize
+        // The node's peers replicate as the node itself; the database's write rules (``WriteRules``) still apply.
+        let local = LocalEndpoint(collection: collection)
         let spec = ReplicationManager.Spec(source: .string(work.database), target: .string(remote.urlString),
                                            continuous: false, createTarget: work.direction == .push)
         var options = manager.options(spec)

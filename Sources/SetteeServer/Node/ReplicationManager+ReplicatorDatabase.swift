@@ -96,10 +96,10 @@ extension ReplicationManager {
         let state = doc["_replication_state"]?.stringValue
         let source: any Endpoint, target: any Endpoint
         do {
-            source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
+            source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials, writer: spec.writer)
             try await checkSourceBeforeCreating(spec, source)
             target = try endpoint(spec.target, create: spec.createTarget, creationParameters: spec.createTargetParameters,
-                                  allowInsecureCredentials: spec.allowInsecureCredentials)
+                                  allowInsecureCredentials: spec.allowInsecureCredentials, writer: spec.writer)
         } catch {
             await writeState(docID, collection, state: "failed", reason: CouchError.from(any: error).reason)
             return
@@ -154,7 +154,8 @@ extension ReplicationManager {
                     body.removeValue(forKey: "_replication_state_reason")
                 }
                 if let s = stats { body["_replication_stats"] = .object(s.couchStats()) }
-                let outcome = try collection.write([RevisionWrite(id: docID, body: body, mode: .edit(parent: record.revID))])
+                let state = RevisionWrite(id: docID, body: body, mode: .edit(parent: record.revID))
+                let outcome = try collection.write([state], as: .admin)
                 if case .failure(let e) = outcome[0] {
                     if e.code == .conflict { continue }
                     throw e

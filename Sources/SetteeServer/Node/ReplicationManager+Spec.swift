@@ -27,6 +27,10 @@ extension ReplicationManager {
         var sinceSequence: JSON?
         /// `allow_insecure_credentials`: credentials may go over plain HTTP to a non-loopback host.
         var allowInsecureCredentials = false
+        /// On whose behalf the replication writes into a local database (CouchDB's replication `user_ctx`): the
+        /// requester of `_replicate`, a `_replicator` document's `user_ctx`, or the node itself. The target's
+        /// write rules (``WriteRules``) judge every replicated revision as this user's.
+        var writer: WriteContext = .admin
 
         /// Compared to notice that a `_replicator` document's replication changed.
         var fingerprint: String {
@@ -43,6 +47,7 @@ extension ReplicationManager {
                 o["query_params"] = .object(JSONObject(queryParams.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }))
             }
             if allowInsecureCredentials { o["allow_insecure_credentials"] = true }
+            if writer != .admin { o["user_ctx"] = writer.json }
             return JSON.object(o).jsonString
         }
     }
@@ -73,6 +78,16 @@ extension ReplicationManager {
         default: throw CouchError.badRequest("`create_target_params` must be an object")
         }
         spec.allowInsecureCredentials = body["allow_insecure_credentials"]?.boolValue ?? false
+        switch body["user_ctx"] {
+        case nil, .null?: break
+        case .object(let ctx)?:
+            guard ctx["name"].map({ $0.isNull || $0.stringValue != nil }) ?? true,
+                  let roles = (ctx["roles"] ?? .array([])).arrayValue, roles.allSatisfy({ $0.stringValue != nil }) else {
+                throw CouchError.badRequest("`user_ctx` must have a string `name` and an array of string `roles`")
+            }
+            spec.writer = WriteContext(name: ctx["name"]?.stringValue, roles: roles.compactMap(\.stringValue))
+        default: throw CouchError.badRequest("`user_ctx` must be an object")
+        }
         if let ids = body["doc_ids"], !ids.isNull {
             guard let list = ids.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
                 throw CouchError.badRequest("`doc_ids` must be an array of strings")
@@ -108,7 +123,7 @@ extension ReplicationManager {
     /// over plain HTTP to a non-loopback host unless the node (`--allow-insecure-credentials`) or the replication
     /// (`allow_insecure_credentials`) allows it.
     func endpoint(_ value: JSON, create: Bool, creationParameters: [(String, String)] = [],
-                  allowInsecureCredentials: Bool = false) throws -> any Endpoint {
+                  allowInsecureCredentials: Bool = false, writer: WriteContext) throws -> any Endpoint {
         var url = value.stringValue
         var headers: [(String, String)] = []
         var auth: RemoteEndpoint.Authentication?
@@ -139,9 +154,9 @@ extension ReplicationManager {
         }
         do {
             let (_, collection) = try keyspace.open(node)
+            // Size limits, `_users` rules and validate_doc_update: the database's own write rules (``WriteRules``).
             var local = LocalEndpoint(collection: collection)
-            local.maxDocumentSize = node.configuration.maxDocumentSize
-            local.maxAttachmentSize = node.configuration.maxAttachmentSize
+            local.writeContext = writer
             local.filterEvaluator = Self.filterEvaluator
             local.selectorMatcher = { ViewCollator.matches($0, $1) }
             return local

@@ -37,14 +37,16 @@ final class ReplicationManager: Sendable {
     // MARK: _replicate
 
     /// `POST /_replicate`: runs a one-shot replication to its end, or starts a continuous one; or cancels.
-    func replicate(_ body: JSONObject) async throws -> (status: Int, body: JSON) {
+    /// `writer` is the requester: the replication writes into a local target as that user.
+    func replicate(_ body: JSONObject, writer: WriteContext) async throws -> (status: Int, body: JSON) {
         if body["cancel"]?.boolValue == true {
             var id = body["replication_id"]?.stringValue ?? body["id"]?.stringValue
             if id == nil {
-                let spec = try Self.spec(body)
-                let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
+                var spec = try Self.spec(body)
+                spec.writer = writer
+                let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials, writer: spec.writer)
                 let target = try endpoint(spec.target, create: spec.createTarget, creationParameters: spec.createTargetParameters,
-                                          allowInsecureCredentials: spec.allowInsecureCredentials)
+                                          allowInsecureCredentials: spec.allowInsecureCredentials, writer: spec.writer)
                 id = Replication(source: source, target: target, options: options(spec)).replicationID + Self.suffix(spec)
             }
             guard let id, let job = removeJob(id) else {
@@ -54,11 +56,12 @@ final class ReplicationManager: Sendable {
             return (200, ["ok": true, "_local_id": .string(id)])
         }
         var spec = try Self.spec(body)
-        let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials)
+        spec.writer = writer
+        let source = try endpoint(spec.source, create: false, allowInsecureCredentials: spec.allowInsecureCredentials, writer: spec.writer)
         try await checkSourceBeforeCreating(spec, source)
         spec.filterSource = await Self.filterSource(spec, source)
         let target = try endpoint(spec.target, create: spec.createTarget, creationParameters: spec.createTargetParameters,
-                                  allowInsecureCredentials: spec.allowInsecureCredentials)
+                                  allowInsecureCredentials: spec.allowInsecureCredentials, writer: spec.writer)
         let replication = Replication(source: source, target: target, options: options(spec), logger: logger)
         let id = replication.replicationID + Self.suffix(spec)
         if spec.continuous {

@@ -80,7 +80,7 @@ public struct ServerConfiguration: Sendable {
     /// The node's name in `/_membership` and `/_node/{name}` (CouchDB's Erlang node name, `-name` in vm.args).
     public var nodeName = "settee@127.0.0.1"
     /// The JavaScript query servers design functions run in: their time limit (`[couchdb] os_process_timeout`),
-    /// `[query_server_config] reduce_limit` and `os_process_limit`.
+    /// `[query_server_config] reduce_limit`, `os_process_limit` and `os_process_soft_limit`.
     public var javascript = JavaScriptEngine.Configuration()
     /// `[chttpd] secure_rewrites`: a design document's rewrite rules may not lead out of their database.
     public var secureRewrites = true

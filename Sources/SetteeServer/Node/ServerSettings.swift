@@ -15,7 +15,7 @@ import SetteeStore
 /// | `cors` | `origins`, `credentials`, `methods`, `headers`, `max_age` |
 /// | `uuids` | `algorithm` (`random`, `sequential`, `utc_random`, `utc_id`), `utc_id_suffix`, `max_count` |
 /// | `attachments` | `compressible_types`, `compression_level` |
-/// | `couchdb` / `query_server_config` | `os_process_timeout` (ms), `max_partition_size`; `reduce_limit`, `os_process_limit` (JavaScript), `query_limit`, `partition_query_limit` |
+/// | `couchdb` / `query_server_config` | `os_process_timeout` (ms), `max_partition_size`; `reduce_limit`, `os_process_limit`, `os_process_soft_limit` (JavaScript), `query_limit`, `partition_query_limit` |
 /// | `replicator` | `max_jobs`, `max_churn`, `interval` (ms): the replication scheduler (live) |
 /// | `settee` | `query_timeout`, `idle_timeout` (start-up only), `max_json_depth`, `full_sync` (start-up only) |
 enum ServerSettings {
@@ -38,6 +38,7 @@ enum ServerSettings {
         s["query_server_config"] = [
             "reduce_limit": String(c.javascript.reduceLimit),
             "os_process_limit": String(c.javascript.maxProcesses),
+            "os_process_soft_limit": String(c.javascript.idleProcesses),
             "query_limit": c.queryLimit.map(String.init) ?? "infinity",
             "partition_query_limit": c.partitionQueryLimit.map(String.init) ?? "infinity",
         ]
@@ -174,6 +175,7 @@ enum ServerSettings {
         if let v = int("couchdb", "os_process_timeout"), v > 0 { c.javascript.timeout = .milliseconds(v) }
         if let v = value("query_server_config", "reduce_limit") { c.javascript.reduceLimit = v.lowercased() != "false" }
         if let v = int("query_server_config", "os_process_limit"), v > 0 { c.javascript.maxProcesses = min(v, 64) }
+        if let v = int("query_server_config", "os_process_soft_limit"), v >= 0 { c.javascript.idleProcesses = min(v, 64) }
         if let v = int("query_server_config", "query_limit"), v >= 0 { c.queryLimit = v == Int.max ? nil : v }
         if let v = int("query_server_config", "partition_query_limit"), v >= 0 { c.partitionQueryLimit = v == Int.max ? nil : v }
         if let v = int("couchdb", "max_partition_size") { c.maxPartitionSize = v }

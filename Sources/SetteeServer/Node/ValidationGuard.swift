@@ -9,8 +9,9 @@ import SetteeStore
 /// database holding the authentication `_design/_auth`) has its rules enforced natively (``UserDirectory``)
 /// instead; its `_design/_auth` states the same rules.
 ///
-/// Which design documents have a function is cached per database and recomputed after a design document is
-/// written through the HTTP API (or replicated in).
+/// Which design documents have a function is cached per database and recomputed after any commit that changed a
+/// design document, whatever wrote it (the store counts those commits: ``Database/designDocumentGeneration``).
+/// ``WriteRules`` runs them, on every write path.
 final class ValidationGuard: Sendable {
     /// One design document's validation function.
     struct Validator: Sendable {
@@ -28,7 +29,14 @@ final class ValidationGuard: Sendable {
         var userRules = false
     }
 
-    private let cache = Mutex<[String: Rules]>([:])
+    /// A database's rules, with the database (its uuid: a re-created one is another) and the design-document
+    /// generation they were read at.
+    private struct Cached: Sendable {
+        var uuid: String
+        var generation: Int
+        var rules: Rules
+    }
+    private let cache = Mutex<[String: Cached]>([:])
 
     /// Forget what is known of a database (a design document of it was written, or it was deleted).
     func invalidate(_ database: String) {
@@ -37,7 +45,11 @@ final class ValidationGuard: Sendable {
 
     /// The rules of the database's default collection's design documents.
     func rules(_ db: Database) throws -> Rules {
-        if let known = cache.withLock({ $0[db.name] }) { return known }
+        // Read before the design documents: a design commit meanwhile moves it, and the next call reads again.
+        let generation = db.designDocumentGeneration
+        if let known = cache.withLock({ $0[db.name] }), known.uuid == db.uuid, known.generation == generation {
+            return known.rules
+        }
         let c = try db.defaultCollection()
         var options = SetteeStore.Collection.AllDocsOptions()
         options.startKey = "_design/"
@@ -57,19 +69,8 @@ final class ValidationGuard: Sendable {
                 found.validators.append(Validator(id: row.id, revision: row.rev.description, designDocument: .object(doc)))
             }
         }
-        cache.withLock { $0[db.name] = found }
+        cache.withLock { $0[db.name] = Cached(uuid: db.uuid, generation: generation, rules: found) }
         return found
-    }
-
-    /// The validation of writes to `db` by a caller, or nil when nothing is to be checked there.
-    func validator(_ db: Database, caller: UserContext, authenticationDB: String,
-                   security: @autoclosure () throws -> JSON) throws -> DocumentValidator? {
-        guard db.name != UserDirectory.database, db.name != authenticationDB else { return nil }
-        let validators = try rules(db).validators
-        guard !validators.isEmpty else { return nil }
-        var context = caller.json.objectValue ?? [:]
-        context["db"] = .string(db.name)
-        return DocumentValidator(validators: validators, userContext: .object(context), security: try security())
     }
 }
 
@@ -78,19 +79,6 @@ struct DocumentValidator: Sendable {
     let validators: [ValidationGuard.Validator]
     let userContext: JSON
     let security: JSON
-
-    /// Runs every function on a write (design and `_local` documents are not validated, as in CouchDB: writing a
-    /// design document takes an admin instead). `current` is the document's current winning revision, if live.
-    /// - Throws: ``JavaScriptError`` `.forbidden`/`.unauthorized` when a function refuses the write.
-    func validate(_ write: RevisionWrite, current: (rev: String, body: JSONObject)?) throws {
-        if write.id.hasPrefix("_design/") || write.id.hasPrefix("_local/") { return }
-        let (new, old) = Self.arguments(write, current: current)
-        for v in validators {
-            try JavaScriptEngine.shared.validate(designDocumentID: v.id, revision: v.revision, designDocument: v.designDocument,
-                                                 newDocument: new, oldDocument: old, userContext: userContext,
-                                                 security: security)
-        }
-    }
 
     /// The function's `newDoc` (the write's body with `_id`, `_rev` — the parent's, or a replicated revision's own —
     /// and `_deleted`) and `oldDoc` (the current revision with `_id` and `_rev`, or null).
@@ -168,14 +156,6 @@ struct DocumentValidator: Sendable {
         out.replaceSubrange(start..<(start + 1), with: header)
     }
 
-    /// The current live revision of a write's document, as validation sees it.
-    static func current(_ id: String, in collection: SetteeStore.Collection) throws -> (rev: String, body: JSONObject)? {
-        guard let record = try collection.record(id: id), !record.deleted, case .object(let body) = try JSON.parse(record.body) else {
-            return nil
-        }
-        return (record.revID.description, body)
-    }
-
     /// Validates many writes (a `_bulk_docs` request) with one exchange per function: for each write, nil when
     /// every function accepts it, or the first refusal. `bodyTexts`, when given, are the writes' bodies already
     /// serialized, one per write.
@@ -201,11 +181,5 @@ struct DocumentValidator: Sendable {
             for (k, verdict) in zip(checked, verdicts) where results[k] == nil { results[k] = verdict }
         }
         return results
-    }
-
-    /// ``validate(_:current:)`` with the current revision read from `collection`.
-    func validate(_ write: RevisionWrite, in collection: SetteeStore.Collection) throws {
-        if write.id.hasPrefix("_design/") || write.id.hasPrefix("_local/") { return }
-        try validate(write, current: try Self.current(write.id, in: collection))
     }
 }

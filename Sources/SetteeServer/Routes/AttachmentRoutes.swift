@@ -72,6 +72,7 @@ enum AttachmentRoutes {
             defer { upload?.discard() }
             let digest = upload?.blob.digest ?? stored!.digest
             let length = upload?.length ?? stored!.length
+            let writer = call.writer
             let newRev: RevID = try await blocking {
                 var body = JSONObject()
                 if let rev {
@@ -97,7 +98,7 @@ enum AttachmentRoutes {
                     write.blobs = [(stored.digest, stored.bytes)]
                     if let encoding = stored.encoding { write.blobEncodings[stored.digest] = encoding }
                 }
-                return try c.write([write])[0].get()
+                return try c.write([write], as: writer)[0].get()
             }
             let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id) + "/"
                                             + name.split(separator: "/", omittingEmptySubsequences: false)
@@ -107,6 +108,7 @@ enum AttachmentRoutes {
         case .delete:
             guard let revText = call.query["rev"] ?? DocumentRoutes.ifMatch(call) else { throw CouchError.conflict }
             guard let rev = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
+            let writer = call.writer
             let newRev: RevID = try await blocking {
                 guard let record = try c.record(id: id, withTree: true) else { throw CouchError.notFound("missing") }
                 guard let revision = record.revision(rev), case .object(var body) = try JSON.parse(revision.body) else {
@@ -118,7 +120,7 @@ enum AttachmentRoutes {
                 }
                 atts.removeValue(forKey: name)
                 if atts.isEmpty { body.removeValue(forKey: "_attachments") } else { body["_attachments"] = .object(atts) }
-                return try c.write([RevisionWrite(id: id, body: body, mode: .edit(parent: rev))])[0].get()
+                return try c.write([RevisionWrite(id: id, body: body, mode: .edit(parent: rev))], as: writer)[0].get()
             }
             // CouchDB answers an attachment delete with 200 whatever `w` asked for.
             return Reply.json(.ok, ["ok": true, "id": .string(id), "rev": .string(newRev.description)])

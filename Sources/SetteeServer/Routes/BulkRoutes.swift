@@ -11,7 +11,7 @@ enum BulkRoutes {
     static func bulkDocs(_ call: inout Call, _ target: Keyspace) async throws -> Response {
         guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
         try call.requireJSONContentType()
-        let (db, c) = try target.open(call.node)
+        let (_, c) = try target.open(call.node)
         let body = try await call.bodyObject()
         guard let docsValue = body["docs"] else { throw CouchError.badRequest("POST body must include `docs` parameter.") }
         guard let docs = docsValue.arrayValue else { throw CouchError.badRequest("`docs` parameter must be an array.") }
@@ -28,24 +28,18 @@ enum BulkRoutes {
         guard docs.count <= call.node.configuration.maxBulkDocs else {
             throw CouchError(.contentTooLarge, "max_bulk_docs_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
         }
-        let ids = docs.map { $0["_id"]?.stringValue ?? "" }
-        let validation = call.node.validation
-        let validator = try pointRead { try validation.validator(db, caller: call.userCtx, authenticationDB: call.node.configuration.security.authenticationDB,
-                                                               security: try db.metadata("security") ?? SecurityObject.adminOnlyJSON) }
-        defer { if ids.contains(where: { $0.hasPrefix("_design/") }) { validation.invalidate(db.name) } }
         let queryNewEdits = try call.query.bool("new_edits", default: true)
         let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits
-        let maxDoc = call.node.configuration.maxDocumentSize
         let metrics = call.node.metrics
-        let users = UsersWrite(call, c)
+        let writer = call.writer
         let canWriteDesign = call.access >= .admin
         let maxAttachment = call.node.configuration.maxAttachmentSize
         let compression = call.node.configuration.attachments
         let rows: [JSON] = try await blocking {
-            // Validate each document; failures become per-document rows, the rest go in one transaction.
+            // Parse each document; failures become per-document rows, the rest go in one transaction through the
+            // node's write rules (size, `_users`, validate_doc_update: ``WriteRules``), whose refusals are rows too.
             var results = [JSON?](repeating: nil, count: docs.count)
             var writes: [RevisionWrite] = []
-            var bodyTexts: [[UInt8]] = []  // with a validator: each write's body as JSON text
             var positions: [Int] = []
             for (i, doc) in docs.enumerated() {
                 do {
@@ -67,17 +61,8 @@ enum BulkRoutes {
                     if id.hasPrefix("_design/") && !canWriteDesign { throw Auth.notDatabaseAdmin }
                     var parsed = try DocumentInput.parse(o, id: id)
                     parsed.id = id
-                    if let users, newEdits || parsed.body["password"] != nil {
-                        parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted)
-                    }
                     let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c, maxAttachmentSize: maxAttachment,
                                                         compression: compression)
-                    // The body's JSON text, serialized once for the size limit and the validation functions.
-                    if maxDoc < (64 << 20) || validator != nil {
-                        let text = JSON.object(write.body).serializedBytes
-                        if maxDoc < (64 << 20), text.count > maxDoc { throw CouchError.tooLarge }
-                        if validator != nil { bodyTexts.append(text) }
-                    }
                     writes.append(write)
                     positions.append(i)
                 } catch {
@@ -90,26 +75,8 @@ enum BulkRoutes {
                     results[i] = .object(row)
                 }
             }
-            // validate_doc_update, every write of the request in one exchange per function; refused writes
-            // become rows and are not written.
-            if let validator, !writes.isEmpty {
-                let verdicts = try validator.validateBatch(writes, bodyTexts: bodyTexts, in: c)
-                var kept: [RevisionWrite] = [], keptPositions: [Int] = []
-                for (k, verdict) in verdicts.enumerated() {
-                    if let verdict {
-                        let e = CouchError.from(any: verdict)
-                        if e.status == .internalServerError { throw verdict }
-                        results[positions[k]] = ["id": .string(writes[k].id), "error": .string(e.error), "reason": .string(e.reason)]
-                    } else {
-                        kept.append(writes[k])
-                        keptPositions.append(positions[k])
-                    }
-                }
-                writes = kept
-                positions = keptPositions
-            }
-            let outcomes = try c.write(writes)
-            metrics.documentsWritten(writes.count)
+            let outcomes = try c.write(writes, as: writer)
+            metrics.documentsWritten(outcomes.count { if case .success = $0 { true } else { false } })
             for (k, outcome) in outcomes.enumerated() {
                 let i = positions[k], id = writes[k].id
                 switch outcome {

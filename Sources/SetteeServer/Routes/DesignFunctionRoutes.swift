@@ -85,11 +85,7 @@ enum DesignFunctionRoutes {
         let body = try await call.bodyBytes()
         let security = (try? db.metadata("security")) ?? SecurityObject.adminOnlyJSON
         let request = JavaScriptRequest.make(call, database: db, body: body, id: docID, security: security)
-        let validation = call.node.validation
-        let validator = try validation.validator(db, caller: call.userCtx,
-                                                 authenticationDB: call.node.configuration.security.authenticationDB,
-                                                 security: security)
-        let users = UsersWrite(call, c)
+        let writer = call.writer
         let canWriteDesign = call.access >= .admin
         let metrics = call.node.metrics
         return try await blocking {
@@ -112,12 +108,9 @@ enum DesignFunctionRoutes {
                 if id.hasPrefix("_design/") && !canWriteDesign { throw Auth.notDatabaseAdmin }
                 var parsed = try DocumentInput.parse(newDoc, id: id)
                 parsed.id = id
-                if let users { parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted) }
                 let write = try DocumentInput.write(parsed, newEdits: true, collection: c)
-                try validator?.validate(write, in: c)
-                let rev = try c.write([write])[0].get()
+                let rev = try c.write([write], as: writer)[0].get()
                 metrics.documentsWritten(1)
-                if id.hasPrefix("_design/") { validation.invalidate(db.name) }
                 extra[HTTPField.Name("X-Couch-Update-NewRev")!] = rev.description
                 extra[HTTPField.Name("X-Couch-Id")!] = id
                 status = .created

@@ -210,22 +210,16 @@ enum DocumentRoutes {
                      follows: [String: FollowingAttachment]) async throws -> Response {
         if id.hasPrefix("_local/") { throw CouchError.badRequest("Use /{db}/_local/{id} for local documents") }
         try Auth.checkDocumentWrite(call, id: id)
-        let guardDB = c.database, validation = call.node.validation
-        let validator = try pointRead { try validation.validator(guardDB, caller: call.userCtx, authenticationDB: call.node.configuration.security.authenticationDB,
-                                                               security: try guardDB.metadata("security") ?? SecurityObject.adminOnlyJSON) }
         let input = try DocumentInput.parse(doc, id: id)
         let batch = call.query["batch"] == "ok"
         let metrics = call.node.metrics
-        let users = UsersWrite(call, c)
+        let writer = call.writer
         let maxAttachment = call.node.configuration.maxAttachmentSize
         let compression = call.node.configuration.attachments
         let rev: RevID? = try await blocking {
-            var parsed = input
-            if let users { parsed.body = try users.prepare(id: id, body: parsed.body, deleted: parsed.deleted) }
-            let write = try DocumentInput.write(parsed, newEdits: newEdits, follows: follows, collection: c,
+            let write = try DocumentInput.write(input, newEdits: newEdits, follows: follows, collection: c,
                                                  maxAttachmentSize: maxAttachment, compression: compression)
-            try validator?.validate(write, in: c)
-            switch try c.write([write])[0] {
+            switch try c.write([write], as: writer)[0] {
             case .success(let rev):
                 metrics.documentsWritten(1)
                 return rev
@@ -237,7 +231,6 @@ enum DocumentRoutes {
                 throw error
             }
         }
-        if id.hasPrefix("_design/") { validation.invalidate(guardDB.name) }
         let location = call.absoluteURL("/" + call.segments[0] + "/" + Call.escapePathSegment(id))
         if batch {
             // CouchDB's batch mode answers before the write is durable, without the new revision.
@@ -255,17 +248,11 @@ enum DocumentRoutes {
         }
         guard let parent = RevID(revText) else { throw CouchError.badRequest("Invalid rev format") }
         try Auth.checkDocumentWrite(call, id: id)
-        let guardDB = c.database, validation = call.node.validation
-        let validator = try pointRead { try validation.validator(guardDB, caller: call.userCtx, authenticationDB: call.node.configuration.security.authenticationDB,
-                                                               security: try guardDB.metadata("security") ?? SecurityObject.adminOnlyJSON) }
-        if id.hasPrefix("_design/") { validation.invalidate(guardDB.name) }
-        let users = UsersWrite(call, c)
+        let writer = call.writer
         let rev: RevID = try await blocking {
             guard try c.record(id: id) != nil else { throw CouchError.notFound("missing") }
-            if let users { _ = try users.prepare(id: id, body: [:], deleted: true) }
             let write = RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))
-            try validator?.validate(write, in: c)
-            return try c.write([write])[0].get()
+            return try c.write([write], as: writer)[0].get()
         }
         return Reply.json(call.quorumStatus(.ok), ["ok": true, "id": .string(id), "rev": .string(rev.description)],
                           headers: [.eTag: "\"\(rev)\""])
@@ -413,47 +400,5 @@ enum DocumentRoutes {
             follows[name] = index
         }
         return follows
-    }
-}
-
-/// A write to the `_users` database's default collection by a given caller: applies the user-document rules and
-/// hashes passwords (``UserDirectory/prepare(id:body:deleted:existing:caller:isAdmin:iterations:)``).
-struct UsersWrite: Sendable {
-    let collection: SetteeStore.Collection
-    let caller: UserContext
-    let isAdmin: Bool
-    let iterations: Int
-    let requirements: PasswordRequirements
-    /// The user-document rules apply: in `_users`, and in any database with the authentication `_design/_auth`
-    /// (a custom `authentication_db` once it has one, a replica of `_users`), as CouchDB applies that function.
-    let enforceRules: Bool
-    /// Plain `password`s are hashed: in the authentication database, as CouchDB's `before_doc_update` does.
-    let hashPasswords: Bool
-
-    /// nil unless `c` is a default collection that is the authentication database or has its rules.
-    init?(_ call: Call, _ c: SetteeStore.Collection) {
-        guard c.scopeName == "_default", c.name == "_default" else { return nil }
-        let name = c.database.name
-        hashPasswords = name == call.node.configuration.security.authenticationDB
-        enforceRules = name == UserDirectory.database || ((try? call.node.validation.rules(c.database).userRules) ?? false)
-        guard hashPasswords || enforceRules else { return nil }
-        collection = c
-        caller = call.userCtx
-        isAdmin = call.isAdmin || call.access >= .admin
-        iterations = call.node.configuration.security.pbkdf2Iterations
-        requirements = call.node.configuration.security.passwordRequirements
-    }
-
-    /// Validates the write and returns the body to store. Runs PBKDF2 when a password is set: call off the event loop.
-    func prepare(id: String, body: JSONObject, deleted: Bool) throws -> JSONObject {
-        guard enforceRules else {
-            return try UserDirectory.hashPassword(in: body, iterations: iterations, requirements: requirements)
-        }
-        var existing: JSONObject?
-        if let record = try collection.record(id: id), !record.deleted, case .object(let o) = try JSON.parse(record.body) {
-            existing = o
-        }
-        return try UserDirectory.prepare(id: id, body: body, deleted: deleted, existing: existing, caller: caller,
-                                         isAdmin: isAdmin, iterations: iterations, requirements: requirements)
     }
 }

@@ -84,7 +84,7 @@ enum MangoRoutes {
         if creation.partitioned == true && !collection.database.isPartitioned {
             throw CouchError(.badRequest, "invalid_design_doc", "partitioned option cannot be true in a non-partitioned database.")
         }
-        let validation = call.node.validation
+        let writer = call.writer
         let result: String = try await blocking {
             let record = try collection.record(id: creation.designDocumentID)
             var existing: JSONObject?
@@ -92,7 +92,7 @@ enum MangoRoutes {
             guard let updated = try MangoIndex.adding(creation, to: existing) else { return "exists" }
             let parent = record.flatMap { $0.deleted ? nil : $0.revID }
             let write = RevisionWrite(id: creation.designDocumentID, body: updated, mode: .edit(parent: parent))
-            switch try collection.write([write])[0] {
+            switch try collection.write([write], as: writer)[0] {
             case .success: break
             case .failure(let error) where error.code == .conflict:
                 throw CouchError(.internalServerError, "error_saving_ddoc", "Encountered a conflict while saving the design document.")
@@ -101,24 +101,22 @@ enum MangoRoutes {
             }
             return "created"
         }
-        if result == "created" { validation.invalidate(collection.database.name) }
         return Reply.json(.ok, ["result": .string(result), "id": .string(creation.designDocumentID), "name": .string(creation.name)])
     }
 
     /// Removes one json index; the design document goes when nothing else is left in it.
     static func delete(_ call: Call, _ collection: SetteeStore.Collection, designID: String, name: String) async throws {
-        let validation = call.node.validation
+        let writer = call.writer
         try await blocking {
             guard let record = try collection.record(id: designID), !record.deleted,
                   case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
             let remaining = try MangoIndex.removing(name, from: body)
             let write = RevisionWrite(id: designID, body: remaining ?? [:], deleted: remaining == nil,
                                       mode: .edit(parent: record.revID))
-            if case .failure(let error) = try collection.write([write])[0] {
+            if case .failure(let error) = try collection.write([write], as: writer)[0] {
                 throw CouchError(.internalServerError, "error_saving_ddoc", "Unknown error while saving the design document: \(error.reason)")
             }
         }
-        validation.invalidate(collection.database.name)
     }
 
     /// `POST /{db}/_index/_bulk_delete` `{"docids": [...]}`: each design document's index, removed.

@@ -84,7 +84,7 @@ enum ServerRoutes {
         case ("_replicate", .post):
             try Auth.checkAdmin(call)
             let body = try await call.bodyObject()
-            let (status, answer) = try await call.node.replications.replicate(body)
+            let (status, answer) = try await call.node.replications.replicate(body, writer: call.writer)
             return Reply.json(HTTPResponse.Status(code: status), answer)
         case ("_replicate", _):
             throw CouchError.methodNotAllowed("POST")

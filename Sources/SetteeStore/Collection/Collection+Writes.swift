@@ -2,13 +2,51 @@ public import SetteeCore
 
 /// Writing revisions: the one path every save, delete and replicated revision goes through.
 extension Collection {
-    /// Stores revisions in one transaction and returns each one's outcome in order.
+    /// Stores revisions in one transaction, made on behalf of `context`, and returns each one's outcome in order.
     ///
-    /// A write that conflicts (stale parent, bad id) fails alone with its error; the others commit.
+    /// This is the store's one write entry point: every save, delete and replicated revision comes here. The
+    /// database's ``Database/admission`` (a node's `validate_doc_update`, `_users` rules and size
+    /// limits) judges the writes first, outside the transaction; a write it refuses fails alone with its error.
+    /// A write that conflicts (stale parent, bad id) fails alone too; the others commit.
     /// Returns only after the commit, so a returned success survives a crash.
     ///
-    /// - Throws: ``SetteeError`` `.storage`/`.closed` when the transaction itself fails (nothing is written).
+    /// ```swift
+    /// let outcomes = try collection.write([RevisionWrite(id: "a", body: ["n": 1], mode: .edit(parent: nil))],
+    ///                                     as: WriteContext(name: "alice", roles: []))
+    /// ```
+    ///
+    /// - Throws: ``SetteeError`` `.storage`/`.closed` when the transaction itself fails (nothing is written), or
+    ///   the admission's error when it could not judge the batch.
+    public func write(_ writes: [RevisionWrite], as context: WriteContext) throws -> [Result<RevID, SetteeError>] {
+        guard !writes.isEmpty, let admission = database.admission else { return try store(writes) }
+        let verdicts = try admission.admit(writes, to: self, as: context)
+        precondition(verdicts.count == writes.count, "WriteAdmission.admit must judge every write")
+        var admitted: [RevisionWrite] = []
+        admitted.reserveCapacity(writes.count)
+        var positions: [Int] = []
+        var results = [Result<RevID, SetteeError>](repeating: .failure(SetteeError(.internalError, "not written")),
+                                                   count: writes.count)
+        for (i, verdict) in verdicts.enumerated() {
+            switch verdict {
+            case .success(let write):
+                admitted.append(write)
+                positions.append(i)
+            case .failure(let error):
+                results[i] = .failure(error)
+            }
+        }
+        if admitted.isEmpty { return results }
+        for (i, outcome) in zip(positions, try store(admitted)) { results[i] = outcome }
+        return results
+    }
+
+    /// ``write(_:as:)`` made as the database's owner (``WriteContext/admin``), as Couchbase Lite's API writes.
     public func write(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
+        try write(writes, as: .admin)
+    }
+
+    /// Stores admitted revisions in one transaction.
+    private func store(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
         let limit = database.revsLimit
         return try database.write { db in
             let session = try WriteSession(db: db, sql: self.sql, revsLimit: limit)
@@ -71,10 +109,11 @@ extension Collection {
         return try stmt.step() ? stmt.int(0) : 0
     }
 
-    /// Stores one revision; throws its error (conflict, bad id) instead of returning it.
+    /// Stores one revision as the database's owner; throws its error (conflict, bad id, a refusal of the
+    /// database's admission) instead of returning it.
     @discardableResult
     public func write(_ write: RevisionWrite) throws -> RevID {
-        try self.write([write])[0].get()
+        try self.write([write], as: .admin)[0].get()
     }
 
     /// Applies one write inside the writer's transaction.

@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import Synchronization
 import SetteeCore
 
@@ -177,16 +178,21 @@ extension Database {
 
     // MARK: Async
 
-    /// Runs blocking store work off the caller's executor (on a dispatch queue) and returns its result.
-    /// The server uses this so SQLite is never called on an event loop or the cooperative pool.
+    /// Runs blocking store work off the caller's executor and returns its result: on the store's own pool of
+    /// ``offloadWidth`` threads, started once and kept. The server uses this for every blocking call (SQLite, design
+    /// functions waiting for their query server, files), so none runs on an event loop or Swift's cooperative
+    /// pool.
     ///
     /// At most ``offloadWidth`` calls run at once, process-wide; the others wait, first come first served, as
-    /// suspended tasks that hold no thread. (Writes block their thread until their group commit, so without a
-    /// bound a burst of writers grew the dispatch pool by a thread each, up to its limit of 255.)
+    /// suspended tasks that hold no thread. The threads are the pool's own: work blocked in one call (an endless
+    /// design function until its time limit, a writer until its group commit) never takes a thread the others need
+    /// from a shared pool, which grows only when it notices blocked threads (libdispatch's on Linux, which made
+    /// one tenant's endless map functions stall every request for seconds).
     public static func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         await offloadGate.enter()
         return try await withCheckedThrowingContinuation { continuation in
-            offloadQueue.async {
+            offloadPool.submit { _ in
+                // (The pool is never shut down, so every item runs: a write that was admitted is always made.)
                 let result = Result { try work() }
                 offloadGate.leave()
                 continuation.resume(with: result)
@@ -197,7 +203,12 @@ extension Database {
     /// How many ``offload(_:)`` calls run at once: enough for a group commit to gather many writers' documents.
     public static let offloadWidth = 64
 
-    static let offloadQueue = DispatchQueue(label: "settee.store", qos: .userInitiated, attributes: .concurrent)
+    /// The store's threads for blocking work: a fixed pool, never shut down (it lives as long as the process).
+    static let offloadPool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: offloadWidth)
+        pool.start()
+        return pool
+    }()
     static let offloadGate = OffloadGate(width: offloadWidth)
 }
 

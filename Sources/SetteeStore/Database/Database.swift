@@ -47,6 +47,22 @@ public final class Database: Sendable {
         var pendingChanges: [String: [String]] = [:]
     }
     let writerState: Mutex<WriterState>
+    /// Counts commits that changed a design document (saved, deleted, replicated or purged), so what higher
+    /// layers derive from design documents (validation functions) can tell it is stale. Moved after the commit.
+    private let designGeneration = Atomic<Int>(0)
+    /// The rules every write passes (``DatabaseConfiguration/admission``, or what ``install(admission:)`` set).
+    private let admissionState: Mutex<(any WriteAdmission)?>
+    /// The rules every write to this database passes before it is stored, nil for none.
+    public var admission: (any WriteAdmission)? { admissionState.withLock { $0 } }
+
+    /// Gives an open database write rules when it has none (a node serving a database an app opened).
+    package func install(admission: any WriteAdmission) {
+        admissionState.withLock { if $0 == nil { $0 = admission } }
+    }
+
+    /// How many commits so far changed a design document of this database; read it before deriving something from
+    /// the design documents, and derive again when it has moved.
+    package var designDocumentGeneration: Int { designGeneration.load(ordering: .acquiring) }
 
     /// What readers of the database share.
     private struct State {
@@ -75,6 +91,7 @@ public final class Database: Sendable {
         }
         self.name = name
         self.config = config
+        self.admissionState = Mutex(config.admission)
         self.filePath = Database.filePath(name: name, directory: config.directory)
         if !create && !FileManager.default.fileExists(atPath: filePath) {
             throw SetteeError(.notFound, "Database does not exist.")
@@ -158,6 +175,9 @@ public final class Database: Sendable {
                 return (writer.sequence, writer.pendingChanges)
             }
             self.state.withLock { $0.committedSeq = sequence }
+            if changes.values.contains(where: { ids in ids.contains { $0.hasPrefix("_design/") } }) {
+                self.designGeneration.add(1, ordering: .releasing)
+            }
             self.notifier.publish(sequence: sequence, changes: changes)
         }
         writer.afterRollback = { [unowned self] in

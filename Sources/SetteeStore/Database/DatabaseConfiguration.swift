@@ -22,6 +22,9 @@ public struct DatabaseConfiguration: Sendable {
     /// Readers map the database file into memory (SQLite's `mmap_size`), which makes reads of a large database
     /// cheaper; `false` reads through SQLite's page cache only.
     public var mmapEnabled: Bool = DatabaseConfiguration.defaultMmapEnabled
+    /// The rules every write to the database passes before it is stored (a Settee extension; nil: none). A node
+    /// serving the database supplies its own: `validate_doc_update`, the `_users` rules, size limits.
+    public var admission: (any WriteAdmission)?
 
     public init(directory: String = FileManager.default.currentDirectoryPath,
                 fullSync: Bool = DatabaseConfiguration.defaultFullSync, readers: Int = 4, revsLimit: Int = 1000) {
