@@ -98,7 +98,7 @@ enum ConflictResolution {
         guard let resolved = resolver.resolve(conflict: Conflict(documentID: id, localDocument: localDoc, remoteDocument: nil)) else {
             // The deletion wins: every live branch is closed.
             let writes = live.map { RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: $0)) }
-            for outcome in try c.write(writes, as: .admin) {
+            for outcome in try c.write(writes, as: .owner) {
                 if case .failure(let e) = outcome, e.code != .conflict { throw e }
             }
             return
@@ -108,7 +108,7 @@ enum ConflictResolution {
         let merged = try resolved.revisionBody(for: c.database, generation: remote.generation + 1)
         var writes = [RevisionWrite(id: id, body: merged.body, mode: .edit(parent: remote), blobs: merged.blobs)]
         writes += live.map { RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: $0)) }
-        for outcome in try c.write(writes, as: .admin) {
+        for outcome in try c.write(writes, as: .owner) {
             if case .failure(let e) = outcome, e.code != .conflict { throw e }
         }
     }
@@ -153,7 +153,7 @@ enum ConflictResolution {
                 tombstone(local)
                 tombstone(remote)
             }
-            for outcome in try c.write(writes, as: .admin) {
+            for outcome in try c.write(writes, as: .owner) {
                 if case .failure(let e) = outcome, e.code != .conflict { throw e }
             }
         }

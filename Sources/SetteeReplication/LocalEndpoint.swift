@@ -27,7 +27,7 @@ public struct LocalEndpoint: Endpoint {
     /// On whose behalf replicated revisions are written here (CouchDB's replication `user_ctx`): the database's
     /// write rules (``Database/admission``: a node's `validate_doc_update`, `_users` rules) judge them as this
     /// user's. Default: the database's owner.
-    public var writeContext: WriteContext = .admin
+    public var writeContext: WriteContext = .owner
 
     /// The default collection of `database` (Couchbase Lite's `DatabaseEndpoint(database:)`). The database must
     /// be open: a closed one stops the program, as using a closed database does in Couchbase Lite.

@@ -29,7 +29,7 @@ struct Put: ParsableCommand {
             let database = try options.open(db, create: true)
             defer { database.close() }
             let newRev = try database.defaultCollection()
-                .write([RevisionWrite(id: id, body: body, deleted: deleted, mode: .edit(parent: parent))], as: .admin)[0].get()
+                .write([RevisionWrite(id: id, body: body, deleted: deleted, mode: .edit(parent: parent))], as: .owner)[0].get()
             emit(["ok": true, "id": .string(id), "rev": .string(newRev.description)])
         } catch {
             throw fail(error)
@@ -94,7 +94,7 @@ struct Delete: ParsableCommand {
             let database = try options.open(db)
             defer { database.close() }
             let newRev = try database.defaultCollection()
-                .write([RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))], as: .admin)[0].get()
+                .write([RevisionWrite(id: id, body: [:], deleted: true, mode: .edit(parent: parent))], as: .owner)[0].get()
             emit(["ok": true, "id": .string(id), "rev": .string(newRev.description)])
         } catch {
             throw fail(error)
@@ -203,7 +203,7 @@ struct Import: ParsableCommand {
             let started = Date()
             func flush() throws {
                 guard !pending.isEmpty else { return }
-                let results = try collection.write(pending, as: .admin)
+                let results = try collection.write(pending, as: .owner)
                 for (w, r) in zip(pending, results) {
                     switch r {
                     case .success(let rev):

@@ -192,7 +192,7 @@ struct Load: ParsableCommand {
             }
             func flush(_ key: String) throws {
                 guard let (c, writes) = pending[key], !writes.isEmpty else { return }
-                for (w, result) in zip(writes, try c.write(writes, as: .admin)) {
+                for (w, result) in zip(writes, try c.write(writes, as: .owner)) {
                     if case .failure(let e) = result {
                         FileHandle.standardError.write(Data("\n\(c.database.name)/\(w.id): \(e.reason)\n".utf8))
                     }

@@ -345,9 +345,11 @@ import Testing
             }
             let design = #"""
             {"views": {"by_city": {"map": "function(doc) { if (doc.type === 'hotel') emit(doc.city, doc.stars); }", "reduce": "_sum"},
-                       "broken": {"map": "function(doc) { emit(doc.city "},
                        "declared": {"map": {"key": "city", "value": "stars"}}}}
             """#
+            // (A design document whose map function doesn't compile is refused when written, as by CouchDB.)
+            let broken = #"{"views": {"broken": {"map": "function(doc) { emit(doc.city "}}}"#
+            #expect(try await c.put("/travel/_design/app", broken, headers: admin).status == .badRequest)
             #expect(try await c.put("/travel/_design/app", design, headers: admin).status == .created)
             let list = try await s.get("/_utils/db/travel/views")
             #expect(list.status == .ok)
@@ -372,9 +374,6 @@ import Testing
             let declared = try await s.get("/_utils/db/travel/views?view=app%2Fdeclared&key=%22Paris%22")
             #expect(declared.text.contains(#"<span id="row-count">2</span>"#))
             // Errors: CouchDB's, with its status.
-            let broken = try await s.get("/_utils/db/travel/views?view=app%2Fbroken")
-            #expect(broken.status == .badRequest)
-            #expect(broken.text.contains("compilation_error"))
             let badKey = try await s.get("/_utils/db/travel/views?view=app%2Fby_city&key=Rome")
             #expect(badKey.status == .badRequest)
             #expect(badKey.text.contains(#"id="error""#))

@@ -164,8 +164,9 @@ final class PeerSync: Sendable {
         } catch {
             return (false, false)  // deleted here since
         }
-        // The node's peers replicate as the node itself; the database's write rules (``WriteRules``) still apply.
-        let local = LocalEndpoint(collection: collection)
+        // The node's peers replicate as a server admin; the database's write rules (``WriteRules``) apply.
+        var local = LocalEndpoint(collection: collection)
+        local.writeContext = .serverAdmin
         let spec = ReplicationManager.Spec(source: .string(work.database), target: .string(remote.urlString),
                                            continuous: false, createTarget: work.direction == .push)
         var options = manager.options(spec)

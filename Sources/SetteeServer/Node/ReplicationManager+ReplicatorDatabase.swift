@@ -155,7 +155,7 @@ extension ReplicationManager {
                 }
                 if let s = stats { body["_replication_stats"] = .object(s.couchStats()) }
                 let state = RevisionWrite(id: docID, body: body, mode: .edit(parent: record.revID))
-                let outcome = try collection.write([state], as: .admin)
+                let outcome = try collection.write([state], as: .owner)
                 if case .failure(let e) = outcome[0] {
                     if e.code == .conflict { continue }
                     throw e

@@ -30,7 +30,7 @@ extension ReplicationManager {
         /// On whose behalf the replication writes into a local database (CouchDB's replication `user_ctx`): the
         /// requester of `_replicate`, a `_replicator` document's `user_ctx`, or the node itself. The target's
         /// write rules (``WriteRules``) judge every replicated revision as this user's.
-        var writer: WriteContext = .admin
+        var writer: WriteContext = .serverAdmin
 
         /// Compared to notice that a `_replicator` document's replication changed.
         var fingerprint: String {
@@ -47,7 +47,7 @@ extension ReplicationManager {
                 o["query_params"] = .object(JSONObject(queryParams.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }))
             }
             if allowInsecureCredentials { o["allow_insecure_credentials"] = true }
-            if writer != .admin { o["user_ctx"] = writer.json }
+            if writer != .serverAdmin { o["user_ctx"] = writer.json }
             return JSON.object(o).jsonString
         }
     }

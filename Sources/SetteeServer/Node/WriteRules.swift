@@ -13,7 +13,8 @@ package import SetteeStore
 ///    view functions must compile (CouchDB's `couch_mrview:validate`: 400 `compilation_error` otherwise).
 /// 2. In the authentication database (and any database holding its `_design/_auth`): the user-document rules
 ///    (``UserDirectory``) and password hashing, as CouchDB's `_users` `before_doc_update` does.
-/// 3. The document size limit (`[couchdb] max_document_size`) and attachment size limit.
+/// 3. The document size limit (`[couchdb] max_document_size`) and attachment size limit, for writes others send
+///    (not the database's owner's own: ``WriteContext/owner``).
 /// 4. The database's `validate_doc_update` functions, every write of the batch in one exchange per function, with
 ///    the writer's `userCtx` and the database's `_security`.
 ///
@@ -96,12 +97,15 @@ struct WriteRules: WriteAdmission {
                     write.body = try usersRules(write, in: collection, caller: caller, isAdmin: try callerAccess() >= .admin,
                                                 hashOnly: hashOnly, settings)
                 }
-                if settings.maxDocumentSize < (64 << 20) || !validators.isEmpty {
+                // Size limits are for what others send; the owner's own writes (the node's bookkeeping, an app's
+                // saves, a command on the data directory) are not held to them.
+                let limited = !context.isOwner && settings.maxDocumentSize < (64 << 20)
+                if limited || !validators.isEmpty {
                     let serialized = JSON.object(write.body).serializedBytes
-                    if serialized.count > settings.maxDocumentSize { throw CouchError.tooLarge }
+                    if limited && serialized.count > settings.maxDocumentSize { throw CouchError.tooLarge }
                     text = serialized
                 }
-                try checkAttachmentSizes(write, limit: settings.maxAttachmentSize)
+                if !context.isOwner { try checkAttachmentSizes(write, limit: settings.maxAttachmentSize) }
             } catch {
                 verdicts.append(.failure(Self.refusal(error)))
                 bodyTexts.append(nil)

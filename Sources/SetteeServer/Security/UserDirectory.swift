@@ -232,6 +232,6 @@ extension UserDirectory {
         if try c.record(id: "_design/_auth") != nil { return }
         var body = authDesignDocument
         body.removeValue(forKey: "_id")
-        _ = try c.write([RevisionWrite(id: "_design/_auth", body: body, mode: .edit(parent: nil))], as: .admin)[0].get()
+        _ = try c.write([RevisionWrite(id: "_design/_auth", body: body, mode: .edit(parent: nil))], as: .owner)[0].get()
     }
 }

@@ -40,9 +40,9 @@ extension Collection {
         return results
     }
 
-    /// ``write(_:as:)`` made as the database's owner (``WriteContext/admin``), as Couchbase Lite's API writes.
+    /// ``write(_:as:)`` made as the database's owner (``WriteContext/owner``), as Couchbase Lite's API writes.
     public func write(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
-        try write(writes, as: .admin)
+        try write(writes, as: .owner)
     }
 
     /// Stores admitted revisions in one transaction.
@@ -113,7 +113,7 @@ extension Collection {
     /// database's admission) instead of returning it.
     @discardableResult
     public func write(_ write: RevisionWrite) throws -> RevID {
-        try self.write([write], as: .admin)[0].get()
+        try self.write([write], as: .owner)[0].get()
     }
 
     /// Applies one write inside the writer's transaction.

@@ -12,16 +12,31 @@ public struct WriteContext: Sendable, Equatable, Hashable {
     public var name: String?
     /// The user's roles (`_admin` for a server administrator).
     public var roles: [String]
+    /// Whether this is the database's owner itself (``owner``) rather than a user of it.
+    public let isOwner: Bool
 
+    /// A user: `name` and `roles` as CouchDB's `userCtx` holds them.
     public init(name: String?, roles: [String]) {
         self.name = name
         self.roles = roles
+        isOwner = false
     }
 
-    /// The database's owner: the application that opened it, or the node itself (CouchDB's admin context: no
-    /// name, the `_admin` role). Writes made through Couchbase Lite's API (`save`, `delete`, `inBatch`) are
-    /// made as the owner.
-    public static let admin = WriteContext(name: nil, roles: ["_admin"])
+    private init(owner name: String?, roles: [String]) {
+        self.name = name
+        self.roles = roles
+        isOwner = true
+    }
+
+    /// The database's owner: the application that opened it (writes through Couchbase Lite's API: `save`,
+    /// `delete`, `inBatch`), or the node itself (its own bookkeeping documents), or whoever runs a command on the
+    /// data directory. A server administrator (no name, `_admin`) to design functions; limits meant for what
+    /// arrives from others (document size) don't apply to it.
+    public static let owner = WriteContext(owner: nil, roles: ["_admin"])
+
+    /// A server administrator without a name (CouchDB's admin context), not the owner: a node's replications
+    /// write as this unless a user is named.
+    public static let serverAdmin = WriteContext(name: nil, roles: ["_admin"])
 
     /// Whether the context has the server administrator's role.
     public var isServerAdmin: Bool { roles.contains("_admin") }
