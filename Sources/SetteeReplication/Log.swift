@@ -126,7 +126,7 @@ public final class ConsoleLogger: Sendable {
     func write(level: LogLevel, domain: LogDomain, message: String) {
         let wanted = state.withLock { level >= $0.level && $0.domains.contains(LogDomains(domain)) }
         guard wanted else { return }
-        FileHandle.standardError.write(Data(Log.line(level: level, domain: domain, message: message).utf8))
+        LogWriter.standardError.write(Log.line(level: level, domain: domain, message: message))
     }
 }
 

@@ -131,7 +131,7 @@ final class LogSinkRegistry: @unchecked Sendable {
             return line!
         }
         if let console = sinks.console, level >= console.level, console.domains.contains(bit) {
-            FileHandle.standardError.write(Data(text().utf8))
+            LogWriter.standardError.write(text())
         }
         if let file = sinks.file, level >= file.level {
             writer.write(text())
@@ -145,6 +145,10 @@ final class LogSinkRegistry: @unchecked Sendable {
 
 /// A log file kept open between messages, appended to and rotated by size: `settee.log` becomes `settee.log.1`,
 /// which becomes `settee.log.2`, up to the kept count.
+///
+/// A line that can't be written (a full disk, an I/O error, a directory it can't create or open the file in) is
+/// dropped and counted in ``LogWriter/droppedWrites``; the file is closed and opened again for the next line, so
+/// logging resumes once it can.
 final class LogFileWriter: Sendable {
     struct Config: Equatable {
         var directory: String
@@ -154,18 +158,25 @@ final class LogFileWriter: Sendable {
 
     private struct Open: ~Copyable {
         var config: Config?
-        var handle: FileHandle?
+        /// The open file, -1 for none.
+        var descriptor: Int32 = -1
         var size: UInt64 = 0
+
+        mutating func close() {
+            if descriptor >= 0 { _ = Foundation.close(descriptor) }
+            descriptor = -1
+        }
     }
 
     private let state = Mutex<Open>(Open())
+
+    deinit { state.withLock { $0.close() } }
 
     /// Sets where messages go (nil: nowhere), closing the open file if that changes.
     func configure(_ config: Config?) {
         state.withLock { open in
             guard open.config != config else { return }
-            try? open.handle?.close()
-            open.handle = nil
+            open.close()
             open.config = config
         }
     }
@@ -174,27 +185,29 @@ final class LogFileWriter: Sendable {
         state.withLock { open in
             guard let config = open.config else { return }
             let path = (config.directory as NSString).appendingPathComponent("settee.log")
-            let bytes = Data(line.utf8)
+            let bytes = Array(line.utf8)
             for attempt in 0..<2 {
-                if open.handle == nil {
-                    let fm = FileManager.default
-                    try? fm.createDirectory(atPath: config.directory, withIntermediateDirectories: true)
-                    if !fm.fileExists(atPath: path) { _ = fm.createFile(atPath: path, contents: nil) }
-                    guard let handle = FileHandle(forWritingAtPath: path) else { return }
-                    open.size = (try? handle.seekToEnd()) ?? 0
-                    open.handle = handle
+                if open.descriptor < 0 {
+                    try? FileManager.default.createDirectory(atPath: config.directory, withIntermediateDirectories: true)
+                    let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+                    guard fd >= 0 else {
+                        LogWriter.countDrop()
+                        return
+                    }
+                    var info = stat()
+                    open.size = fstat(fd, &info) == 0 ? UInt64(max(info.st_size, 0)) : 0
+                    open.descriptor = fd
                 }
                 guard attempt == 0, open.size > 0, open.size + UInt64(bytes.count) > config.maxSize else { break }
-                try? open.handle?.close()
-                open.handle = nil
+                open.close()
                 Self.rotate(path, keeping: config.keptFiles)
             }
-            do {
-                try open.handle?.write(contentsOf: bytes)
+            let error = bytes.withUnsafeBytes { LogWriter.writeAll(open.descriptor, $0) }
+            if error == 0 {
                 open.size += UInt64(bytes.count)
-            } catch {
-                try? open.handle?.close()
-                open.handle = nil
+            } else {
+                LogWriter.countDrop()
+                open.close()
             }
         }
     }

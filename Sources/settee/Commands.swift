@@ -14,7 +14,7 @@ struct Put: ParsableCommand {
     func run() throws {
         do {
             try DocumentIDs.validateDatabaseName(db)
-            let text = json ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            let text = try json ?? String(decoding: FileHandle.standardInput.readToEnd() ?? Data(), as: UTF8.self)
             let parsed: JSON
             do { parsed = try JSON.parse(text) } catch { throw SetteeError(.invalidJSON, "\(error)") }
             guard case .object(var body) = parsed else { throw SetteeError(.badRequest, "Document must be a JSON object") }
@@ -211,7 +211,7 @@ struct Import: ParsableCommand {
                         if !quiet { emit(["id": .string(w.id), "rev": .string(rev.description)]) }
                     case .failure(let e):
                         failed += 1
-                        FileHandle.standardError.write(Data("\(w.id): \(e.reason)\n".utf8))
+                        LogWriter.standardError.write("\(w.id): \(e.reason)\n")
                     }
                 }
                 pending.removeAll(keepingCapacity: true)
@@ -220,7 +220,7 @@ struct Import: ParsableCommand {
                 lineNo = number
                 guard case .object(var body) = try? JSON.parse(raw) else {
                     failed += 1
-                    FileHandle.standardError.write(Data("line \(lineNo): not a JSON object\n".utf8))
+                    LogWriter.standardError.write("line \(lineNo): not a JSON object\n")
                     return
                 }
                 let id = body.removeValue(forKey: "_id")?.stringValue ?? MutableDocument(id: nil).id
@@ -230,7 +230,7 @@ struct Import: ParsableCommand {
             }
             try flush()
             let secs = Date().timeIntervalSince(started)
-            FileHandle.standardError.write(Data("imported \(saved) documents (\(failed) failed) in \(String(format: "%.2f", secs))s\n".utf8))
+            LogWriter.standardError.write("imported \(saved) documents (\(failed) failed) in \(String(format: "%.2f", secs))s\n")
         } catch {
             throw fail(error)
         }

@@ -29,12 +29,10 @@ final class LineWriter {
     }
 
     func flush() throws {
-        var offset = 0
-        while offset < buffer.count {
-            let n = buffer.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, buffer.count - offset) }
-            guard n > 0 else { throw SetteeError(.storage, "write failed (errno \(errno))") }
-            offset += n
-        }
+        // A dump is data, not a log: a write that fails stops the dump with an error (never a short file and
+        // success).
+        let error = buffer.withUnsafeBytes { LogWriter.writeAll(fd, $0) }
+        guard error == 0 else { throw SetteeError(.storage, "write failed: \(String(cString: strerror(error)))") }
         buffer.removeAll(keepingCapacity: true)
     }
 }
@@ -57,12 +55,12 @@ final class Progress {
         guard !quiet, Date().timeIntervalSince(last) >= 0.5 else { return }
         last = Date()
         let rate = Double(count) / max(Date().timeIntervalSince(started), 0.001)
-        FileHandle.standardError.write(Data("\r\(verb) \(count) revisions (\(Int(rate))/s) — \(label)        ".utf8))
+        LogWriter.standardError.write("\r\(verb) \(count) revisions (\(Int(rate))/s) — \(label)        ")
     }
 
     func finish(_ summary: String) {
         let secs = Date().timeIntervalSince(started)
-        FileHandle.standardError.write(Data("\(quiet ? "" : "\r")\(summary) in \(String(format: "%.2f", secs)) s\u{1B}[K\n".utf8))
+        LogWriter.standardError.write("\(quiet ? "" : "\r")\(summary) in \(String(format: "%.2f", secs)) s\u{1B}[K\n")
     }
 }
 
@@ -194,7 +192,7 @@ struct Load: ParsableCommand {
                 guard let (c, writes) = pending[key], !writes.isEmpty else { return }
                 for (w, result) in zip(writes, try c.write(writes, as: .owner)) {
                     if case .failure(let e) = result {
-                        FileHandle.standardError.write(Data("\n\(c.database.name)/\(w.id): \(e.reason)\n".utf8))
+                        LogWriter.standardError.write("\n\(c.database.name)/\(w.id): \(e.reason)\n")
                     }
                 }
                 progress.add(writes.count, c.database.name)

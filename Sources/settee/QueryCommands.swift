@@ -36,7 +36,7 @@ struct QueryCommand: ParsableCommand {
             let query = try database.createQuery(sql)
             query.parameters = Parameters(values)
             if explain {
-                print(try query.explain())
+                LogWriter.standardOutput.write(try query.explain() + "\n")
                 return
             }
             for row in try query.execute() { emit(.object(row.jsonObject)) }

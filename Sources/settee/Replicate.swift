@@ -114,7 +114,7 @@ struct Replicate: AsyncParsableCommand {
                           "missing_checked": .int(Int64(s.revisionsChecked))])
                 case .failure(let e):
                     failed = true
-                    FileHandle.standardError.write(Data("error: \(src.displayName) → \(tgt.displayName): \(e)\n".utf8))
+                    LogWriter.standardError.write("error: \(src.displayName) → \(tgt.displayName): \(e)\n")
                 }
             }
             if failed { throw ExitCode(1) }
@@ -151,12 +151,12 @@ final class ProgressBar: Sendable {
             let rate = Double(s.docsWritten) / max(now.timeIntervalSince(started), 0.001)
             let line = String(format: "\r[%@] %3d%%  %@  written %d  failed %d  %.0f docs/s ", bar, Int(fraction * 100),
                               s.activity.name, s.docsWritten, s.docWriteFailures, rate)
-            FileHandle.standardError.write(Data(line.utf8))
+            LogWriter.standardError.write(line)
             drawn.drew = true
         }
     }
 
     func finish() {
-        drawn.withLock { if $0.drew { FileHandle.standardError.write(Data("\n".utf8)) } }
+        drawn.withLock { if $0.drew { LogWriter.standardError.write("\n") } }
     }
 }

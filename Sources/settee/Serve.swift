@@ -112,6 +112,9 @@ struct Serve: AsyncParsableCommand {
     var http1Channel: HTTP1ChannelKind = .settee
 
     func run() async throws {
+        // A log reader that has gone (a closed pipe under standard output or error) must not end the node: the
+        // write gets EPIPE and is dropped (``LogWriter``). NIO ignores SIGPIPE too, but only once it opens a socket.
+        signal(SIGPIPE, SIG_IGN)
         let adminText = admin ?? ProcessInfo.processInfo.environment["SETTEE_ADMIN"]
         var adminPair: (username: String, password: String)?
         if let adminText, !adminText.isEmpty {
@@ -191,7 +194,8 @@ struct Serve: AsyncParsableCommand {
         }
         do { try SetteeServer.validateTLS(config) } catch let error as SetteeError { throw ValidationError(error.reason) }
         switch logFormat {
-        case "text": break
+        // Both write standard error through LogWriter: a line that can't be written is dropped and counted.
+        case "text": LoggingSystem.bootstrap { StreamLogHandler(label: $0, stream: LogWriter.standardError) }
         case "json": LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
         default: throw ValidationError("--log-format must be text or json")
         }
@@ -201,13 +205,13 @@ struct Serve: AsyncParsableCommand {
         Database.log.console.level = .none
         let node = try Node(configuration: config)
         if adminPair == nil {
-            FileHandle.standardError.write(Data("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n".utf8))
+            LogWriter.standardError.write("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n")
         }
         do {
             try await SetteeServer.run(node: node, logger: logger) { [host, dataDirectory = config.dataDirectory,
                                                                      scheme = config.usesTLS ? "https" : "http"] port in
                 let line = "settee \(SetteeServerVersion.version) listening on \(scheme)://\(host):\(port) (data: \(dataDirectory))\n"
-                FileHandle.standardOutput.write(Data(line.utf8))
+                LogWriter.standardOutput.write(line)
             }
         } catch let error as SetteeError where error.code == .badRequest {
             throw ValidationError(error.reason)

@@ -114,7 +114,8 @@ struct JSONLogHandler: LogHandler {
         }
         var bytes = JSON.object(JSONObject(fields)).serializedBytes
         bytes.append(0x0a)
-        FileHandle.standardError.write(Data(bytes))
+        // A line that can't be written is dropped and counted, never a trap (``LogWriter``).
+        LogWriter.standardError.write(bytes: bytes)
     }
 
     static func json(_ value: Logging.Logger.Metadata.Value) -> JSON {

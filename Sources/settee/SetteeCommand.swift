@@ -36,18 +36,11 @@ struct DataOptions: ParsableArguments {
     }
 }
 
-/// Writes one JSON value as a line on stdout.
+/// Writes one JSON value as a line on stdout (a write that fails is dropped and counted: ``LogWriter``).
 func emit(_ value: JSON) {
     var bytes = value.serializedBytes
     bytes.append(0x0a)
-    bytes.withUnsafeBufferPointer { buf in
-        var offset = 0
-        while offset < buf.count {
-            let n = write(1, buf.baseAddress! + offset, buf.count - offset)
-            if n <= 0 { break }
-            offset += n
-        }
-    }
+    LogWriter.standardOutput.write(bytes: bytes)
 }
 
 /// A document as CouchDB returns it: `_id`, `_rev`, then the body.
@@ -63,9 +56,9 @@ func documentJSON(id: String, rev: RevID, deleted: Bool, body: [UInt8]) throws -
 /// Maps a store error to a clean message and exit code.
 func fail(_ error: any Error) -> ExitCode {
     if let e = error as? SetteeError {
-        FileHandle.standardError.write(Data("error: \(e.code.rawValue): \(e.reason)\n".utf8))
+        LogWriter.standardError.write("error: \(e.code.rawValue): \(e.reason)\n")
     } else {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        LogWriter.standardError.write("error: \(error)\n")
     }
     return ExitCode(1)
 }

@@ -3,6 +3,7 @@ import Foundation
 import Prometheus
 import Synchronization
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 
 /// The node's metrics, recorded through swift-metrics into a Prometheus registry and rendered by `GET /_metrics`.
@@ -20,6 +21,7 @@ final class ServerMetrics: Sendable {
     private let authFailures: CoreMetrics.Counter
     private let authLockouts: CoreMetrics.Counter
     private let lockedOutRequests: CoreMetrics.Counter
+    private let logWritesDropped: CoreMetrics.Counter
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -44,6 +46,7 @@ final class ServerMetrics: Sendable {
         authFailures = CoreMetrics.Counter(label: "settee_auth_failures_total", factory: factory)
         authLockouts = CoreMetrics.Counter(label: "settee_auth_lockouts_total", factory: factory)
         lockedOutRequests = CoreMetrics.Counter(label: "settee_auth_locked_out_requests_total", factory: factory)
+        logWritesDropped = CoreMetrics.Counter(label: "settee_log_writes_dropped_total", factory: factory)
     }
 
     private struct Key: Hashable {
@@ -61,6 +64,8 @@ final class ServerMetrics: Sendable {
         var documentReads = 0
         var documentWrites = 0
         var openDatabaseCount = 0
+        /// ``LogWriter/droppedWrites`` as last added to `settee_log_writes_dropped_total`.
+        var logDropsExported = 0
     }
     private let state = Mutex(State())
 
@@ -139,10 +144,17 @@ final class ServerMetrics: Sendable {
     func lockedOutRequest() { lockedOutRequests.increment() }
 
     /// The Prometheus text exposition. (The open-handle cache's figures, process-wide as `max_dbs_open` is, are
-    /// read as it renders: the databases whose SQLite connections are open, and the files those hold.)
+    /// read as it renders: the databases whose SQLite connections are open, and the files those hold; so is the
+    /// process's count of log writes dropped because the log could not be written, ``LogWriter/droppedWrites``.)
     func render() -> [UInt8] {
         connectedDatabasesMeter.set(OpenPools.shared.count)
         databaseFilesMeter.set(OpenPools.shared.files)
+        let dropped = LogWriter.droppedWrites
+        let newDrops = state.withLock { state in
+            defer { state.logDropsExported = max(state.logDropsExported, dropped) }
+            return dropped - state.logDropsExported
+        }
+        if newDrops > 0 { logWritesDropped.increment(by: newDrops) }
         return registry.emitToBuffer()
     }
 }
