@@ -53,4 +53,36 @@ import Testing
         #expect(bad.0 == 500)
         #expect(bad.1["error"] == "invalid_list_index_params")
     }
+
+    /// `_explain` of a query no index can serve (a sort on an unindexed field) answers 200 as CouchDB 3.5 does:
+    /// no index, each candidate with why it can't be used, the selector's hints; `_find` still refuses it.
+    @Test func explainAnswersForAQueryNoIndexCanServe() async throws {
+        let (dir, server, client) = try await Self.nodeWithDocuments()
+        defer { server.stop(); _ = dir }
+        #expect(try await Self.send(client, .post, "/db/_index", #"{"index":{"fields":["city"]},"ddoc":"by-city","name":"city"}"#).0 == 200)
+        let query = #"{"selector":{"rank":{"$gt":0}},"sort":["name"]}"#
+        let find = try await Self.send(client, .post, "/db/_find", query)
+        #expect(find.0 == 400)
+        #expect(find.1["error"] == "no_usable_index")
+
+        let (status, explain) = try await Self.send(client, .post, "/db/_explain", query)
+        #expect(status == 200)
+        #expect(explain["dbname"] == "db")
+        #expect(explain["index"] == .null)
+        #expect(explain["mrargs"] == nil)
+        #expect(explain["covering"] == nil)
+        #expect(explain["selector_hints"]?[0]?["indexable_fields"] == ["rank"])
+        let candidates = explain["index_candidates"]?.arrayValue ?? []
+        #expect(candidates.count == 2)
+        func analysis(_ name: String) -> JSON? { candidates.first { $0["index"]?["name"]?.stringValue == name }?["analysis"] }
+        #expect(analysis("_all_docs")?["usable"] == false)
+        #expect(analysis("_all_docs")?["reasons"] == [["name": "sort_order_mismatch"]])
+        #expect(analysis("city")?["usable"] == false)
+        #expect(analysis("city")?["reasons"] == [["name": "field_mismatch"]])
+        #expect(analysis("city")?["ranking"] == 1)
+        // A query an index serves still explains that index.
+        let served = try await Self.send(client, .post, "/db/_explain", #"{"selector":{"city":"Paris"}}"#)
+        #expect(served.1["index"]?["name"] == "city")
+        #expect(served.1["mrargs"] != nil)
+    }
 }
