@@ -85,4 +85,18 @@ import Testing
         #expect(served.1["index"]?["name"] == "city")
         #expect(served.1["mrargs"] != nil)
     }
+
+    /// A descending feed's `last_seq` is its last row's sequence (the oldest), as CouchDB's changes enumerator
+    /// keeps it, not the database's newest.
+    @Test func descendingChangesEndAtTheLastRowsSequence() async throws {
+        let (dir, server, client) = try await Self.nodeWithDocuments()
+        defer { server.stop(); _ = dir }
+        let all = try await Self.send(client, .get, "/db/_changes?descending=true")
+        #expect(all.1["results"]?.arrayValue?.map { $0["id"]?.stringValue } == ["c", "b", "a"])
+        #expect(Self.seq(all.1["last_seq"]) == 1)
+        let two = try await Self.send(client, .get, "/db/_changes?descending=true&limit=2")
+        #expect(Self.seq(two.1["last_seq"]) == 2)
+        let forward = try await Self.send(client, .get, "/db/_changes")
+        #expect(Self.seq(forward.1["last_seq"]) == 3)
+    }
 }
