@@ -99,4 +99,18 @@ import Testing
         let forward = try await Self.send(client, .get, "/db/_changes")
         #expect(Self.seq(forward.1["last_seq"]) == 3)
     }
+
+    /// `?last-event-id=` stands for `since` (CouchDB's `parse_changes_query`), as the `Last-Event-ID` header does
+    /// for an eventsource feed.
+    @Test func lastEventIDQueryParameterStandsForSince() async throws {
+        let (dir, server, client) = try await Self.nodeWithDocuments()
+        defer { server.stop(); _ = dir }
+        let normal = try await Self.send(client, .get, "/db/_changes?last-event-id=2")
+        #expect(normal.1["results"]?.arrayValue?.map { $0["id"]?.stringValue } == ["c"])
+        let events = try await client.execute(.init("/db/_changes?feed=eventsource&last-event-id=2&timeout=200",
+                                                     method: .get, headers: LiveServerTests.auth))
+        let text = String(buffer: events.body ?? ByteBuffer())
+        #expect(text.contains(#""id":"c""#))
+        #expect(!text.contains(#""id":"a""#) && !text.contains(#""id":"b""#))
+    }
 }

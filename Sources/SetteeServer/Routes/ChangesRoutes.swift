@@ -106,7 +106,12 @@ enum ChangesRoutes {
                 o.since = try parseSequence(since)
             }
         }
-        if q["last-event-id"] == nil, let lastEventID = q["last_event_id"] { o.since = try parseSequence(lastEventID) }
+        // CouchDB's `last-event-id` option (any feed) stands for `since`, as the `Last-Event-ID` header does for an
+        // eventsource feed (`last_event_id` is an older spelling of Settee's).
+        if let lastEventID = q["last-event-id"] ?? q["last_event_id"] {
+            o.since = try parseSequence(lastEventID)
+            o.sinceNow = false
+        }
         o.limit = try q.int("limit")
         o.descending = try q.bool("descending")
         if let style = q["style"] {
