@@ -113,4 +113,22 @@ import Testing
         #expect(text.contains(#""id":"c""#))
         #expect(!text.contains(#""id":"a""#) && !text.contains(#""id":"b""#))
     }
+
+    /// A rule may climb from its design document to the database with two `..` (`"to": "/../../doc"` is relative
+    /// to the design document, as `"../../doc"` is); a rule with a third is refused, as `[chttpd] secure_rewrites`
+    /// refuses it.
+    @Test func rewriteRulesClimbTwoLevelsToTheirDatabase() async throws {
+        let (dir, server, client) = try await Self.nodeWithDocuments()
+        defer { server.stop(); _ = dir }
+        let rules = #"[{"from":"abs","to":"/../../a"},{"from":"rel","to":"../../b"},{"from":"up/:id","to":"../../:id"}]"#
+        #expect(try await Self.send(client, .put, "/db/_design/app", #"{"rewrites":\#(rules)}"#).0 == 201)
+        #expect(try await Self.send(client, .get, "/db/_design/app/_rewrite/abs").1["_id"] == "a")
+        #expect(try await Self.send(client, .get, "/db/_design/app/_rewrite/rel").1["_id"] == "b")
+        #expect(try await Self.send(client, .get, "/db/_design/app/_rewrite/up/c").1["_id"] == "c")
+        let deep = #"[{"from":"x","to":"../../../db/a"}]"#
+        #expect(try await Self.send(client, .put, "/db/_design/deep", #"{"rewrites":\#(deep)}"#).0 == 201)
+        let refused = try await Self.send(client, .get, "/db/_design/deep/_rewrite/x")
+        #expect(refused.0 == 500)
+        #expect(refused.1["error"] == "insecure_rewrite_rule")
+    }
 }
