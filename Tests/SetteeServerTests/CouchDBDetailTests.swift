@@ -131,4 +131,21 @@ import Testing
         #expect(refused.0 == 500)
         #expect(refused.1["error"] == "insecure_rewrite_rule")
     }
+
+    /// An empty body marked `Content-Encoding: gzip` is an empty body: `PUT /db/doc/att` stores an empty attachment,
+    /// as CouchDB does.
+    @Test func emptyGzipMarkedBodyStoresAnEmptyAttachment() async throws {
+        let (dir, server, client) = try await Self.nodeWithDocuments()
+        defer { server.stop(); _ = dir }
+        var headers = LiveServerTests.auth
+        headers[.contentType] = "text/plain"
+        headers[.contentEncoding] = "gzip"
+        let put = try await client.execute(.init("/db/empty/att.txt", method: .put, headers: headers, body: ByteBuffer()))
+        #expect(put.status == .created)
+        let doc = try await Self.send(client, .get, "/db/empty")
+        #expect(doc.1["_attachments"]?["att.txt"]?["length"] == 0)
+        let att = try await client.execute(.init("/db/empty/att.txt", method: .get, headers: LiveServerTests.auth))
+        #expect(att.status == .ok)
+        #expect(att.body?.readableBytes ?? 0 == 0)
+    }
 }
