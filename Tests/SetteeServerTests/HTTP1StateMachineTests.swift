@@ -53,6 +53,33 @@ import Testing
         #expect(machine.nextAfterResponse(now: Self.at(2)) == nil)
     }
 
+    /// NIO's decoder stops after a request it takes for a protocol switch (CONNECT, or Upgrade with
+    /// `Connection: upgrade`): once the response ended, the decoder is replaced before the connection waits.
+    @Test func protocolSwitchRequestsRestartTheDecoderAfterTheirResponse() {
+        let switching = [Self.head(.CONNECT, "/db"),
+                         Self.head(.GET, "/db", [("Connection", "keep-alive, Upgrade"), ("Upgrade", "websocket")])]
+        for head in switching {
+            #expect(Machine.stopsDecoder(head))
+            var machine = Self.responding(to: head)
+            #expect(machine.responsePart(ends: true, closes: false) == .write(closeAfter: false))
+            #expect(machine.nextAfterResponse(now: Self.at(2)) == .restartDecoder)
+            #expect(machine.nextAfterResponse(now: Self.at(2)) == .awaitRequest(armIdleTimer: nil, read: false))
+            #expect(machine.nextAfterResponse(now: Self.at(2)) == nil)
+        }
+        // Upgrade without `Connection: upgrade` (or the reverse), and TRACE, leave the decoder running.
+        for head in [Self.head(.GET, "/db", [("Upgrade", "websocket")]), Self.head(.GET, "/db", [("Connection", "upgrade")]),
+                     Self.head(.TRACE, "/db")] {
+            #expect(!Machine.stopsDecoder(head))
+            var machine = Self.responding(to: head)
+            #expect(machine.responsePart(ends: true, closes: false) == .write(closeAfter: false))
+            #expect(machine.nextAfterResponse(now: Self.at(2)) == .awaitRequest(armIdleTimer: nil, read: false))
+        }
+        // A CONNECT whose response closes the connection has no decoder to restart.
+        var closing = Self.responding(to: Self.head(.CONNECT, "/db", [("Connection", "close")]))
+        #expect(closing.responsePart(ends: true, closes: true) == .write(closeAfter: true))
+        #expect(closing.nextAfterResponse(now: Self.at(2)) == nil)
+    }
+
     @Test func bodyIsAssembledBeforeTheRequestStarts() {
         var machine = Self.machine()
         let head = Self.head(.PUT, "/db/doc", [("content-length", "5")])

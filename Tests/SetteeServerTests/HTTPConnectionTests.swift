@@ -52,6 +52,36 @@ import Testing
         }
     }
 
+    /// `CONNECT`, `TRACE` and methods no route takes get CouchDB's answer (chttpd answers them as any method a
+    /// handler doesn't take: 405 `method_not_allowed`, or the handler's 404; mochiweb switches to no tunnel) and
+    /// the keep-alive connection serves the next request. NIO's decoder stops after a CONNECT (or an Upgrade
+    /// request): the connection used to hang there.
+    @Test func connectTraceAndOtherMethodsAreAnsweredAndTheConnectionLivesOn() async throws {
+        try await offThePool {
+            let (dir, server, conn) = try Self.nodeWithDatabase()
+            defer { server.stop(); _ = dir }
+            for method in ["CONNECT", "TRACE", "PROPFIND"] {
+                try conn.send(Self.request(method, "/db"))
+                let answer = try #require(try conn.readResponse())
+                #expect(answer.status == 405, "\(method)")
+                #expect((try? JSON.parse(answer.body))?["error"]?.stringValue == "method_not_allowed", "\(method)")
+                try conn.send(Self.request("GET", "/db"))
+                #expect(try conn.readResponse()?.status == 200, "the request after \(method)")
+            }
+            try conn.send(Self.request("CONNECT", "/db/missing"))
+            #expect(try conn.readResponse()?.status == 405)
+            // A CONNECT with the next request in the same write, and a request asking to upgrade (ignored, as
+            // CouchDB ignores it): each answered, then the next.
+            try conn.send(Self.request("CONNECT", "/") + Self.request("GET", "/_up"))
+            #expect(try conn.readResponse()?.status == 405)
+            #expect(try conn.readResponse()?.status == 200)
+            try conn.send(Self.request("GET", "/db", headers: ["Connection: Upgrade", "Upgrade: websocket"]))
+            #expect(try conn.readResponse()?.status == 200)
+            try conn.send(Self.request("GET", "/_up"))
+            #expect(try conn.readResponse()?.status == 200)
+        }
+    }
+
     @Test func connectionCloseAndHTTP10CloseAfterTheResponse() async throws {
         try await offThePool {
             let dir = TempDir()

@@ -35,8 +35,11 @@ public enum MangoExecutor {
     public static func find(_ query: MangoQuery, in collection: Collection) throws -> MangoResult {
         let started = DispatchTime.now().uptimeNanoseconds
         try checkPartition(query, collection)
+        let partitioned = collection.database.isPartitioned
         let plan = try MangoPlan(query: query, indexes: try MangoIndex.list(collection),
-                                 databasePartitioned: collection.database.isPartitioned)
+                                 databasePartitioned: partitioned, purpose: .find)
+        // (A plan for `_find` always has an index: without one it throws.)
+        guard let index = plan.index else { throw MangoPlan.noUsableIndex(query, databasePartitioned: partitioned) }
         if isEmpty(query) { return MangoResult() }
         var result = MangoResult()
         var stats = Stats()
@@ -44,7 +47,7 @@ public enum MangoExecutor {
         let resume: (key: JSON, id: String)? = try query.bookmark.map(decodeBookmark)
         /// The last row read that matched: its key (JSON text) and id.
         var last: (key: [UInt8], id: String)?
-        let covering = isCovering(query, plan.index)
+        let covering = isCovering(query, index)
         let manager = try ViewManager.shared(for: collection.database)
         try manager.withCollator { collator in
         /// One row: match, skip, keep. Returns false when the page is full.
@@ -68,8 +71,8 @@ public enum MangoExecutor {
             return true
         }
         if query.limit > 0 {
-            switch plan.index.kind {
-            case .json: try scanView(plan.index, query, collection, manager: manager, collator: collator, after: resume,
+            switch index.kind {
+            case .json: try scanView(index, query, collection, manager: manager, collator: collator, after: resume,
                                      covering: covering, consider)
             case .special: try scanAllDocs(query, collection, after: resume, consider)
             }

@@ -3,12 +3,13 @@ public import SetteeStore
 
 extension MangoExecutor {
     /// `POST /{db}/_explain`: the index a `_find` would use, the range it would read and why the other indexes
-    /// were not chosen, in CouchDB's shape.
+    /// were not chosen, in CouchDB 3.5's shape. For a query no index can serve (which `_find` refuses with
+    /// `no_usable_index`) it answers as CouchDB does: `"index": null`, no `mrargs` or `covering`, and each
+    /// candidate with the reason it can't be used.
     public static func explain(_ query: MangoQuery, in collection: Collection) throws -> JSON {
         try checkPartition(query, collection)
         let plan = try MangoPlan(query: query, indexes: try MangoIndex.list(collection),
-                                 databasePartitioned: collection.database.isPartitioned)
-        let index = plan.index
+                                 databasePartitioned: collection.database.isPartitioned, purpose: .explain)
         let sort = JSON.object(JSONObject(query.sort.map { ($0.name, .string($0.descending ? "desc" : "asc")) }))
         let opts: JSON = .object(JSONObject([
             ("use_index", .array(query.useIndex.map(JSON.string))), ("bookmark", .string(query.bookmark ?? "nil")),
@@ -23,6 +24,22 @@ extension MangoExecutor {
         }
         let indexable = query.selector.indexableFields.map(name).sorted()
         let unindexable = query.selector.fields.map(name).filter { !indexable.contains($0) }.sorted()
+        let candidates: [JSON] = plan.candidates.map { c in
+            ["index": c.index.json,
+             "analysis": ["usable": .bool(c.usable), "reasons": [["name": .string(c.reason.rawValue)]],
+                          "ranking": .int(Int64(c.ranking)),
+                          "covering": c.index.kind == .json ? .bool(isCovering(query, c.index)) : .null]]
+        }
+        var explained = JSONObject([
+            ("dbname", .string(collection.database.name)), ("index", plan.index?.json ?? .null),
+            ("partitioned", .bool(collection.database.isPartitioned)), ("selector", query.selector.normalizedJSON),
+            ("opts", opts), ("limit", .int(Int64(query.limit))), ("skip", .int(Int64(query.skip))),
+            ("fields", .array(query.fields.map(JSON.string))), ("index_candidates", .array(candidates)),
+            ("selector_hints", [["type": "json", "indexable_fields": .array(indexable.map(JSON.string)),
+                                 "unindexable_fields": .array(unindexable.map(JSON.string))]]),
+        ])
+        // The chosen index's own part (CouchDB's `mango_cursor_view:explain/1`); none without an index.
+        guard let index = plan.index else { return .object(explained) }
         let covering = isCovering(query, index)
         let startKey: JSON, endKey: JSON
         switch index.kind {
@@ -43,20 +60,8 @@ extension MangoExecutor {
             ("direction", query.descending ? "rev" : "fwd"), ("stable", .bool(query.stable || query.stale)),
             ("update", .bool(query.update && !query.stale)), ("conflicts", query.conflicts ? true : "undefined"),
         ]))
-        let candidates: [JSON] = plan.candidates.map { c in
-            ["index": c.index.json,
-             "analysis": ["usable": .bool(c.usable), "reasons": [["name": .string(c.reason.rawValue)]],
-                          "ranking": .int(Int64(c.ranking)),
-                          "covering": c.index.kind == .json ? .bool(isCovering(query, c.index)) : .null]]
-        }
-        return .object(JSONObject([
-            ("dbname", .string(collection.database.name)), ("index", index.json),
-            ("partitioned", .bool(collection.database.isPartitioned)), ("selector", query.selector.normalizedJSON),
-            ("opts", opts), ("limit", .int(Int64(query.limit))), ("skip", .int(Int64(query.skip))),
-            ("fields", .array(query.fields.map(JSON.string))), ("index_candidates", .array(candidates)),
-            ("selector_hints", [["type": "json", "indexable_fields": .array(indexable.map(JSON.string)),
-                                 "unindexable_fields": .array(unindexable.map(JSON.string))]]),
-            ("mrargs", mrargs), ("covering", .bool(covering)),
-        ]))
+        explained["mrargs"] = mrargs
+        explained["covering"] = .bool(covering)
+        return .object(explained)
     }
 }

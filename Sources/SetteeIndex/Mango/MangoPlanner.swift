@@ -6,6 +6,13 @@ import SetteeStore
 /// its selector and sort, `use_index` preferred, then the json index whose columns cover the most of the
 /// selector's ranges, with fewest columns, by name; `_all_docs` when no json index is usable.
 struct MangoPlan {
+    /// What the plan is for, as CouchDB's cursor kind: a `_find` with no usable index is refused
+    /// (`no_usable_index`), an `_explain` of it answers with no index and every candidate's reason
+    /// (`mango_idx:get_usable_indexes/4`, `mango_cursor:create_cursor/4`'s dummy cursor).
+    enum Purpose {
+        case find, explain
+    }
+
     /// Why an index was not chosen (`_explain`'s `index_candidates`).
     enum Reason: String {
         case lessOverlap = "less_overlap", tooManyFields = "too_many_fields"
@@ -22,12 +29,13 @@ struct MangoPlan {
         let ranking: Int
     }
 
-    let index: MangoIndex
+    /// The index that answers the query; nil only when explaining a query no index can serve.
+    let index: MangoIndex?
     var warnings: [String] = []
     /// The other indexes and why they lost.
     var candidates: [Candidate] = []
 
-    init(query: MangoQuery, indexes: [MangoIndex], databasePartitioned: Bool) throws {
+    init(query: MangoQuery, indexes: [MangoIndex], databasePartitioned: Bool, purpose: Purpose) throws {
         let selector = query.selector
         let sortPaths = query.sort.map(\.path)
         let useIndex = query.useIndex
@@ -52,11 +60,9 @@ struct MangoPlan {
             }
         }
         let jsonUsable = usable.filter { $0.kind == .json }
-        if usable.isEmpty || (jsonUsable.isEmpty && !usable.contains { $0.kind == .special }) {
-            let reason = !databasePartitioned ? "No index exists for this sort, try indexing by the sort fields."
-                : query.partition != nil ? "No partitioned index exists for this sort, try indexing by the sort fields."
-                : "No global index exists for this sort, try indexing by the sort fields."
-            throw MangoError.badRequest("no_usable_index", reason)
+        let noneUsable = usable.isEmpty || (jsonUsable.isEmpty && !usable.contains { $0.kind == .special })
+        if noneUsable && purpose == .find {
+            throw Self.noUsableIndex(query, databasePartitioned: databasePartitioned)
         }
         var chosenFrom = usable
         var userExcluded: [MangoIndex] = []
@@ -90,14 +96,15 @@ struct MangoPlan {
             if a.columns.count != b.columns.count { return a.columns.count < b.columns.count }
             return (a.designDocumentID ?? "", a.name) < (b.designDocumentID ?? "", b.name)
         }
-        index = json.first ?? chosenFrom.first { $0.kind == .special } ?? MangoIndex.allDocs
+        let index = noneUsable ? nil : json.first ?? chosenFrom.first { $0.kind == .special } ?? MangoIndex.allDocs
+        self.index = index
 
-        if let ddoc = useIndex.first, !named(index) {
+        if let ddoc = useIndex.first, !(index.map(named) ?? false) {
             warnings.append(useIndex.count == 1
                 ? "_design/\(ddoc) was not used because it does not contain a valid index for this query."
                 : "_design/\(ddoc), \(useIndex[1]) was not used because it is not a valid index for this query.")
         }
-        if index.kind == .special { warnings.append("No matching index found, create an index to optimize query time.") }
+        if index?.kind == .special { warnings.append("No matching index found, create an index to optimize query time.") }
 
         // Candidates for _explain, in CouchDB's buckets.
         var rank = 0
@@ -108,7 +115,7 @@ struct MangoPlan {
             candidates.append(Candidate(index: other, usable: true, reason: reason, ranking: position))
         }
         rank = max(1, json.count)
-        let unfavored = chosenFrom.filter { $0.kind == .special && index.kind == .json }
+        let unfavored = chosenFrom.filter { $0.kind == .special && index?.kind == .json }
         for other in unfavored { candidates.append(Candidate(index: other, usable: true, reason: .unfavoredType, ranking: rank)) }
         if !unfavored.isEmpty { rank += 1 }
         for other in userExcluded { candidates.append(Candidate(index: other, usable: true, reason: .excludedByUser, ranking: rank)) }
@@ -120,6 +127,14 @@ struct MangoPlan {
             if a.index.kind != b.index.kind { return a.index.kind == .json }
             return (a.index.designDocumentID ?? "", a.index.name) > (b.index.designDocumentID ?? "", b.index.name)
         }
+    }
+
+    /// `_find`'s error when no index can serve the query (CouchDB's `mango_idx:mango_sort_error/2`).
+    static func noUsableIndex(_ query: MangoQuery, databasePartitioned: Bool) -> MangoError {
+        let reason = !databasePartitioned ? "No index exists for this sort, try indexing by the sort fields."
+            : query.partition != nil ? "No partitioned index exists for this sort, try indexing by the sort fields."
+            : "No global index exists for this sort, try indexing by the sort fields."
+        return MangoError.badRequest("no_usable_index", reason)
     }
 
     /// Why `index` can't answer the query, or nil when it can (CouchDB's `is_usable/3`).

@@ -47,6 +47,8 @@ struct Call: Sendable {
                 guard encoding == "gzip" || encoding == "x-gzip" || encoding == "deflate" else {
                     throw CouchError(.unsupportedMediaType, "bad_content_type", "Unsupported Content-Encoding: \(encoding)")
                 }
+                // An empty body is empty however it is marked (CouchDB stores an empty attachment for one).
+                if bytes.isEmpty { return bytes }
                 do { return try Gzip.decompress(bytes, limit: limit) } catch let e as SetteeError where e.code == .badRequest {
                     throw CouchError.badRequest("Request body is not valid \(encoding) data")
                 }

@@ -36,11 +36,17 @@ struct SetteeHTTP1Channel: ServerChildChannel {
             let pipeline = channel.pipeline.syncOperations
             // NIO's request decoder (its limits are NIO's defaults, 80 KiB of headers, as with Hummingbird's
             // channel); responses are encoded by the request's task (``ResponseEncoding``), not by a NIO encoder.
-            try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+            try pipeline.addHandler(Self.requestDecoder())
             let tasks = ConnectionTasks()
             try pipeline.addHandler(HTTP1ConnectionHandler(exchange: exchange, tasks: tasks, idleTimeout: idleTimeout))
             return Value(channel: channel, tasks: tasks)
         }
+    }
+
+    /// NIO's request decoder. Its left-over bytes are forwarded when it is removed: only
+    /// ``HTTP1ConnectionHandler`` removes it, to replace it after a request that stopped it (a `CONNECT`).
+    static func requestDecoder() -> ByteToMessageHandler<HTTPRequestDecoder> {
+        ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes))
     }
 
     /// The connection lives in its channel handler; this task outlives it and its last request (the server

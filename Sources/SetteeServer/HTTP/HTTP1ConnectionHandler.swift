@@ -201,6 +201,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             response.writeStaticString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(response))).whenComplete { _ in bound.value.close(promise: nil) }
+        case .restartDecoder:
+            restartDecoder(context)
         case .close:
             context.close(promise: nil)
         case .tearDown(let cancelRequest):
@@ -209,6 +211,20 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             idleTask?.cancel()
             idleTask = nil
             if cancelRequest { tasks.cancel() }
+        }
+    }
+
+    /// Puts a fresh request decoder in the place of the one that stopped after a `CONNECT` or `Upgrade` request
+    /// (``HTTP1ConnectionStateMachine/stopsDecoder(_:)``). The new one goes in right after the old, so the bytes
+    /// the old one holds, forwarded as it leaves the pipeline (``SetteeHTTP1Channel/requestDecoder()``), reach it.
+    private func restartDecoder(_ context: ChannelHandlerContext) {
+        let pipeline = context.pipeline.syncOperations
+        do {
+            let stopped = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try pipeline.addHandler(SetteeHTTP1Channel.requestDecoder(), position: .after(stopped))
+            pipeline.removeHandler(stopped, promise: nil)
+        } catch {
+            context.close(promise: nil)
         }
     }
 

@@ -19,6 +19,11 @@ import NIOHTTP1
 ///   and after the pending response once told to (``inputClosed()``: the client's half-close, or shutdown).
 /// - The idle timer: no request part for the idle timeout while no response is pending closes the connection
 ///   (idle between requests, or stalled mid-request or mid-upload); a response of any length is not idleness.
+/// - A request NIO's decoder (llhttp) takes for a protocol switch — `CONNECT`, or `Upgrade` with
+///   `Connection: upgrade` — stops that decoder for good after its end (the bytes that follow would be the new
+///   protocol's). Settee switches to nothing, as CouchDB's mochiweb doesn't: the request is answered like any
+///   other and, once its response ended, the decoder is replaced (``Action/restartDecoder``) so the connection
+///   reads its next request.
 struct HTTP1ConnectionStateMachine {
     /// Where the connection is between two events.
     enum State: Equatable {
@@ -78,6 +83,9 @@ struct HTTP1ConnectionStateMachine {
         case armIdleTimer(TimeAmount)
         /// Answer `400 Bad Request` and close once it is written.
         case sendBadRequest
+        /// Replace the request decoder, which stopped after a request it took for a protocol switch, by a fresh
+        /// one that gets the bytes the old one held.
+        case restartDecoder
         /// Close the connection now.
         case close
         /// The connection is gone: fail a streamed body that didn't end, cancel the idle timer and (if
@@ -103,6 +111,8 @@ struct HTTP1ConnectionStateMachine {
     private(set) var lastActivity: NIODeadline
     /// A response ended and ``nextAfterResponse(now:)`` has not yet said what follows.
     private var resuming = false
+    /// The request being answered stopped the decoder (see ``stopsDecoder(_:)``): replace it after the response.
+    private(set) var decoderStopped = false
     private var uploads = 0
     /// Bytes of a body kept: one past the request limit, so the route can tell it is too large.
     private let keep: Int
@@ -145,6 +155,7 @@ struct HTTP1ConnectionStateMachine {
             return .none
         case .idle:
             guard case .head(let head) = part else { return protocolViolation() }
+            if Self.stopsDecoder(head) { decoderStopped = true }
             let sendContinue = head.version == .http1_1
                 && head.headers.first(name: "expect")?.lowercased() == "100-continue"
             let length = head.headers.first(name: "content-length").flatMap { Int($0) }
@@ -251,6 +262,11 @@ struct HTTP1ConnectionStateMachine {
         if !queued.isEmpty && (upload != nil || !isResponding) {
             return partReceived(queued.removeFirst(), now: now)
         }
+        if decoderStopped && !isResponding {
+            // Nothing was queued: the stopped decoder passed on no part after the request's end.
+            decoderStopped = false
+            return .restartDecoder
+        }
         resuming = false
         if isResponding { return nil }  // a queued request is being answered
         lastActivity = now
@@ -320,11 +336,21 @@ struct HTTP1ConnectionStateMachine {
         upload = nil
         readPending = false
         resuming = false
+        decoderStopped = false
         idleTimerArmed = false
         return .tearDown(cancelRequest: cancelRequest)
     }
 
     // MARK: Helpers
+
+    /// Whether NIO's decoder stops parsing after this request's end: llhttp's rule for a request that switches
+    /// protocols (`llhttp__before_headers_complete`: `CONNECT`, or an `Upgrade` header with `upgrade` among the
+    /// `Connection` tokens).
+    static func stopsDecoder(_ head: HTTPRequestHead) -> Bool {
+        if head.method == .CONNECT { return true }
+        return head.headers.contains(name: "upgrade")
+            && head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "upgrade" }
+    }
 
     /// NIO's decoder delivers head, body…, end in order; anything else is a broken connection.
     private mutating func protocolViolation() -> Action {

@@ -7,11 +7,15 @@ struct QueryOptions: Sendable {
 
     init(_ query: String?) {
         guard let query, !query.isEmpty else { return }
-        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+        for (key, value) in QueryOptions.pairs(query) { values[key] = value }
+    }
+
+    /// The decoded `name=value` pairs of a query string or form body, in order. As CouchDB's HTTP layer (mochiweb's
+    /// `parse_qs`) reads them, `;` separates pairs as `&` does; a name without `=` has the value "".
+    static func pairs(_ text: String) -> [(name: String, value: String)] {
+        text.split(omittingEmptySubsequences: true) { $0 == "&" || $0 == ";" }.map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = QueryOptions.decode(parts[0])
-            let value = parts.count > 1 ? QueryOptions.decode(parts[1]) : ""
-            values[key] = value
+            return (decode(parts[0]), parts.count > 1 ? decode(parts[1]) : "")
         }
     }
 

@@ -106,7 +106,12 @@ enum ChangesRoutes {
                 o.since = try parseSequence(since)
             }
         }
-        if q["last-event-id"] == nil, let lastEventID = q["last_event_id"] { o.since = try parseSequence(lastEventID) }
+        // CouchDB's `last-event-id` option (any feed) stands for `since`, as the `Last-Event-ID` header does for an
+        // eventsource feed (`last_event_id` is an older spelling of Settee's).
+        if let lastEventID = q["last-event-id"] ?? q["last_event_id"] {
+            o.since = try parseSequence(lastEventID)
+            o.sinceNow = false
+        }
         o.limit = try q.int("limit")
         o.descending = try q.bool("descending")
         if let style = q["style"] {
@@ -167,10 +172,12 @@ enum ChangesRoutes {
         let filtered = o.selector != nil || o.designOnly || o.javascript != nil
         if !filtered { opts.limit = o.limit }
         var rows: [[UInt8]] = []
-        var last = o.descending ? 0 : since
+        // `last_seq` is the sequence of the last change read (a descending feed's oldest), as CouchDB's
+        // `fabric_rpc:changes_enumerator` keeps it; a descending feed starts at the database's sequence.
+        var last = o.descending ? dbSeq : since
         var limitReached = false
         try c.forEachChange(opts) { row in
-            if o.descending { last = max(last, row.sequence) } else { last = row.sequence }
+            last = row.sequence
             if o.designOnly && !row.id.hasPrefix("_design/") { return true }
             var docBytes: [UInt8]?
             if let body = row.body {
@@ -190,10 +197,7 @@ enum ChangesRoutes {
             }
             return true
         }
-        if o.descending {
-            last = max(last, dbSeq)
-            if limitReached, let lastRow = rows.last, let seq = seqOf(lastRow) { last = seq }
-        } else if !limitReached {
+        if !o.descending && !limitReached {
             last = max(last, dbSeq)
         }
         var pending = 0
@@ -218,13 +222,6 @@ enum ChangesRoutes {
             }
         }
         return (rows, last, pending)
-    }
-
-    /// The sequence number of a rendered change row.
-    static func seqOf(_ row: [UInt8]) -> UInt64? {
-        guard let json = try? JSON.parse(row), let seq = json["seq"] else { return nil }
-        if let n = seq.intValue { return UInt64(n) }
-        return seq.stringValue.flatMap { try? ChangeSequence.parse($0) }
     }
 
     /// The sequence string of a rendered change row (an eventsource event's id).

@@ -47,6 +47,7 @@ extension CouchResponder {
             }
         case .array(let rules)?:
             let rest = Array(s.dropFirst(4))
+            try RewriteRules.checkClimbing(rules, secure: call.node.configuration.secureRewrites)
             guard let match = RewriteRules.match(rules, path: rest, method: call.method.rawValue, query: call.query.values) else {
                 throw CouchError(.notFound, "not_found", "Invalid path.")
             }
@@ -69,7 +70,9 @@ extension CouchResponder {
         }
         var segments = Array(s.prefix(3))
         if pathPart.hasPrefix("/") {
-            segments = []
+            // A rule's `to` is relative to the design document even with a leading `/` (CouchDB's
+            // `chttpd_rewrite:path_to_list/3` drops empty segments); a function's path with one is absolute.
+            if !fromRules { segments = [] }
             pathPart.removeFirst()
         }
         for piece in pathPart.split(separator: "/", omittingEmptySubsequences: true) {
@@ -120,6 +123,22 @@ extension CouchResponder {
 /// `:name` matches one segment and binds it; `*` matches the rest; bound names fill `:name` and `*` in `to` and in
 /// the query's values (a value that is exactly `:name` takes the bound value as JSON when it parses).
 enum RewriteRules {
+    /// `[chttpd] secure_rewrites` (on by default): a rule whose `from` or `to` has more than two `..` segments is
+    /// refused, and with it every request to the rewrite (CouchDB's `path_to_list/3` parses all rules before
+    /// matching one). Two `..` reach the database from its design document (`"to": "../../doc"`, or
+    /// `"/../../doc"`); a third would leave it.
+    static func checkClimbing(_ rules: [JSON], secure: Bool) throws {
+        guard secure else { return }
+        for rule in rules {
+            for key in ["from", "to"] {
+                let pattern = rule[key]?.stringValue ?? ""
+                if pattern.split(separator: "/").filter({ $0 == ".." }).count > 2 {
+                    throw CouchError(.internalServerError, "insecure_rewrite_rule", "too many ../.. segments")
+                }
+            }
+        }
+    }
+
     static func match(_ rules: [JSON], path: [String], method: String, query: [String: String]) -> JSONObject? {
         for rule in rules {
             guard case .object(let r) = rule else { continue }

@@ -77,7 +77,7 @@ extension AdminUI {
     /// Encodes a query-string value.
     static func encodeQuery(_ s: String) -> String {
         var allowed = CharacterSet.urlQueryAllowed
-        allowed.remove(charactersIn: "&=+#?/")
+        allowed.remove(charactersIn: "&;=+#?/")  // `;` separates pairs as `&` does (QueryOptions.pairs)
         return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
     }
 }
@@ -87,21 +87,12 @@ struct FormData: Sendable {
     private(set) var values: [String: String] = [:]
 
     init(_ bytes: [UInt8]) {
-        let text = String(decoding: bytes, as: UTF8.self)
-        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = FormData.decode(parts[0])
-            let value = parts.count > 1 ? FormData.decode(parts[1]) : ""
-            if values[key] == nil { values[key] = value }
+        for (key, value) in QueryOptions.pairs(String(decoding: bytes, as: UTF8.self)) where values[key] == nil {
+            values[key] = value
         }
     }
 
     init(query: String?) { self.init(Array((query ?? "").utf8)) }
-
-    static func decode(_ s: Substring) -> String {
-        let spaced = s.replacingOccurrences(of: "+", with: " ")
-        return spaced.removingPercentEncoding ?? spaced
-    }
 
     subscript(_ key: String) -> String? { values[key] }
 
