@@ -181,7 +181,8 @@ import Testing
         let others = ["writer.write(", "out.write(", "body.write(", ".write(toFile", "FileHandle.", "context.write(",
                       "handler.write(", "case .write(", "return .write(", "DocumentInput.write(", "registry.write(",
                       "console.write(", "file.write(", "base.write(", "target.write(", "Foundation.write(",
-                      "handle?.write(", "(.write)", "uuid.write("]
+                      "handle?.write(", "(.write)", "uuid.write(", "LogWriter.", "Glibc.write(", "Musl.write(",
+                      "Darwin.write("]
         let opening = try NSRegularExpression(pattern: #"Database\(name:[^)]*config:\s*DatabaseConfiguration\("#)
         var unnamed: [String] = []
         for target in ["SetteeServer", "SetteeReplication", "settee"] {
@@ -193,6 +194,7 @@ import Testing
                     let line = String(line)
                     let range = NSRange(line.startIndex..., in: line)
                     if call.firstMatch(in: line, range: range) != nil, !line.contains("as:"),
+                       !line.trimmingCharacters(in: .whitespaces).hasPrefix("//"),
                        !others.contains(where: { line.contains($0) }) {
                         unnamed.append("\(target)/\(file):\(n + 1): \(line.trimmingCharacters(in: .whitespaces))")
                     }
