@@ -118,6 +118,9 @@ public final class JavaScriptEngine: Sendable {
     /// How many query-server processes were started so far (crashes and time-outs start new ones).
     public var processesStarted: Int { state.withLock { $0.started } }
 
+    /// How many processes wait idle for the next calls (at most `os_process_soft_limit`).
+    package var idleProcessCount: Int { state.withLock { $0.idle.count } }
+
     /// Stops every idle process (the node shutting down).
     public func shutdown() {
         let all = state.withLock { s -> [QueryServerProcess] in
