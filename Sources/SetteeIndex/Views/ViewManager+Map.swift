@@ -19,9 +19,11 @@ extension ViewManager {
         private let condition = NSCondition()
         private var result: Result<Value, any Error>?
 
-        /// Starts `work` on a global queue.
+        /// Starts `work` on the store's background threads (``BackgroundWork``): never on Swift's cooperative pool
+        /// or libdispatch's global queues, where a map function waiting for its query server held threads every
+        /// other task of the process needed. `work` must not wait for another `Pending`.
         init(_ work: @escaping @Sendable () throws -> Value) {
-            DispatchQueue.global().async {
+            BackgroundWork.run {
                 let r = Result { try work() }
                 self.condition.lock()
                 self.result = r
@@ -75,32 +77,19 @@ extension ViewManager {
         case failed(any Error)  // the map function threw
     }
 
-    /// Maps a batch: documents split across the cores (one collator per worker), results in batch order.
+    /// Maps a piece of a batch, in order, on the calling thread (one of ``BackgroundWork``'s: the pieces of a batch
+    /// are mapped in parallel, each on its own thread, so a view build uses every core).
     static func map(_ changes: [Change], definition: ViewDefinition) throws -> [MapOutput] {
-        let workers = changes.count >= 256 ? max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)) : 1
-        let slices = (0..<workers).map { w in (changes.count * w / workers)..<(changes.count * (w + 1) / workers) }
-        let results = SliceResults(count: workers)
-        let work: @Sendable (Int) -> Void = { w in
-            do {
-                let collator = try ViewCollator()
-                collator.raw = definition.rawCollation
-                let emitter = Emitter()
-                var out: [MapOutput] = []
-                out.reserveCapacity(slices[w].count)
-                if let batchMap = definition.batchMap {
-                    out = try mapBatch(changes[slices[w]], definition, batchMap, collator)
-                } else {
-                    for i in slices[w] { out.append(mapOne(changes[i], definition, collator, emitter)) }
-                }
-                results.set(w, .success(out))
-            } catch {
-                results.set(w, .failure(error))
-            }
-        }
-        if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
+        let collator = try ViewCollator()
+        collator.raw = definition.rawCollation
         var all: [MapOutput] = []
         all.reserveCapacity(changes.count)
-        for w in 0..<workers { all += try results.get(w) }
+        if let batchMap = definition.batchMap {
+            all = try mapBatch(changes[...], definition, batchMap, collator)
+        } else {
+            let emitter = Emitter()
+            for change in changes { all.append(mapOne(change, definition, collator, emitter)) }
+        }
         // A JavaScript map function that doesn't compile, runs past its time limit or crashes its process fails
         // the update (and the query waiting on it), as in CouchDB; a function that throws for one document has
         // already been answered with no rows for it by the query server.
@@ -217,13 +206,5 @@ extension ViewManager {
         collator.raw = false
         defer { collator.raw = raw }
         return collator.encode(.string(partition))
-    }
-
-    /// Per-worker results of a parallel map.
-    final class SliceResults: Sendable {
-        private let results: Mutex<[Result<[MapOutput], any Error>?]>
-        init(count: Int) { results = Mutex(Array(repeating: nil, count: count)) }
-        func set(_ i: Int, _ r: Result<[MapOutput], any Error>) { results.withLock { $0[i] = r } }
-        func get(_ i: Int) throws -> [MapOutput] { try results.withLock { $0[i] }!.get() }
     }
 }

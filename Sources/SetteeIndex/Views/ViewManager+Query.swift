@@ -38,9 +38,11 @@ extension ViewManager {
         defer {
             if q.indexUpdateMode == .after {
                 let name = q.view.name
-                DispatchQueue.global().async { [weak self] in
+                // On the store's offload threads: the update waits for its map pieces on the background threads.
+                Task.detached { [weak self] in
+                    guard let manager = self else { return }
                     do {
-                        try self?.update(view: name, collection: collection)
+                        _ = try await Database.offload { try manager.update(view: name, collection: collection) }
                     } catch let error as SetteeError where error.code == .closed {
                         return  // the database closed meanwhile: the next open catches up
                     } catch {
