@@ -7,7 +7,7 @@
 // replicate, replicate-incremental (replicator); query-indexed, index-build, index-catchup, query-parse, fts-build,
 // fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views); many-dbs (1,000 databases
 // and --peer); deep (10,000 revisions and 1,000 conflicts of one document); md5 (the revision-id digest against
-// swift-crypto's). Each prints its rate, the baseline's rate
+// swift-crypto's); cbl (Couchbase Lite C's cbl-bench and Settee's port of it, side by side). Each prints its rate, the baseline's rate
 // and the ratio; `--json` prints one JSON object with every figure.
 import Crypto
 import Foundation
@@ -26,7 +26,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
                     "fts-build", "fts-query", "array-query", "vector", "view-build", "view-query", "view-reduce", "view-build-js",
-                    "validate-bulk", "find", "starvation", "many-dbs", "deep", "md5"]
+                    "validate-bulk", "find", "starvation", "many-dbs", "deep", "md5", "cbl"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -62,7 +62,9 @@ struct Figure {
     let goal: Double?
     /// How the value reads: a rate (`/s`) unless told otherwise.
     var unit = "/s"
-    var ratio: Double? { baseline.map { value / $0 } }
+    /// A size rather than a rate: the ratio is then baseline ÷ value, so that above 1 is still better.
+    var lowerIsBetter = false
+    var ratio: Double? { baseline.map { lowerIsBetter ? $0 / value : value / $0 } }
     var meetsGoal: Bool? {
         guard let goal else { return nil }
         return (ratio ?? value) >= goal
@@ -73,9 +75,11 @@ var figures: [Figure] = []
 @MainActor func report(_ f: Figure) {
     figures.append(f)
     guard !jsonOutput else { return }
-    var line = "\(f.workload.padding(toLength: 8, withPad: " ", startingAt: 0)) \(f.metric): \(Int(f.value)) \(f.unit)"
+    // Small values (query rates, sizes in MB) keep a decimal.
+    func show(_ v: Double) -> String { abs(v) >= 1000 || !v.isFinite ? "\(Int(exactly: v.rounded()) ?? 0)" : String(format: "%.1f", v) }
+    var line = "\(f.workload.padding(toLength: 8, withPad: " ", startingAt: 0)) \(f.metric): \(show(f.value)) \(f.unit)"
     if let b = f.baseline, let name = f.baselineName, let r = f.ratio {
-        line += "   baseline \(name): \(Int(b)) /s   ratio \(String(format: "%.2f", r))"
+        line += "   baseline \(name): \(show(b)) \(f.unit)   ratio \(String(format: "%.2f", r))"
     }
     if let goal = f.goal, let ok = f.meetsGoal {
         line += "   goal ≥ \(goal)\(f.baseline == nil ? " " + f.unit : "×") \(ok ? "✓" : "✗")"
@@ -98,6 +102,13 @@ try? FileManager.default.removeItem(atPath: workDir)
 try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: workDir) }
 
+// cbl: Couchbase Lite side by side (CBLWorkload.swift). It runs first, before this process builds the other
+// workloads' documents, so that its peak RSS is the workload's own.
+if selected.contains(where: cblWorkloads.contains) {
+    runCBLWorkload(count: count, rounds: rounds, workDir: workDir, jsonOutput: jsonOutput)
+}
+let onlyCBL = selected.allSatisfy(cblWorkloads.contains)
+
 // ~300-byte documents with a mix of types.
 let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
 func makeDoc(_ i: Int) -> JSONObject {
@@ -113,11 +124,11 @@ func makeDoc(_ i: Int) -> JSONObject {
     o["bio"] = .string("Member since \(2000 + i % 25). " + String(repeating: words[(i + 7) % 12] + " ", count: 10))
     return o
 }
-let ids = (0..<count).map { String(format: "doc%07d", $0) }
-let docs = (0..<count).map(makeDoc)
+let ids = (0..<(onlyCBL ? 0 : count)).map { String(format: "doc%07d", $0) }
+let docs = (0..<(onlyCBL ? 0 : count)).map(makeDoc)
 let docBytes = docs.map { JSON.object($0).serializedBytes }
 let avgSize = docBytes.reduce(0) { $0 + $1.count } / max(1, count)
-if !jsonOutput { print("documents: \(count) × ~\(avgSize) bytes") }
+if !jsonOutput && !onlyCBL { print("documents: \(count) × ~\(avgSize) bytes") }
 
 let batch = 1000
 let needsStore = selected.contains { ["insert", "update", "get", "changes"].contains($0) }
