@@ -34,20 +34,20 @@ import Synchronization
 /// It lives in SetteeReplication because that is the lowest target that writes logs (the console and file
 /// sinks); SetteeStore does file I/O but logs nothing, SetteeCore is pure, and the server (its `/_metrics`) and
 /// the CLI both sit above it.
-public struct LogWriter: Sendable, TextOutputStream {
+package struct LogWriter: Sendable, TextOutputStream {
     /// The descriptor written to. It is never closed by the writer.
-    public let descriptor: Int32
+    package let descriptor: Int32
 
-    public init(descriptor: Int32) { self.descriptor = descriptor }
+    package init(descriptor: Int32) { self.descriptor = descriptor }
 
     /// The process's standard output (descriptor 1).
-    public static let standardOutput = LogWriter(descriptor: 1)
+    package static let standardOutput = LogWriter(descriptor: 1)
     /// The process's standard error (descriptor 2).
-    public static let standardError = LogWriter(descriptor: 2)
+    package static let standardError = LogWriter(descriptor: 2)
 
     /// Writes to log descriptors and log files dropped since the process started (each a line, or a message of
     /// a command), because the write failed or the log file could not be opened.
-    public static var droppedWrites: Int { dropped.load(ordering: .relaxed) }
+    package static var droppedWrites: Int { dropped.load(ordering: .relaxed) }
 
     private static let dropped = Atomic<Int>(0)
     /// ``droppedWrites`` as last reported in a line of the log.
@@ -56,13 +56,13 @@ public struct LogWriter: Sendable, TextOutputStream {
     /// Writes `bytes` whole, or drops them and counts the drop.
     /// - Returns: whether every byte was written.
     @discardableResult
-    public func write(bytes: [UInt8]) -> Bool {
+    package func write(bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { send($0) }
     }
 
     /// Writes `string`'s UTF-8 whole, or drops it and counts the drop (`TextOutputStream`'s requirement, so
     /// swift-log's `StreamLogHandler` can write through it).
-    public func write(_ string: String) {
+    package func write(_ string: String) {
         var text = string
         text.withUTF8 { _ = send(UnsafeRawBufferPointer($0)) }
     }
@@ -99,7 +99,7 @@ public struct LogWriter: Sendable, TextOutputStream {
     /// Writes all of `bytes` to `descriptor` with `write(2)`, retrying after `EINTR` and partial writes.
     /// - Returns: 0 when every byte was written, else the `errno` of the write that failed (bytes before it may
     ///   have been written).
-    public static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+    package static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
         guard var next = bytes.baseAddress else { return 0 }
         var left = bytes.count
         while left > 0 {
