@@ -72,6 +72,8 @@ public struct BLIPConnection: Sendable {
     private var incomingReplies: [UInt64: Incoming] = [:]
     /// Requests this side sent that await a reply.
     private var awaitingReply: Set<UInt64> = []
+    /// Requests received that want a reply and have not had one.
+    private var owedReplies: Set<UInt64> = []
     private var outbox: [Outgoing] = []
     private var closed = false
     private let deflater: BLIPDeflater
@@ -185,6 +187,7 @@ public struct BLIPConnection: Sendable {
 
     /// Decodes a message whose last frame arrived; a request with bad properties is answered with a BLIP 400.
     private mutating func complete(_ incoming: Incoming, number: UInt64) throws(BLIPError) -> BLIPMessage {
+        if incoming.type == .request && !incoming.flags.contains(.noReply) { owedReplies.insert(number) }
         do throws(BLIPError) {
             let (properties, bodyStart) = try BLIPProperties.read(incoming.data[...])
             return BLIPMessage(type: incoming.type, number: number,
@@ -200,7 +203,8 @@ public struct BLIPConnection: Sendable {
 
     // MARK: Sending
 
-    /// Queues a message. A request gets the next request number (returned); a response or error keeps its number.
+    /// Queues a message. A request gets the next request number (returned); a response or error keeps its number,
+    /// and is dropped unless it answers a received request that wants a reply and has none yet.
     @discardableResult
     public mutating func send(_ message: BLIPMessage) -> UInt64 {
         guard !closed else { return 0 }
@@ -211,6 +215,9 @@ public struct BLIPConnection: Sendable {
             nextRequestNumber += 1
             if !flags.contains(.noReply) { awaitingReply.insert(number) }
         } else {
+            // One reply per request that wants one: a reply to a no-reply request, to no request, or a second
+            // reply would be a protocol error at the peer (LiteCore closes the connection), so it is dropped.
+            guard owedReplies.remove(number) != nil else { return number }
             flags.remove(.noReply)
         }
         let data = message.encoded()

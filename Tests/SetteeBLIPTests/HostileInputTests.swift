@@ -12,6 +12,13 @@ import Testing
         return sender.drainFrames()
     }
 
+    /// A frame as the first one of its direction: header, payload, CRC32 of the payload.
+    static func rawFrame(number: UInt8, flags: UInt8, payload: [UInt8]) -> [UInt8] {
+        let checksum = BLIPChecksum.update(0, payload[...])
+        return [number, flags] + payload + [UInt8(checksum >> 24), UInt8(truncatingIfNeeded: checksum >> 16),
+                                            UInt8(truncatingIfNeeded: checksum >> 8), UInt8(truncatingIfNeeded: checksum)]
+    }
+
     @Test func badChecksumIsFatal() throws {
         var frame = frames(.request(profile: "getCheckpoint"))[0]
         frame[frame.count - 1] ^= 0xFF
@@ -38,10 +45,10 @@ import Testing
     }
 
     @Test func replyToNothingIsRefused() throws {
-        var sender = BLIPConnection()
-        sender.send(.response(to: 9))
+        // RPY #9 with no properties, when nothing was asked.
+        let frame = Self.rawFrame(number: 9, flags: BLIPMessageType.response.rawValue, payload: [0])
         var server = BLIPConnection()
-        #expect { try server.receive(sender.drainFrames()[0]) } throws: { ($0 as? BLIPError)?.kind == .unexpectedMessageNumber }
+        #expect { try server.receive(frame) } throws: { ($0 as? BLIPError)?.kind == .unexpectedMessageNumber }
     }
 
     @Test func oversizedMessageIsFatal() throws {
@@ -66,12 +73,7 @@ import Testing
 
     @Test func badPropertiesAnswerTheRequestWithA400AndKeepTheConnection() throws {
         // Request #1 whose properties claim more bytes than the message has.
-        let payload: [UInt8] = [50, 0x61, 0]
-        var frame: [UInt8] = [1, 0]
-        let checksum = BLIPChecksum.update(0, payload[...])
-        frame += payload
-        frame += [UInt8(checksum >> 24), UInt8(truncatingIfNeeded: checksum >> 16), UInt8(truncatingIfNeeded: checksum >> 8),
-                  UInt8(truncatingIfNeeded: checksum)]
+        let frame = Self.rawFrame(number: 1, flags: 0, payload: [50, 0x61, 0])
         var server = BLIPConnection()
         #expect { try server.receive(frame) } throws: { ($0 as? BLIPError)?.kind == .badProperties }
         #expect(!server.isClosed)
@@ -97,5 +99,21 @@ import Testing
             _ = try? server.receive(bytes)
             _ = server.nextFrame()
         }
+    }
+}
+
+@Suite struct ReplyRulesTests {
+    @Test func repliesToNoReplyRequestsAndSecondRepliesAreDropped() throws {
+        var pair = Pair()
+        pair.client.send(.request(profile: "proposeChanges", noReply: true))
+        pair.client.send(.request(profile: "getCheckpoint"))
+        let received = try pair.pump().atServer
+        #expect(received.count == 2)
+        pair.server.send(.response(to: 1))   // no-reply request: dropped
+        pair.server.send(.response(to: 2))
+        pair.server.send(.response(to: 2))   // second reply: dropped
+        pair.server.send(.response(to: 7))   // no such request: dropped
+        let replies = try pair.pump().atClient
+        #expect(replies.map(\.number) == [2])
     }
 }

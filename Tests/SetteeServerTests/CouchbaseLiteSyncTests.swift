@@ -1,0 +1,177 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import SetteeCore
+import SetteeTestSupport
+import Testing
+
+/// Couchbase Lite C 3.2.4's own replicator (`cbl-sync`, ../shared/cblite) against a `settee serve` process over
+/// `ws://…/{db}/_blipsync`: push, pull, updates and deletions both ways, continuous mode, 10,000 documents, and a
+/// reader-only user refused on push.
+///
+/// `cbl-sync` is built with gcc into a temporary folder at test time (`tools/build.sh`). The tests skip, saying
+/// why, only where the library is absent or cannot load on this machine.
+@Suite(.serialized) struct CouchbaseLiteSyncTests {
+    /// The Couchbase Lite C folder: `$SETTEE_CBLITE`, else `../shared/cblite` beside the checkout, else /work/shared/cblite.
+    static let libraryFolder: String? = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let candidates = [ProcessInfo.processInfo.environment["SETTEE_CBLITE"],
+                          root.deletingLastPathComponent().appendingPathComponent("shared/cblite").path,
+                          "/work/shared/cblite"].compactMap { $0 }
+        return candidates.first { FileManager.default.fileExists(atPath: $0 + "/tools/build.sh") }
+    }()
+
+    /// `cbl-sync`, built once per test run, or why it can't run here.
+    static let tool: Result<String, ServerProcessError> = {
+        guard let folder = libraryFolder else {
+            return .failure(ServerProcessError(message: "Couchbase Lite C is not at ../shared/cblite (or $SETTEE_CBLITE)"))
+        }
+        let out = NSTemporaryDirectory() + "settee-cbl-tools-" + UUID().uuidString
+        do {
+            let printed = try runTool("/bin/bash", [folder + "/tools/build.sh", out])
+            let path = printed.split(separator: "\n").last.map(String.init) ?? out
+            let tool = path + "/cbl-sync"
+            // A local-only run: loads the library and opens a database.
+            let probe = NSTemporaryDirectory() + "settee-cbl-probe-" + UUID().uuidString
+            defer { try? FileManager.default.removeItem(atPath: probe) }
+            _ = try runTool(tool, ["--db", probe, "--list"])
+            return .success(tool)
+        } catch let error as ServerProcessError {
+            return .failure(error)
+        } catch {
+            return .failure(ServerProcessError(message: "\(error)"))
+        }
+    }()
+
+    static var available: Bool {
+        if case .success = tool { return true }
+        if case .failure(let error) = tool { print("CouchbaseLiteSyncTests skipped: cbl-sync cannot run here: \(error)") }
+        return false
+    }
+
+    static let auth: HTTPFields = [.authorization: "Basic " + Base64.encode(Array("admin:secret".utf8)),
+                                   .contentType: "application/json"]
+
+    /// What one `cbl-sync` run printed: its events, and the documents it listed.
+    struct Run {
+        let events: [JSON]
+        var documents: [String: JSON] {
+            var out: [String: JSON] = [:]
+            for event in events where event["event"]?.stringValue == "doc" {
+                if let id = event["id"]?.stringValue { out[id] = event }
+            }
+            return out
+        }
+        var done: JSON? { events.last { $0["event"]?.stringValue == "replicator_done" } }
+    }
+
+    /// Runs `cbl-sync` with `arguments` against `db` on `server`; a non-zero exit throws with its output.
+    static func sync(_ server: ServerProcess, _ db: String, client: String, user: String = "admin",
+                     password: String = "secret", _ arguments: [String]) async throws -> Run {
+        let tool = try tool.get()
+        let args = ["--db", client, "--url", "ws://127.0.0.1:\(server.port)/\(db)", "--user", user, "--password", password,
+                    "--timeout", "300"] + arguments
+        let output = try await offThePool { try runTool(tool, args) }
+        return Run(events: output.split(separator: "\n").compactMap { try? JSON.parse(String($0)) })
+    }
+
+    static func http(_ server: ServerProcess, _ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil,
+                     headers: HTTPFields = auth) async throws -> (Int, JSON?) {
+        let client = TestClient(host: "127.0.0.1", port: server.port, configuration: .init(timeout: .seconds(60)))
+        client.connect()
+        defer { Task { try? await client.shutdown() } }
+        let response = try await client.execute(.init(uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }))
+        let bytes = response.body.map { Array($0.readableBytesView) } ?? []
+        return (Int(response.status.code), try? JSON.parse(bytes))
+    }
+
+    @Test(.enabled(if: available)) func pushPullUpdateAndDeleteBothWays() async throws {
+        let dir = TempDir(), a = TempDir(), b = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/cbl").0 == 201)
+
+        // Push: 100 documents created by Couchbase Lite arrive with their bodies and revision ids.
+        let pushed = try await Self.sync(server, "cbl", client: a.path, ["--create", "100", "--push", "--list"])
+        #expect(pushed.done?["ok"]?.boolValue == true)
+        let (_, all) = try await Self.http(server, .get, "/cbl/_all_docs?include_docs=true")
+        #expect(all?["total_rows"]?.intValue == 100)
+        let (_, first) = try await Self.http(server, .get, "/cbl/doc-000001")
+        #expect(first?["n"]?.intValue == 1 && first?["type"]?.stringValue == "cbl")
+        #expect(first?["_rev"]?.stringValue == pushed.documents["doc-000001"]?["rev"]?.stringValue)
+
+        // Pull: documents written over CouchDB's API reach a fresh Couchbase Lite database, with the pushed ones.
+        let docs = (1...5).map { #"{"_id":"couch-\#($0)","from":"couchdb","i":\#($0)}"# }.joined(separator: ",")
+        #expect(try await Self.http(server, .post, "/cbl/_bulk_docs", #"{"docs":[\#(docs)]}"#).0 == 201)
+        let pulled = try await Self.sync(server, "cbl", client: b.path, ["--pull", "--list"])
+        #expect(pulled.done?["ok"]?.boolValue == true)
+        #expect(pulled.documents.count == 105)
+        #expect(pulled.documents["couch-3"]?["body"]?["from"]?.stringValue == "couchdb")
+        #expect(pulled.documents["doc-000050"]?["body"]?["n"]?.intValue == 50)
+
+        // Update and delete from Couchbase Lite: pushed to Settee.
+        _ = try await Self.sync(server, "cbl", client: a.path, ["--update-all", "--delete", "doc-000002", "--push"])
+        let (_, updated) = try await Self.http(server, .get, "/cbl/doc-000003")
+        #expect(updated?["n"]?.intValue == 1003)
+        #expect(try await Self.http(server, .get, "/cbl/doc-000002").0 == 404)
+
+        // Update and delete over CouchDB's API: pulled into Couchbase Lite.
+        let (_, couch1) = try await Self.http(server, .get, "/cbl/couch-1")
+        let rev1 = couch1?["_rev"]?.stringValue ?? ""
+        #expect(try await Self.http(server, .put, "/cbl/couch-1", #"{"_rev":"\#(rev1)","from":"couchdb","i":100}"#).0 == 201)
+        let (_, couch2) = try await Self.http(server, .get, "/cbl/couch-2")
+        #expect(try await Self.http(server, .delete, "/cbl/couch-2?rev=\(couch2?["_rev"]?.stringValue ?? "")").0 == 200)
+        let again = try await Self.sync(server, "cbl", client: b.path, ["--pull", "--list"])
+        #expect(again.documents["couch-1"]?["body"]?["i"]?.intValue == 100)
+        #expect(again.documents["couch-2"] == nil)
+        #expect(again.documents["doc-000002"] == nil)
+        #expect(again.documents["doc-000003"]?["body"]?["n"]?.intValue == 1003)
+        #expect(again.documents.count == 103)
+    }
+
+    @Test(.enabled(if: available)) func continuousSyncStopsWhenIdle() async throws {
+        let dir = TempDir(), a = TempDir(), b = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/live").0 == 201)
+        let pushed = try await Self.sync(server, "live", client: a.path, ["--create", "20", "--continuous"])
+        #expect(pushed.done?["ok"]?.boolValue == true && pushed.done?["went_idle"]?.boolValue == true)
+        let pulled = try await Self.sync(server, "live", client: b.path, ["--pull", "--continuous", "--list"])
+        #expect(pulled.done?["went_idle"]?.boolValue == true)
+        #expect(pulled.documents.count == 20)
+    }
+
+    @Test(.enabled(if: available)) func tenThousandDocumentsBothWays() async throws {
+        let dir = TempDir(), a = TempDir(), b = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/big").0 == 201)
+        let pushed = try await Self.sync(server, "big", client: a.path, ["--create", "10000", "--push"])
+        #expect(pushed.done?["ok"]?.boolValue == true)
+        let (_, info) = try await Self.http(server, .get, "/big")
+        #expect(info?["doc_count"]?.intValue == 10_000)
+        let pulled = try await Self.sync(server, "big", client: b.path, ["--pull"])
+        #expect(pulled.done?["ok"]?.boolValue == true)
+        #expect(pulled.done?["documents_ok"]?.intValue == 10_000)
+    }
+
+    @Test(.enabled(if: available)) func readerOnlyUserPullsButCannotPush() async throws {
+        let dir = TempDir(), a = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/ro").0 == 201)
+        #expect(try await Self.http(server, .put, "/_users/org.couchdb.user:reader",
+                                    #"{"name":"reader","password":"pw","roles":[],"type":"user"}"#).0 == 201)
+        #expect(try await Self.http(server, .put, "/ro/_security",
+                                    #"{"readers":{"names":["reader"]},"members":{"names":["someone"]}}"#).0 == 200)
+        #expect(try await Self.http(server, .put, "/ro/seed", #"{"x":1}"#).0 == 201)
+        let pulled = try await Self.sync(server, "ro", client: a.path, user: "reader", password: "pw", ["--pull", "--list"])
+        #expect(pulled.documents["seed"] != nil)
+        await #expect(throws: ServerProcessError.self) {
+            _ = try await Self.sync(server, "ro", client: a.path, user: "reader", password: "pw", ["--create", "3", "--push"])
+        }
+        let (_, info) = try await Self.http(server, .get, "/ro")
+        #expect(info?["doc_count"]?.intValue == 1)
+    }
+}
