@@ -8,7 +8,8 @@ import CZlib
 /// uncompressed payload sent so far in the direction, compressed or not.
 ///
 /// A class because zlib's stream lives at a fixed address; ``BLIPConnection`` owns one of each and is the only
-/// user (unchecked `Sendable`: a connection is used from one task at a time).
+/// user.
+// @unchecked: the stream is mutated only through the owning BLIPConnection, which one task (or one lock) uses at a time.
 final class BLIPDeflater: @unchecked Sendable {
     private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
     private var ready = false
@@ -61,6 +62,7 @@ final class BLIPDeflater: @unchecked Sendable {
 }
 
 /// The receiving direction: inflates compressed frames with one stream and keeps the running CRC32.
+// @unchecked: as BLIPDeflater, owned and used by one BLIPConnection at a time.
 final class BLIPInflater: @unchecked Sendable {
     private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
     private var ready = false

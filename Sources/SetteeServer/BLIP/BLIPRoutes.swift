@@ -48,7 +48,7 @@ enum BLIPRoutes {
         headers[.secWebSocketAccept] = accept
         headers[.secWebSocketProtocol] = chosen
         let context = BLIPSyncHandler.Context(node: call.node, database: db, collection: collection, writer: call.writer,
-                                              canPush: call.access >= .member,
+                                              canPush: call.access >= .member, canWriteDesign: call.access >= .admin,
                                               logger: Logger(label: "settee.blip"))
         call.route = "blipsync"
         let body = ResponseBody { writer in

@@ -88,18 +88,18 @@ final class BLIPSession: Sendable {
     func run(_ channel: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>,
              onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async {
         do {
-            try await channel.executeThenClose { inbound, outbound in
+            try await channel.executeThenClose { inbound, writer in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for await frame in self.outgoing {
                             var buffer = ByteBuffer()
                             buffer.writeBytes(frame)
-                            try await outbound.write(WebSocketFrame(fin: true, opcode: .binary, data: buffer))
+                            try await writer.write(WebSocketFrame(fin: true, opcode: .binary, data: buffer))
                         }
                         // Closing: say so before the connection goes.
                         var reason = ByteBuffer()
-                        reason.write(webSocketErrorCode: .normalClosure)
-                        try? await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason))
+                        reason.writeInteger(UInt16(1000))  // normal closure
+                        try? await writer.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason))
                     }
                     defer { self.close() }
                     var message: [UInt8] = []
@@ -117,7 +117,7 @@ final class BLIPSession: Sendable {
                                 if error.isFatal { return }
                             }
                         case .ping:
-                            try await outbound.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
+                            try await writer.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
                         case .connectionClose:
                             return
                         case .text:

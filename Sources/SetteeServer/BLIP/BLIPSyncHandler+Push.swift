@@ -88,13 +88,17 @@ extension BLIPSyncHandler {
             history.append(ancestor)
         }
         let deleted = properties["deleted"].map { $0 == "1" || $0 == "true" } ?? false
-        let c = context.collection, writer = context.writer
+        let c = context.collection, writer = context.writer, canWriteDesign = context.canWriteDesign
         let noConflicts = properties["noconflicts"] == "true" || properties["noconflicts"] == "1"
         let parsed = DocumentInput.Parsed(id: id, rev: rev, deleted: deleted, history: history, body: body, attachments: nil)
         let ancestors = Set(history.dropFirst()), firstRevision = history.count == 1
         let metrics = context.node.metrics
         try await blocking {
-            _ = try DocumentIDs.validate(id)
+            switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(id) : DocumentIDs.validate(id) {
+            case .regular: break
+            case .design: guard canWriteDesign else { throw Auth.notDatabaseAdmin }
+            case .local: throw BLIPSyncError(domain: .http, code: 400, "_local documents are not replicated")
+            }
             if noConflicts, let current = try c.record(id: id), current.revID != rev,
                !(current.deleted && firstRevision), !ancestors.contains(current.revID) {
                 throw BLIPSyncError(domain: .http, code: 409, "Document revision conflict")

@@ -22,6 +22,8 @@ final class BLIPSyncHandler: Sendable {
         let collection: SetteeStore.Collection
         let writer: WriteContext
         let canPush: Bool
+        /// Database admins may push design documents, as `_bulk_docs` allows them.
+        let canWriteDesign: Bool
         let logger: Logger
     }
 
