@@ -76,6 +76,19 @@ import Testing
         return Run(events: output.split(separator: "\n").compactMap { try? JSON.parse(String($0)) })
     }
 
+    /// Runs `cbl-sync` expecting it to fail (a non-zero exit); returns what it printed.
+    static func failingSync(_ server: ServerProcess, _ db: String, client: String, _ arguments: [String]) async throws -> Run {
+        do {
+            _ = try await sync(server, db, client: client, arguments)
+        } catch let error as ServerProcessError {
+            return Run(events: error.message.split(separator: "\n").compactMap { line in
+                (line.firstIndex(of: "{")).flatMap { try? JSON.parse(String(line[$0...])) }
+            })
+        }
+        Issue.record("cbl-sync \(arguments) succeeded")
+        return Run(events: [])
+    }
+
     static func http(_ server: ServerProcess, _ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil,
                      headers: HTTPFields = auth) async throws -> (Int, JSON?) {
         let client = TestClient(host: "127.0.0.1", port: server.port, configuration: .init(timeout: .seconds(60)))
@@ -173,5 +186,54 @@ import Testing
         }
         let (_, info) = try await Self.http(server, .get, "/ro")
         #expect(info?["doc_count"]?.intValue == 1)
+    }
+
+    /// Both sides edit the same revision: the push is refused with 409 (as Sync Gateway refuses it), Couchbase Lite
+    /// pulls the server's revision and resolves the conflict, and its resolution reaches Settee and a third client.
+    @Test(.enabled(if: available)) func conflictingEditsResolveTheSameEverywhere() async throws {
+        let dir = TempDir(), a = TempDir(), b = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/cf").0 == 201)
+        _ = try await Self.sync(server, "cf", client: a.path, ["--create", "2", "--push"])
+        let (_, doc) = try await Self.http(server, .get, "/cf/doc-000001")
+        let rev = doc?["_rev"]?.stringValue ?? ""
+        #expect(try await Self.http(server, .put, "/cf/doc-000001", #"{"_rev":"\#(rev)","n":555,"server":true}"#).0 == 201)
+        // Couchbase Lite edits its copy of the same revision: the push of that document is refused as a conflict.
+        let refused = try await Self.failingSync(server, "cf", client: a.path, ["--update-all", "--push"])
+        #expect(refused.done?["documents_failed"]?.intValue == 1)
+        let conflict = refused.events.first { $0["event"]?.stringValue == "document" && $0["id"]?.stringValue == "doc-000001" }
+        #expect(conflict?["error"]?["code"]?.intValue == 409)
+        // Pull (Couchbase Lite resolves), then push the resolution.
+        _ = try await Self.sync(server, "cf", client: a.path, ["--pull"])
+        let resolved = try await Self.sync(server, "cf", client: a.path, ["--push", "--list"])
+        let winner = try #require(resolved.documents["doc-000001"]?["rev"]?.stringValue)
+        let (_, atServer) = try await Self.http(server, .get, "/cf/doc-000001?conflicts=true")
+        #expect(atServer?["_rev"]?.stringValue == winner)
+        #expect(atServer?["_conflicts"] == nil)
+        let third = try await Self.sync(server, "cf", client: b.path, ["--pull", "--list"])
+        #expect(third.documents["doc-000001"]?["rev"]?.stringValue == winner)
+        #expect(third.documents["doc-000001"]?["body"] == resolved.documents["doc-000001"]?["body"])
+    }
+
+    /// A pull cut off part way (the client gives up after a second) resumes from its checkpoint: the next run
+    /// pulls only what the first did not.
+    @Test(.enabled(if: available)) func interruptedPullResumesFromItsCheckpoint() async throws {
+        let dir = TempDir(), a = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/resume").0 == 201)
+        for batch in 0..<20 {
+            let docs = (0..<1000).map { #"{"_id":"r-\#(batch)-\#($0)","batch":\#(batch),"i":\#($0),"text":"some text to pull"}"# }
+            #expect(try await Self.http(server, .post, "/resume/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#).0 == 201)
+        }
+        let first = try await Self.failingSync(server, "resume", client: a.path, ["--pull", "--timeout", "1"])
+        let pulledFirst = first.done?["documents_ok"]?.intValue ?? 0
+        try #require(first.done?["timed_out"]?.boolValue == true, "the first pull finished within a second; nothing to resume")
+        let second = try await Self.sync(server, "resume", client: a.path, ["--pull", "--list"])
+        #expect(second.documents.count == 20_000)
+        let pulledSecond = second.done?["documents_ok"]?.intValue ?? 0
+        #expect(pulledSecond < 20_000, "the second pull started over (first pulled \(pulledFirst))")
+        #expect(pulledFirst + pulledSecond >= 20_000)
     }
 }
