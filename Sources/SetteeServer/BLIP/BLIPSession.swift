@@ -84,7 +84,9 @@ final class BLIPSession: Sendable {
     }
 
     /// Runs the session over a WebSocket until either side closes: reads frames (a BLIP frame is one binary
-    /// WebSocket message), answers pings, and writes this side's frames as they are made.
+    /// WebSocket message), answers pings, and writes this side's frames as they are made. Whichever side ends first
+    /// ends the other: the peer's close (or a fatal BLIP error) stops the writer after a close frame, and this side's
+    /// ``close()`` (shutdown) sends the close frame and stops reading once the peer answers or two seconds pass.
     func run(_ channel: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>,
              onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async {
         do {
@@ -101,37 +103,51 @@ final class BLIPSession: Sendable {
                         reason.writeInteger(UInt16(1000))  // normal closure
                         try? await writer.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason))
                     }
-                    defer { self.close() }
-                    var message: [UInt8] = []
-                    for try await frame in inbound {
-                        switch frame.opcode {
-                        case .binary, .continuation:
-                            message.append(contentsOf: frame.unmaskedData.readableBytesView)
-                            guard frame.fin else { continue }
-                            let bytes = message
-                            message = []
-                            do {
-                                if let request = try self.receive(bytes) { await onRequest(request) }
-                            } catch let error as BLIPError {
-                                self.logger.notice("BLIP: \(error)")
-                                if error.isFatal { return }
-                            }
-                        case .ping:
-                            try await writer.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
-                        case .connectionClose:
-                            return
-                        case .text:
-                            self.logger.notice("BLIP: a text WebSocket message (BLIP sends binary only); closing")
-                            return
-                        default:
-                            continue
-                        }
+                    group.addTask {
+                        defer { self.close() }
+                        try await self.read(inbound, writer: writer, onRequest: onRequest)
                     }
+                    _ = try await group.next()
+                    self.close()
+                    group.addTask { try await Task.sleep(for: .seconds(2)) }
+                    _ = try await group.next()
+                    group.cancelAll()
                 }
             }
         } catch {
             logger.debug("BLIP connection ended: \(error)")
         }
         close()
+    }
+
+    /// Reads frames until the peer closes, sends something that is not BLIP, or a fatal BLIP error.
+    private func read(_ inbound: NIOAsyncChannelInboundStream<WebSocketFrame>,
+                      writer: NIOAsyncChannelOutboundWriter<WebSocketFrame>,
+                      onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async throws {
+        var message: [UInt8] = []
+        for try await frame in inbound {
+            switch frame.opcode {
+            case .binary, .continuation:
+                message.append(contentsOf: frame.unmaskedData.readableBytesView)
+                guard frame.fin else { continue }
+                let bytes = message
+                message = []
+                do {
+                    if let request = try receive(bytes) { await onRequest(request) }
+                } catch {
+                    logger.notice("BLIP: \(error)")
+                    if error.isFatal { return }
+                }
+            case .ping:
+                try await writer.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
+            case .connectionClose:
+                return
+            case .text:
+                logger.notice("BLIP: a text WebSocket message (BLIP sends binary only); closing")
+                return
+            default:
+                continue
+            }
+        }
     }
 }
