@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(
             name: "SetteeServerTests",
             dependencies: [
-                "SetteeServer", "SetteeStore", "SetteeCore", "Settee", "settee", "SetteeTestSupport",
+                "SetteeServer", "SetteeStore", "SetteeCore", "Settee", "settee", "SetteeTestSupport", "SetteeBLIP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
