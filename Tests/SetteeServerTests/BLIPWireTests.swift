@@ -234,4 +234,49 @@ import Glibc
             #expect(socket.readHead().hasPrefix("HTTP/1.1 401"))
         }
     }
+
+    @Test func checkpointsAndProposalsAnswerAsSyncGatewayDoes() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        let port = server.port
+        try await offThePool {
+            #expect(try Self.http(port, "PUT", "/sg").hasPrefix("HTTP/1.1 201"))
+            let created = try Self.http(port, "PUT", "/sg/here", #"{"n":1}"#)
+            let rev = try #require(created.range(of: #""rev":"[^"]+""#, options: .regularExpression).map { String(created[$0].dropFirst(7).dropLast()) })
+            let socket = try WebSocketClient(port: port, path: "/sg/_blipsync")
+            #expect(socket.readHead().hasPrefix("HTTP/1.1 101"))
+            let client = BLIPClient(socket)
+            func ask(_ message: BLIPMessage) throws -> BLIPMessage {
+                try client.send(message)
+                return try #require(try client.next())
+            }
+            // Checkpoints: missing is HTTP 404; saved with an empty rev; a stale rev is 409.
+            #expect(try ask(.request(profile: "getCheckpoint", properties: ["client": "cp-1"])).errorInfo?.code == 404)
+            let saved = try ask(.request(profile: "setCheckpoint", properties: ["client": "cp-1", "rev": ""],
+                                         body: Array(#"{"remote":7}"#.utf8)))
+            let checkpointRev = try #require(saved.properties["rev"])
+            let got = try ask(.request(profile: "getCheckpoint", properties: ["client": "cp-1"]))
+            let body = try got.jsonBody()
+            #expect(got.properties["rev"] == checkpointRev && body == ["remote": 7])
+            let stale = try ask(.request(profile: "setCheckpoint", properties: ["client": "cp-1", "rev": "0-99"],
+                                         body: Array("{}".utf8)))
+            #expect(stale.errorInfo?.domain == "HTTP" && stale.errorInfo?.code == 409)
+            // proposeChanges: new (0), already here (304), built on the current revision (0), a conflict (409).
+            let proposals = #"[["new","1-aaaa"],["here","\#(rev)"],["here","2-bbbb","\#(rev)"],["here","2-cccc","1-ffff"]]"#
+            let answer = try ask(.request(profile: "proposeChanges", body: Array(proposals.utf8)))
+            #expect(try answer.jsonBody() == [0, 304, 0, 409])
+            // A rev over the current one is written; the same rev with noconflicts over a stale parent is 409.
+            let written = try ask(.request(profile: "rev", properties: ["id": "here", "rev": "2-bbbb", "history": rev],
+                                           body: Array(#"{"n":2}"#.utf8)))
+            #expect(written.type == .response)
+            let refused = try ask(.request(profile: "rev", properties: ["id": "here", "rev": "2-cccc", "history": "1-ffff",
+                                                                         "noconflicts": "true"], body: Array(#"{"n":3}"#.utf8)))
+            #expect(refused.errorInfo?.code == 409)
+            // Unknown profiles are BLIP 404.
+            let unknown = try ask(.request(profile: "frobnicate"))
+            #expect(unknown.errorInfo?.domain == "BLIP" && unknown.errorInfo?.code == 404)
+            #expect(try Self.http(port, "GET", "/sg/here").contains(#""_rev":"2-bbbb""#))
+        }
+    }
 }

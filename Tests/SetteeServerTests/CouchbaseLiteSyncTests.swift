@@ -236,4 +236,21 @@ import Testing
         #expect(pulledSecond < 20_000, "the second pull started over (first pulled \(pulledFirst))")
         #expect(pulledFirst + pulledSecond >= 20_000)
     }
+
+    /// Writes over BLIP pass the database's write rules: a `validate_doc_update` refusal reaches Couchbase Lite as
+    /// that document's 403, and the other documents are written.
+    @Test(.enabled(if: available)) func validateDocUpdateRefusesAPushedDocument() async throws {
+        let dir = TempDir(), a = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/v").0 == 201)
+        let rule = #"function(newDoc, oldDoc, userCtx) { if (newDoc.n === 3) throw({forbidden: 'no threes'}); }"#
+        #expect(try await Self.http(server, .put, "/v/_design/rules", #"{"validate_doc_update":"\#(rule)"}"#).0 == 201)
+        let run = try await Self.failingSync(server, "v", client: a.path, ["--create", "5", "--push"])
+        let refused = run.events.first { $0["event"]?.stringValue == "document" && $0["error"] != nil }
+        #expect(refused?["id"]?.stringValue == "doc-000003")
+        #expect(refused?["error"]?["code"]?.intValue == 403)
+        #expect(try await Self.http(server, .get, "/v/doc-000003").0 == 404)
+        #expect(try await Self.http(server, .get, "/v/doc-000004").0 == 200)
+    }
 }
