@@ -273,6 +273,10 @@ import Glibc
             let refused = try ask(.request(profile: "rev", properties: ["id": "here", "rev": "2-cccc", "history": "1-ffff",
                                                                          "noconflicts": "true"], body: Array(#"{"n":3}"#.utf8)))
             #expect(refused.errorInfo?.code == 409)
+            // `changes` from a pushing client: the known ancestors of what is missing, 0 for what is here.
+            let offered = try ask(.request(profile: "changes", body: Array(#"[[1,"here","3-dddd"],[2,"here","2-bbbb"]]"#.utf8)))
+            #expect(try offered.jsonBody() == [["2-bbbb"]])
+            #expect(offered.properties["maxHistory"] == "1000")
             // Unknown profiles are BLIP 404.
             let unknown = try ask(.request(profile: "frobnicate"))
             #expect(unknown.errorInfo?.domain == "BLIP" && unknown.errorInfo?.code == 404)
