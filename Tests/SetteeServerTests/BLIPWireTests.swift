@@ -277,6 +277,14 @@ import Glibc
             let offered = try ask(.request(profile: "changes", body: Array(#"[[1,"here","3-dddd"],[2,"here","2-bbbb"]]"#.utf8)))
             #expect(try offered.jsonBody() == [["2-bbbb"]])
             #expect(offered.properties["maxHistory"] == "1000")
+            // getCollections: the served collection's checkpoint, null for others; then `collection` indexes are checked.
+            let listed = try ask(.request(profile: "getCollections", body: Array(
+                #"{"collections":["_default._default","inventory.items"],"checkpoint_ids":["cp-1","cp-2"]}"#.utf8)))
+            let checkpoints = try listed.jsonBody()
+            #expect(checkpoints?[0]?["remote"] == 7 && checkpoints?[0]?["_rev"]?.stringValue == checkpointRev)
+            #expect(checkpoints?[1] == .null)
+            let other = try ask(.request(profile: "getCheckpoint", properties: ["client": "cp-2", "collection": "1"]))
+            #expect(other.errorInfo?.code == 404 && other.errorInfo?.message.contains("collection") == true)
             // Unknown profiles are BLIP 404.
             let unknown = try ask(.request(profile: "frobnicate"))
             #expect(unknown.errorInfo?.domain == "BLIP" && unknown.errorInfo?.code == 404)

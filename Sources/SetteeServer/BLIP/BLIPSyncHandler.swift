@@ -30,6 +30,8 @@ final class BLIPSyncHandler: Sendable {
     let context: Context
     let session: BLIPSession
     private let feed = Mutex<Task<Void, Never>?>(nil)
+    /// The `collection` indexes `getCollections` mapped to the served collection (nil before it was asked).
+    private let collections = Mutex<Set<Int>?>(nil)
 
     init(context: Context, session: BLIPSession) {
         self.context = context
@@ -44,6 +46,12 @@ final class BLIPSyncHandler: Sendable {
     /// Answers one request from the client (in order of arrival; a `rev` is written in a task of its own).
     func handle(_ request: BLIPMessage) async {
         do {
+            // Messages of a collection-aware client name their collection by its index in `getCollections`.
+            if let index = request.properties["collection"], request.profile != "getCollections" {
+                guard let i = Int(index), collections.withLock({ $0?.contains(i) ?? (i == 0) }) else {
+                    throw BLIPSyncError(domain: .http, code: 404, "collection \(index) is not served on this connection")
+                }
+            }
             switch request.profile ?? "" {
             case "getCheckpoint": try await getCheckpoint(request)
             case "setCheckpoint": try await setCheckpoint(request)
@@ -117,23 +125,32 @@ final class BLIPSyncHandler: Sendable {
         session.send(.response(to: request.number, properties: ["rev": newRev]))
     }
 
-    /// Couchbase Lite 3.1+ asks for its collections' checkpoints up front; Settee serves the URL's collection.
+    /// Couchbase Lite 3.1+ asks for its collections' checkpoints up front (`{"collections": ["scope.name", …],
+    /// "checkpoint_ids": […]}`); the answer is, per collection, its checkpoint (`{}` when none) or `null` for a
+    /// collection not served. A connection serves its URL's collection (`/{db}` or `/{db}.{scope}.{collection}`).
     private func getCollections(_ request: BLIPMessage) async throws {
         let body = try json(request)
         let ids = body["checkpoint_ids"]?.arrayValue ?? []
         let names = body["collections"]?.arrayValue ?? []
+        guard ids.count == names.count else {
+            throw BLIPSyncError(domain: .http, code: 400, "collections and checkpoint_ids differ in length")
+        }
         let c = context.collection
-        let served = Set([c.fullName, "\(c.scopeName).\(c.name)", c.name])
         var answer: [JSON] = []
+        var served = Set<Int>()
         for (i, name) in names.enumerated() {
-            guard let name = name.stringValue, served.contains(name) || (name == "_default" && c.name == "_default") else {
+            let parts = (name.stringValue ?? "").split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            let (scope, collection) = parts.count == 2 ? (parts[0], parts[1]) : ("_default", parts.first ?? "")
+            guard scope == c.scopeName, collection == c.name else {
                 answer.append(.null)
                 continue
             }
-            let client = ids.indices.contains(i) ? ids[i].stringValue ?? "" : ""
+            served.insert(i)
+            let client = ids[i].stringValue ?? ""
             let doc = client.isEmpty ? nil : try await blocking { try c.localDocument(id: Self.checkpointID(client)) }
-            answer.append(doc.map { var b = $0.body; b["rev"] = .string($0.rev); return .object(b) } ?? .object([:]))
+            answer.append(doc.map { var b = $0.body; b["_rev"] = .string($0.rev); return .object(b) } ?? .object([:]))
         }
+        collections.withLock { $0 = served }
         session.send(.response(to: request.number, body: JSON.array(answer).serializedBytes))
     }
 
