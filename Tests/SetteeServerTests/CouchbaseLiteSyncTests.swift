@@ -253,4 +253,26 @@ import Testing
         #expect(try await Self.http(server, .get, "/v/doc-000003").0 == 404)
         #expect(try await Self.http(server, .get, "/v/doc-000004").0 == 200)
     }
+
+    /// A 2.5 MB document crosses both ways: many BLIP frames, compressed, paced by acknowledgements on both sides.
+    @Test(.enabled(if: available)) func largeDocumentCrossesBothWays() async throws {
+        let dir = TempDir(), a = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/from").0 == 201)
+        #expect(try await Self.http(server, .put, "/to").0 == 201)
+        var generator = SeededGenerator(seed: 46)
+        let items = (0..<40_000).map { i -> String in
+            let word = String((0..<20).map { _ in "abcdefghij".randomElement(using: &generator)! })
+            return #"{"i":\#(i),"r":\#(Int.random(in: 0..<1_000_000, using: &generator)),"s":"\#(word)"}"#
+        }
+        #expect(try await Self.http(server, .put, "/from/huge", #"{"items":[\#(items.joined(separator: ","))]}"#).0 == 201)
+        let pulled = try await Self.sync(server, "from", client: a.path, ["--pull", "--list"])
+        #expect(pulled.documents["huge"]?["body"]?["items"]?.arrayValue?.count == 40_000)
+        _ = try await Self.sync(server, "to", client: a.path, ["--push"])
+        let (_, original) = try await Self.http(server, .get, "/from/huge")
+        let (_, copy) = try await Self.http(server, .get, "/to/huge")
+        #expect(copy?["items"] == original?["items"])
+        #expect(copy?["_rev"] == original?["_rev"])
+    }
 }
