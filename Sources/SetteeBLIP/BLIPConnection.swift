@@ -40,6 +40,7 @@ public struct BLIPConnection: Sendable {
         /// zlib's compression level.
         public var compressionLevel: Int32 = 6
 
+        /// LiteCore's sizes and limits.
         public init() {}
     }
 
@@ -65,6 +66,7 @@ public struct BLIPConnection: Sendable {
         var acked = 0
     }
 
+    /// The sizes and limits this connection uses.
     public let configuration: Configuration
     private var nextRequestNumber: UInt64 = 1
     private var lastIncomingRequest: UInt64 = 0
@@ -79,6 +81,7 @@ public struct BLIPConnection: Sendable {
     private let deflater: BLIPDeflater
     private let inflater: BLIPInflater
 
+    /// A connection before its first frame, with fresh compression streams.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         deflater = BLIPDeflater(level: configuration.compressionLevel)

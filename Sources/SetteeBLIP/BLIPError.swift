@@ -29,6 +29,7 @@ public struct BLIPError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A sentence for logs and for the peer.
     public let message: String
 
+    /// An error of `kind`, with a sentence saying what was wrong.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
@@ -42,5 +43,6 @@ public struct BLIPError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// `BLIP <kind>: <message>`, for logs.
     public var description: String { "BLIP \(kind.rawValue): \(message)" }
 }

@@ -19,7 +19,9 @@ public enum BLIPMessageType: UInt8, Sendable, Hashable, CaseIterable {
 
 /// A frame's flags besides the type (BLIP section 3.5).
 public struct BLIPFrameFlags: OptionSet, Sendable, Hashable {
+    /// The flag bits (the type bits excluded).
     public let rawValue: UInt8
+    /// Flags from their bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// The frame's body is deflated with the direction's compression stream.

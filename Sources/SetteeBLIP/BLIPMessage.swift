@@ -14,9 +14,12 @@ public struct BLIPMessage: Sendable, Hashable {
     public var number: UInt64
     /// `.urgent`, `.noReply` and `.compressed` as the sender asked (`.moreComing` never appears here).
     public var flags: BLIPFrameFlags
+    /// The properties (`Profile` names a request's handler; an error carries `Error-Domain` and `Error-Code`).
     public var properties: BLIPProperties
+    /// The body, uninterpreted (JSON in Couchbase's replication protocol).
     public var body: [UInt8]
 
+    /// A message; ``BLIPConnection/send(_:)`` numbers requests itself.
     public init(type: BLIPMessageType, number: UInt64 = 0, flags: BLIPFrameFlags = [], properties: BLIPProperties = [:],
                 body: [UInt8] = []) {
         self.type = type

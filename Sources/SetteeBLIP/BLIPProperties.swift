@@ -15,8 +15,10 @@ public struct BLIPProperties: Sendable, Hashable, ExpressibleByDictionaryLiteral
     /// The pairs, in the order they were given or received.
     public private(set) var pairs: [Pair] = []
 
+    /// No properties.
     public init() {}
 
+    /// The pairs, in the literal's order.
     public init(dictionaryLiteral elements: (String, String)...) {
         pairs = elements.map { Pair(key: $0.0, value: $0.1) }
     }
@@ -33,8 +35,10 @@ public struct BLIPProperties: Sendable, Hashable, ExpressibleByDictionaryLiteral
         }
     }
 
+    /// Whether there are no properties.
     public var isEmpty: Bool { pairs.isEmpty }
 
+    /// The pairs in order.
     public func makeIterator() -> IndexingIterator<[Pair]> { pairs.makeIterator() }
 
     /// Appends the encoded properties (the varint length, then the strings) to `bytes`.
