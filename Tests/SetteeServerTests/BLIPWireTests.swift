@@ -291,4 +291,37 @@ import Glibc
             #expect(try Self.http(port, "GET", "/sg/here").contains(#""_rev":"2-bbbb""#))
         }
     }
+
+    @Test func oneShotFeedHonoursDocIDsAndActiveOnly() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        let port = server.port
+        try await offThePool {
+            #expect(try Self.http(port, "PUT", "/f").hasPrefix("HTTP/1.1 201"))
+            for id in ["a", "b", "c"] { #expect(try Self.http(port, "PUT", "/f/\(id)", #"{"x":1}"#).hasPrefix("HTTP/1.1 201")) }
+            let gone = try Self.http(port, "GET", "/f/c")
+            let rev = gone.range(of: #"1-[0-9a-f]+"#, options: .regularExpression).map { String(gone[$0]) } ?? ""
+            #expect(try Self.http(port, "DELETE", "/f/c?rev=\(rev)").hasPrefix("HTTP/1.1 200"))
+            /// The ids of the first `changes` a subChanges produces (answering it with "want none"), and the next one.
+            func feed(_ properties: BLIPProperties, body: String = "") throws -> (ids: [String], then: [UInt8]) {
+                let socket = try WebSocketClient(port: port, path: "/f/_blipsync")
+                #expect(socket.readHead().hasPrefix("HTTP/1.1 101"))
+                let client = BLIPClient(socket)
+                try client.send(.request(profile: "subChanges", properties: properties, body: Array(body.utf8)))
+                #expect(try client.next()?.type == .response)
+                let changes = try #require(try client.next())
+                let ids = try changes.jsonBody()?.arrayValue?.compactMap { $0[1]?.stringValue } ?? []
+                client.blip.send(.response(to: changes.number, body: Array("[]".utf8)))
+                try client.flush()
+                let next = try #require(try client.next())
+                return (ids, next.body)
+            }
+            let all = try feed([:])
+            #expect(all.ids == ["a", "b", "c"] && all.then == Array("[]".utf8))
+            #expect(try feed(["activeOnly": "true"]).ids == ["a", "b"])
+            #expect(try feed([:], body: #"{"docIDs":["b","c"]}"#).ids == ["b", "c"])
+            #expect(try feed(["since": "2"]).ids == ["c"])
+        }
+    }
 }
