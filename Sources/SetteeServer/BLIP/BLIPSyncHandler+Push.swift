@@ -96,7 +96,11 @@ extension BLIPSyncHandler {
         try await blocking {
             switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(id) : DocumentIDs.validate(id) {
             case .regular: break
-            case .design: guard canWriteDesign else { throw Auth.notDatabaseAdmin }
+            case .design:
+                // 403, not _bulk_docs' 401: to Couchbase Lite a 401 means the connection's credentials failed.
+                guard canWriteDesign else {
+                    throw BLIPSyncError(domain: .http, code: 403, "Only database admins may push design documents.")
+                }
             case .local: throw BLIPSyncError(domain: .http, code: 400, "_local documents are not replicated")
             }
             if noConflicts, let current = try c.record(id: id), current.revID != rev,
