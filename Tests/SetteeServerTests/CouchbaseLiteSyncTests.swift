@@ -275,4 +275,45 @@ import Testing
         #expect(copy?["items"] == original?["items"])
         #expect(copy?["_rev"] == original?["_rev"])
     }
+
+    /// Couchbase Lite clients on two Settee nodes that replicate with each other over CouchDB's protocol: edits made
+    /// on either side (a Couchbase Lite push, a CouchDB-API write, a deletion) reach every database with the same
+    /// revisions.
+    @Test(.enabled(if: available)) func couchbaseLiteAndCouchDBProtocolClientsConverge() async throws {
+        let dirA = TempDir(), dirB = TempDir(), a = TempDir(), b = TempDir()
+        let nodeA = try ServerProcess(dataDirectory: dirA.path)
+        defer { nodeA.stop() }
+        let nodeB = try ServerProcess(dataDirectory: dirB.path)
+        defer { nodeB.stop() }
+        #expect(try await Self.http(nodeA, .put, "/shared").0 == 201)
+        #expect(try await Self.http(nodeB, .put, "/shared").0 == 201)
+        func replicate() async throws {
+            let urlA = "http://admin:secret@127.0.0.1:\(nodeA.port)/shared"
+            let urlB = "http://admin:secret@127.0.0.1:\(nodeB.port)/shared"
+            #expect(try await Self.http(nodeB, .post, "/_replicate", #"{"source":"\#(urlA)","target":"shared"}"#).0 == 200)
+            #expect(try await Self.http(nodeA, .post, "/_replicate", #"{"source":"\#(urlB)","target":"shared"}"#).0 == 200)
+        }
+        // Couchbase Lite pushes to A; a CouchDB-API client writes to B.
+        _ = try await Self.sync(nodeA, "shared", client: a.path, ["--create", "10", "--push"])
+        #expect(try await Self.http(nodeB, .put, "/shared/from-couch", #"{"via":"couchdb"}"#).0 == 201)
+        try await replicate()
+        // The second Couchbase Lite client pulls everything from B, edits, deletes and pushes back to B.
+        let pulled = try await Self.sync(nodeB, "shared", client: b.path, ["--pull", "--list"])
+        #expect(pulled.documents.count == 11)
+        _ = try await Self.sync(nodeB, "shared", client: b.path, ["--update-all", "--delete", "doc-000005", "--push"])
+        try await replicate()
+        // The first client pulls from A and sees B's client's edits; A and B agree document by document.
+        let final = try await Self.sync(nodeA, "shared", client: a.path, ["--pull", "--list"])
+        #expect(final.documents.count == 10)
+        #expect(final.documents["doc-000005"] == nil)
+        #expect(final.documents["doc-000001"]?["body"]?["n"]?.intValue == 1001)
+        #expect(final.documents["from-couch"]?["body"]?["n"]?.intValue == 1000)
+        let (_, allA) = try await Self.http(nodeA, .get, "/shared/_all_docs")
+        let (_, allB) = try await Self.http(nodeB, .get, "/shared/_all_docs")
+        #expect(allA?["rows"] == allB?["rows"])
+        for (id, doc) in final.documents {
+            let (_, atA) = try await Self.http(nodeA, .get, "/shared/\(id)")
+            #expect(atA?["_rev"]?.stringValue == doc["rev"]?.stringValue, "\(id)")
+        }
+    }
 }
