@@ -61,6 +61,9 @@ let package = Package(
             cxxSettings: [.unsafeFlags(["-isystem", "/usr/include/mozjs-102", "-std=c++17", "-UDEBUG"])],
             linkerSettings: [.linkedLibrary("mozjs-102")]
         ),
+        // Pure: BLIP 3 (Couchbase's message protocol over WebSocket): frames, properties, per-direction deflate,
+        // checksums, flow control. Bytes in, messages and actions out; no I/O.
+        .target(name: "SetteeBLIP", dependencies: ["SetteeCore", "CZlib"]),
         // Pure: SQL++ lexer/parser → AST, the QueryBuilder expression API, the expression evaluator over JSON.
         .target(name: "SetteeSQLPP", dependencies: ["SetteeCore"]),
         // Pure numerics: distance kernels (SIMD), k-means, scalar and product quantizers, IVF lists.
@@ -90,11 +93,13 @@ let package = Package(
         .target(
             name: "SetteeServer",
             dependencies: [
-                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
+                "SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication", "SetteeBLIP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                // `/{db}/_blipsync`: Couchbase Lite's replication protocol over WebSocket frames (BLIP/WebSocketSession.swift).
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 // Settee's own HTTP/1.1 connection handling (HTTP/HTTP1Connection.swift).
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -148,7 +153,7 @@ let package = Package(
         ),
         // Fuzz targets for the parsers (JSON, SQL++, revision ids, `_revisions`, multipart, `since`). A normal build is
         // a replay tool for Fuzz/corpus; scripts/fuzz.sh builds it with -DSETTEE_FUZZING -sanitize=fuzzer for libFuzzer.
-        .executableTarget(name: "settee-fuzz", dependencies: ["SetteeCore", "SetteeSQLPP"]),
+        .executableTarget(name: "settee-fuzz", dependencies: ["SetteeCore", "SetteeSQLPP", "SetteeBLIP"]),
         // Shared by the test targets: temp directories, locating built products, server child processes.
         .target(name: "SetteeTestSupport", path: "Tests/SetteeTestSupport"),
         // The multi-node scenarios and the clusters they run on (local processes, or the Docker compose cluster).
@@ -167,12 +172,13 @@ let package = Package(
         .testTarget(name: "SetteeCoreTests", dependencies: ["SetteeCore"]),
         .testTarget(name: "SetteeSQLPPTests", dependencies: ["SetteeSQLPP", "SetteeCore"]),
         .testTarget(name: "SetteeVectorTests", dependencies: ["SetteeVector"]),
+        .testTarget(name: "SetteeBLIPTests", dependencies: ["SetteeBLIP", "SetteeCore"]),
         .testTarget(name: "SetteeQueryTests", dependencies: ["Settee", "SetteeQuery", "SetteeIndex", "SetteeSQLPP", "SetteeStore", "SetteeCore", "SetteeTestSupport"]),
         .testTarget(name: "SetteeStoreTests", dependencies: ["SetteeStore", "SetteeCore", "CSQLite", "Settee", "settee", "SetteeTestSupport"]),
         .testTarget(
             name: "SetteeServerTests",
             dependencies: [
-                "SetteeServer", "SetteeStore", "SetteeCore", "Settee", "settee", "SetteeTestSupport",
+                "SetteeServer", "SetteeStore", "SetteeCore", "Settee", "settee", "SetteeTestSupport", "SetteeBLIP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:-15}"
 [[ $# -gt 0 ]] && shift
-all_targets=(json sqlpp revid revisions multipart since revtree mango)
+all_targets=(json sqlpp revid revisions multipart since revtree mango blip)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 

@@ -1,4 +1,5 @@
 import Foundation
+import SetteeBLIP
 import SetteeCore
 import SetteeSQLPP
 
@@ -25,6 +26,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// A Mango selector (`MangoSelector(_:)`): matched against sample documents in both string orders, asked what
     /// a planner asks (required fields, ranges, indexable fields); its normalized form parses again.
     case mango
+    /// BLIP frames (`BLIPConnection.receive`): the input is split into frames at each `0xFE 0xFE`; a frame is
+    /// either refused with a `BLIPError` or accepted, never a trap, and a closed connection stays closed and mute.
+    case blip
 
     func run(_ data: UnsafeRawBufferPointer) {
         switch self {
@@ -36,6 +40,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .since: FuzzTarget.since(data)
         case .revtree: FuzzTarget.revtree(data)
         case .mango: FuzzTarget.mango(data)
+        case .blip: FuzzTarget.blip(data)
         }
     }
 }
@@ -305,6 +310,37 @@ extension FuzzTarget {
         }
         for doc in mangoDocuments where again.matches(doc) != selector.matches(doc) {
             violated(.mango, "normalized selector \(normalized.jsonString.prefix(300)) matches \(doc.jsonString) differently")
+        }
+    }
+}
+
+// MARK: - BLIP
+
+extension FuzzTarget {
+    static func blip(_ data: UnsafeRawBufferPointer) {
+        var connection = BLIPConnection()
+        let bytes = Array(data)
+        var frames: [[UInt8]] = [[]]
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == 0xFE, i + 1 < bytes.count, bytes[i + 1] == 0xFE {
+                frames.append([])
+                i += 2
+            } else {
+                frames[frames.count - 1].append(bytes[i])
+                i += 1
+            }
+        }
+        for frame in frames {
+            do {
+                _ = try connection.receive(frame)
+            } catch {
+                if error.isFatal {
+                    guard connection.isClosed else { violated(.blip, "a fatal \(error) left the connection open") }
+                    guard connection.nextFrame() == nil else { violated(.blip, "a closed connection still sends") }
+                }
+            }
+            while connection.nextFrame() != nil {}
         }
     }
 }

@@ -17,12 +17,14 @@ import Testing
         // NIOPosix for one thing: NIOThreadPool, the store's bounded executor for blocking work (`Database.offload`).
         "SetteeStore": ["SetteeCore", "CSQLite", "CZlib", "NIOPosix"],
         "SetteeSQLPP": ["SetteeCore"],
+        // BLIP's frames, deflate streams and checksums (zlib), tested without sockets.
+        "SetteeBLIP": ["SetteeCore", "CZlib"],
         "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU", "Logging"],
         "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
         "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient", "NIOCore", "NIOHTTP1", "NIOSSL", "Logging",
                               "Metrics"],
         "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
-                         "Hummingbird", "HummingbirdCore", "HummingbirdTLS", "HummingbirdHTTP2", "NIOCore", "NIOHTTP1",
+                         "SetteeBLIP", "NIOWebSocket", "Hummingbird", "HummingbirdCore", "HummingbirdTLS", "HummingbirdHTTP2", "NIOCore", "NIOHTTP1",
                          "NIOHTTPTypes", "NIOHTTPTypesHTTP1", "NIOSSL", "HTTPTypes", "ServiceLifecycle", "Logging",
                          "Metrics", "Prometheus", "Crypto", "CryptoExtras", "JWTKit", "Mustache"],
         "Settee": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
@@ -208,14 +210,14 @@ import Testing
     }
 
     @Test func pureTargetsDoNoIO() throws {
-        for target in ["SetteeCore", "SetteeSQLPP", "SetteeVector"] {
+        for target in ["SetteeCore", "SetteeSQLPP", "SetteeVector", "SetteeBLIP"] {
             let imports = try Self.imports(of: Self.root.appendingPathComponent("Sources/\(target)"))
             for banned in ["CSQLite", "Glibc", "Darwin", "Dispatch", "NIO", "NIOCore"] {
                 #expect(!imports.contains(banned), "\(target) is pure but imports \(banned)")
             }
         }
-        // SetteeCore and SetteeVector don't import Foundation at all.
-        for target in ["SetteeCore", "SetteeVector"] {
+        // SetteeCore, SetteeVector and SetteeBLIP don't import Foundation at all.
+        for target in ["SetteeCore", "SetteeVector", "SetteeBLIP"] {
             let imports = try Self.imports(of: Self.root.appendingPathComponent("Sources/\(target)"))
             #expect(!imports.contains("Foundation"), "\(target) is pure but imports Foundation")
         }

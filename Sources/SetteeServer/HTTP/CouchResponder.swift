@@ -181,6 +181,7 @@ struct CouchResponder: HTTPResponder {
             call.route = "revs_diff"
             return try await BulkRoutes.revsDiff(&call, target, missingRevs: true)
         case "_changes": call.route = "changes"; return try await ChangesRoutes.handle(&call, target)
+        case "_blipsync" where s.count == 2: return try await BLIPRoutes.sync(&call, target)
         case "_local":
             call.route = "local"
             guard s.count == 3 else {

@@ -185,6 +185,10 @@ enum ResponseEncoding {
         var hasLength = false
         for field in response.headerFields {
             switch field.name {
+            case .connection where code == 101:
+                // A protocol switch (`_blipsync`'s WebSocket) says `Connection: Upgrade`; otherwise the
+                // connection's framing decides this field.
+                writeField(field, into: &buffer)
             case .connection, .transferEncoding:
                 continue
             case .contentLength:

@@ -1,0 +1,91 @@
+/// A message's properties: ordered UTF-8 key/value pairs, encoded as a varint byte count followed by
+/// NUL-terminated strings, key and value alternating (BLIP section 3.4; version 3 has no property tokens).
+///
+/// ```swift
+/// var properties: BLIPProperties = ["Profile": "getCheckpoint", "client": "cp-1"]
+/// properties["client"]          // "cp-1"
+/// ```
+public struct BLIPProperties: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence {
+    /// One key and its value.
+    public struct Pair: Sendable, Hashable {
+        public var key: String
+        public var value: String
+    }
+
+    /// The pairs, in the order they were given or received.
+    public private(set) var pairs: [Pair] = []
+
+    /// No properties.
+    public init() {}
+
+    /// The pairs, in the literal's order.
+    public init(dictionaryLiteral elements: (String, String)...) {
+        pairs = elements.map { Pair(key: $0.0, value: $0.1) }
+    }
+
+    /// The value of the first pair named `key`; setting replaces it (or appends), setting `nil` removes it.
+    public subscript(key: String) -> String? {
+        get { pairs.first { $0.key == key }?.value }
+        set {
+            if let index = pairs.firstIndex(where: { $0.key == key }) {
+                if let newValue { pairs[index].value = newValue } else { pairs.remove(at: index) }
+            } else if let newValue {
+                pairs.append(Pair(key: key, value: newValue))
+            }
+        }
+    }
+
+    /// Whether there are no properties.
+    public var isEmpty: Bool { pairs.isEmpty }
+
+    /// The pairs in order.
+    public func makeIterator() -> IndexingIterator<[Pair]> { pairs.makeIterator() }
+
+    /// Appends the encoded properties (the varint length, then the strings) to `bytes`.
+    func write(into bytes: inout [UInt8]) {
+        var encoded: [UInt8] = []
+        for pair in pairs {
+            // A NUL inside a key or value cannot be represented; it is dropped rather than corrupting the framing.
+            encoded.append(contentsOf: pair.key.utf8.lazy.filter { $0 != 0 })
+            encoded.append(0)
+            encoded.append(contentsOf: pair.value.utf8.lazy.filter { $0 != 0 })
+            encoded.append(0)
+        }
+        Varint.write(UInt64(encoded.count), into: &bytes)
+        bytes.append(contentsOf: encoded)
+    }
+
+    /// Decodes the properties at the start of a message's data; returns them and where the body starts.
+    /// - Throws: ``BLIPError`` `.badProperties` for a length beyond the data, a missing final NUL, an odd number of
+    ///   strings or invalid UTF-8.
+    static func read(_ data: ArraySlice<UInt8>) throws(BLIPError) -> (BLIPProperties, Int) {
+        var index = data.startIndex
+        let length: UInt64
+        do {
+            length = try Varint.read(data, at: &index)
+        } catch {
+            throw BLIPError(.badProperties, "message has no property length")
+        }
+        guard length <= UInt64(data.endIndex - index) else {
+            throw BLIPError(.badProperties, "property length \(length) is longer than the message")
+        }
+        let end = index + Int(length)
+        var properties = BLIPProperties()
+        guard length > 0 else { return (properties, end) }
+        guard data[end - 1] == 0 else { throw BLIPError(.badProperties, "properties do not end with NUL") }
+        var strings: [String] = []
+        var start = index
+        for i in index..<end where data[i] == 0 {
+            guard let string = String(validating: data[start..<i], as: UTF8.self) else {
+                throw BLIPError(.badProperties, "a property is not valid UTF-8")
+            }
+            strings.append(string)
+            start = i + 1
+        }
+        guard strings.count % 2 == 0 else { throw BLIPError(.badProperties, "properties hold an odd number of strings") }
+        for i in stride(from: 0, to: strings.count, by: 2) {
+            properties.pairs.append(Pair(key: strings[i], value: strings[i + 1]))
+        }
+        return (properties, end)
+    }
+}

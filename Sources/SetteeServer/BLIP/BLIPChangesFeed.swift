@@ -1,0 +1,123 @@
+import Logging
+import SetteeBLIP
+import SetteeCore
+import SetteeStore
+
+/// The pull half of a connection: what `subChanges` asked for, sent as `changes` and `rev` requests.
+///
+/// From `since`, the collection's feed goes out in `changes` batches (`[[sequence, docID, revID, deleted?], …]`);
+/// each batch waits for the client's answer, then the revisions it wants go out as `rev` requests (`id`, `rev`,
+/// `sequence`, `history` down to an ancestor the client named, up to its `maxHistory`; `deleted` for a tombstone)
+/// and their replies are awaited before the next batch (the client's own flow control). When the feed is caught up
+/// an empty `changes` says so; a one-shot feed ends there, a continuous one waits for the next commit.
+/// A revision no longer stored is sent as `norev`.
+struct BLIPChangesFeed: Sendable {
+    struct Options: Sendable {
+        var since: UInt64 = 0
+        var continuous = false
+        var activeOnly = false
+        var batch = 200
+        var documentIDs: [String]?
+    }
+
+    let context: BLIPSyncHandler.Context
+    let session: BLIPSession
+    let options: Options
+
+    /// A `since` as the client sends it: JSON, a number or a string of one (`0`, `42`, `"42"`).
+    static func parseSequence(_ text: String) throws -> UInt64 {
+        let json = try? JSON.parse(text)
+        if let n = json?.intValue, n >= 0 { return UInt64(n) }
+        let string = json?.stringValue ?? text
+        if let n = UInt64(string.split(separator: "-").first ?? "") { return n }
+        throw BLIPSyncError(domain: .http, code: 400, "invalid since: \(text)")
+    }
+
+    func run() async {
+        do {
+            try await feed()
+        } catch is CancellationError {
+        } catch is BLIPSession.Closed {
+        } catch {
+            context.logger.notice("BLIP changes feed ended: \(error)")
+        }
+    }
+
+    private func feed() async throws {
+        let commits = context.database.commits()  // subscribed before the first read
+        var since = options.since
+        var caughtUp = false
+        var iterator = commits.makeAsyncIterator()
+        while !Task.isCancelled {
+            var scan = SetteeStore.Collection.ChangesOptions(since: since)
+            scan.limit = options.batch
+            scan.documentIDs = options.documentIDs
+            let c = context.collection, request = scan
+            let rows = try await blocking { try c.changes(request) }
+            if rows.isEmpty {
+                if !caughtUp {
+                    _ = try await session.request(.request(profile: "changes", body: Array("[]".utf8)))
+                    caughtUp = true
+                }
+                guard options.continuous else { return }
+                guard await iterator.next() != nil else { return }
+                continue
+            }
+            since = rows.last!.sequence
+            // activeOnly: a first pull leaves tombstones out (until caught up, as Sync Gateway does).
+            let sent = options.activeOnly && !caughtUp ? rows.filter { !$0.deleted } : rows
+            if sent.isEmpty { continue }
+            try await send(sent)
+        }
+        throw CancellationError()
+    }
+
+    private func send(_ rows: [SetteeStore.Collection.ChangeRow]) async throws {
+        let items: [JSON] = rows.map { row in
+            row.deleted ? [.int(Int64(row.sequence)), .string(row.id), .string(row.rev.description), .bool(true)]
+                : [.int(Int64(row.sequence)), .string(row.id), .string(row.rev.description)]
+        }
+        let reply = try await session.request(.request(profile: "changes", body: JSON.array(items).serializedBytes))
+        if let error = reply.errorInfo { throw BLIPSyncError(domain: .http, code: error.code, "changes refused: \(error.message)") }
+        let answers = (try? reply.jsonBody())?.arrayValue ?? []
+        let maxHistory = reply.properties["maxHistory"].flatMap(Int.init) ?? Int.max
+        var wanted: [(row: SetteeStore.Collection.ChangeRow, known: Set<String>)] = []
+        for (i, answer) in answers.enumerated() where i < rows.count {
+            if let known = answer.arrayValue { wanted.append((rows[i], Set(known.compactMap(\.stringValue)))) }
+        }
+        guard !wanted.isEmpty else { return }
+        let c = context.collection, ids = wanted.map(\.row.id)
+        let records = try await blocking { try c.records(ids: ids, withTree: true) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (k, item) in wanted.enumerated() {
+                let message = Self.revMessage(item.row, record: records[k], known: item.known, maxHistory: maxHistory)
+                if message.profile == "norev" {
+                    session.send(message)
+                } else {
+                    group.addTask { _ = try await session.request(message) }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// The `rev` request for a change (or `norev` when its revision is gone).
+    static func revMessage(_ row: SetteeStore.Collection.ChangeRow, record: DocumentRecord?, known: Set<String>,
+                           maxHistory: Int) -> BLIPMessage {
+        let sequence = String(row.sequence)
+        guard let record, let revision = record.revision(row.rev) else {
+            return .request(profile: "norev", properties: ["id": row.id, "rev": row.rev.description, "sequence": sequence,
+                                                           "error": "404", "reason": "missing"], noReply: true)
+        }
+        var history: [String] = []
+        for ancestor in (record.tree?.history(of: row.rev) ?? []).dropFirst() {
+            guard history.count < max(maxHistory - 1, 0) else { break }
+            history.append(ancestor.description)
+            if known.contains(ancestor.description) { break }
+        }
+        var properties: BLIPProperties = ["id": row.id, "rev": row.rev.description, "sequence": sequence]
+        if revision.deleted { properties["deleted"] = "1" }
+        if !history.isEmpty { properties["history"] = history.joined(separator: ",") }
+        return .request(profile: "rev", properties: properties, body: revision.body.isEmpty ? Array("{}".utf8) : revision.body)
+    }
+}

@@ -1,0 +1,153 @@
+import Logging
+import NIOCore
+import NIOWebSocket
+import SetteeBLIP
+import Synchronization
+
+/// One BLIP connection over a WebSocket: the ``BLIPConnection`` state machine behind a lock, a single writer of its
+/// frames (compression and checksums run in the order frames leave), and the replies this side awaits.
+///
+/// Requests from the peer are handed to `onRequest` one at a time, in order; a handler that must wait for the peer
+/// (the changes feed) runs in a task of its own. Requests this side sends are answered through ``request(_:)``.
+final class BLIPSession: Sendable {
+    struct State {
+        var connection: BLIPConnection
+        var waiting: [UInt64: CheckedContinuation<BLIPMessage, any Error>] = [:]
+        var closed = false
+    }
+
+    private let state: Mutex<State>
+    private let frames: AsyncStream<[UInt8]>.Continuation
+    private let outgoing: AsyncStream<[UInt8]>
+    let logger: Logger
+
+    /// Why a request this side sent got no reply.
+    struct Closed: Error {}
+
+    init(configuration: BLIPConnection.Configuration = .init(), logger: Logger) {
+        state = Mutex(State(connection: BLIPConnection(configuration: configuration)))
+        (outgoing, frames) = AsyncStream<[UInt8]>.makeStream()
+        self.logger = logger
+    }
+
+    /// Queues a message (a response, or a request whose reply is not awaited).
+    func send(_ message: BLIPMessage) {
+        state.withLock { state in
+            state.connection.send(message)
+            flush(&state)
+        }
+    }
+
+    /// Sends a request and waits for its reply (a response or an error response).
+    func request(_ message: BLIPMessage) async throws -> BLIPMessage {
+        try await withCheckedThrowingContinuation { continuation in
+            state.withLock { state in
+                guard !state.closed else { return continuation.resume(throwing: Closed()) }
+                let number = state.connection.send(message)
+                state.waiting[number] = continuation
+                flush(&state)
+            }
+        }
+    }
+
+    /// Takes one frame; returns the request it completed, resolving replies to this side's requests.
+    func receive(_ frame: [UInt8]) throws(BLIPError) -> BLIPMessage? {
+        let result: Result<BLIPMessage?, BLIPError> = state.withLock { state in
+            do throws(BLIPError) {
+                let message = try state.connection.receive(frame)
+                flush(&state)
+                guard let message else { return .success(nil) }
+                if message.type == .request { return .success(message) }
+                state.waiting.removeValue(forKey: message.number)?.resume(returning: message)
+                return .success(nil)
+            } catch {
+                flush(&state)
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private func flush(_ state: inout State) {
+        while let frame = state.connection.nextFrame() { frames.yield(frame) }
+    }
+
+    /// Fails every awaited reply and ends the frame stream.
+    func close() {
+        let waiting = state.withLock { state in
+            state.closed = true
+            defer { state.waiting.removeAll() }
+            return Array(state.waiting.values)
+        }
+        for continuation in waiting { continuation.resume(throwing: Closed()) }
+        frames.finish()
+    }
+
+    /// Runs the session over a WebSocket until either side closes: reads frames (a BLIP frame is one binary
+    /// WebSocket message), answers pings, and writes this side's frames as they are made. Whichever side ends first
+    /// ends the other: the peer's close (or a fatal BLIP error) stops the writer after a close frame, and this side's
+    /// ``close()`` (shutdown) sends the close frame and stops reading once the peer answers or two seconds pass.
+    func run(_ channel: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>,
+             onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async {
+        do {
+            try await channel.executeThenClose { inbound, writer in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await frame in self.outgoing {
+                            var buffer = ByteBuffer()
+                            buffer.writeBytes(frame)
+                            try await writer.write(WebSocketFrame(fin: true, opcode: .binary, data: buffer))
+                        }
+                        // Closing: say so before the connection goes.
+                        var reason = ByteBuffer()
+                        reason.writeInteger(UInt16(1000))  // normal closure
+                        try? await writer.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason))
+                    }
+                    group.addTask {
+                        defer { self.close() }
+                        try await self.read(inbound, writer: writer, onRequest: onRequest)
+                    }
+                    _ = try await group.next()
+                    self.close()
+                    group.addTask { try await Task.sleep(for: .seconds(2)) }
+                    _ = try await group.next()
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            logger.debug("BLIP connection ended: \(error)")
+        }
+        close()
+    }
+
+    /// Reads frames until the peer closes, sends something that is not BLIP, or a fatal BLIP error.
+    private func read(_ inbound: NIOAsyncChannelInboundStream<WebSocketFrame>,
+                      writer: NIOAsyncChannelOutboundWriter<WebSocketFrame>,
+                      onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async throws {
+        var message: [UInt8] = []
+        for try await frame in inbound {
+            switch frame.opcode {
+            case .binary, .continuation:
+                message.append(contentsOf: frame.unmaskedData.readableBytesView)
+                guard frame.fin else { continue }
+                let bytes = message
+                message = []
+                do {
+                    if let request = try receive(bytes) { await onRequest(request) }
+                } catch {
+                    logger.notice("BLIP: \(error)")
+                    if error.isFatal { return }
+                }
+            case .ping:
+                try await writer.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
+            case .connectionClose:
+                return
+            case .text:
+                logger.notice("BLIP: a text WebSocket message (BLIP sends binary only); closing")
+                return
+            default:
+                continue
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import SetteeBLIP
+import SetteeCore
+import SetteeStore
+
+/// The push half: the client offers revisions (`proposeChanges` or `changes`) and sends the wanted ones (`rev`).
+extension BLIPSyncHandler {
+    /// `changes` from a pushing client: `[[sequence, docID, revID, deleted?, size?], …]`. The answer lists, for each
+    /// revision the collection lacks, the leaves it has that may be ancestors (`[]` for none), and `0` for the
+    /// revisions it has (trailing zeros dropped); `maxHistory` is the database's revs limit.
+    func changes(_ request: BLIPMessage) async throws {
+        try requirePush()
+        guard let items = try jsonArray(request) else { return }
+        var asked: [(id: String, revs: [RevID])] = []
+        var positions: [Int] = []
+        for (i, item) in items.enumerated() {
+            guard let id = item[1]?.stringValue, let rev = item[2]?.stringValue.flatMap(RevID.init) else { continue }
+            asked.append((id, [rev]))
+            positions.append(i)
+        }
+        let c = context.collection
+        let request2 = asked
+        let diffs = try await blocking { try c.revsDiff(request2) }
+        var answer = [JSON](repeating: .int(0), count: items.count)
+        let byID = Dictionary(diffs.map { ($0.id, $0.diff) }, uniquingKeysWith: { a, _ in a })
+        for (k, i) in positions.enumerated() {
+            if let diff = byID[asked[k].id], diff.missing.contains(asked[k].revs[0]) {
+                answer[i] = .array(diff.possibleAncestors.map { .string($0.description) })
+            }
+        }
+        while case .int(0)? = answer.last { answer.removeLast() }
+        session.send(.response(to: request.number, properties: ["maxHistory": String(context.database.revsLimit)],
+                               body: JSON.array(answer).serializedBytes))
+    }
+
+    /// `proposeChanges`: `[[docID, revID, serverRevID?, size?], …]`, answered as Sync Gateway does: `0` send it,
+    /// `304` already here, `409` conflict (the server's current revision is not the one the client built on).
+    func proposeChanges(_ request: BLIPMessage) async throws {
+        try requirePush()
+        guard let items = try jsonArray(request) else { return }
+        let ids = items.map { $0[0]?.stringValue ?? "" }
+        let c = context.collection
+        let records = try await blocking { try c.records(ids: ids, withTree: true) }
+        var answer: [JSON] = []
+        for (i, item) in items.enumerated() {
+            guard let rev = item[1]?.stringValue.flatMap(RevID.init), !ids[i].isEmpty else {
+                answer.append(.int(400))
+                continue
+            }
+            let parent = item[2]?.stringValue.flatMap(RevID.init)
+            answer.append(.int(Int64(Self.proposal(rev: rev, parent: parent, current: records[i]))))
+        }
+        while case .int(0)? = answer.last { answer.removeLast() }
+        session.send(.response(to: request.number, body: JSON.array(answer).serializedBytes))
+    }
+
+    /// The status of a proposed revision against the stored document.
+    static func proposal(rev: RevID, parent: RevID?, current: DocumentRecord?) -> Int {
+        guard let current else { return 0 }
+        if current.revID == rev || current.tree?.index(of: rev) != nil { return 304 }
+        if let parent, parent == current.revID { return 0 }
+        // A new branch over a deleted document (re-creating it) is not a conflict.
+        if parent == nil && current.deleted { return 0 }
+        return 409
+    }
+
+    /// `rev`: one revision with its `history` (ancestors, newest first), written as `new_edits=false` writes it.
+    /// With `noconflicts`, a revision that does not extend the current one (or a tombstone) is refused with 409.
+    func rev(_ request: BLIPMessage) async throws {
+        let properties = request.properties
+        guard let id = properties["id"], !id.isEmpty, let rev = properties["rev"].flatMap(RevID.init) else {
+            throw BLIPSyncError(domain: .http, code: 400, "rev needs `id` and a valid `rev`")
+        }
+        var body = JSONObject()
+        if !request.body.isEmpty {
+            guard case .object(let object) = try jsonBody(request) else {
+                throw BLIPSyncError(domain: .http, code: 400, "a revision's body is a JSON object")
+            }
+            body = object
+        }
+        if body["_attachments"] != nil {
+            throw BLIPSyncError(domain: .http, code: 501, "attachments and blobs are not yet served over _blipsync")
+        }
+        for key in body.keys where key.hasPrefix("_") { body.removeValue(forKey: key) }
+        // The history as `_revisions` holds it: consecutive generations down from the revision.
+        var history = [rev]
+        for item in (properties["history"] ?? "").split(separator: ",") {
+            guard let ancestor = RevID(String(item)), ancestor.generation == history.last!.generation - 1 else { break }
+            history.append(ancestor)
+        }
+        let deleted = properties["deleted"].map { $0 == "1" || $0 == "true" } ?? false
+        let c = context.collection, writer = context.writer, canWriteDesign = context.canWriteDesign
+        let noConflicts = properties["noconflicts"] == "true" || properties["noconflicts"] == "1"
+        let parsed = DocumentInput.Parsed(id: id, rev: rev, deleted: deleted, history: history, body: body, attachments: nil)
+        let ancestors = Set(history.dropFirst()), firstRevision = history.count == 1
+        let metrics = context.node.metrics
+        try await blocking {
+            switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(id) : DocumentIDs.validate(id) {
+            case .regular: break
+            case .design:
+                // 403, not _bulk_docs' 401: to Couchbase Lite a 401 means the connection's credentials failed.
+                guard canWriteDesign else {
+                    throw BLIPSyncError(domain: .http, code: 403, "Only database admins may push design documents.")
+                }
+            case .local: throw BLIPSyncError(domain: .http, code: 400, "_local documents are not replicated")
+            }
+            if noConflicts, let current = try c.record(id: id), current.revID != rev,
+               !(current.deleted && firstRevision), !ancestors.contains(current.revID) {
+                throw BLIPSyncError(domain: .http, code: 409, "Document revision conflict")
+            }
+            let write = try DocumentInput.write(parsed, newEdits: false, collection: c)
+            guard let outcome = try c.write([write], as: writer).first else { return }
+            if case .failure(let error) = outcome { throw error }
+            metrics.documentsWritten(1)
+        }
+        if !request.flags.contains(.noReply) { session.send(.response(to: request.number)) }
+    }
+
+    private func jsonBody(_ request: BLIPMessage) throws -> JSON? {
+        do { return try request.jsonBody() } catch {
+            throw BLIPSyncError(domain: .http, code: 400, "the request's body is not JSON: \(error)")
+        }
+    }
+
+    private func jsonArray(_ request: BLIPMessage) throws -> [JSON]? {
+        guard let body = try jsonBody(request) else {
+            session.send(.response(to: request.number, body: Array("[]".utf8)))
+            return nil
+        }
+        guard let items = body.arrayValue else { throw BLIPSyncError(domain: .http, code: 400, "expected a JSON array") }
+        return items
+    }
+}

@@ -1,0 +1,202 @@
+import Logging
+import SetteeBLIP
+import SetteeCore
+import SetteeStore
+import Synchronization
+
+/// Sync Gateway's side of Couchbase Lite's replication protocol, for one connection to one collection.
+///
+/// - Checkpoints (`getCheckpoint`, `setCheckpoint`) are `_local/checkpoint/{client}` documents, with the local
+///   document's `0-N` revisions as their MVCC revisions.
+/// - Pull: `subChanges` starts the feed (``BLIPChangesFeed``): `changes` batches from `since`, a caught-up empty
+///   `changes`, then — `continuous` — more as commits arrive; the client's answers say which `rev`s to send.
+/// - Push: `proposeChanges` (0 send, 304 have it, 409 conflict, as Sync Gateway answers) or `changes` (the known
+///   ancestors of each missing revision, as `_revs_diff` finds them), then `rev`s, each written as
+///   `_bulk_docs` with `new_edits=false` writes it: ``DocumentInput`` and `Collection.write(_:as:)` with the
+///   caller's ``WriteContext``, so the database's write rules (validate_doc_update, size limits) apply.
+/// - A reader-only caller (``Access/reader``) is refused pushes with HTTP 403.
+final class BLIPSyncHandler: Sendable {
+    struct Context: Sendable {
+        let node: Node
+        let database: Database
+        let collection: SetteeStore.Collection
+        let writer: WriteContext
+        let canPush: Bool
+        /// Database admins may push design documents, as `_bulk_docs` allows them.
+        let canWriteDesign: Bool
+        let logger: Logger
+    }
+
+    let context: Context
+    let session: BLIPSession
+    private let feed = Mutex<Task<Void, Never>?>(nil)
+    /// The `collection` indexes `getCollections` mapped to the served collection (nil before it was asked).
+    private let collections = Mutex<Set<Int>?>(nil)
+
+    init(context: Context, session: BLIPSession) {
+        self.context = context
+        self.session = session
+    }
+
+    /// Ends the changes feed (the connection closed).
+    func stop() {
+        feed.withLock { $0?.cancel() }
+    }
+
+    /// Answers one request from the client (in order of arrival; a `rev` is written in a task of its own).
+    func handle(_ request: BLIPMessage) async {
+        do {
+            // Messages of a collection-aware client name their collection by its index in `getCollections`.
+            if let index = request.properties["collection"], request.profile != "getCollections" {
+                guard let i = Int(index), collections.withLock({ $0?.contains(i) ?? (i == 0) }) else {
+                    throw BLIPSyncError(domain: .http, code: 404, "collection \(index) is not served on this connection")
+                }
+            }
+            switch request.profile ?? "" {
+            case "getCheckpoint": try await getCheckpoint(request)
+            case "setCheckpoint": try await setCheckpoint(request)
+            case "subChanges": try subChanges(request)
+            case "changes": try await changes(request)
+            case "proposeChanges": try await proposeChanges(request)
+            case "rev":
+                try requirePush()
+                Task { await self.reply(to: request) { try await self.rev(request) } }
+            case "getCollections": try await getCollections(request)
+            default:
+                throw BLIPSyncError(domain: .blip, code: 404, "no handler for profile \(request.profile ?? "(none)")")
+            }
+        } catch {
+            fail(request, error)
+        }
+    }
+
+    /// Runs `work` and answers `request` with its failure, if any.
+    private func reply(to request: BLIPMessage, _ work: () async throws -> Void) async {
+        do { try await work() } catch { fail(request, error) }
+    }
+
+    func fail(_ request: BLIPMessage, _ error: any Error) {
+        let mapped = BLIPSyncError.from(error)
+        if mapped.code >= 500 { context.logger.warning("BLIP \(request.profile ?? "?"): \(error)") }
+        guard !request.flags.contains(.noReply) else { return }
+        session.send(.error(to: request.number, domain: mapped.domain, code: mapped.code, message: mapped.message))
+    }
+
+    func requirePush() throws {
+        guard context.canPush else {
+            throw BLIPSyncError(domain: .http, code: 403, "You have read-only access to this database: it does not accept pushes.")
+        }
+    }
+
+    private func json(_ request: BLIPMessage) throws -> JSON {
+        do {
+            guard let body = try request.jsonBody() else { throw BLIPSyncError(domain: .http, code: 400, "the request has no JSON body") }
+            return body
+        } catch let error as JSONError {
+            throw BLIPSyncError(domain: .http, code: 400, "the request's body is not JSON: \(error)")
+        }
+    }
+
+    // MARK: Checkpoints
+
+    static func checkpointID(_ client: String) -> String { "_local/checkpoint/" + client }
+
+    private func getCheckpoint(_ request: BLIPMessage) async throws {
+        guard let client = request.properties["client"], !client.isEmpty else {
+            throw BLIPSyncError(domain: .http, code: 400, "getCheckpoint needs a `client` property")
+        }
+        let c = context.collection
+        guard let doc = try await blocking({ try c.localDocument(id: Self.checkpointID(client)) }) else {
+            throw BLIPSyncError(domain: .http, code: 404, "missing")
+        }
+        session.send(.response(to: request.number, properties: ["rev": doc.rev], body: JSON.object(doc.body).serializedBytes))
+    }
+
+    private func setCheckpoint(_ request: BLIPMessage) async throws {
+        guard let client = request.properties["client"], !client.isEmpty else {
+            throw BLIPSyncError(domain: .http, code: 400, "setCheckpoint needs a `client` property")
+        }
+        guard case .object(let body) = try json(request) else {
+            throw BLIPSyncError(domain: .http, code: 400, "a checkpoint is a JSON object")
+        }
+        // Couchbase Lite sends an empty `rev` for a new checkpoint.
+        let c = context.collection, rev = request.properties["rev"].flatMap { $0.isEmpty ? nil : $0 }
+        let newRev = try await blocking { try c.putLocal(id: Self.checkpointID(client), body: body, rev: rev) }
+        session.send(.response(to: request.number, properties: ["rev": newRev]))
+    }
+
+    /// Couchbase Lite 3.1+ asks for its collections' checkpoints up front (`{"collections": ["scope.name", …],
+    /// "checkpoint_ids": […]}`); the answer is, per collection, its checkpoint (`{}` when none) or `null` for a
+    /// collection not served. A connection serves its URL's collection (`/{db}` or `/{db}.{scope}.{collection}`).
+    private func getCollections(_ request: BLIPMessage) async throws {
+        let body = try json(request)
+        let ids = body["checkpoint_ids"]?.arrayValue ?? []
+        let names = body["collections"]?.arrayValue ?? []
+        guard ids.count == names.count else {
+            throw BLIPSyncError(domain: .http, code: 400, "collections and checkpoint_ids differ in length")
+        }
+        let c = context.collection
+        var answer: [JSON] = []
+        var served = Set<Int>()
+        for (i, name) in names.enumerated() {
+            let parts = (name.stringValue ?? "").split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            let (scope, collection) = parts.count == 2 ? (parts[0], parts[1]) : ("_default", parts.first ?? "")
+            guard scope == c.scopeName, collection == c.name else {
+                answer.append(.null)
+                continue
+            }
+            served.insert(i)
+            let client = ids[i].stringValue ?? ""
+            let doc = client.isEmpty ? nil : try await blocking { try c.localDocument(id: Self.checkpointID(client)) }
+            answer.append(doc.map { var b = $0.body; b["_rev"] = .string($0.rev); return .object(b) } ?? .object([:]))
+        }
+        collections.withLock { $0 = served }
+        session.send(.response(to: request.number, body: JSON.array(answer).serializedBytes))
+    }
+
+    // MARK: Pull
+
+    private func subChanges(_ request: BLIPMessage) throws {
+        var options = BLIPChangesFeed.Options()
+        if let since = request.properties["since"], !since.isEmpty {
+            options.since = try BLIPChangesFeed.parseSequence(since)
+        }
+        options.continuous = request.properties["continuous"].map { $0 == "true" || $0 == "1" } ?? false
+        options.activeOnly = request.properties["activeOnly"].map { $0 == "true" || $0 == "1" } ?? false
+        if let batch = request.properties["batch"].flatMap(Int.init), batch > 0 { options.batch = min(batch, 1000) }
+        if !request.body.isEmpty, let ids = try json(request)["docIDs"]?.arrayValue {
+            options.documentIDs = ids.compactMap(\.stringValue)
+        }
+        if let filter = request.properties["filter"], filter != "sync_gateway/bychannel" {
+            throw BLIPSyncError(domain: .http, code: 501, "filter \(filter) is not served")
+        }
+        session.send(.response(to: request.number))
+        let changesFeed = BLIPChangesFeed(context: context, session: session, options: options)
+        let task = Task { await changesFeed.run() }
+        feed.withLock { old in
+            old?.cancel()
+            old = task
+        }
+    }
+}
+
+/// An error to answer a BLIP request with: `Error-Domain`, `Error-Code` and a message. CouchDB-shaped errors map
+/// through ``CouchError``'s one table: their HTTP status is the code in the `HTTP` domain, as Sync Gateway answers.
+struct BLIPSyncError: Error {
+    let domain: BLIPMessage.ErrorDomain
+    let code: Int
+    let message: String
+
+    init(domain: BLIPMessage.ErrorDomain, code: Int, _ message: String) {
+        self.domain = domain
+        self.code = code
+        self.message = message
+    }
+
+    static func from(_ error: any Error) -> BLIPSyncError {
+        if let error = error as? BLIPSyncError { return error }
+        if let error = error as? BLIPError { return BLIPSyncError(domain: .blip, code: 400, error.message) }
+        let couch = CouchError.from(any: error)
+        return BLIPSyncError(domain: .http, code: couch.status.code, couch.reason)
+    }
+}
