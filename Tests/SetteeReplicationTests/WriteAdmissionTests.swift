@@ -203,6 +203,12 @@ import Testing
                                           #"{"views":{"v":{"map":"function(doc) { emit(1, 1); }","reduce":"_nope"}}}"#)
         #expect(unknown.status == 400)
         #expect(unknown.json?["error"] == "invalid_design_doc")
+        // CouchDB 3.5's built-ins, each accepted.
+        for (i, reduce) in ["_sum", "_count", "_stats", "_approx_count_distinct", "_top_3", "_bottom_2", "_first", "_last"].enumerated() {
+            let ok = try await HTTP.send(.PUT, url(server, "db/_design/builtin\(i)"),
+                                         #"{"views":{"v":{"map":"function(doc) { emit(1, 1); }","reduce":"\#(reduce)"}}}"#)
+            #expect(ok.status == 201, "\(reduce)")
+        }
 
         // _bulk_docs answers the row; a good design document beside it is written.
         let bulk = try await HTTP.send(.POST, url(server, "db/_bulk_docs"), #"""
