@@ -138,12 +138,12 @@ public class ArrayObject: ArrayProtocol, Equatable, Hashable, Sequence, CustomSt
     func blobs(path: String) -> [(path: String, blob: Blob)] {
         var found: [(String, Blob)] = []
         for (i, item) in items.enumerated() {
-            let itemPath = "\(path)/\(i)"
+            func itemPath() -> String { path + "/" + String(i) }
             switch item {
-            case .blob(let b): found.append((itemPath, b))
-            case .dictionary(let d): found += d.blobs(path: itemPath)
-            case .array(let a): found += a.blobs(path: itemPath)
-            case .json(let j): found += Blob.stored(in: j, path: itemPath, database: database)
+            case .blob(let b): found.append((itemPath(), b))
+            case .dictionary(let d): found += d.blobs(path: itemPath())
+            case .array(let a): found += a.blobs(path: itemPath())
+            case .json(let j): if Blob.mayHold(j) { found += Blob.stored(in: j, path: itemPath(), database: database) }
             }
         }
         return found

@@ -204,17 +204,30 @@ public final class Blob: Equatable, Hashable, CustomStringConvertible {
         switch json {
         case .object(let o):
             if isBlob(o) { return [(path, Blob(stored: o, database: database))] }
-            return o.flatMap { stored(in: $0.value, path: path + "/" + escape($0.key), database: database) }
+            return o.flatMap { member in
+                mayHold(member.value) ? stored(in: member.value, path: path + "/" + escape(member.key), database: database) : []
+            }
         case .array(let a):
-            return a.enumerated().flatMap { stored(in: $0.element, path: path + "/\($0.offset)", database: database) }
+            return a.enumerated().flatMap { item in
+                mayHold(item.element) ? stored(in: item.element, path: path + "/" + String(item.offset), database: database) : []
+            }
         default: return []
+        }
+    }
+
+    /// Whether a value can be or contain a blob (an object or an array); scalars can't, and need no path.
+    static func mayHold(_ json: JSON) -> Bool {
+        switch json {
+        case .object, .array: return true
+        default: return false
         }
     }
 
     /// A member name as a JSON-pointer segment (`~` → `~0`, `/` → `~1`), so `{"a/b": blob}` and
     /// `{"a": {"b": blob}}` get different attachment names.
     static func escape(_ key: String) -> String {
-        key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        guard key.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return key }
+        return key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     /// Equal when the digests are (the same content), or, unsaved streams, the same blob.

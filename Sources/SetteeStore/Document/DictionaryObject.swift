@@ -139,14 +139,15 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
     /// Every blob in the dictionary, nested ones included, with their key paths (`/avatar`, `/photos/0`).
     func blobs(path: String = "") -> [(path: String, blob: Blob)] {
         var found: [(String, Blob)] = []
+        // A member's path is built only where a blob may be: most members are scalars, and every save asks.
+        func keyPath(_ key: String) -> String { path + "/" + Blob.escape(key) }
         for (key, value) in object {
-            let keyPath = path + "/" + Blob.escape(key)
             switch live[key] {
-            case .blob(let b)?: found.append((keyPath, b))
-            case .dictionary(let d)?: found += d.blobs(path: keyPath)
-            case .array(let a)?: found += a.blobs(path: keyPath)
-            case .json(let j)?: found += Blob.stored(in: j, path: keyPath, database: database)
-            case nil: found += Blob.stored(in: value, path: keyPath, database: database)
+            case .blob(let b)?: found.append((keyPath(key), b))
+            case .dictionary(let d)?: found += d.blobs(path: keyPath(key))
+            case .array(let a)?: found += a.blobs(path: keyPath(key))
+            case .json(let j)?: if Blob.mayHold(j) { found += Blob.stored(in: j, path: keyPath(key), database: database) }
+            case nil: if Blob.mayHold(value) { found += Blob.stored(in: value, path: keyPath(key), database: database) }
             }
         }
         return found
