@@ -197,6 +197,8 @@ struct WriteRules: WriteAdmission {
         }
         guard !sources.isEmpty else { return }
         let library = views["lib"]
+        // All of them in one exchange (one process reset); only when one fails, each alone, to name it.
+        if (try? JavaScriptEngine.shared.compile(functions: sources.map(\.source), library: library)) != nil { return }
         for entry in sources {
             let failure: JavaScriptError?
             do {
