@@ -81,10 +81,16 @@ let package = Package(
             name: "SetteeReplication",
             dependencies: [
                 "SetteeCore", "SetteeStore",
+                // `ws://`/`wss://` URL endpoints: Couchbase Lite's replication protocol (BLIP over a WebSocket).
+                "SetteeBLIP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // SHA-1, for Couchbase Lite's `sha1-` attachment digests and `proveAttachment`.
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]

@@ -154,7 +154,8 @@ extension RemoteEndpoint {
     }
 
     func signIn(user: String, password: String) async throws -> String? {
-        var request = HTTPClientRequest(url: serverURL + "/_session")
+        // A `ws://` endpoint's server signs in over HTTP at the same address.
+        var request = HTTPClientRequest(url: RemoteEndpoint.httpForm(serverURL) + "/_session")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "Accept", value: "application/json")

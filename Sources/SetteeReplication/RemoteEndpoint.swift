@@ -53,6 +53,12 @@ public struct RemoteEndpoint: Endpoint {
     let client: HTTPClient
     /// The session cookie and whether the peer lacks `_bulk_get` (tests set that to exercise the fallback).
     let session: SessionCookie
+    /// For a `ws://` or `wss://` URL: Couchbase Lite's replication protocol, which every ``Endpoint`` call goes to.
+    private(set) var blip: BLIPClient?
+
+    /// Whether the endpoint speaks Couchbase Lite's replication protocol (its URL is `ws://` or `wss://`) rather
+    /// than CouchDB's.
+    public var speaksCouchbaseLiteProtocol: Bool { blip != nil }
 
     /// - Parameters:
     ///   - url: the database's URL; user info in it becomes basic authentication unless `authentication` is given.
@@ -69,14 +75,14 @@ public struct RemoteEndpoint: Endpoint {
                 client: HTTPClient? = nil, trustedRootCertificatesPath: String? = nil,
                 allowInsecureCredentials: Bool = false, clientCertificate: ClientCertificate? = nil) throws {
         guard var components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", components.host?.isEmpty == false
-        else { throw ReplicationError(.badRequest, "Not an http(s) database URL: \(RemoteEndpoint.redact(url))") }
+              ["http", "https", "ws", "wss"].contains(scheme), components.host?.isEmpty == false
+        else { throw ReplicationError(.badRequest, "Not an http(s) or ws(s) database URL: \(RemoteEndpoint.redact(url))") }
         var auth = authentication ?? .none
         if authentication == nil, let user = components.percentEncodedUser {
             auth = .basic(user: user.removingPercentEncoding ?? user,
                           password: (components.percentEncodedPassword ?? "").removingPercentEncoding ?? "")
         }
-        if scheme == "http" && !allowInsecureCredentials, let host = components.host, !RemoteEndpoint.isLoopback(host) {
+        if (scheme == "http" || scheme == "ws") && !allowInsecureCredentials, let host = components.host, !RemoteEndpoint.isLoopback(host) {
             let credentialHeader = headers.contains { ["authorization", "cookie"].contains($0.0.lowercased()) }
             if credentialHeader || { if case .none = auth { return false } else { return true } }() {
                 throw ReplicationError(.badRequest, "refusing to send credentials over plain HTTP to \(host); "
@@ -113,6 +119,8 @@ public struct RemoteEndpoint: Endpoint {
             self.client = RemoteEndpoint.sharedClient
         }
         self.session = SessionCookie()
+        self.blip = nil
+        if scheme == "ws" || scheme == "wss" { self.blip = try makeBLIPClient(secure: scheme == "wss") }
     }
 
     /// Whether `host` (as in a URL, IPv6 with or without brackets) is a loopback address or `localhost`.
@@ -166,22 +174,28 @@ public struct RemoteEndpoint: Endpoint {
         let keyPath = clientCertificate.map { URL(fileURLWithPath: $0.keyPath).standardizedFileURL.path }
         let key = [caPath ?? "", certPath ?? "", keyPath ?? ""].joined(separator: "\u{0}")
         return try caClients.client(for: key) {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            if let caPath {
-                let certificates = try pemCertificates(caPath, what: "the CA bundle")
-                tls.trustRoots = .certificates(certificates)
-            }
-            tls.certificateVerification = .fullVerification
-            if let certPath, let keyPath {
-                tls.certificateChain = try pemCertificates(certPath, what: "the client certificate").map { .certificate($0) }
-                do {
-                    tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem))
-                } catch {
-                    throw ReplicationError(.badRequest, "cannot read the client key \(keyPath): \(error)")
-                }
-            }
-            return makeClient(tls: tls)
+            makeClient(tls: try tlsConfiguration(caPath: caPath, certPath: certPath, keyPath: keyPath))
         }
+    }
+
+    /// Full verification against the CA certificates at `caPath` (nil: the system's trust store), presenting the
+    /// client certificate and key when given.
+    static func tlsConfiguration(caPath: String?, certPath: String?, keyPath: String?) throws -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caPath {
+            let certificates = try pemCertificates(caPath, what: "the CA bundle")
+            tls.trustRoots = .certificates(certificates)
+        }
+        tls.certificateVerification = .fullVerification
+        if let certPath, let keyPath {
+            tls.certificateChain = try pemCertificates(certPath, what: "the client certificate").map { .certificate($0) }
+            do {
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem))
+            } catch {
+                throw ReplicationError(.badRequest, "cannot read the client key \(keyPath): \(error)")
+            }
+        }
+        return tls
     }
 
     private static func pemCertificates(_ path: String, what: String) throws -> [NIOSSLCertificate] {
@@ -201,7 +215,8 @@ public struct RemoteEndpoint: Endpoint {
     // MARK: Endpoint
 
     public func databaseInfo() async throws(ReplicationError) -> EndpointDatabaseInfo {
-        try await ReplicationError.mapping {
+        if let blip { return try await blip.databaseInfo() }
+        return try await ReplicationError.mapping {
             let o = try await jsonObject(.GET, "")
             return EndpointDatabaseInfo(name: o["db_name"]?.stringValue ?? databaseName, updateSeq: o["update_seq"] ?? .int(0),
                                         docCount: o["doc_count"]?.intValue.map { Int($0) },
@@ -214,6 +229,9 @@ public struct RemoteEndpoint: Endpoint {
     public var creationParameters: [(String, String)] = []
 
     public func createDatabase() async throws(ReplicationError) {
+        if blip != nil {
+            throw ReplicationError(.unsupported, "Couchbase Lite's protocol cannot create a database (\(urlString))")
+        }
         try await ReplicationError.mapping {
             let r = try await send(.PUT, "", query: creationParameters)
             guard (200..<300).contains(r.status) || r.status == 412 else { throw error(for: r, "PUT \(urlString)") }
@@ -221,7 +239,8 @@ public struct RemoteEndpoint: Endpoint {
     }
 
     public func changes(_ request: ChangesRequest) async throws(ReplicationError) -> ChangesBatch {
-        try await ReplicationError.mapping {
+        if let blip { return try await blip.changes(request) }
+        return try await ReplicationError.mapping {
             var query: [(String, String)] = [("style", "all_docs"), ("since", request.since.sequenceText),
                                              ("limit", String(request.limit))]
             var deadline: TimeAmount = .seconds(120)
@@ -260,7 +279,8 @@ public struct RemoteEndpoint: Endpoint {
     }
 
     public func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws(ReplicationError) -> [String: RevTree.RevsDiff] {
-        try await ReplicationError.mapping {
+        if let blip { return try await blip.revsDiff(revisions) }
+        return try await ReplicationError.mapping {
             var body = JSONObject()
             for (id, revs) in revisions {
                 if case .array(let existing)? = body[id] {
@@ -282,7 +302,8 @@ public struct RemoteEndpoint: Endpoint {
     }
 
     public func fetch(_ requests: [FetchRequest]) async throws(ReplicationError) -> [ReplicatedRevision] {
-        try await ReplicationError.mapping {
+        if let blip { return try await blip.fetch(requests) }
+        return try await ReplicationError.mapping {
             if !session.lacksBulkGet {
                 do {
                     // Large batches go as two concurrent requests: the peer serves them on two threads while this
@@ -357,7 +378,8 @@ public struct RemoteEndpoint: Endpoint {
     /// Writes with `new_edits=false`: revisions carrying attachment bodies one by one in `multipart/related`
     /// (``putMultipart(_:)``, as CouchDB's replicator writes them), the others together through `_bulk_docs`.
     public func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
-        try await ReplicationError.mapping {
+        if let blip { return try await blip.write(revisions) }
+        return try await ReplicationError.mapping {
             let withBodies = revisions.filter(\.carriesAttachmentBodies)
             let plain = withBodies.isEmpty ? revisions : revisions.filter { !$0.carriesAttachmentBodies }
             var failures = try await bulkDocs(plain)
@@ -391,7 +413,8 @@ public struct RemoteEndpoint: Endpoint {
     }
 
     public func localDocument(id: String) async throws(ReplicationError) -> JSONObject? {
-        try await ReplicationError.mapping {
+        if let blip { return try await blip.localDocument(id: id) }
+        return try await ReplicationError.mapping {
             let r = try await send(.GET, "/_local/" + Self.escapeSegment(id))
             if r.status == 404 { return nil }
             guard (200..<300).contains(r.status) else { throw error(for: r, "GET _local/\(id)") }
@@ -401,13 +424,16 @@ public struct RemoteEndpoint: Endpoint {
     }
 
     public func putLocalDocument(id: String, body: JSONObject) async throws(ReplicationError) -> String {
-        try await ReplicationError.mapping {
+        if let blip { return try await blip.putLocalDocument(id: id, body: body) }
+        return try await ReplicationError.mapping {
             let o = try await jsonObject(.PUT, "/_local/" + Self.escapeSegment(id), body: .object(body))
             return o["rev"]?.stringValue ?? "0-1"
         }
     }
 
     public func ensureFullCommit() async throws(ReplicationError) {
+        // A `rev` is answered once the server has stored it: nothing to flush.
+        if blip != nil { return }
         try await ReplicationError.mapping {
             let r = try await send(.POST, "/_ensure_full_commit", body: [:])
             guard (200..<300).contains(r.status) || r.status == 404 || r.status == 405 else {

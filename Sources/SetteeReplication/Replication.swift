@@ -299,6 +299,10 @@ public final class Replication: Sendable {
                 missing += d.missing.count
                 requests.append(FetchRequest(id: id, revs: d.missing, attsSince: d.possibleAncestors))
             }
+            if !batch.results.isEmpty, let blip = (source as? RemoteEndpoint)?.blip {
+                // Couchbase Lite's protocol: the server sends what the answer to its `changes` asks for.
+                try await blip.answer(batch, wanting: requests)
+            }
             box.update {
                 $0.revisionsChecked += checked
                 $0.missingRevisionsFound += missing

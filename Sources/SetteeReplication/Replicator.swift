@@ -110,6 +110,11 @@ public final class Replicator: @unchecked Sendable {
                     group.addTask { _ = try? await replication.run() }
                 }
             }
+            // A `ws://` peer's connection serves every leg; it closes once they all stopped.
+            for leg in legs {
+                (leg.source as? RemoteEndpoint)?.disconnect()
+                (leg.target as? RemoteEndpoint)?.disconnect()
+            }
             self.finished()
         }
         lock.withLock { if running { task = t } }
@@ -123,7 +128,9 @@ public final class Replicator: @unchecked Sendable {
         let target = try config.resolvedTarget()
         var legs: [Leg] = []
         for (i, entry) in config.collectionConfigs.enumerated() {
-            if let channels = entry.config.channels ?? config.channels, !channels.isEmpty {
+            let channels = (entry.config.channels ?? config.channels).flatMap { $0.isEmpty ? nil : $0 }
+            let speaksCouchbaseLite = (target as? RemoteEndpoint)?.speaksCouchbaseLiteProtocol == true
+            if channels != nil && !speaksCouchbaseLite {
                 throw ReplicationError(.badRequest, "Channels are Sync Gateway's; a CouchDB peer has none")
             }
             let local = LocalEndpoint(collection: entry.collection)
@@ -137,6 +144,11 @@ public final class Replicator: @unchecked Sendable {
             }
             if config.replicatorType != .push {
                 var options = config.options(for: entry.config, pull: true, reset: reset)
+                if let channels {
+                    // Couchbase Lite's pull by channels: Sync Gateway's filter, the channels as its parameter.
+                    options.filter = BLIPClient.channelFilter
+                    options.queryParams = ["channels": channels.joined(separator: ",")]
+                }
                 wire(&options, collection: entry.collection, filter: entry.config.pullFilter ?? config.pullFilter, isPush: false)
                 legs.append(Leg(slot: 2 * i + 1, collection: entry.collection, isPush: false, source: peer, target: local,
                                 options: options))

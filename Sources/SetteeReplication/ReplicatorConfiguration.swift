@@ -8,14 +8,12 @@ public typealias URLEndpoint = RemoteEndpoint
 public typealias DatabaseEndpoint = LocalEndpoint
 
 extension RemoteEndpoint {
-    /// Couchbase Lite's `URLEndpoint(url:)`: the database at `url`. Couchbase Lite's WebSocket schemes name the
-    /// same server over HTTP here (`ws://` → `http://`, `wss://` → `https://`), since Settee's peers speak the
-    /// CouchDB replication protocol. A URL that is not a database URL stops the program, as Couchbase Lite's
-    /// invalid-URL exception does.
+    /// Couchbase Lite's `URLEndpoint(url:)`: the database at `url`. A `ws://` or `wss://` URL speaks Couchbase Lite's
+    /// replication protocol (BLIP over a WebSocket at `{url}/_blipsync`, as Sync Gateway and `settee serve` serve
+    /// it); an `http://` or `https://` URL speaks CouchDB's (Settee, CouchDB, PouchDB Server). A URL that is not a
+    /// database URL stops the program, as Couchbase Lite's invalid-URL exception does.
     public init(url: URL) {
-        var text = url.absoluteString
-        if text.lowercased().hasPrefix("ws://") { text = "http://" + text.dropFirst(5) }
-        if text.lowercased().hasPrefix("wss://") { text = "https://" + text.dropFirst(6) }
+        let text = url.absoluteString
         do {
             self = try RemoteEndpoint(url: text, allowInsecureCredentials: true)
         } catch {

@@ -9,8 +9,12 @@ import Settee
     @Test func urlEndpointTakesCouchbaseLitesURLs() {
         let url = URL(string: "ws://localhost:4984/db")!
         let target = URLEndpoint(url: url)
-        #expect(target.url.absoluteString == "http://localhost:4984/db")
-        #expect(URLEndpoint(url: URL(string: "wss://sync.example.com/app")!).url.absoluteString == "https://sync.example.com/app")
+        // A WebSocket URL speaks Couchbase Lite's protocol; an HTTP one CouchDB's.
+        #expect(target.url.absoluteString == "ws://localhost:4984/db")
+        #expect(target.speaksCouchbaseLiteProtocol)
+        let secure = URLEndpoint(url: URL(string: "wss://sync.example.com/app")!)
+        #expect(secure.url.absoluteString == "wss://sync.example.com/app" && secure.speaksCouchbaseLiteProtocol)
+        #expect(!URLEndpoint(url: URL(string: "http://localhost:5984/db")!).speaksCouchbaseLiteProtocol)
         var config = ReplicatorConfiguration(target: target)
         #expect(config.collections.isEmpty)
         config.replicatorType = .push

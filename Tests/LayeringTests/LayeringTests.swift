@@ -21,8 +21,10 @@ import Testing
         "SetteeBLIP": ["SetteeCore", "CZlib"],
         "SetteeIndex": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "CICU", "Logging"],
         "SetteeQuery": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex"],
-        "SetteeReplication": ["SetteeCore", "SetteeStore", "AsyncHTTPClient", "NIOCore", "NIOHTTP1", "NIOSSL", "Logging",
-                              "Metrics"],
+        // BLIP and NIO's WebSocket client for `ws://` endpoints (Couchbase Lite's protocol); the session over a
+        // WebSocket (BLIPSession) lives here and the server's `_blipsync` route uses it too.
+        "SetteeReplication": ["SetteeCore", "SetteeStore", "SetteeBLIP", "AsyncHTTPClient", "NIOCore", "NIOPosix", "NIOHTTP1",
+                              "NIOWebSocket", "NIOSSL", "Crypto", "Logging", "Metrics"],
         "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
                          "SetteeBLIP", "NIOWebSocket", "Hummingbird", "HummingbirdCore", "HummingbirdTLS", "HummingbirdHTTP2", "NIOCore", "NIOHTTP1",
                          "NIOHTTPTypes", "NIOHTTPTypesHTTP1", "NIOSSL", "HTTPTypes", "ServiceLifecycle", "Logging",

@@ -1,6 +1,7 @@
 import Logging
 import SetteeBLIP
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 
 /// The pull half of a connection: what `subChanges` asked for, sent as `changes` and `rev` requests.
@@ -51,6 +52,8 @@ struct BLIPChangesFeed: Sendable {
         while !Task.isCancelled {
             var scan = SetteeStore.Collection.ChangesOptions(since: since)
             scan.limit = options.batch
+            // Every leaf, as CouchDB's `style=all_docs` feed: a conflict reaches the client as it is stored here.
+            scan.allLeaves = true
             scan.documentIDs = options.documentIDs
             let c = context.collection, request = scan
             let rows = try await blocking { try c.changes(request) }
@@ -72,25 +75,34 @@ struct BLIPChangesFeed: Sendable {
         throw CancellationError()
     }
 
+    /// One revision offered in a `changes` batch: a document's winner, or another leaf of it (a conflict).
+    struct Offer {
+        var row: SetteeStore.Collection.ChangeRow
+        var rev: RevID
+    }
+
     private func send(_ rows: [SetteeStore.Collection.ChangeRow]) async throws {
-        let items: [JSON] = rows.map { row in
-            row.deleted ? [.int(Int64(row.sequence)), .string(row.id), .string(row.rev.description), .bool(true)]
-                : [.int(Int64(row.sequence)), .string(row.id), .string(row.rev.description)]
+        let offers = rows.flatMap { row in (row.leaves ?? [row.rev]).map { Offer(row: row, rev: $0) } }
+        let items: [JSON] = offers.map { offer in
+            offer.rev == offer.row.rev && offer.row.deleted
+                ? [.int(Int64(offer.row.sequence)), .string(offer.row.id), .string(offer.rev.description), .bool(true)]
+                : [.int(Int64(offer.row.sequence)), .string(offer.row.id), .string(offer.rev.description)]
         }
         let reply = try await session.request(.request(profile: "changes", body: JSON.array(items).serializedBytes))
         if let error = reply.errorInfo { throw BLIPSyncError(domain: .http, code: error.code, "changes refused: \(error.message)") }
         let answers = (try? reply.jsonBody())?.arrayValue ?? []
         let maxHistory = reply.properties["maxHistory"].flatMap(Int.init) ?? Int.max
-        var wanted: [(row: SetteeStore.Collection.ChangeRow, known: Set<String>)] = []
-        for (i, answer) in answers.enumerated() where i < rows.count {
-            if let known = answer.arrayValue { wanted.append((rows[i], Set(known.compactMap(\.stringValue)))) }
+        var wanted: [(offer: Offer, known: Set<String>)] = []
+        for (i, answer) in answers.enumerated() where i < offers.count {
+            if let known = answer.arrayValue { wanted.append((offers[i], Set(known.compactMap(\.stringValue)))) }
         }
         guard !wanted.isEmpty else { return }
-        let c = context.collection, ids = wanted.map(\.row.id)
+        let c = context.collection, ids = wanted.map(\.offer.row.id)
         let records = try await blocking { try c.records(ids: ids, withTree: true) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (k, item) in wanted.enumerated() {
-                let message = Self.revMessage(item.row, record: records[k], known: item.known, maxHistory: maxHistory)
+                let message = Self.revMessage(item.offer.row, rev: item.offer.rev, record: records[k], known: item.known,
+                                              maxHistory: maxHistory)
                 if message.profile == "norev" {
                     session.send(message)
                 } else {
@@ -101,21 +113,21 @@ struct BLIPChangesFeed: Sendable {
         }
     }
 
-    /// The `rev` request for a change (or `norev` when its revision is gone).
-    static func revMessage(_ row: SetteeStore.Collection.ChangeRow, record: DocumentRecord?, known: Set<String>,
+    /// The `rev` request for revision `rev` of a change (or `norev` when that revision is gone).
+    static func revMessage(_ row: SetteeStore.Collection.ChangeRow, rev: RevID, record: DocumentRecord?, known: Set<String>,
                            maxHistory: Int) -> BLIPMessage {
         let sequence = String(row.sequence)
-        guard let record, let revision = record.revision(row.rev) else {
-            return .request(profile: "norev", properties: ["id": row.id, "rev": row.rev.description, "sequence": sequence,
+        guard let record, let revision = record.revision(rev) else {
+            return .request(profile: "norev", properties: ["id": row.id, "rev": rev.description, "sequence": sequence,
                                                            "error": "404", "reason": "missing"], noReply: true)
         }
         var history: [String] = []
-        for ancestor in (record.tree?.history(of: row.rev) ?? []).dropFirst() {
+        for ancestor in (record.tree?.history(of: rev) ?? []).dropFirst() {
             guard history.count < max(maxHistory - 1, 0) else { break }
             history.append(ancestor.description)
             if known.contains(ancestor.description) { break }
         }
-        var properties: BLIPProperties = ["id": row.id, "rev": row.rev.description, "sequence": sequence]
+        var properties: BLIPProperties = ["id": row.id, "rev": rev.description, "sequence": sequence]
         if revision.deleted { properties["deleted"] = "1" }
         if !history.isEmpty { properties["history"] = history.joined(separator: ",") }
         return .request(profile: "rev", properties: properties, body: revision.body.isEmpty ? Array("{}".utf8) : revision.body)

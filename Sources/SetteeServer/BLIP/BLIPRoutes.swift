@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import SetteeBLIP
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 
 /// `GET /{db}/_blipsync` (and `/{db}.{scope}.{collection}/_blipsync`): Couchbase Lite's replication protocol.

@@ -1,6 +1,7 @@
 import Logging
 import SetteeBLIP
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 import Synchronization
 

@@ -1,7 +1,7 @@
-import Logging
-import NIOCore
-import NIOWebSocket
-import SetteeBLIP
+package import Logging
+package import NIOCore
+package import NIOWebSocket
+package import SetteeBLIP
 import Synchronization
 
 /// One BLIP connection over a WebSocket: the ``BLIPConnection`` state machine behind a lock, a single writer of its
@@ -9,7 +9,10 @@ import Synchronization
 ///
 /// Requests from the peer are handed to `onRequest` one at a time, in order; a handler that must wait for the peer
 /// (the changes feed) runs in a task of its own. Requests this side sends are answered through ``request(_:)``.
-final class BLIPSession: Sendable {
+///
+/// Both ends use it: the server's `_blipsync` route and a replicator's `ws://` endpoint (which masks its frames, as
+/// RFC 6455 requires of a client).
+package final class BLIPSession: Sendable {
     struct State {
         var connection: BLIPConnection
         var waiting: [UInt64: CheckedContinuation<BLIPMessage, any Error>] = [:]
@@ -19,19 +22,25 @@ final class BLIPSession: Sendable {
     private let state: Mutex<State>
     private let frames: AsyncStream<[UInt8]>.Continuation
     private let outgoing: AsyncStream<[UInt8]>
-    let logger: Logger
+    package let logger: Logger
+    /// Whether this side is the WebSocket's client, whose frames are masked.
+    private let masksFrames: Bool
 
     /// Why a request this side sent got no reply.
-    struct Closed: Error {}
+    package struct Closed: Error {}
 
-    init(configuration: BLIPConnection.Configuration = .init(), logger: Logger) {
+    package init(configuration: BLIPConnection.Configuration = .init(), logger: Logger, isClient: Bool = false) {
         state = Mutex(State(connection: BLIPConnection(configuration: configuration)))
         (outgoing, frames) = AsyncStream<[UInt8]>.makeStream()
         self.logger = logger
+        self.masksFrames = isClient
     }
 
+    /// Whether the session has ended (either side closed, or a fatal error).
+    package var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Queues a message (a response, or a request whose reply is not awaited).
-    func send(_ message: BLIPMessage) {
+    package func send(_ message: BLIPMessage) {
         state.withLock { state in
             state.connection.send(message)
             flush(&state)
@@ -39,7 +48,7 @@ final class BLIPSession: Sendable {
     }
 
     /// Sends a request and waits for its reply (a response or an error response).
-    func request(_ message: BLIPMessage) async throws -> BLIPMessage {
+    package func request(_ message: BLIPMessage) async throws -> BLIPMessage {
         try await withCheckedThrowingContinuation { continuation in
             state.withLock { state in
                 guard !state.closed else { return continuation.resume(throwing: Closed()) }
@@ -51,7 +60,7 @@ final class BLIPSession: Sendable {
     }
 
     /// Takes one frame; returns the request it completed, resolving replies to this side's requests.
-    func receive(_ frame: [UInt8]) throws(BLIPError) -> BLIPMessage? {
+    package func receive(_ frame: [UInt8]) throws(BLIPError) -> BLIPMessage? {
         let result: Result<BLIPMessage?, BLIPError> = state.withLock { state in
             do throws(BLIPError) {
                 let message = try state.connection.receive(frame)
@@ -73,7 +82,7 @@ final class BLIPSession: Sendable {
     }
 
     /// Fails every awaited reply and ends the frame stream.
-    func close() {
+    package func close() {
         let waiting = state.withLock { state in
             state.closed = true
             defer { state.waiting.removeAll() }
@@ -87,7 +96,7 @@ final class BLIPSession: Sendable {
     /// WebSocket message), answers pings, and writes this side's frames as they are made. Whichever side ends first
     /// ends the other: the peer's close (or a fatal BLIP error) stops the writer after a close frame, and this side's
     /// ``close()`` (shutdown) sends the close frame and stops reading once the peer answers or two seconds pass.
-    func run(_ channel: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>,
+    package func run(_ channel: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>,
              onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async {
         do {
             try await channel.executeThenClose { inbound, writer in
@@ -96,12 +105,12 @@ final class BLIPSession: Sendable {
                         for await frame in self.outgoing {
                             var buffer = ByteBuffer()
                             buffer.writeBytes(frame)
-                            try await writer.write(WebSocketFrame(fin: true, opcode: .binary, data: buffer))
+                            try await writer.write(self.frame(.binary, buffer))
                         }
                         // Closing: say so before the connection goes.
                         var reason = ByteBuffer()
                         reason.writeInteger(UInt16(1000))  // normal closure
-                        try? await writer.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason))
+                        try? await writer.write(self.frame(.connectionClose, reason))
                     }
                     group.addTask {
                         defer { self.close() }
@@ -118,6 +127,11 @@ final class BLIPSession: Sendable {
             logger.debug("BLIP connection ended: \(error)")
         }
         close()
+    }
+
+    /// A WebSocket frame this side sends: masked with a fresh key when this side is the client.
+    private func frame(_ opcode: WebSocketOpcode, _ data: ByteBuffer) -> WebSocketFrame {
+        WebSocketFrame(fin: true, opcode: opcode, maskKey: masksFrames ? .random() : nil, data: data)
     }
 
     /// Reads frames until the peer closes, sends something that is not BLIP, or a fatal BLIP error.
@@ -139,7 +153,7 @@ final class BLIPSession: Sendable {
                     if error.isFatal { return }
                 }
             case .ping:
-                try await writer.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
+                try await writer.write(self.frame(.pong, frame.unmaskedData))
             case .connectionClose:
                 return
             case .text:

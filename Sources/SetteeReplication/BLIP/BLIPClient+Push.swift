@@ -1,0 +1,136 @@
+import SetteeBLIP
+import SetteeCore
+
+/// Pushing to a `_blipsync` endpoint: `changes` offers revisions (the server answers which it lacks), `rev` sends
+/// each wanted one with its history, and the server fetches attachment bodies it lacks with `getAttachment`.
+extension BLIPClient {
+    /// A `changes` request listing the revisions; the server answers, per revision, `0` when it has it or the
+    /// ancestors it has when it lacks it (CouchDB's `_revs_diff`, in Couchbase Lite's shape).
+    func revsDiff(_ revisions: [(id: String, revs: [RevID])]) async throws(ReplicationError) -> [String: RevTree.RevsDiff] {
+        let connection = try await self.connection()
+        var offered: [(id: String, rev: RevID)] = []
+        for (id, revs) in revisions { for rev in revs { offered.append((id, rev)) } }
+        guard !offered.isEmpty else { return [:] }
+        let first = connection.pushSequence.add(offered.count, ordering: .relaxed).oldValue
+        let items: [JSON] = offered.enumerated().map { i, item in
+            [.int(Int64(first + i + 1)), .string(item.id), .string(item.rev.description)]
+        }
+        let reply = try await connection.request(.request(profile: "changes", body: JSON.array(items).serializedBytes))
+        if let error = reply.errorInfo { throw connection.error(error, "changes") }
+        if let limit = reply.properties["maxHistory"].flatMap(Int.init), limit > 0 {
+            connection.maxHistory.withLock { $0 = limit }
+        }
+        let answers = (try? reply.jsonBody())?.arrayValue ?? []
+        var diffs: [String: RevTree.RevsDiff] = [:]
+        for (i, item) in offered.enumerated() where i < answers.count {
+            guard let known = answers[i].arrayValue else { continue }
+            var diff = diffs[item.id] ?? RevTree.RevsDiff(missing: [], possibleAncestors: [])
+            diff.missing.append(item.rev)
+            for ancestor in known.compactMap({ $0.stringValue.flatMap(RevID.init) }) where !diff.possibleAncestors.contains(ancestor) {
+                diff.possibleAncestors.append(ancestor)
+            }
+            diffs[item.id] = diff
+        }
+        return diffs
+    }
+
+    /// Sends every revision as a `rev` request at once (BLIP interleaves them) and waits for the server's answers:
+    /// an error answer is that document's failure (403 a validation function or access, 409 a conflict).
+    func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
+        let connection = try await self.connection()
+        let maxHistory = connection.maxHistory.withLock { $0 }
+        var messages: [(revision: ReplicatedRevision, message: BLIPMessage, digests: [String])] = []
+        messages.reserveCapacity(revisions.count)
+        for revision in revisions {
+            let (message, digests) = try revMessage(revision, connection: connection, maxHistory: maxHistory)
+            messages.append((revision, message, digests))
+        }
+        defer {
+            connection.outgoingAttachments.withLock { bodies in
+                for digest in messages.flatMap(\.digests) {
+                    bodies[digest]?.users -= 1
+                    if bodies[digest]?.users ?? 0 <= 0 { bodies[digest] = nil }
+                }
+            }
+        }
+        let outcome: Result<[DocumentFailure], ReplicationError> = await withTaskGroup(of: Result<DocumentFailure?, ReplicationError>.self) { group in
+            for item in messages {
+                group.addTask {
+                    do throws(ReplicationError) {
+                        let reply = try await connection.request(item.message)
+                        guard let error = reply.errorInfo else { return .success(nil) }
+                        return .success(DocumentFailure(id: item.revision.id, rev: item.revision.rev.description,
+                                                        error: Self.errorName(error.code), reason: error.message))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var failures: [DocumentFailure] = []
+            for await result in group {
+                switch result {
+                case .success(let failure): if let failure { failures.append(failure) }
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(failures)
+        }
+        return try outcome.get()
+    }
+
+    /// The `rev` request for a revision: `id`, `rev`, `history` (ancestors, newest first, up to `maxHistory`),
+    /// `deleted`, `sequence`, and the body with its attachment stubs named by `sha1-` digests; the bodies those
+    /// digests name are offered for the server's `getAttachment`.
+    private func revMessage(_ revision: ReplicatedRevision, connection: BLIPClientConnection,
+                            maxHistory: Int) throws(ReplicationError) -> (BLIPMessage, [String]) {
+        var properties: BLIPProperties = ["id": revision.id, "rev": revision.rev.description]
+        let ancestors = revision.history.dropFirst().prefix(max(maxHistory - 1, 0))
+        if !ancestors.isEmpty { properties["history"] = ancestors.map(\.description).joined(separator: ",") }
+        if revision.deleted { properties["deleted"] = "1" }
+        properties["sequence"] = String(connection.pushSequence.add(1, ordering: .relaxed).newValue)
+        var body = JSON.object(revision.body)
+        var offered: [String] = []
+        if case .object(let attachments)? = revision.body["_attachments"] {
+            var renames: [String: String] = [:]
+            for (_, meta) in attachments {
+                guard let digest = meta["digest"]?.stringValue, renames[digest] == nil,
+                      let bytes = try revision.attachmentBytes(digest) else { continue }
+                let sha1 = BLIPAttachments.sha1Digest(bytes)
+                renames[digest] = sha1
+                offered.append(sha1)
+                connection.outgoingAttachments.withLock { bodies in
+                    bodies[sha1, default: .init(bytes: bytes, users: 0)].users += 1
+                }
+            }
+            BLIPAttachments.renameDigests(in: &body, renames)
+            if case .object(var object) = body, case .object(var stubs)? = object["_attachments"] {
+                // Bodies travel by `getAttachment`, never inline.
+                for name in stubs.keys {
+                    guard case .object(var stub)? = stubs[name] else { continue }
+                    stub.removeValue(forKey: "data")
+                    stub.removeValue(forKey: "follows")
+                    stub.removeValue(forKey: "encoding")
+                    stub.removeValue(forKey: "encoded_length")
+                    stub["stub"] = .bool(true)
+                    stubs[name] = .object(stub)
+                }
+                object["_attachments"] = .object(stubs)
+                body = .object(object)
+            }
+        }
+        return (.request(profile: "rev", properties: properties, body: body.serializedBytes), offered)
+    }
+
+    /// CouchDB's error name for a status, as a document failure reports it.
+    static func errorName(_ code: Int) -> String {
+        switch code {
+        case 400: "bad_request"
+        case 401: "unauthorized"
+        case 403: "forbidden"
+        case 404: "not_found"
+        case 409: "conflict"
+        case 413: "document_too_large"
+        default: "error"
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import NIOHTTP1
+import SetteeCore
+import SetteeStore
+@testable import SetteeReplication
+import Testing
+
+/// Settee's replicator speaking Couchbase Lite's protocol (a `ws://` ``URLEndpoint``) to a real `settee serve`
+/// process's `/{db}/_blipsync`, over real sockets: push, pull, updates, deletions, conflicts, continuous mode,
+/// checkpoints that resume, errors reported through the status.
+@Suite(.serialized) struct BLIPReplicationTests {
+    static func http(_ s: ServerProcess, _ db: String) -> String { "http://127.0.0.1:\(s.port)/\(db)" }
+    static func ws(_ s: ServerProcess, _ db: String, user: String = "admin", password: String = "secret") -> String {
+        "ws://\(user):\(password)@127.0.0.1:\(s.port)/\(db)"
+    }
+
+    /// Pushes and pulls once each (push first, as Couchbase Lite's push-and-pull does both at once).
+    static func sync(_ local: SetteeStore.Collection, _ url: String, options: ReplicationOptions = ReplicationOptions()) async throws
+        -> (push: ReplicationResult, pull: ReplicationResult) {
+        let remote = try RemoteEndpoint(url: url)
+        defer { remote.disconnect() }
+        let push = try await Replication(source: LocalEndpoint(collection: local), target: remote, options: options).run()
+        let pull = try await Replication(source: remote, target: LocalEndpoint(collection: local), options: options).run()
+        return (push, pull)
+    }
+
+    /// The server's copy, pulled over CouchDB's protocol into a database of its own.
+    static func serverCopy(_ server: ServerProcess, _ db: String, in dir: TempDir, name: String) async throws -> SetteeStore.Collection {
+        let copy = try dir.open(name).defaultCollection()
+        _ = try await Replication(source: try RemoteEndpoint(url: "http://admin:secret@127.0.0.1:\(server.port)/\(db)"),
+                                  target: LocalEndpoint(collection: copy)).run()
+        return copy
+    }
+
+    @Test func pushAndPullOverWebSocketMatchCouchDBsProtocol() async throws {
+        let dir = TempDir(), serverDir = TempDir()
+        let server = try ServerProcess(dataDirectory: serverDir.path)
+        defer { server.stop() }
+        try await HTTP.send(.PUT, Self.http(server, "app"))
+        try await HTTP.load(Self.http(server, "app"), prefix: "server-", count: 250)
+        let local = try dir.open("local").defaultCollection()
+        for i in 0..<120 { try local.put(String(format: "local-%03d", i), #"{"n":\#(i),"side":"local"}"#) }
+        let r1 = try local.put("edited", #"{"v":1}"#)
+        let r2 = try local.put("edited", #"{"v":2}"#, parent: r1)
+        let gone = try local.put("gone", #"{"v":1}"#)
+        try local.remove("gone", parent: gone)
+
+        let (push, pull) = try await Self.sync(local, Self.ws(server, "app"))
+        #expect(push.status.error == nil && pull.status.error == nil)
+        #expect(push.status.docsWritten == 122)
+        #expect(pull.status.docsWritten == 250)
+        #expect(try await HTTP.docCount(Self.http(server, "app")) == 371)
+        let doc = try await HTTP.send(.GET, Self.http(server, "app") + "/edited?revs=true")
+        #expect(doc.json?["_rev"]?.stringValue == r2.description)
+        #expect(doc.json?["_revisions"]?["ids"]?.arrayValue?.count == 2, "the history travelled with the revision")
+        #expect(try await HTTP.send(.GET, Self.http(server, "app") + "/gone").status == 404)
+
+        // Identical trees on both sides: the server's copy over CouchDB's protocol equals the local database.
+        let copy = try await Self.serverCopy(server, "app", in: dir, name: "copy")
+        try expectSameTrees(local, copy)
+
+        // A second run finds nothing to do: the checkpoints (on the server, `getCheckpoint`) resume.
+        let (again, againPull) = try await Self.sync(local, Self.ws(server, "app"))
+        #expect(again.status.docsWritten == 0 && againPull.status.docsWritten == 0)
+        #expect(again.status.revisionsChecked == 250, "the push resumed from its checkpoint (only the pulled documents are new)")
+        // New documents on the server: only they come.
+        try await HTTP.load(Self.http(server, "app"), prefix: "later-", count: 30)
+        let (_, third) = try await Self.sync(local, Self.ws(server, "app"))
+        #expect(third.status.docsWritten == 30)
+        #expect(third.status.revisionsChecked == 30, "the pull resumed from its checkpoint")
+    }
+
+    @Test func conflictingEditsResolveTheSameWayOnBothSides() async throws {
+        let dir = TempDir(), serverDir = TempDir()
+        let server = try ServerProcess(dataDirectory: serverDir.path)
+        defer { server.stop() }
+        try await HTTP.send(.PUT, Self.http(server, "app"))
+        let local = try dir.open("local").defaultCollection()
+        let base = try local.put("doc", #"{"v":"base"}"#)
+        _ = try await Self.sync(local, Self.ws(server, "app"))
+        // Both sides edit the same revision.
+        try local.put("doc", #"{"v":"local"}"#, parent: base)
+        let put = try await HTTP.send(.PUT, Self.http(server, "app") + "/doc", #"{"_rev":"\#(base.description)","v":"server"}"#)
+        #expect(put.status == 201)
+        _ = try await Self.sync(local, Self.ws(server, "app"))
+        let copy = try await Self.serverCopy(server, "app", in: dir, name: "copy")
+        try expectSameTrees(local, copy)
+        let record = try #require(try local.record(id: "doc", withTree: true))
+        #expect(record.conflicted, "the conflict is kept, as CouchDB's protocol keeps it")
+    }
+
+    @Test func continuousReplicatorFollowsBothSides() async throws {
+        let dir = TempDir(), serverDir = TempDir()
+        let server = try ServerProcess(dataDirectory: serverDir.path)
+        defer { server.stop() }
+        try await HTTP.send(.PUT, Self.http(server, "app"))
+        let db = try dir.open("local")
+        defer { db.close() }
+        let local = try db.defaultCollection()
+        var config = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: "ws://127.0.0.1:\(server.port)/app")!))
+        config.addCollection(local)
+        config.continuous = true
+        config.authenticator = BasicAuthenticator(username: "admin", password: "secret")
+        let replicator = Replicator(config: config)
+        replicator.start()
+        defer { replicator.stop() }
+        #expect(try await eventually { replicator.status.activity == .idle })
+
+        try local.put("from-local", #"{"v":1}"#)
+        try await HTTP.send(.PUT, Self.http(server, "app") + "/from-server", #"{"v":2}"#)
+        #expect(try await eventually { try local.record(id: "from-server") != nil })
+        var arrived = false
+        for _ in 0..<600 where !arrived {
+            arrived = try await HTTP.send(.GET, Self.http(server, "app") + "/from-local").status == 200
+            if !arrived { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(arrived, "a local save reached the server")
+        // A later change on the server arrives too (the feed stays subscribed).
+        try await HTTP.send(.PUT, Self.http(server, "app") + "/later", #"{"v":3}"#)
+        #expect(try await eventually { try local.record(id: "later") != nil })
+        replicator.stop()
+        let status = await replicator.waitUntilStopped()
+        #expect(status.error == nil, "\(String(describing: status.error))")
+    }
+
+    @Test func refusalsAndUnreachableServersAreReportedNotThrown() async throws {
+        let dir = TempDir(), serverDir = TempDir()
+        let server = try ServerProcess(dataDirectory: serverDir.path)
+        defer { server.stop() }
+        try await HTTP.send(.PUT, Self.http(server, "app"))
+        try await HTTP.send(.PUT, "http://127.0.0.1:\(server.port)/_users/org.couchdb.user:reader",
+                            #"{"name":"reader","password":"pw","roles":[],"type":"user"}"#)
+        try await HTTP.send(.PUT, Self.http(server, "app") + "/_security",
+                            #"{"members":{"names":["writer"]},"readers":{"names":["reader"]}}"#)
+        try await HTTP.send(.PUT, Self.http(server, "app") + "/shared", #"{"v":1}"#)
+        let db = try dir.open("local")
+        defer { db.close() }
+        let local = try db.defaultCollection()
+        try local.put("mine", #"{"v":1}"#)
+
+        func run(_ url: String, _ type: ReplicatorType, user: String? = nil, password: String = "") async -> ReplicatorStatus {
+            var config = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: url)!))
+            config.addCollection(local)
+            config.replicatorType = type
+            config.maxAttempts = 2
+            config.maxAttemptWaitTime = 0.2
+            if let user { config.authenticator = BasicAuthenticator(username: user, password: password) }
+            let replicator = Replicator(config: config)
+            replicator.start()
+            return await replicator.waitUntilStopped()
+        }
+        // A reader pulls; its push is refused (403), as Sync Gateway refuses a read-only user.
+        let pulled = await run("ws://127.0.0.1:\(server.port)/app", .pull, user: "reader", password: "pw")
+        #expect(pulled.error == nil, "\(String(describing: pulled.error))")
+        #expect(try local.record(id: "shared") != nil)
+        let pushed = await run("ws://127.0.0.1:\(server.port)/app", .push, user: "reader", password: "pw")
+        #expect(pushed.error?.kind == .forbidden, "\(String(describing: pushed.error))")
+        // Wrong credentials, a missing database: the handshake's answer, at once.
+        let wrong = await run("ws://127.0.0.1:\(server.port)/app", .pull, user: "reader", password: "nope")
+        #expect(wrong.error?.kind == .unauthorized, "\(String(describing: wrong.error))")
+        let missing = await run("ws://127.0.0.1:\(server.port)/nothere", .pull, user: "admin", password: "secret")
+        #expect(missing.error?.kind == .notFound, "\(String(describing: missing.error))")
+        // Nothing listening: created and started without throwing, retried, then stopped with the error.
+        let closedPort = freePort()
+        let unreachable = await run("ws://127.0.0.1:\(closedPort)/app", .pushAndPull)
+        #expect(unreachable.error?.kind == .unreachable, "\(String(describing: unreachable.error))")
+        #expect(unreachable.activity == .stopped)
+    }
+}
