@@ -4,7 +4,8 @@
 //   swift run -c release settee-bench scale [--counts 100000,1000000] [--out DIR] [workload …]   (ScaleMode.swift)
 //
 // Workloads: insert, update, get, changes, json (storage core); http-bulk, http-get, http-changes, find (server);
-// replicate, replicate-incremental (replicator); query-indexed, index-build, index-catchup, query-parse, fts-build,
+// replicate, replicate-incremental (replicator); replicate-blip, replicate-blip-rss (Couchbase Lite's protocol against
+// CouchDB's, and the pulling process's memory at 1× and 10× the documents); query-indexed, index-build, index-catchup, query-parse, fts-build,
 // fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views); many-dbs (1,000 databases
 // and --peer); deep (10,000 revisions and 1,000 conflicts of one document); md5 (the revision-id digest against
 // swift-crypto's); cbl (Couchbase Lite C's cbl-bench and Settee's port of it, side by side). Each prints its rate, the baseline's rate
@@ -26,7 +27,7 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
                     "fts-build", "fts-query", "array-query", "vector", "view-build", "view-query", "view-reduce", "view-build-js",
-                    "validate-bulk", "find", "starvation", "many-dbs", "deep", "md5", "cbl"]
+                    "validate-bulk", "find", "starvation", "many-dbs", "deep", "md5", "cbl", "replicate-blip", "replicate-blip-rss"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -326,6 +327,17 @@ if selected.contains(where: replicationWorkloads.contains) {
                                     jsonOutput: jsonOutput)
     } catch {
         FileHandle.standardError.write(Data("settee-bench: replication workloads FAILED: \(error)\n".utf8))
+        exit(1)
+    }
+}
+// replicate-blip, replicate-blip-rss: Couchbase Lite's protocol against CouchDB's (BLIPReplicationWorkload.swift).
+if selected.contains(where: blipReplicationWorkloads.contains) {
+    do {
+        try runBLIPReplicationWorkloads(selected: selected, ids: ids, docs: docs, workDir: workDir) { line in
+            if jsonOutput { FileHandle.standardError.write(Data((line + "\n").utf8)) } else { print(line) }
+        }
+    } catch {
+        FileHandle.standardError.write(Data("settee-bench: BLIP replication workloads FAILED: \(error)\n".utf8))
         exit(1)
     }
 }

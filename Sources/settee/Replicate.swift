@@ -6,10 +6,11 @@ import UnixSignals
 
 struct Replicate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replicate between two databases (local names or http(s) URLs) with the CouchDB protocol.",
+        abstract: "Replicate between two databases (local names or URLs): CouchDB's protocol over http(s), Couchbase Lite's over ws(s).",
         discussion: """
             SOURCE and TARGET are database names in --data or URLs of databases on any CouchDB-compatible \
-            server (http://user:pass@host:5984/db). By default SOURCE's changes go to TARGET (--push); --pull \
+            server (http://user:pass@host:5984/db), or ws(s):// URLs of databases served over Couchbase Lite's \
+            replication protocol (`settee serve`'s /{db}/_blipsync, Sync Gateway). By default SOURCE's changes go to TARGET (--push); --pull \
             brings TARGET's changes into SOURCE; both flags do both. Checkpoints are kept on both sides, so a \
             repeated or interrupted replication resumes where it stopped. --continuous keeps following changes \
             until interrupted (SIGINT/SIGTERM stop it after recording a checkpoint).

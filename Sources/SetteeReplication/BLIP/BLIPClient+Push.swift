@@ -1,5 +1,6 @@
 import SetteeBLIP
 import SetteeCore
+import SetteeStore
 
 /// Pushing to a `_blipsync` endpoint: `changes` offers revisions (the server answers which it lacks), `rev` sends
 /// each wanted one with its history, and the server fetches attachment bodies it lacks with `getAttachment`.
@@ -94,7 +95,15 @@ extension BLIPClient {
             var renames: [String: String] = [:]
             for (_, meta) in attachments {
                 guard let digest = meta["digest"]?.stringValue, renames[digest] == nil,
-                      let bytes = try revision.attachmentBytes(digest) else { continue }
+                      var bytes = try revision.attachmentBytes(digest) else { continue }
+                if revision.attachmentEncodings[digest] == "gzip" {
+                    // Stored compressed here; Couchbase Lite's protocol carries an attachment's own bytes.
+                    do {
+                        bytes = try Gzip.decompress(bytes, limit: 1 << 32)
+                    } catch {
+                        throw ReplicationError(.local, "attachment \(digest) of \(revision.id) does not decompress: \(error)")
+                    }
+                }
                 let sha1 = BLIPAttachments.sha1Digest(bytes)
                 renames[digest] = sha1
                 offered.append(sha1)
