@@ -1,5 +1,10 @@
 import Crypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SetteeCore
 import SetteeStore
 import Synchronization
@@ -57,7 +62,7 @@ enum BLIPAttachments {
     /// when it has none. A stub whose body the database lacks goes out as stored (Couchbase Lite ignores a digest
     /// that is not SHA-1). Runs blocking store reads (and records newly computed names).
     static func outgoing(_ stored: [UInt8], database: Database) throws -> Outgoing? {
-        guard stored.firstRange(of: attachmentsKey) != nil, case .object(var body) = try JSON.parse(stored),
+        guard stored.contains(bytes: attachmentsKey), case .object(var body) = try JSON.parse(stored),
               case .object(let stubs)? = body["_attachments"], !stubs.isEmpty else { return nil }
         var names = Names(database: database)
         var out = JSONObject()
@@ -168,6 +173,28 @@ final class BLIPOfferedAttachments: Sendable {
         offered.withLock { offered in
             if let docID { return offered[Key(docID: docID, sha1: sha1)]?.digest }
             return offered.first { $0.key.sha1 == sha1 }?.value.digest
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Whether `needle` occurs in these bytes (`memchr` for its first byte, `memcmp` for the rest): the cheap test
+    /// before a body is parsed.
+    func contains(bytes needle: [UInt8]) -> Bool {
+        guard let first = needle.first else { return true }
+        return withUnsafeBytes { haystack in
+            needle.withUnsafeBytes { needle in
+                guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
+                var offset = 0
+                let last = haystack.count - needle.count
+                while offset <= last {
+                    guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return false }
+                    let at = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + at, needle.baseAddress!, needle.count) == 0 { return true }
+                    offset = at + 1
+                }
+                return false
+            }
         }
     }
 }

@@ -59,7 +59,7 @@ extension BLIPSyncHandler {
             defer { try? c.database.recordSHA1(names.computed) }
             let leaves = record.tree?.rankedLeaves.map(\.rev) ?? [record.revID]
             for leaf in leaves {
-                guard let body = record.revision(leaf)?.body, body.firstRange(of: BLIPAttachments.attachmentsKey) != nil,
+                guard let body = record.revision(leaf)?.body, body.contains(bytes: BLIPAttachments.attachmentsKey),
                       case .object(let stubs)? = try JSON.parse(body)["_attachments"] else { continue }
                 for (_, stub) in stubs {
                     if let digest = stub["digest"]?.stringValue, try names.sha1(of: digest) == sha1 { return names.resolved[sha1] }
@@ -236,7 +236,7 @@ extension BLIPSyncHandler {
             }
             if let record {
                 for rev in [record.revID, parent].compactMap({ $0 }) {
-                    guard let body = record.revision(rev)?.body, body.firstRange(of: BLIPAttachments.attachmentsKey) != nil,
+                    guard let body = record.revision(rev)?.body, body.contains(bytes: BLIPAttachments.attachmentsKey),
                           case .object(let stubs)? = try JSON.parse(body)["_attachments"] else { continue }
                     for (name, stub) in stubs { if let stub = stub.objectValue { known.onDocument[name] = stub } }
                 }

@@ -93,7 +93,7 @@ extension BLIPSyncHandler {
         let noConflicts = properties["noconflicts"] == "true" || properties["noconflicts"] == "1"
         // Attachments and blobs: their bodies are at hand (fetched from the client if need be) before anything is written.
         var received = ReceivedAttachments(body: body)
-        if attachments != nil || request.body.firstRange(of: Self.blobTypeKey) != nil {
+        if attachments != nil || request.body.contains(bytes: Self.blobTypeKey) {
             received = try await receiveAttachments(id: id, history: history, body: body, given: attachments,
                                                     request: request, noConflicts: noConflicts)
         }
