@@ -224,7 +224,9 @@ public struct BLIPConnection: Sendable {
             flags.remove(.noReply)
         }
         let data = message.encoded()
-        if let threshold = configuration.compressionThreshold, data.count >= threshold { flags.insert(.compressed) }
+        if message.compressible, let threshold = configuration.compressionThreshold, data.count >= threshold {
+            flags.insert(.compressed)
+        }
         enqueue(Outgoing(type: message.type, number: number, flags: flags, data: data))
         return number
     }

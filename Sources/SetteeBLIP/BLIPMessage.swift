@@ -18,6 +18,10 @@ public struct BLIPMessage: Sendable, Hashable {
     public var properties: BLIPProperties
     /// The body, uninterpreted (JSON in Couchbase's replication protocol).
     public var body: [UInt8]
+    /// Whether ``BLIPConnection`` may compress this message when it sends it (messages past its threshold are
+    /// compressed unless this is `false`: bodies that don't shrink, such as a JPEG a `getAttachment` asked for
+    /// without `compress`). Not sent; a received message has the default.
+    public var compressible = true
 
     /// A message; ``BLIPConnection/send(_:)`` numbers requests itself.
     public init(type: BLIPMessageType, number: UInt64 = 0, flags: BLIPFrameFlags = [], properties: BLIPProperties = [:],
@@ -48,9 +52,12 @@ public struct BLIPMessage: Sendable, Hashable {
         return BLIPMessage(type: .request, flags: flags, properties: all, body: body)
     }
 
-    /// A successful response to request `number`.
-    public static func response(to number: UInt64, properties: BLIPProperties = [:], body: [UInt8] = []) -> BLIPMessage {
-        BLIPMessage(type: .response, number: number, properties: properties, body: body)
+    /// A successful response to request `number` (`compressible: false` sends it uncompressed whatever its size).
+    public static func response(to number: UInt64, properties: BLIPProperties = [:], body: [UInt8] = [],
+                                compressible: Bool = true) -> BLIPMessage {
+        var message = BLIPMessage(type: .response, number: number, properties: properties, body: body)
+        message.compressible = compressible
+        return message
     }
 
     /// An error response to request `number`: `Error-Domain`, `Error-Code`, and the message as the body.

@@ -184,7 +184,7 @@ import Testing
         // Writes that are not the store's: streams, channels, files, endpoints, protocol enums.
         let others = ["writer.write(", "out.write(", "body.write(", ".write(toFile", "FileHandle.", "context.write(",
                       "handler.write(", "case .write(", "return .write(", "DocumentInput.write(", "registry.write(",
-                      "console.write(", "file.write(", "base.write(", "target.write(", "Foundation.write(",
+                      "console.write(", "file.write(", "base.write(", "target.write(", "blip.write(", "Foundation.write(",
                       "handle?.write(", "(.write)", "uuid.write(", "LogWriter.", "Glibc.write(", "Musl.write(",
                       "Darwin.write("]
         let opening = try NSRegularExpression(pattern: #"Database\(name:[^)]*config:\s*DatabaseConfiguration\("#)

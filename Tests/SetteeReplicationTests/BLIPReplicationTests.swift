@@ -123,6 +123,36 @@ import Testing
         #expect(status.error == nil, "\(String(describing: status.error))")
     }
 
+    @Test func aServerKilledMidPullIsRetriedAndThePullResumes() async throws {
+        let dir = TempDir(), serverDir = TempDir()
+        var server = try ServerProcess(dataDirectory: serverDir.path)
+        let port = server.port
+        defer { server.stop() }
+        try await HTTP.send(.PUT, Self.http(server, "app"))
+        try await HTTP.load(Self.http(server, "app"), prefix: "d", count: 6000)
+        let db = try dir.open("local")
+        defer { db.close() }
+        let local = try db.defaultCollection()
+        var config = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: "ws://127.0.0.1:\(port)/app")!))
+        config.addCollection(local)
+        config.replicatorType = .pull
+        config.batchSize = 100
+        config.maxAttempts = 100
+        config.maxAttemptWaitTime = 0.5
+        config.authenticator = BasicAuthenticator(username: "admin", password: "secret")
+        let replicator = Replicator(config: config)
+        replicator.start()
+        // Some documents arrive, then the node dies (no shutdown at all) and comes back on the same port.
+        #expect(try await eventually { replicator.status.docsWritten >= 200 })
+        server.kill9()
+        let before = replicator.status.docsWritten
+        server = try ServerProcess(dataDirectory: serverDir.path, port: port)
+        let status = await replicator.waitUntilStopped()
+        #expect(status.error == nil, "\(String(describing: status.error))")
+        #expect(try local.allIDs().count == 6000)
+        #expect(before < 6000, "the node died mid-pull")
+    }
+
     @Test func refusalsAndUnreachableServersAreReportedNotThrown() async throws {
         let dir = TempDir(), serverDir = TempDir()
         let server = try ServerProcess(dataDirectory: serverDir.path)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SetteeBLIP
 import SetteeCore
@@ -322,6 +323,164 @@ import Glibc
             #expect(try feed(["activeOnly": "true"]).ids == ["a", "b"])
             #expect(try feed([:], body: #"{"docIDs":["b","c"]}"#).ids == ["b", "c"])
             #expect(try feed(["since": "2"]).ids == ["c"])
+        }
+    }
+
+    // MARK: Attachments and blobs
+
+    /// Couchbase Lite's name for bytes: `sha1-` + base64 of their SHA-1.
+    static func sha1(_ bytes: [UInt8]) -> String { "sha1-" + Base64.encode(Array(Insecure.SHA1.hash(data: bytes))) }
+    /// CouchDB's digest of bytes stored as they are.
+    static func md5(_ bytes: [UInt8]) -> String { "md5-" + Base64.encode(Array(Insecure.MD5.hash(data: bytes))) }
+    /// The proof `proveAttachment` asks for: SHA-1 of the nonce's length, the nonce and the bytes.
+    static func proof(_ nonce: [UInt8], _ bytes: [UInt8]) -> [UInt8] {
+        Array(("sha1-" + Base64.encode(Array(Insecure.SHA1.hash(data: [UInt8(nonce.count)] + nonce + bytes)))).utf8)
+    }
+
+    /// The body of an HTTP response (after the head).
+    static func body(_ response: String) -> String {
+        response.range(of: "\r\n\r\n").map { String(response[$0.upperBound...]) } ?? ""
+    }
+
+    /// `getAttachment` and `proveAttachment` answer for attachments of documents the connection may read: of the
+    /// document named (`docID`), or of a revision being sent while its `rev` is unanswered; everything else is 404.
+    /// Pulled revisions carry their attachments and blobs under SHA-1 names.
+    @Test func attachmentsAreServedByTheirSHA1Names() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        let port = server.port
+        try await offThePool {
+            let photo = Array("a photo's bytes, pretend they are a PNG".utf8), other = Array("another document's".utf8)
+            #expect(try Self.http(port, "PUT", "/att").hasPrefix("HTTP/1.1 201"))
+            // A blob as the Swift API stores it: CouchDB's digest in the body and in its `blob_/…` stub.
+            let doc = #"{"photo":{"@type":"blob","content_type":"image/png","digest":"\#(Self.md5(photo))","length":\#(photo.count)},"#
+                + #""_attachments":{"blob_/photo":{"content_type":"image/png","data":"\#(Base64.encode(photo))"}}}"#
+            #expect(try Self.http(port, "PUT", "/att/doc", doc).hasPrefix("HTTP/1.1 201"))
+            #expect(try Self.http(port, "PUT", "/att/other",
+                                  #"{"_attachments":{"o.txt":{"content_type":"text/plain","data":"\#(Base64.encode(other))"}}}"#).hasPrefix("HTTP/1.1 201"))
+            let socket = try WebSocketClient(port: port, path: "/att/_blipsync")
+            #expect(socket.readHead().hasPrefix("HTTP/1.1 101"))
+            let client = BLIPClient(socket)
+            func ask(_ message: BLIPMessage) throws -> BLIPMessage {
+                try client.send(message)
+                return try #require(try client.next())
+            }
+            func get(_ digest: String, docID: String?) throws -> BLIPMessage {
+                var properties: BLIPProperties = ["digest": digest]
+                if let docID { properties["docID"] = docID }
+                return try ask(.request(profile: "getAttachment", properties: properties))
+            }
+            // By document: its attachments only.
+            #expect(try get(Self.sha1(photo), docID: "doc").body == photo)
+            #expect(try get(Self.sha1(other), docID: "doc").errorInfo?.code == 404)
+            #expect(try get(Self.sha1(Array("nothing".utf8)), docID: "doc").errorInfo?.code == 404)
+            #expect(try get(Self.sha1(photo), docID: "missing").errorInfo?.code == 404)
+            #expect(try get(Self.sha1(photo), docID: nil).errorInfo?.code == 404)
+            #expect(try ask(.request(profile: "getAttachment")).errorInfo?.code == 400)
+            // proveAttachment: the proof of a nonce, or 400 without one.
+            let nonce: [UInt8] = Array(0..<20)
+            let proved = try ask(.request(profile: "proveAttachment", properties: ["digest": Self.sha1(photo), "docID": "doc"], body: nonce))
+            #expect(proved.body == Self.proof(nonce, photo))
+            #expect(try ask(.request(profile: "proveAttachment", properties: ["digest": Self.sha1(photo), "docID": "doc"])).errorInfo?.code == 400)
+
+            // Pulled: the rev names the attachment and the blob by SHA-1; while it is unanswered, a 2.x-style
+            // getAttachment (no docID) is served, and not after.
+            try client.send(.request(profile: "subChanges"))
+            #expect(try client.next()?.type == .response)
+            let changes = try #require(try client.next())
+            #expect(try changes.jsonBody()?.arrayValue?.count == 2)
+            client.blip.send(.response(to: changes.number, body: Array("[[],0]".utf8)))
+            try client.flush()
+            let rev = try #require(try client.next())
+            #expect(rev.profile == "rev" && rev.properties["id"] == "doc")
+            let body = try #require(try rev.jsonBody())
+            #expect(body["photo"]?["digest"]?.stringValue == Self.sha1(photo))
+            #expect(body["_attachments"]?["blob_/photo"] == ["content_type": "image/png", "digest": .string(Self.sha1(photo)),
+                                                             "length": .int(Int64(photo.count)), "revpos": 1, "stub": true])
+            #expect(try get(Self.sha1(photo), docID: nil).body == photo)
+            client.blip.send(.response(to: rev.number))
+            try client.flush()
+            #expect(try client.next()?.body == Array("[]".utf8))  // caught up
+            #expect(try get(Self.sha1(photo), docID: nil).errorInfo?.code == 404)
+        }
+    }
+
+    /// A pushed revision's attachments: a new body is fetched with `getAttachment` and checked; a body the server
+    /// has under another document is proved with `proveAttachment`; wrong bytes, a wrong proof, a body the client
+    /// can't supply, an unknown CouchDB digest and an oversized claim each fail that revision alone, before
+    /// anything of it is stored, and the connection goes on.
+    @Test func pushedAttachmentsAreFetchedProvedAndChecked() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        let port = server.port
+        try await offThePool {
+            #expect(try Self.http(port, "PUT", "/push").hasPrefix("HTTP/1.1 201"))
+            let socket = try WebSocketClient(port: port, path: "/push/_blipsync")
+            #expect(socket.readHead().hasPrefix("HTTP/1.1 101"))
+            let client = BLIPClient(socket)
+            /// A rev as Couchbase Lite pushes a blob: the blob in the body and its legacy `blob_/…` stub.
+            func rev(_ id: String, _ bytes: [UInt8], length: Int? = nil, type: String = "image/png") throws {
+                let digest = Self.sha1(bytes), count = length ?? bytes.count
+                let body = #"{"pic":{"content_type":"\#(type)","digest":"\#(digest)","length":\#(count),"@type":"blob"},"#
+                    + #""_attachments":{"blob_/pic":{"content_type":"\#(type)","digest":"\#(digest)","length":\#(count),"stub":true,"revpos":1}}}"#
+                client.blip.send(.request(profile: "rev", properties: ["id": id, "rev": "1-\(String(repeating: "ab", count: 20))",
+                                                                        "sequence": "1", "noconflicts": "true"], body: Array(body.utf8)))
+                try client.flush()
+            }
+            let bytes = Array("the blob's bytes".utf8)
+
+            // New: fetched, checked, stored as the attachment blob_/pic.
+            try rev("a", bytes)
+            let fetch = try #require(try client.next())
+            #expect(fetch.profile == "getAttachment" && fetch.properties["digest"] == Self.sha1(bytes))
+            #expect(fetch.properties["docID"] == "a" && fetch.properties["compress"] == nil)
+            client.blip.send(.response(to: fetch.number, body: bytes))
+            try client.flush()
+            #expect(try client.next()?.type == .response)
+            #expect(Self.body(try Self.http(port, "GET", "/push/a/blob_%2Fpic")) == "the blob's bytes")
+            #expect(try Self.http(port, "GET", "/push/a").contains(#""digest":"\#(Self.md5(bytes))""#))
+
+            // Held under another document: the client proves it has the bytes; a wrong proof is 403.
+            for (proof, expected) in [(Array("sha1-wrong".utf8), 403), (nil, 0)] {
+                try rev("b", bytes)
+                let prove = try #require(try client.next())
+                #expect(prove.profile == "proveAttachment" && prove.properties["digest"] == Self.sha1(bytes))
+                #expect(prove.body.count == 20)
+                client.blip.send(.response(to: prove.number, body: proof ?? Self.proof(prove.body, bytes)))
+                try client.flush()
+                let answer = try #require(try client.next())
+                #expect((answer.errorInfo?.code ?? 0) == expected)
+                #expect(try Self.http(port, "GET", "/push/b").hasPrefix(expected == 0 ? "HTTP/1.1 200" : "HTTP/1.1 404"))
+            }
+
+            // Wrong bytes (400) and no bytes (412): the revision fails, nothing is stored.
+            for (id, reply, expected) in [("c", BLIPMessage.response(to: 0, body: Array("other bytes!".utf8)), 400),
+                                          ("d", BLIPMessage.error(to: 0, domain: .http, code: 404, message: "no blob"), 412)] {
+                try rev(id, Array("\(id)'s own bytes".utf8))
+                let fetch = try #require(try client.next())
+                #expect(fetch.profile == "getAttachment")
+                var answer = reply
+                answer.number = fetch.number
+                client.blip.send(answer)
+                try client.flush()
+                #expect(try client.next()?.errorInfo?.code == expected, "\(id)")
+                #expect(try Self.http(port, "GET", "/push/\(id)").hasPrefix("HTTP/1.1 404"))
+            }
+            // Over the size limit: 413 before anything is asked.
+            try rev("e", Array("big".utf8), length: 1 << 30)
+            #expect(try client.next()?.errorInfo?.code == 413)
+            // A CouchDB digest the server lacks can't be asked for: 412 at once.
+            let unknown = #"{"_attachments":{"x.txt":{"content_type":"text/plain","digest":"md5-AAAAAAAAAAAAAAAAAAAAAA==","length":3,"stub":true}}}"#
+            client.blip.send(.request(profile: "rev", properties: ["id": "f", "rev": "1-ffff"], body: Array(unknown.utf8)))
+            try client.flush()
+            #expect(try client.next()?.errorInfo?.code == 412)
+            // The connection goes on.
+            client.blip.send(.request(profile: "getCheckpoint", properties: ["client": "x"]))
+            try client.flush()
+            #expect(try client.next()?.errorInfo?.code == 404)
+            #expect(try Self.http(port, "GET", "/push").contains(#""doc_count":2"#))
         }
     }
 }

@@ -1,14 +1,16 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import SetteeStore
 import SetteeCore
 import SetteeTestSupport
 import Testing
 
 /// Couchbase Lite C 3.2.4's own replicator (`cbl-sync`, ../shared/cblite) against a `settee serve` process over
-/// `ws://…/{db}/_blipsync`: push, pull, updates and deletions both ways, continuous mode, 10,000 documents, and a
-/// reader-only user refused on push.
+/// `ws://…/{db}/_blipsync`: push, pull, updates and deletions both ways, continuous mode, 10,000 documents, a
+/// reader-only user refused on push, and blobs both ways (a blob is a CouchDB attachment, an attachment a blob).
 ///
 /// `cbl-sync` is built with gcc into a temporary folder at test time (`tools/build.sh`). The tests skip, saying
 /// why, only where the library is absent or cannot load on this machine.
@@ -97,6 +99,45 @@ import Testing
         let response = try await client.execute(.init(uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }))
         let bytes = response.body.map { Array($0.readableBytesView) } ?? []
         return (Int(response.status.code), try? JSON.parse(bytes))
+    }
+
+    /// A GET's status, headers and raw body.
+    static func raw(_ server: ServerProcess, _ uri: String) async throws -> (status: Int, headers: HTTPFields, body: [UInt8]) {
+        let client = TestClient(host: "127.0.0.1", port: server.port, configuration: .init(timeout: .seconds(60)))
+        client.connect()
+        defer { Task { try? await client.shutdown() } }
+        let response = try await client.execute(.init(uri, method: .get, headers: auth, body: nil))
+        return (Int(response.status.code), response.headers, response.body.map { Array($0.readableBytesView) } ?? [])
+    }
+
+    /// PUTs raw bytes (an attachment) with a content type; returns the status and the answer.
+    static func putBytes(_ server: ServerProcess, _ uri: String, _ bytes: [UInt8], type: String) async throws -> (Int, JSON?) {
+        let client = TestClient(host: "127.0.0.1", port: server.port, configuration: .init(timeout: .seconds(60)))
+        client.connect()
+        defer { Task { try? await client.shutdown() } }
+        var headers = auth
+        headers[.contentType] = type
+        let response = try await client.execute(.init(uri, method: .put, headers: headers, body: ByteBuffer(bytes: bytes)))
+        return (Int(response.status.code), try? JSON.parse(response.body.map { Array($0.readableBytesView) } ?? []))
+    }
+
+    /// Couchbase Lite's name for bytes: `sha1-` + base64 of their SHA-1.
+    static func sha1(_ bytes: [UInt8]) -> String { "sha1-" + Base64.encode(Array(Insecure.SHA1.hash(data: bytes))) }
+
+    /// `count` seeded random bytes (incompressible, like a photo).
+    static func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+        var generator = SeededGenerator(seed: seed)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 8)
+        while bytes.count < count { withUnsafeBytes(of: generator.next()) { bytes += $0 } }
+        return Array(bytes.prefix(count))
+    }
+
+    /// Writes `bytes` to a file named `name` in `folder`; returns its path.
+    static func file(_ folder: TempDir, _ name: String, _ bytes: [UInt8]) throws -> String {
+        let path = folder.path + "/" + name
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
     }
 
     @Test(.enabled(if: available)) func pushPullUpdateAndDeleteBothWays() async throws {
@@ -315,5 +356,125 @@ import Testing
             let (_, atA) = try await Self.http(nodeA, .get, "/shared/\(id)")
             #expect(atA?["_rev"]?.stringValue == doc["rev"]?.stringValue, "\(id)")
         }
+    }
+
+    // MARK: Blobs and attachments
+
+    /// A blob Couchbase Lite pushes is the CouchDB attachment `blob_/attachment` with its bytes and content type;
+    /// another Couchbase Lite client pulls the same body back, and Settee's Swift API reads the same blob.
+    @Test(.enabled(if: available)) func pushedBlobIsACouchDBAttachmentWithTheSameBytes() async throws {
+        let dir = TempDir(), a = TempDir(), b = TempDir(), files = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/blobs").0 == 201)
+        let picture = Self.randomBytes(3000, seed: 46), note = Array("hello blob, hello attachment".utf8)
+        let pushed = try await Self.sync(server, "blobs", client: a.path, [
+            "--blob", "photo:" + (try Self.file(files, "pic.png", picture)),
+            "--blob", "memo:" + (try Self.file(files, "note.txt", note)), "--push", "--list"])
+        #expect(pushed.done?["documents_ok"]?.intValue == 2)
+        let attached = pushed.events.filter { $0["event"]?.stringValue == "blob_attached" }
+        #expect(attached.first { $0["id"] == "photo" }?["digest"]?.stringValue == Self.sha1(picture))
+
+        for (id, bytes, type) in [("photo", picture, "image/png"), ("memo", note, "text/plain")] {
+            let (status, headers, body) = try await Self.raw(server, "/blobs/\(id)/blob_%2Fattachment")
+            #expect(status == 200 && body == bytes, "\(id)")
+            #expect(headers[.contentType] == type)
+            let (_, doc) = try await Self.http(server, .get, "/blobs/\(id)?attachments=true")
+            let attachment = doc?["_attachments"]?["blob_/attachment"]
+            #expect(attachment?["content_type"]?.stringValue == type)
+            #expect(attachment?["data"]?.stringValue.flatMap(Base64.decode) == bytes)
+            // The blob in the body names the stored attachment by CouchDB's digest, as the Swift API stores blobs.
+            #expect(doc?["attachment"]?["@type"] == "blob" && doc?["attachment"]?["length"]?.intValue == Int64(bytes.count))
+            #expect(doc?["attachment"]?["digest"] == attachment?["digest"])
+            #expect(doc?["attachment"]?["digest"]?.stringValue?.hasPrefix("md5-") == true)
+        }
+        // Pulled by a fresh client: the very body Couchbase Lite pushed (SHA-1 names), the bytes fetched from Settee.
+        let pulled = try await Self.sync(server, "blobs", client: b.path, ["--pull", "--list"])
+        #expect(pulled.done?["documents_ok"]?.intValue == 2)
+        for id in ["photo", "memo"] {
+            #expect(pulled.documents[id]?["body"] != nil && pulled.documents[id]?["body"] == pushed.documents[id]?["body"], "\(id)")
+            #expect(pulled.documents[id]?["rev"] == pushed.documents[id]?["rev"])
+        }
+        server.stop()
+        let database = try Database(name: "blobs", config: DatabaseConfiguration(directory: dir.path))
+        let blob = try database.defaultCollection().document(id: "photo")?.blob(forKey: "attachment")
+        #expect(blob?.content == Data(picture) && blob?.contentType == "image/png")
+        database.close()
+    }
+
+    /// Attachments written over CouchDB's API reach Couchbase Lite as it reads attachments (its `_attachments`,
+    /// SHA-1 digests, the bytes fetched with `getAttachment`); pushed on to another database, they arrive intact,
+    /// which proves Couchbase Lite held the bytes.
+    @Test(.enabled(if: available)) func attachmentWrittenOverCouchDBReachesCouchbaseLite() async throws {
+        let dir = TempDir(), a = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/atts").0 == 201)
+        #expect(try await Self.http(server, .put, "/copy").0 == 201)
+        let chart = Self.randomBytes(5000, seed: 7)
+        let readme = Array(String(repeating: "text that compresses, so it is stored gzipped. ", count: 40).utf8)
+        let (_, created) = try await Self.http(server, .put, "/atts/report", #"{"title":"q3"}"#)
+        let (_, second) = try await Self.putBytes(server, "/atts/report/chart.png?rev=\(created?["rev"]?.stringValue ?? "")", chart, type: "image/png")
+        #expect(try await Self.putBytes(server, "/atts/report/readme.txt?rev=\(second?["rev"]?.stringValue ?? "")", readme,
+                                        type: "text/plain").0 == 201)
+        let pulled = try await Self.sync(server, "atts", client: a.path, ["--pull", "--list"])
+        let body = try #require(pulled.documents["report"]?["body"])
+        #expect(body["title"] == "q3")
+        #expect(body["_attachments"]?["chart.png"] == ["content_type": "image/png", "digest": .string(Self.sha1(chart)),
+                                                       "length": .int(Int64(chart.count)), "revpos": 2, "stub": true])
+        #expect(body["_attachments"]?["readme.txt"]?["digest"]?.stringValue == Self.sha1(readme))
+        #expect(body["_attachments"]?["readme.txt"]?["length"]?.intValue == Int64(readme.count))
+
+        _ = try await Self.sync(server, "copy", client: a.path, ["--push"])
+        #expect(try await Self.raw(server, "/copy/report/chart.png").body == chart)
+        #expect(try await Self.raw(server, "/copy/report/readme.txt").body == readme)
+        let (_, copied) = try await Self.http(server, .get, "/copy/report")
+        #expect(copied?["_rev"] == (try await Self.http(server, .get, "/atts/report")).1?["_rev"])
+    }
+
+    /// A 3 MiB blob (a `getAttachment` reply of many frames, acknowledged as it goes) crosses both ways intact.
+    @Test(.enabled(if: available)) func largeBlobCrossesBothWays() async throws {
+        let dir = TempDir(), a = TempDir(), b = TempDir(), files = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/large").0 == 201)
+        #expect(try await Self.http(server, .put, "/again").0 == 201)
+        let big = Self.randomBytes(3 << 20, seed: 3)
+        let pushed = try await Self.sync(server, "large", client: a.path, ["--blob", "big:" + (try Self.file(files, "big.bin", big)), "--push"])
+        #expect(pushed.done?["documents_ok"]?.intValue == 1)
+        #expect(try await Self.raw(server, "/large/big/blob_%2Fattachment").body == big)
+        let pulled = try await Self.sync(server, "large", client: b.path, ["--pull", "--list"])
+        #expect(pulled.documents["big"]?["body"]?["attachment"]?["digest"]?.stringValue == Self.sha1(big))
+        _ = try await Self.sync(server, "again", client: b.path, ["--push"])
+        #expect(try await Self.raw(server, "/again/big/blob_%2Fattachment").body == big)
+    }
+
+    /// A blob whose bytes don't match its digest (the client's copy was altered) and one the client no longer has:
+    /// each revision fails alone (400, 412), nothing of it is stored, the other documents are, and the node goes on.
+    @Test(.enabled(if: available)) func blobWithTheWrongBytesOrNoBytesIsRefused() async throws {
+        let dir = TempDir(), a = TempDir(), files = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        #expect(try await Self.http(server, .put, "/bad").0 == 201)
+        let altered = Self.randomBytes(4000, seed: 11), gone = Self.randomBytes(2000, seed: 12)
+        // Saved locally, then the client's blob store is tampered with before the push.
+        let tool = try Self.tool.get()
+        let local = ["--db", a.path, "--create", "1", "--blob", "altered:" + (try Self.file(files, "a.bin", altered)),
+                     "--blob", "gone:" + (try Self.file(files, "g.bin", gone))]
+        _ = try await offThePool { try runTool(tool, local) }
+        let store = a.path + "/db.cblite2/Attachments/"
+        func blobFile(_ bytes: [UInt8]) -> String { store + Self.sha1(bytes).dropFirst(5).replacingOccurrences(of: "/", with: "_") + ".blob" }
+        try FileManager.default.removeItem(atPath: blobFile(altered))
+        try Data(altered.reversed()).write(to: URL(fileURLWithPath: blobFile(altered)))
+        try FileManager.default.removeItem(atPath: blobFile(gone))
+
+        let run = try await Self.failingSync(server, "bad", client: a.path, ["--push"])
+        let failures = Dictionary(run.events.filter { $0["event"]?.stringValue == "document" && $0["error"] != nil }
+            .map { ($0["id"]?.stringValue ?? "", $0["error"]?["code"]?.intValue ?? 0) }, uniquingKeysWith: { a, _ in a })
+        #expect(failures == ["altered": 400, "gone": 412])
+        #expect(try await Self.http(server, .get, "/bad/altered").0 == 404)
+        #expect(try await Self.http(server, .get, "/bad/gone").0 == 404)
+        #expect(try await Self.http(server, .get, "/bad/doc-000001").0 == 200)
+        #expect(try await Self.http(server, .put, "/bad/after", #"{"still":"up"}"#).0 == 201)
     }
 }

@@ -203,6 +203,10 @@ extension BLIPClientConnection {
                         return continuation.resume(returning: arrived)
                     }
                     if let ended = state.ended { return continuation.resume(throwing: ended) }
+                    guard state.expected[key] != nil else {
+                        // Asked for on an earlier connection: it won't come on this one.
+                        return continuation.resume(throwing: ReplicationError(.transient, "\(key.id) \(key.rev) was asked for on a connection that closed"))
+                    }
                     state.revWaiters[key] = continuation
                 }
             }

@@ -11,7 +11,9 @@ import SetteeStore
 /// `sequence`, `history` down to an ancestor the client named, up to its `maxHistory`; `deleted` for a tombstone)
 /// and their replies are awaited before the next batch (the client's own flow control). When the feed is caught up
 /// an empty `changes` says so; a one-shot feed ends there, a continuous one waits for the next commit.
-/// A revision no longer stored is sent as `norev`.
+/// A revision no longer stored is sent as `norev`. A revision with attachments goes out with its `_attachments`
+/// stubs and blobs named by SHA-1 (``BLIPAttachments/outgoing(_:database:)``), and they are offered for
+/// `getAttachment` until the client answers the `rev`.
 struct BLIPChangesFeed: Sendable {
     struct Options: Sendable {
         var since: UInt64 = 0
@@ -23,6 +25,8 @@ struct BLIPChangesFeed: Sendable {
 
     let context: BLIPSyncHandler.Context
     let session: BLIPSession
+    /// Where the attachments of each `rev` are offered to the client until it answers.
+    let offered: BLIPOfferedAttachments
     let options: Options
 
     /// A `since` as the client sends it: JSON, a number or a string of one (`0`, `42`, `"42"`).
@@ -97,25 +101,39 @@ struct BLIPChangesFeed: Sendable {
             if let known = answer.arrayValue { wanted.append((offers[i], Set(known.compactMap(\.stringValue)))) }
         }
         guard !wanted.isEmpty else { return }
-        let c = context.collection, ids = wanted.map(\.offer.row.id)
-        let records = try await blocking { try c.records(ids: ids, withTree: true) }
+        let c = context.collection, ids = wanted.map(\.offer.row.id), revs = wanted.map(\.offer.rev)
+        let (records, outgoing) = try await blocking { () -> ([DocumentRecord?], [BLIPAttachments.Outgoing?]) in
+            let records = try c.records(ids: ids, withTree: true)
+            // Revisions with attachments go out with them named for Couchbase Lite.
+            let outgoing = try records.indices.map { k in
+                try records[k]?.revision(revs[k]).flatMap { try BLIPAttachments.outgoing($0.body, database: c.database) }
+            }
+            return (records, outgoing)
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (k, item) in wanted.enumerated() {
-                let message = Self.revMessage(item.offer.row, rev: item.offer.rev, record: records[k], known: item.known,
+                let message = Self.revMessage(item.offer.row, rev: item.offer.rev, record: records[k], body: outgoing[k]?.body,
+                                              known: item.known,
                                               maxHistory: maxHistory)
                 if message.profile == "norev" {
                     session.send(message)
                 } else {
-                    group.addTask { _ = try await session.request(message) }
+                    let id = item.offer.row.id, names = outgoing[k]?.names ?? []
+                    group.addTask {
+                        offered.add(docID: id, names)
+                        defer { offered.remove(docID: id, names) }
+                        _ = try await session.request(message)
+                    }
                 }
             }
             try await group.waitForAll()
         }
     }
 
-    /// The `rev` request for revision `rev` of a change (or `norev` when that revision is gone).
-    static func revMessage(_ row: SetteeStore.Collection.ChangeRow, rev: RevID, record: DocumentRecord?, known: Set<String>,
-                           maxHistory: Int) -> BLIPMessage {
+    /// The `rev` request for revision `rev` of a change (or `norev` when that revision is gone); `body` replaces the
+    /// stored body (attachments named for Couchbase Lite).
+    static func revMessage(_ row: SetteeStore.Collection.ChangeRow, rev: RevID, record: DocumentRecord?, body: [UInt8]? = nil,
+                           known: Set<String>, maxHistory: Int) -> BLIPMessage {
         let sequence = String(row.sequence)
         guard let record, let revision = record.revision(rev) else {
             return .request(profile: "norev", properties: ["id": row.id, "rev": rev.description, "sequence": sequence,
@@ -130,6 +148,7 @@ struct BLIPChangesFeed: Sendable {
         var properties: BLIPProperties = ["id": row.id, "rev": rev.description, "sequence": sequence]
         if revision.deleted { properties["deleted"] = "1" }
         if !history.isEmpty { properties["history"] = history.joined(separator: ",") }
-        return .request(profile: "rev", properties: properties, body: revision.body.isEmpty ? Array("{}".utf8) : revision.body)
+        let sent = body ?? revision.body
+        return .request(profile: "rev", properties: properties, body: sent.isEmpty ? Array("{}".utf8) : sent)
     }
 }

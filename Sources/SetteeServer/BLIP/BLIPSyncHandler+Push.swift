@@ -65,6 +65,9 @@ extension BLIPSyncHandler {
 
     /// `rev`: one revision with its `history` (ancestors, newest first), written as `new_edits=false` writes it.
     /// With `noconflicts`, a revision that does not extend the current one (or a tombstone) is refused with 409.
+    /// Its attachments (legacy `_attachments` stubs, blobs in the body) are resolved first
+    /// (``receiveAttachments(id:history:body:given:request:noConflicts:)``): nothing is written until every body is
+    /// at hand, and a body the client can't supply fails the revision alone.
     func rev(_ request: BLIPMessage) async throws {
         let properties = request.properties
         guard let id = properties["id"], !id.isEmpty, let rev = properties["rev"].flatMap(RevID.init) else {
@@ -77,9 +80,7 @@ extension BLIPSyncHandler {
             }
             body = object
         }
-        if body["_attachments"] != nil {
-            throw BLIPSyncError(domain: .http, code: 501, "attachments and blobs are not yet served over _blipsync")
-        }
+        let attachments = body.removeValue(forKey: "_attachments")
         for key in body.keys where key.hasPrefix("_") { body.removeValue(forKey: key) }
         // The history as `_revisions` holds it: consecutive generations down from the revision.
         var history = [rev]
@@ -90,8 +91,15 @@ extension BLIPSyncHandler {
         let deleted = properties["deleted"].map { $0 == "1" || $0 == "true" } ?? false
         let c = context.collection, writer = context.writer, canWriteDesign = context.canWriteDesign
         let noConflicts = properties["noconflicts"] == "true" || properties["noconflicts"] == "1"
-        let parsed = DocumentInput.Parsed(id: id, rev: rev, deleted: deleted, history: history, body: body, attachments: nil)
-        let ancestors = Set(history.dropFirst()), firstRevision = history.count == 1
+        // Attachments and blobs: their bodies are at hand (fetched from the client if need be) before anything is written.
+        var received = ReceivedAttachments(body: body)
+        if attachments != nil || request.body.contains(bytes: Self.blobTypeKey) {
+            received = try await receiveAttachments(id: id, history: history, body: body, given: attachments,
+                                                    request: request, noConflicts: noConflicts)
+        }
+        let parsed = DocumentInput.Parsed(id: id, rev: rev, deleted: deleted, history: history, body: received.body,
+                                          attachments: nil)
+        let newBlobs = received.blobs, sha1Names = received.sha1, ancestry = history
         let metrics = context.node.metrics
         try await blocking {
             switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(id) : DocumentIDs.validate(id) {
@@ -103,17 +111,29 @@ extension BLIPSyncHandler {
                 }
             case .local: throw BLIPSyncError(domain: .http, code: 400, "_local documents are not replicated")
             }
-            if noConflicts, let current = try c.record(id: id), current.revID != rev,
-               !(current.deleted && firstRevision), !ancestors.contains(current.revID) {
+            if noConflicts, Self.refusesAsConflict(current: try c.record(id: id), rev: rev, history: ancestry) {
                 throw BLIPSyncError(domain: .http, code: 409, "Document revision conflict")
             }
-            let write = try DocumentInput.write(parsed, newEdits: false, collection: c)
+            var write = try DocumentInput.write(parsed, newEdits: false, collection: c)
+            write.blobs += newBlobs
+            write.blobSHA1 = sha1Names
             guard let outcome = try c.write([write], as: writer).first else { return }
             if case .failure(let error) = outcome { throw error }
             metrics.documentsWritten(1)
         }
         if !request.flags.contains(.noReply) { session.send(.response(to: request.number)) }
     }
+
+    /// Whether a `noconflicts` revision (with its `history`, newest first) would branch the stored document: it
+    /// neither is nor extends the current revision (a new document over a tombstone excepted).
+    static func refusesAsConflict(current: DocumentRecord?, rev: RevID, history: [RevID]) -> Bool {
+        guard let current, current.revID != rev else { return false }
+        if current.deleted && history.count == 1 { return false }
+        return !history.dropFirst().contains(current.revID)
+    }
+
+    /// Marks a body that may hold blobs (`"@type"`), before it is searched.
+    static let blobTypeKey = Array("\"@type\"".utf8)
 
     private func jsonBody(_ request: BLIPMessage) throws -> JSON? {
         do { return try request.jsonBody() } catch {

@@ -15,6 +15,8 @@ import Synchronization
 ///   ancestors of each missing revision, as `_revs_diff` finds them), then `rev`s, each written as
 ///   `_bulk_docs` with `new_edits=false` writes it: ``DocumentInput`` and `Collection.write(_:as:)` with the
 ///   caller's ``WriteContext``, so the database's write rules (validate_doc_update, size limits) apply.
+/// - Attachments and blobs, both ways: `getAttachment` and `proveAttachment` from the client are answered, and a
+///   pushed revision's bodies are fetched or proved before it is written (``BLIPAttachments``).
 /// - A reader-only caller (``Access/reader``) is refused pushes with HTTP 403.
 final class BLIPSyncHandler: Sendable {
     struct Context: Sendable {
@@ -30,6 +32,8 @@ final class BLIPSyncHandler: Sendable {
 
     let context: Context
     let session: BLIPSession
+    /// The attachments of the revisions being sent, which the client may fetch meanwhile.
+    let offered = BLIPOfferedAttachments()
     private let feed = Mutex<Task<Void, Never>?>(nil)
     /// The `collection` indexes `getCollections` mapped to the served collection (nil before it was asked).
     private let collections = Mutex<Set<Int>?>(nil)
@@ -63,6 +67,10 @@ final class BLIPSyncHandler: Sendable {
                 try requirePush()
                 Task { await self.reply(to: request) { try await self.rev(request) } }
             case "getCollections": try await getCollections(request)
+            case "getAttachment":
+                Task { await self.reply(to: request) { try await self.getAttachment(request) } }
+            case "proveAttachment":
+                Task { await self.reply(to: request) { try await self.proveAttachment(request) } }
             default:
                 throw BLIPSyncError(domain: .blip, code: 404, "no handler for profile \(request.profile ?? "(none)")")
             }
@@ -72,7 +80,7 @@ final class BLIPSyncHandler: Sendable {
     }
 
     /// Runs `work` and answers `request` with its failure, if any.
-    private func reply(to request: BLIPMessage, _ work: () async throws -> Void) async {
+    func reply(to request: BLIPMessage, _ work: () async throws -> Void) async {
         do { try await work() } catch { fail(request, error) }
     }
 
@@ -172,7 +180,7 @@ final class BLIPSyncHandler: Sendable {
             throw BLIPSyncError(domain: .http, code: 501, "filter \(filter) is not served")
         }
         session.send(.response(to: request.number))
-        let changesFeed = BLIPChangesFeed(context: context, session: session, options: options)
+        let changesFeed = BLIPChangesFeed(context: context, session: session, offered: offered, options: options)
         let task = Task { await changesFeed.run() }
         feed.withLock { old in
             old?.cancel()

@@ -390,6 +390,7 @@ extension Collection {
             }
         }
         for staged in w.stagedBlobs { try db.insertStagedBlob(staged) }
+        if !w.blobSHA1.isEmpty { try db.recordSHA1(w.blobSHA1) }
     }
 
     /// Stores the tree held in memory for a document's replicated revisions (``WriteSession/PendingTree``).

@@ -29,6 +29,9 @@ public struct RevisionWrite: Sendable {
     /// Attachment bodies staged in files (large uploads, written to disk as they arrived): copied into the
     /// database a piece at a time in the revision's transaction, never held whole in memory.
     public var stagedBlobs: [StagedBlob] = []
+    /// Couchbase Lite's names (`sha1-<base64>` of the bytes) of attachment bodies, by digest: recorded with the
+    /// bodies in the revision's transaction (``Database/blobDigest(sha1:)`` finds them by it).
+    public var blobSHA1: [String: String] = [:]
 
     public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode,
                 blobs: [(digest: String, data: [UInt8])] = []) {

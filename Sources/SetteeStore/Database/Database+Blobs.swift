@@ -80,6 +80,38 @@ extension Database {
         }
     }
 
+    // MARK: Couchbase Lite's names
+
+    /// The digest of a stored body whose own bytes have this SHA-1 (`sha1-` + base64, Couchbase Lite's name for a
+    /// blob), if the database holds one and has recorded that name (``recordSHA1(_:)``); an identity-encoded body
+    /// is preferred to a compressed one.
+    public func blobDigest(sha1: String) throws -> String? {
+        try read { db in
+            let stmt = try db.prepare("SELECT digest FROM blobs WHERE sha1 = ? ORDER BY encoding IS NOT NULL LIMIT 1")
+            defer { stmt.reset() }
+            stmt.bind(sha1, at: 1)
+            return try stmt.step() ? stmt.string(0) : nil
+        }
+    }
+
+    /// The SHA-1 name recorded for a stored body (see ``blobDigest(sha1:)``), or nil when none was recorded or
+    /// the body is not stored.
+    public func blobSHA1(digest: String) throws -> String? {
+        try read { db in
+            let stmt = try db.prepare("SELECT sha1 FROM blobs WHERE digest = ?")
+            defer { stmt.reset() }
+            stmt.bind(digest, at: 1)
+            return try stmt.step() ? stmt.string(0) : nil
+        }
+    }
+
+    /// Records the SHA-1 names of stored bodies, by digest (bodies not stored are skipped). The caller computes
+    /// them from the bodies' own bytes; the store keeps no hash of its own but CouchDB's.
+    public func recordSHA1(_ names: [String: String]) throws {
+        guard !names.isEmpty else { return }
+        try write { db in try db.recordSHA1(names) }
+    }
+
     /// Which of these digests the database has bodies for.
     public func existingBlobs(_ digests: [String]) throws -> Set<String> {
         guard !digests.isEmpty else { return [] }
@@ -113,6 +145,18 @@ extension Database {
 }
 
 extension Connection {
+    /// Records SHA-1 names of stored bodies, by digest, inside the caller's transaction.
+    func recordSHA1(_ names: [String: String]) throws {
+        try withStatement("UPDATE blobs SET sha1 = ? WHERE digest = ? AND sha1 IS NULL") { update in
+            for (digest, sha1) in names {
+                update.bind(sha1, at: 1)
+                update.bind(digest, at: 2)
+                _ = try update.step()
+                update.reset()
+            }
+        }
+    }
+
     /// Stores a staged attachment body (unless one with its digest is stored): a row of the file's length, then
     /// the file copied into it a megabyte at a time (SQLite's incremental blob I/O), so the body is never whole in
     /// memory. Runs inside the caller's transaction.

@@ -10,8 +10,10 @@ import SetteeCore
 /// revs_<cid>(id, doc, rev, body, prev)       bodies of replaced revisions, kept until compaction (doc = docs rowid;
 ///                                            prev = the document's archived revision before, a chain per document)
 /// local_<cid>(id PRIMARY KEY, rev, body)     _local documents
-/// blobs(digest PRIMARY KEY, length, data, encoding)   attachment bodies, stored once by digest; encoding
-///                                            NULL (identity) or 'gzip' (data compressed, digest of those bytes)
+/// blobs(digest PRIMARY KEY, length, data, encoding, sha1)   attachment bodies, stored once by digest; encoding
+///                                            NULL (identity) or 'gzip' (data compressed, digest of those bytes);
+///                                            sha1: Couchbase Lite's name for the body (`sha1-` of its own bytes),
+///                                            recorded once a `_blipsync` exchange needed it (blobs_sha1 indexes it)
 /// purges(seq, collection, id)                purged documents, so feed followers (indexes) can drop them
 /// expiry(collection, id, expires)            documents' expiration times (ms since 1970), purged when reached
 /// ```
@@ -57,6 +59,14 @@ extension Database {
                                     PRIMARY KEY(collection, id)) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS expiry_time ON expiry(expires);
                 """)
+        }
+        migrator.register(6) { db in
+            // Couchbase Lite names attachment bodies by the SHA-1 of their bytes; `_blipsync` records that name
+            // beside CouchDB's digest the first time it needs it, and looks bodies up by it.
+            if try !hasColumn(db, table: "blobs", column: "sha1") {
+                try db.execute("ALTER TABLE blobs ADD COLUMN sha1 TEXT")
+            }
+            try db.execute("CREATE INDEX IF NOT EXISTS blobs_sha1 ON blobs(sha1) WHERE sha1 IS NOT NULL")
         }
         return migrator
     }

@@ -1,5 +1,5 @@
 public import Foundation
-import SetteeCore
+package import SetteeCore
 
 /// Binary content in a document (Couchbase Lite's `Blob`): an image, a file.
 ///
@@ -201,17 +201,64 @@ public final class Blob: Equatable, Hashable, CustomStringConvertible {
 
     /// Blobs described in stored JSON, with their key paths (`/`-separated members and indexes).
     static func stored(in json: JSON, path: String, database: Database?) -> [(path: String, blob: Blob)] {
+        metadata(in: json, path: path).map { ($0.path, Blob(stored: $0.metadata, database: database)) }
+    }
+
+    // MARK: The blob ↔ attachment mapping
+
+    /// The CouchDB attachment a blob at key path `path` is stored as: `blob_/<path>` (`blob_/avatar`,
+    /// `blob_/photos/0`), the name Couchbase Lite 2.1+ gives a blob in a document's legacy `_attachments`.
+    ///
+    /// This is the one mapping between blobs and attachments: the Swift API saves blobs through it, and a
+    /// `_blipsync` push from Couchbase Lite is stored through it, so CouchDB and PouchDB clients see the same
+    /// attachment whichever way the blob came.
+    package static func attachmentName(path: String) -> String { "blob_" + path }
+
+    /// The `_attachments` stub a blob's metadata maps to (a missing content type is `application/octet-stream`).
+    package static func attachmentStub(contentType: String?, digest: String, length: Int, revpos: JSON) -> JSON {
+        ["content_type": .string(contentType ?? "application/octet-stream"), "revpos": revpos,
+         "digest": .string(digest), "length": .int(Int64(length)), "stub": true]
+    }
+
+    /// Every blob's metadata in a JSON value, with its key path (JSON-pointer segments: members escaped with
+    /// ``escape(_:)``, array indexes), in document order. A blob's own members are not searched.
+    ///
+    /// ```swift
+    /// Blob.metadata(in: ["a": ["@type": "blob", "digest": "md5-…"]])   // [("/a", ["@type": "blob", …])]
+    /// ```
+    package static func metadata(in json: JSON, path: String = "") -> [(path: String, metadata: JSONObject)] {
         switch json {
         case .object(let o):
-            if isBlob(o) { return [(path, Blob(stored: o, database: database))] }
-            return o.flatMap { member in
-                mayHold(member.value) ? stored(in: member.value, path: path + "/" + escape(member.key), database: database) : []
-            }
+            if isBlob(o) { return [(path, o)] }
+            return o.flatMap { member in mayHold(member.value) ? metadata(in: member.value, path: memberPath(path, member.key)) : [] }
         case .array(let a):
-            return a.enumerated().flatMap { item in
-                mayHold(item.element) ? stored(in: item.element, path: path + "/" + String(item.offset), database: database) : []
-            }
+            return a.enumerated().flatMap { item in mayHold(item.element) ? metadata(in: item.element, path: path + "/" + String(item.offset)) : [] }
         default: return []
+        }
+    }
+
+    /// The key path of member `key` of the value at `path`.
+    static func memberPath(_ path: String, _ key: String) -> String { path + "/" + escape(key) }
+
+    /// `json` with each blob's metadata replaced by what `transform` makes of it (given its key path, as
+    /// ``metadata(in:path:)`` names it); everything else, and the order of members, as it was.
+    package static func replacingMetadata(in json: JSON, path: String = "",
+                                          _ transform: (_ path: String, _ metadata: JSONObject) throws -> JSONObject) rethrows -> JSON {
+        switch json {
+        case .object(let o):
+            if isBlob(o) { return .object(try transform(path, o)) }
+            var out = o
+            for member in o where mayHold(member.value) {
+                out[member.key] = try replacingMetadata(in: member.value, path: memberPath(path, member.key), transform)
+            }
+            return .object(out)
+        case .array(let a):
+            var out = a
+            for (i, item) in a.enumerated() where mayHold(item) {
+                out[i] = try replacingMetadata(in: item, path: path + "/" + String(i), transform)
+            }
+            return .array(out)
+        default: return json
         }
     }
 

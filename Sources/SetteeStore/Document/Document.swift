@@ -128,18 +128,18 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
     /// lacks. `generation` is the new revision's, the `revpos` of new attachments.
     package func revisionBody(for database: Database, generation: Int) throws -> (body: JSONObject, blobs: [(digest: String, data: [UInt8])]) {
         var atts = JSONObject()
-        for (name, stub) in attachments ?? JSONObject() where !name.hasPrefix("blob_/") { atts[name] = stub }
+        for (name, stub) in attachments ?? JSONObject() where !name.hasPrefix(Blob.attachmentName(path: "/")) { atts[name] = stub }
         var contents: [(digest: String, data: [UInt8])] = []
         var saved: [Blob] = []
         for (path, blob) in content.blobs() {
             let prepared = try blob.prepareSave(into: database)
             if let data = prepared.data { contents.append((prepared.digest, data)) }
-            let name = "blob_" + path
+            let name = Blob.attachmentName(path: path)
             let previous = attachments?[name]
             let revpos = previous?["digest"]?.stringValue == prepared.digest
                 ? (previous?["revpos"] ?? .int(Int64(generation))) : .int(Int64(generation))
-            atts[name] = ["content_type": .string(blob.contentType ?? "application/octet-stream"), "revpos": revpos,
-                          "digest": .string(prepared.digest), "length": .int(Int64(prepared.length)), "stub": true]
+            atts[name] = Blob.attachmentStub(contentType: blob.contentType, digest: prepared.digest,
+                                             length: prepared.length, revpos: revpos)
             saved.append(blob)
         }
         // After the blobs are prepared: a stream's or a file's digest is known once it is read.
