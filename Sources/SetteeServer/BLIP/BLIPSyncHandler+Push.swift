@@ -89,7 +89,7 @@ extension BLIPSyncHandler {
             history.append(ancestor)
         }
         let deleted = properties["deleted"].map { $0 == "1" || $0 == "true" } ?? false
-        let c = context.collection, writer = context.writer, canWriteDesign = context.canWriteDesign
+        let canWriteDesign = context.canWriteDesign
         let noConflicts = properties["noconflicts"] == "true" || properties["noconflicts"] == "1"
         // Attachments and blobs: their bodies are at hand (fetched from the client if need be) before anything is written.
         var received = ReceivedAttachments(body: body)
@@ -101,7 +101,8 @@ extension BLIPSyncHandler {
                                           attachments: nil)
         let newBlobs = received.blobs, sha1Names = received.sha1, ancestry = history
         let metrics = context.node.metrics
-        try await blocking {
+        // Prepared and written with the other revisions that arrive meanwhile (one transaction; BLIPRevisionWriter).
+        _ = try await revisionWriter.write { c in
             switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(id) : DocumentIDs.validate(id) {
             case .regular: break
             case .design:
@@ -117,10 +118,9 @@ extension BLIPSyncHandler {
             var write = try DocumentInput.write(parsed, newEdits: false, collection: c)
             write.blobs += newBlobs
             write.blobSHA1 = sha1Names
-            guard let outcome = try c.write([write], as: writer).first else { return }
-            if case .failure(let error) = outcome { throw error }
-            metrics.documentsWritten(1)
+            return write
         }
+        metrics.documentsWritten(1)
         if !request.flags.contains(.noReply) { session.send(.response(to: request.number)) }
     }
 

@@ -38,9 +38,13 @@ final class BLIPSyncHandler: Sendable {
     /// The `collection` indexes `getCollections` mapped to the served collection (nil before it was asked).
     private let collections = Mutex<Set<Int>?>(nil)
 
+    /// Writes pushed revisions in batches (group commit).
+    let revisionWriter: BLIPRevisionWriter
+
     init(context: Context, session: BLIPSession) {
         self.context = context
         self.session = session
+        self.revisionWriter = BLIPRevisionWriter(collection: context.collection, writer: context.writer)
     }
 
     /// Ends the changes feed (the connection closed).
