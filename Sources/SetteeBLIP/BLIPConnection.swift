@@ -19,9 +19,11 @@
 /// request that wants a reply, a BLIP 400 error response is queued.
 ///
 /// Outgoing messages are cut into frames of ``Configuration/frameSize`` and multiplexed round-robin (acknowledgements
-/// and urgent messages first). Flow control counts frame bytes as they travel (compressed, with headers), as
-/// LiteCore does: a multi-frame message pauses once ``Configuration/maxUnackedBytes`` of it are unacknowledged, and
-/// this side acknowledges every ``Configuration/ackInterval`` bytes it receives of a message.
+/// and urgent messages first). Flow control counts a frame's payload bytes as they travel — compressed, with the
+/// checksum, without the frame header (message number and flags) — as LiteCore counts them on both sides: a
+/// multi-frame message pauses once ``Configuration/maxUnackedBytes`` of it are unacknowledged, and this side
+/// acknowledges every ``Configuration/ackInterval`` bytes it receives of a message. (LiteCore ignores an ACK that
+/// counts more than it sent; one that counted headers too would leave a paused message paused for good.)
 ///
 /// A value type, but its compression streams are shared by copies: use one copy per connection.
 public struct BLIPConnection: Sendable {
@@ -49,6 +51,7 @@ public struct BLIPConnection: Sendable {
         var type: BLIPMessageType
         var flags: BLIPFrameFlags
         var data: [UInt8] = []
+        /// Payload bytes received so far (after frame headers, checksums included): what acknowledgements count.
         var rawBytes = 0
         var lastAck = 0
     }
@@ -61,7 +64,8 @@ public struct BLIPConnection: Sendable {
         var data: [UInt8]
         /// Bytes of `data` framed so far.
         var sent = 0
-        /// Bytes of this message's frames on the wire so far (what acknowledgements count).
+        /// Payload bytes of this message's frames sent so far (after frame headers, checksums included): what
+        /// acknowledgements count.
         var wireBytes = 0
         var acked = 0
     }
@@ -169,7 +173,7 @@ public struct BLIPConnection: Sendable {
             throw BLIPError(.badChecksum, "frame of message #\(header.number) fails its checksum")
         }
         incoming.data.append(contentsOf: data)
-        incoming.rawBytes += frame.count
+        incoming.rawBytes += frame.endIndex - start
         guard header.flags.contains(.moreComing) else {
             if header.type == .request { incomingRequests[header.number] = nil } else {
                 incomingReplies[header.number] = nil
@@ -257,6 +261,7 @@ public struct BLIPConnection: Sendable {
         if end < message.data.count { flags.insert(.moreComing) }
         var frame: [UInt8] = []
         frame.reserveCapacity(chunk.count + 16)
+        var headerLength = 0
         if message.type.isAck {
             flags.remove(.compressed)
             BLIPFrameHeader(number: message.number, type: message.type, flags: flags).write(into: &frame)
@@ -271,13 +276,14 @@ public struct BLIPConnection: Sendable {
                 body = Array(chunk)
             }
             BLIPFrameHeader(number: message.number, type: message.type, flags: flags).write(into: &frame)
+            headerLength = frame.count
             frame.append(contentsOf: body)
             let checksum = deflater.checksum
             frame.append(contentsOf: [UInt8(checksum >> 24), UInt8(truncatingIfNeeded: checksum >> 16),
                                       UInt8(truncatingIfNeeded: checksum >> 8), UInt8(truncatingIfNeeded: checksum)])
         }
         message.sent = end
-        message.wireBytes += frame.count
+        message.wireBytes += frame.count - headerLength
         if message.sent < message.data.count {
             // Back of the queue; an urgent message goes ahead of the first normal one that is not acknowledgement.
             if message.flags.contains(.urgent), let i = outbox.firstIndex(where: { !$0.type.isAck && !$0.flags.contains(.urgent) }) {

@@ -128,6 +128,35 @@ struct Pair {
         #expect(client.nextFrame() != nil)
     }
 
+    /// ACKs count payload bytes — everything after the frame header, the checksum included — as LiteCore counts
+    /// what it sent: an ACK that also counted the headers would be more than LiteCore sent, which it ignores, and a
+    /// message it had paused would stay paused (a Couchbase Lite push of many 1 MB blobs stalled so).
+    @Test func acknowledgementsCountPayloadBytesAsLiteCoreDoes() throws {
+        var config = BLIPConnection.Configuration()
+        config.compressionThreshold = nil
+        var client = BLIPConnection(configuration: config)
+        var server = BLIPConnection()
+        client.send(.request(profile: "getAttachment", body: [UInt8](repeating: 7, count: 400_000)))
+        var frames: [[UInt8]] = []
+        while let frame = client.nextFrame() { frames.append(frame) }
+        // Request #1, flags < 128: a 2-byte header; LiteCore counts the rest of each frame. Each ACK carries exactly
+        // the payload bytes received so far.
+        var received = 0, acks = 0
+        for frame in frames {
+            _ = try server.receive(frame)
+            received += frame.count - 2
+            while let ack = server.nextFrame() {
+                var index = 2  // ACKMSG #1: a 2-byte header, then the count (no checksum)
+                #expect(try Varint.read(ack[...], at: &index) == UInt64(received))
+                acks += 1
+                _ = try client.receive(ack)
+            }
+        }
+        #expect(acks >= 2)
+        // The sender paused at its limit counts the same way: the ACKs release it.
+        #expect(client.nextFrame() != nil)
+    }
+
     @Test func manySmallMessagesShareOneCompressionStream() throws {
         var pair = Pair()
         var config = BLIPConnection.Configuration()

@@ -134,7 +134,8 @@ extension BLIPSyncHandler {
         /// Bodies fetched or proved for this revision, by the name it gives them (asked for once each).
         var settled: [String: String] = [:]
         for w in wanted {
-            let digest: String, length: Int
+            var digest: String
+            let length: Int
             if let done = settled[w.digest], let claimed = w.length {
                 digest = done
                 length = claimed
@@ -148,17 +149,17 @@ extension BLIPSyncHandler {
             } else if let stored = known.stored[w.digest] {
                 guard let claimed = w.length else { throw CouchError.badRequest("\(id): attachment \(w.name) has no length") }
                 length = claimed
-                // A body the database has, but not on this document: the client proves it has the bytes (or, when
-                // it can't prove or the body went meanwhile, sends them).
-                if w.digest.hasPrefix("sha1-") && known.onDocument[w.name]?["digest"]?.stringValue != stored,
-                   let data = try await proveClientHas(w, stored: stored, id: id, request: request) {
-                    digest = Database.attachmentDigest(data)
-                    received.blobs.append((digest, data))
-                    received.sha1[digest] = w.digest
-                } else {
-                    digest = stored
+                digest = stored
+                // A body the database has, but not this document under this name: the client proves it has the
+                // bytes (or, when it can't prove or the body went meanwhile, sends them).
+                if w.digest.hasPrefix("sha1-") && known.onDocument[w.name]?["digest"]?.stringValue != stored {
+                    if let data = try await proveClientHas(w, stored: stored, id: id, request: request) {
+                        digest = Database.attachmentDigest(data)
+                        received.blobs.append((digest, data))
+                        received.sha1[digest] = w.digest
+                    }
+                    settled[w.digest] = digest
                 }
-                settled[w.digest] = digest
             } else if w.digest.hasPrefix("sha1-") {
                 let data = try await fetch(w, id: id, request: request)
                 digest = Database.attachmentDigest(data)

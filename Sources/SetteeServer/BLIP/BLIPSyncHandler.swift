@@ -89,6 +89,8 @@ final class BLIPSyncHandler: Sendable {
     }
 
     func fail(_ request: BLIPMessage, _ error: any Error) {
+        // The connection closed while the request waited on the client (a `rev` fetching an attachment): no one to answer.
+        if error is BLIPSession.Closed { return }
         let mapped = BLIPSyncError.from(error)
         if mapped.code >= 500 { context.logger.warning("BLIP \(request.profile ?? "?"): \(error)") }
         guard !request.flags.contains(.noReply) else { return }
