@@ -17,11 +17,15 @@ package final class BLIPSession: Sendable {
         var connection: BLIPConnection
         var waiting: [UInt64: CheckedContinuation<BLIPMessage, any Error>] = [:]
         var closed = false
+        /// Frames made and not yet taken by the writer, in order.
+        var pending: [[UInt8]] = []
     }
 
     private let state: Mutex<State>
-    private let frames: AsyncStream<[UInt8]>.Continuation
-    private let outgoing: AsyncStream<[UInt8]>
+    /// Wakes the writer when frames wait in ``State/pending`` (which the writer takes whole: every frame made since
+    /// its last write goes out in one write and one flush).
+    private let frames: AsyncStream<Void>.Continuation
+    private let outgoing: AsyncStream<Void>
     package let logger: Logger
     /// Whether this side is the WebSocket's client, whose frames are masked.
     private let masksFrames: Bool
@@ -31,7 +35,7 @@ package final class BLIPSession: Sendable {
 
     package init(configuration: BLIPConnection.Configuration = .init(), logger: Logger, isClient: Bool = false) {
         state = Mutex(State(connection: BLIPConnection(configuration: configuration)))
-        (outgoing, frames) = AsyncStream<[UInt8]>.makeStream()
+        (outgoing, frames) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.logger = logger
         self.masksFrames = isClient
     }
@@ -78,7 +82,9 @@ package final class BLIPSession: Sendable {
     }
 
     private func flush(_ state: inout State) {
-        while let frame = state.connection.nextFrame() { frames.yield(frame) }
+        let wasEmpty = state.pending.isEmpty
+        while let frame = state.connection.nextFrame() { state.pending.append(frame) }
+        if wasEmpty && !state.pending.isEmpty { frames.yield() }
     }
 
     /// Fails every awaited reply and ends the frame stream.
@@ -102,10 +108,14 @@ package final class BLIPSession: Sendable {
             try await channel.executeThenClose { inbound, writer in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        for await frame in self.outgoing {
-                            var buffer = ByteBuffer()
-                            buffer.writeBytes(frame)
-                            try await writer.write(self.frame(.binary, buffer))
+                        for await _ in self.outgoing {
+                            // Every frame made since the last write, in order: one write and one flush.
+                            let batch = self.state.withLock { state in
+                                defer { state.pending.removeAll(keepingCapacity: true) }
+                                return state.pending
+                            }
+                            guard !batch.isEmpty else { continue }
+                            try await writer.write(contentsOf: batch.map { self.frame(.binary, ByteBuffer(bytes: $0)) })
                         }
                         // Closing: say so before the connection goes.
                         var reason = ByteBuffer()
