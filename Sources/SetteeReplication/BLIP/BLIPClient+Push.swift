@@ -1,6 +1,7 @@
 import SetteeBLIP
 import SetteeCore
 import SetteeStore
+import Synchronization
 
 /// Pushing to a `_blipsync` endpoint: `changes` offers revisions (the server answers which it lacks), `rev` sends
 /// each wanted one with its history, and the server fetches attachment bodies it lacks with `getAttachment`.
@@ -38,6 +39,7 @@ extension BLIPClient {
     /// Sends every revision as a `rev` request at once (BLIP interleaves them) and waits for the server's answers:
     /// an error answer is that document's failure (403 a validation function or access, 409 a conflict).
     func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
+        guard !revisions.isEmpty else { return [] }
         let connection = try await self.connection()
         let maxHistory = connection.maxHistory.withLock { $0 }
         var messages: [(revision: ReplicatedRevision, message: BLIPMessage, digests: [String])] = []
@@ -54,27 +56,30 @@ extension BLIPClient {
                 }
             }
         }
-        let outcome: Result<[DocumentFailure], ReplicationError> = await withTaskGroup(of: Result<DocumentFailure?, ReplicationError>.self) { group in
+        // Every `rev` goes out at once; the replies are gathered as they come (no task per revision).
+        let outcome: Result<[DocumentFailure], ReplicationError> = await withCheckedContinuation { continuation in
+            let gathered = Mutex<(left: Int, failures: [DocumentFailure], closed: Bool)>((messages.count, [], false))
             for item in messages {
-                group.addTask {
-                    do throws(ReplicationError) {
-                        let reply = try await connection.request(item.message)
-                        guard let error = reply.errorInfo else { return .success(nil) }
-                        return .success(DocumentFailure(id: item.revision.id, rev: item.revision.rev.description,
-                                                        error: Self.errorName(error.code), reason: error.message))
-                    } catch {
-                        return .failure(error)
+                connection.session.request(item.message) { reply in
+                    let done: Result<[DocumentFailure], ReplicationError>? = gathered.withLock { state in
+                        switch reply {
+                        case .success(let message):
+                            if let error = message.errorInfo {
+                                state.failures.append(DocumentFailure(id: item.revision.id, rev: item.revision.rev.description,
+                                                                      error: Self.errorName(error.code), reason: error.message))
+                            }
+                        case .failure:
+                            state.closed = true
+                        }
+                        state.left -= 1
+                        guard state.left == 0 else { return nil }
+                        return state.closed
+                            ? .failure(ReplicationError(.transient, "the connection to \(connection.peer) closed during a push"))
+                            : .success(state.failures)
                     }
+                    if let done { continuation.resume(returning: done) }
                 }
             }
-            var failures: [DocumentFailure] = []
-            for await result in group {
-                switch result {
-                case .success(let failure): if let failure { failures.append(failure) }
-                case .failure(let error): return .failure(error)
-                }
-            }
-            return .success(failures)
         }
         return try outcome.get()
     }

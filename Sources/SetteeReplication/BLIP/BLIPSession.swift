@@ -15,7 +15,8 @@ import Synchronization
 package final class BLIPSession: Sendable {
     struct State {
         var connection: BLIPConnection
-        var waiting: [UInt64: CheckedContinuation<BLIPMessage, any Error>] = [:]
+        /// Where the replies to this side's requests go.
+        var waiting: [UInt64: @Sendable (Result<BLIPMessage, any Error>) -> Void] = [:]
         var closed = false
         /// Frames made and not yet taken by the writer, in order.
         var pending: [[UInt8]] = []
@@ -54,24 +55,35 @@ package final class BLIPSession: Sendable {
     /// Sends a request and waits for its reply (a response or an error response).
     package func request(_ message: BLIPMessage) async throws -> BLIPMessage {
         try await withCheckedThrowingContinuation { continuation in
-            state.withLock { state in
-                guard !state.closed else { return continuation.resume(throwing: Closed()) }
-                let number = state.connection.send(message)
-                state.waiting[number] = continuation
-                flush(&state)
-            }
+            request(message) { continuation.resume(with: $0) }
         }
+    }
+
+    /// Sends a request; `onReply` gets its reply (a response or an error response), or ``Closed`` when the session
+    /// ends first. It runs on the reading side (or the closing one), so it must not block.
+    package func request(_ message: BLIPMessage, onReply: @escaping @Sendable (Result<BLIPMessage, any Error>) -> Void) {
+        let accepted = state.withLock { state in
+            guard !state.closed else { return false }
+            let number = state.connection.send(message)
+            state.waiting[number] = onReply
+            flush(&state)
+            return true
+        }
+        if !accepted { onReply(.failure(Closed())) }
     }
 
     /// Takes one frame; returns the request it completed, resolving replies to this side's requests.
     package func receive(_ frame: [UInt8]) throws(BLIPError) -> BLIPMessage? {
+        // The reply's handler runs after the lock is released (it may send).
+        nonisolated(unsafe) var reply: (handler: @Sendable (Result<BLIPMessage, any Error>) -> Void, message: BLIPMessage)?
+        defer { if let reply { reply.handler(.success(reply.message)) } }
         let result: Result<BLIPMessage?, BLIPError> = state.withLock { state in
             do throws(BLIPError) {
                 let message = try state.connection.receive(frame)
                 flush(&state)
                 guard let message else { return .success(nil) }
                 if message.type == .request { return .success(message) }
-                state.waiting.removeValue(forKey: message.number)?.resume(returning: message)
+                reply = state.waiting.removeValue(forKey: message.number).map { ($0, message) }
                 return .success(nil)
             } catch {
                 flush(&state)
@@ -94,7 +106,7 @@ package final class BLIPSession: Sendable {
             defer { state.waiting.removeAll() }
             return Array(state.waiting.values)
         }
-        for continuation in waiting { continuation.resume(throwing: Closed()) }
+        for handler in waiting { handler(.failure(Closed())) }
         frames.finish()
     }
 

@@ -14,9 +14,12 @@ final class BLIPRevisionWriter: Sendable {
     /// Makes a revision's write, on the store's executor; throwing refuses that revision alone.
     typealias Prepare = @Sendable (SetteeStore.Collection) throws -> RevisionWrite
 
+    /// Where a revision's outcome goes.
+    typealias Completion = @Sendable (Result<RevID, any Error>) -> Void
+
     private struct Pending: Sendable {
         var prepare: Prepare
-        var continuation: CheckedContinuation<RevID, any Error>
+        var completion: Completion
     }
 
     private struct State {
@@ -37,14 +40,20 @@ final class BLIPRevisionWriter: Sendable {
     /// - Throws: the revision's refusal (`SetteeError`, `BLIPSyncError`), or the store's failure.
     func write(_ prepare: @escaping Prepare) async throws -> RevID {
         try await withCheckedThrowingContinuation { continuation in
-            let starts = state.withLock { state in
-                state.queue.append(Pending(prepare: prepare, continuation: continuation))
-                guard !state.writing else { return false }
-                state.writing = true
-                return true
-            }
-            if starts { Task { await self.drain() } }
+            submit(prepare) { continuation.resume(with: $0) }
         }
+    }
+
+    /// Queues the revision `prepare` makes; `completion` gets its outcome once its batch is written (on the store's
+    /// executor or a task: it must not block).
+    func submit(_ prepare: @escaping Prepare, completion: @escaping Completion) {
+        let starts = state.withLock { state in
+            state.queue.append(Pending(prepare: prepare, completion: completion))
+            guard !state.writing else { return false }
+            state.writing = true
+            return true
+        }
+        if starts { Task { await self.drain() } }
     }
 
     /// Writes batches until the queue is empty.
@@ -81,7 +90,7 @@ final class BLIPRevisionWriter: Sendable {
             } catch {
                 outcomes = Array(repeating: .failure(error), count: batch.count)
             }
-            for (pending, outcome) in zip(batch, outcomes) { pending.continuation.resume(with: outcome) }
+            for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
         }
     }
 }

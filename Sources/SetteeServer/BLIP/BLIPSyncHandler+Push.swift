@@ -63,12 +63,50 @@ extension BLIPSyncHandler {
         return 409
     }
 
+    /// A pushed revision as its `rev` request says it.
+    struct IncomingRevision: Sendable {
+        var id: String
+        var rev: RevID
+        /// The revision and its ancestors, consecutive generations, newest first (`_revisions`).
+        var history: [RevID]
+        var deleted: Bool
+        var noConflicts: Bool
+        /// The body without `_` properties.
+        var body: JSONObject
+        /// Its `_attachments`, when it has some.
+        var attachments: JSON?
+        /// Whether attachments or blobs must be resolved (fetched, proved, renamed) before it is written.
+        var hasAttachments: Bool
+    }
+
     /// `rev`: one revision with its `history` (ancestors, newest first), written as `new_edits=false` writes it.
     /// With `noconflicts`, a revision that does not extend the current one (or a tombstone) is refused with 409.
-    /// Its attachments (legacy `_attachments` stubs, blobs in the body) are resolved first
+    ///
+    /// A revision without attachments goes straight to the group commit (``BLIPRevisionWriter``) and is answered
+    /// when its batch is stored, without a task of its own. One with attachments (legacy `_attachments` stubs,
+    /// blobs in the body) has them resolved first in a task
     /// (``receiveAttachments(id:history:body:given:request:noConflicts:)``): nothing is written until every body is
     /// at hand, and a body the client can't supply fails the revision alone.
-    func rev(_ request: BLIPMessage) async throws {
+    func startRev(_ request: BLIPMessage) throws {
+        let incoming = try parseRev(request)
+        guard incoming.hasAttachments else {
+            submit(incoming, received: ReceivedAttachments(body: incoming.body), request: request)
+            return
+        }
+        Task {
+            do {
+                let received = try await self.receiveAttachments(id: incoming.id, history: incoming.history, body: incoming.body,
+                                                                 given: incoming.attachments, request: request,
+                                                                 noConflicts: incoming.noConflicts)
+                self.submit(incoming, received: received, request: request)
+            } catch {
+                self.fail(request, error)
+            }
+        }
+    }
+
+    /// Reads a `rev` request's properties and body.
+    func parseRev(_ request: BLIPMessage) throws -> IncomingRevision {
         let properties = request.properties
         guard let id = properties["id"], !id.isEmpty, let rev = properties["rev"].flatMap(RevID.init) else {
             throw BLIPSyncError(domain: .http, code: 400, "rev needs `id` and a valid `rev`")
@@ -88,22 +126,22 @@ extension BLIPSyncHandler {
             guard let ancestor = RevID(String(item)), ancestor.generation == history.last!.generation - 1 else { break }
             history.append(ancestor)
         }
-        let deleted = properties["deleted"].map { $0 == "1" || $0 == "true" } ?? false
-        let canWriteDesign = context.canWriteDesign
-        let noConflicts = properties["noconflicts"] == "true" || properties["noconflicts"] == "1"
-        // Attachments and blobs: their bodies are at hand (fetched from the client if need be) before anything is written.
-        var received = ReceivedAttachments(body: body)
-        if attachments != nil || request.body.contains(bytes: Self.blobTypeKey) {
-            received = try await receiveAttachments(id: id, history: history, body: body, given: attachments,
-                                                    request: request, noConflicts: noConflicts)
-        }
-        let parsed = DocumentInput.Parsed(id: id, rev: rev, deleted: deleted, history: history, body: received.body,
-                                          attachments: nil)
-        let newBlobs = received.blobs, sha1Names = received.sha1, ancestry = history
-        let metrics = context.node.metrics
-        // Prepared and written with the other revisions that arrive meanwhile (one transaction; BLIPRevisionWriter).
-        _ = try await revisionWriter.write { c in
-            switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(id) : DocumentIDs.validate(id) {
+        return IncomingRevision(
+            id: id, rev: rev, history: history,
+            deleted: properties["deleted"].map { $0 == "1" || $0 == "true" } ?? false,
+            noConflicts: properties["noconflicts"] == "true" || properties["noconflicts"] == "1",
+            body: body, attachments: attachments,
+            hasAttachments: attachments != nil || request.body.contains(bytes: Self.blobTypeKey))
+    }
+
+    /// Queues the revision for the group commit and answers `request` when it is stored (or refused).
+    private func submit(_ incoming: IncomingRevision, received: ReceivedAttachments, request: BLIPMessage) {
+        let canWriteDesign = context.canWriteDesign, metrics = context.node.metrics
+        let parsed = DocumentInput.Parsed(id: incoming.id, rev: incoming.rev, deleted: incoming.deleted,
+                                          history: incoming.history, body: received.body, attachments: nil)
+        let newBlobs = received.blobs, sha1Names = received.sha1
+        revisionWriter.submit({ c in
+            switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(incoming.id) : DocumentIDs.validate(incoming.id) {
             case .regular: break
             case .design:
                 // 403, not _bulk_docs' 401: to Couchbase Lite a 401 means the connection's credentials failed.
@@ -112,16 +150,23 @@ extension BLIPSyncHandler {
                 }
             case .local: throw BLIPSyncError(domain: .http, code: 400, "_local documents are not replicated")
             }
-            if noConflicts, Self.refusesAsConflict(current: try c.record(id: id), rev: rev, history: ancestry) {
+            if incoming.noConflicts,
+               Self.refusesAsConflict(current: try c.record(id: incoming.id), rev: incoming.rev, history: incoming.history) {
                 throw BLIPSyncError(domain: .http, code: 409, "Document revision conflict")
             }
             var write = try DocumentInput.write(parsed, newEdits: false, collection: c)
             write.blobs += newBlobs
             write.blobSHA1 = sha1Names
             return write
-        }
-        metrics.documentsWritten(1)
-        if !request.flags.contains(.noReply) { session.send(.response(to: request.number)) }
+        }, completion: { [self] outcome in
+            switch outcome {
+            case .success:
+                metrics.documentsWritten(1)
+                if !request.flags.contains(.noReply) { session.send(.response(to: request.number)) }
+            case .failure(let error):
+                fail(request, error)
+            }
+        })
     }
 
     /// Whether a `noconflicts` revision (with its `history`, newest first) would branch the stored document: it

@@ -69,7 +69,7 @@ final class BLIPSyncHandler: Sendable {
             case "proposeChanges": try await proposeChanges(request)
             case "rev":
                 try requirePush()
-                Task { await self.reply(to: request) { try await self.rev(request) } }
+                try startRev(request)
             case "getCollections": try await getCollections(request)
             case "getAttachment":
                 Task { await self.reply(to: request) { try await self.getAttachment(request) } }
