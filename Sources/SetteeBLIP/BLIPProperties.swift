@@ -44,15 +44,27 @@ public struct BLIPProperties: Sendable, Hashable, ExpressibleByDictionaryLiteral
     /// Appends the encoded properties (the varint length, then the strings) to `bytes`.
     func write(into bytes: inout [UInt8]) {
         var encoded: [UInt8] = []
+        encoded.reserveCapacity(pairs.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 2 })
         for pair in pairs {
-            // A NUL inside a key or value cannot be represented; it is dropped rather than corrupting the framing.
-            encoded.append(contentsOf: pair.key.utf8.lazy.filter { $0 != 0 })
-            encoded.append(0)
-            encoded.append(contentsOf: pair.value.utf8.lazy.filter { $0 != 0 })
-            encoded.append(0)
+            Self.append(pair.key, to: &encoded)
+            Self.append(pair.value, to: &encoded)
         }
         Varint.write(UInt64(encoded.count), into: &bytes)
         bytes.append(contentsOf: encoded)
+    }
+
+    /// Appends a string and its terminating NUL. A NUL inside it cannot be represented; it is dropped rather than
+    /// corrupting the framing.
+    private static func append(_ string: String, to encoded: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { utf8 in
+            if utf8.contains(0) {
+                encoded.append(contentsOf: utf8.lazy.filter { $0 != 0 })
+            } else {
+                encoded.append(contentsOf: utf8)
+            }
+        }
+        encoded.append(0)
     }
 
     /// Decodes the properties at the start of a message's data; returns them and where the body starts.

@@ -3,6 +3,7 @@ import NIOHTTP1
 import SetteeCore
 import SetteeStore
 @testable import SetteeReplication
+import Synchronization
 import Testing
 
 /// Settee's replicator speaking Couchbase Lite's protocol (a `ws://` ``URLEndpoint``) to a real `settee serve`
@@ -121,6 +122,36 @@ import Testing
         replicator.stop()
         let status = await replicator.waitUntilStopped()
         #expect(status.error == nil, "\(String(describing: status.error))")
+    }
+
+    @Test func pendingDocumentsFiltersAndListenersWorkOverWebSocket() async throws {
+        let dir = TempDir(), serverDir = TempDir()
+        let server = try ServerProcess(dataDirectory: serverDir.path)
+        defer { server.stop() }
+        try await HTTP.send(.PUT, Self.http(server, "app"))
+        let db = try dir.open("local")
+        defer { db.close() }
+        let local = try db.defaultCollection()
+        for id in ["a", "b", "skip"] { try local.put(id, #"{"v":"\#(id)"}"#) }
+        var config = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: "ws://127.0.0.1:\(server.port)/app")!))
+        config.addCollection(local)
+        config.replicatorType = .push
+        config.pushFilter = { document, _ in document.id != "skip" }
+        config.authenticator = BasicAuthenticator(username: "admin", password: "secret")
+        let replicator = Replicator(config: config)
+        #expect(try replicator.pendingDocumentIds() == ["a", "b", "skip"])
+        let pushed = Mutex<Set<String>>([])
+        let token = replicator.addDocumentReplicationListener { change in
+            pushed.withLock { for document in change.documents where change.isPush && document.error == nil { $0.insert(document.id) } }
+        }
+        defer { token.remove() }
+        replicator.start()
+        let status = await replicator.waitUntilStopped()
+        #expect(status.error == nil, "\(String(describing: status.error))")
+        #expect(try replicator.pendingDocumentIds().isEmpty, "the filtered-out document is passed by the checkpoint")
+        #expect(pushed.withLock { $0 } == ["a", "b"])
+        #expect(try await HTTP.send(.GET, Self.http(server, "app") + "/a").status == 200)
+        #expect(try await HTTP.send(.GET, Self.http(server, "app") + "/skip").status == 404)
     }
 
     @Test func aServerKilledMidPullIsRetriedAndThePullResumes() async throws {

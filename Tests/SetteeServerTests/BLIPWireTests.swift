@@ -197,6 +197,49 @@ import Glibc
         }
     }
 
+    @Test func aClientThatStopsReadingStallsOnlyItsOwnConnection() async throws {
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path)
+        defer { server.stop() }
+        let port = server.port
+        try await offThePool {
+            #expect(try Self.http(port, "PUT", "/big").hasPrefix("HTTP/1.1 201"))
+            // 300 documents of ~20 KB: far more than the socket buffers hold.
+            let filler = String(repeating: "x", count: 20_000)
+            for start in stride(from: 0, to: 300, by: 50) {
+                let docs = (start..<(start + 50)).map { #"{"_id":"d\#(String(format: "%03d", $0))","filler":"\#(filler)\#($0)"}"# }
+                #expect(try Self.http(port, "POST", "/big/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#).hasPrefix("HTTP/1.1 201"))
+            }
+            let stalled = try WebSocketClient(port: port, path: "/big/_blipsync")
+            #expect(stalled.readHead().hasPrefix("HTTP/1.1 101"))
+            let client = BLIPClient(stalled)
+            try client.send(.request(profile: "subChanges", properties: ["batch": "300"]))
+            #expect(try client.next()?.type == .response)
+            let changes = try #require(try client.next())
+            let count = try #require(try changes.jsonBody()?.arrayValue?.count)
+            #expect(count == 300)
+            // It asks for every revision, then never reads again.
+            client.blip.send(.response(to: changes.number, body: JSON.array(Array(repeating: .array([]), count: count)).serializedBytes))
+            try client.flush()
+            usleep(500_000)
+
+            // The node serves everyone else meanwhile: HTTP, and another BLIP connection.
+            let clock = ContinuousClock()
+            let start = clock.now
+            #expect(try Self.http(port, "GET", "/big").contains(#""doc_count":300"#))
+            #expect(try Self.http(port, "PUT", "/big/later", #"{"n":1}"#).hasPrefix("HTTP/1.1 201"))
+            let other = try WebSocketClient(port: port, path: "/big/_blipsync")
+            #expect(other.readHead().hasPrefix("HTTP/1.1 101"))
+            let second = BLIPClient(other)
+            try second.send(.request(profile: "getCheckpoint", properties: ["client": "someone"]))
+            #expect(try second.next()?.errorInfo?.code == 404)
+            #expect(clock.now - start < .seconds(10))
+            // The stalled client goes away; the node and its data are as they were.
+            shutdown(stalled.fd, Int32(SHUT_RDWR))
+            #expect(try Self.http(port, "GET", "/big").contains(#""doc_count":301"#))
+        }
+    }
+
     @Test func garbageFramesCloseTheConnectionAndTheNodeGoesOn() async throws {
         let dir = TempDir()
         let server = try ServerProcess(dataDirectory: dir.path)
