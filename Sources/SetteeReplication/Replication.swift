@@ -221,45 +221,69 @@ public final class Replication: Sendable {
             reader.cancel()
             fetcher?.cancel()
         }
-        while true {
-            try Task.checkCancellation()
-            if fetcher == nil && options.continuous { box.update { $0.activity = .idle } }
-            let diffed = try await reader.value
-            let batch = diffed.batch
-            // The source says nothing follows this batch: a one-shot replication need not ask again.
-            let finalBatch = batch.results.isEmpty || (!options.continuous && batch.pending == 0)
-            let caughtUp = batch.results.isEmpty
-            box.update {
-                if !caughtUp { $0.activity = .busy; $0.sourceSeq = batch.lastSeq }
-                if let p = batch.pending { $0.changesPending = p }
-            }
-            let moved = batch.lastSeq != since
-            since = batch.lastSeq
-            // Read ahead; once caught up (or nearly), a continuous replication long-polls the feed.
-            let willWait = options.continuous && (caughtUp || batch.results.count < options.batchSize / 2)
-            if !finalBatch || options.continuous {
-                reader = inFlight.track(readTask(since: since, wait: willWait))
-            }
-            let previous = try await fetcher?.value
-            fetcher = caughtUp && !moved ? nil : inFlight.track(fetchTask(diffed))
-            if let previous {
-                try await write(previous)
-                onProgress()
-            }
-            if willWait, let current = fetcher {
-                // The next read may wait long: finish this batch now rather than behind it.
-                try await write(try await current.value)
-                fetcher = nil
-                onProgress()
-            }
-            if finalBatch && !options.continuous {
-                if let last = try await fetcher?.value { try await write(last) }
-                fetcher = nil
-                if let cp = checkpointer.withLock({ $0 }), cp.lastRecorded != since {
-                    try await checkpoint(since)
+        // Couchbase Lite's protocol acknowledges each pushed revision; as LiteCore's pusher does, the next batch's
+        // revisions go out while the previous batch's answers come in (two batches in flight). Checkpoints stay in
+        // order: a batch is recorded once it and every batch before it are written.
+        let overlaps = (target as? RemoteEndpoint)?.speaksCouchbaseLiteProtocol == true && options.conflictResolver == nil
+        var writing: (task: Task<Void, Error>, lastSeq: JSON)?
+        func submit(_ fetched: Fetched) async throws {
+            guard overlaps else { return try await write(fetched) }
+            let next = Task { try await self.writeRevisions(fetched) }
+            try await settle()
+            writing = (next, fetched.lastSeq)
+        }
+        func settle() async throws {
+            guard let prior = writing else { return }
+            writing = nil
+            // To completion even when the replication is stopped meanwhile (the "checkpoint on stop").
+            try await Task { try await prior.task.value; try await self.recordIfMoved(prior.lastSeq) }.value
+        }
+        do {
+            while true {
+                try Task.checkCancellation()
+                if fetcher == nil && options.continuous { box.update { $0.activity = .idle } }
+                let diffed = try await reader.value
+                let batch = diffed.batch
+                // The source says nothing follows this batch: a one-shot replication need not ask again.
+                let finalBatch = batch.results.isEmpty || (!options.continuous && batch.pending == 0)
+                let caughtUp = batch.results.isEmpty
+                box.update {
+                    if !caughtUp { $0.activity = .busy; $0.sourceSeq = batch.lastSeq }
+                    if let p = batch.pending { $0.changesPending = p }
                 }
-                return
+                let moved = batch.lastSeq != since
+                since = batch.lastSeq
+                // Read ahead; once caught up (or nearly), a continuous replication long-polls the feed.
+                let willWait = options.continuous && (caughtUp || batch.results.count < options.batchSize / 2)
+                if !finalBatch || options.continuous {
+                    reader = inFlight.track(readTask(since: since, wait: willWait))
+                }
+                let previous = try await fetcher?.value
+                fetcher = caughtUp && !moved ? nil : inFlight.track(fetchTask(diffed))
+                if let previous {
+                    try await submit(previous)
+                    onProgress()
+                }
+                if willWait, let current = fetcher {
+                    // The next read may wait long: finish this batch now rather than behind it.
+                    try await submit(try await current.value)
+                    try await settle()
+                    fetcher = nil
+                    onProgress()
+                }
+                if finalBatch && !options.continuous {
+                    if let last = try await fetcher?.value { try await submit(last) }
+                    try await settle()
+                    fetcher = nil
+                    if let cp = checkpointer.withLock({ $0 }), cp.lastRecorded != since {
+                        try await checkpoint(since)
+                    }
+                    return
+                }
             }
+        } catch {
+            try? await settle()
+            throw error
         }
     }
 
@@ -330,6 +354,20 @@ public final class Replication: Sendable {
     }
 
     private func writeAndRecord(_ fetched: Fetched) async throws {
+        try await writeRevisions(fetched)
+        try await recordIfMoved(fetched.lastSeq)
+    }
+
+    /// Records a checkpoint at `seq` unless it is already the last one recorded.
+    private func recordIfMoved(_ seq: JSON) async throws {
+        if let cp = checkpointer.withLock({ $0 }), seq != cp.lastRecorded {
+            try await checkpoint(seq)
+        }
+    }
+
+    /// Writes a fetched batch's revisions (filters, listeners, counters, conflict resolution), without its
+    /// checkpoint.
+    private func writeRevisions(_ fetched: Fetched) async throws {
         var fetched = fetched
         if let keep = options.revisionFilter { fetched.revisions = fetched.revisions.filter(keep) }
         if !fetched.revisions.isEmpty {
@@ -350,9 +388,6 @@ public final class Replication: Sendable {
             if let resolver = options.conflictResolver, let local = target as? LocalEndpoint {
                 try await ConflictResolution.resolve(fetched.revisions, in: local.collection, resolver: resolver)
             }
-        }
-        if let cp = checkpointer.withLock({ $0 }), fetched.lastSeq != cp.lastRecorded {
-            try await checkpoint(fetched.lastSeq)
         }
     }
 
