@@ -14,6 +14,10 @@ import Synchronization
 /// Credentials may sit in the URL (`http://user:pass@host:5984/db`); they are sent as a basic `Authorization`
 /// header and never appear in ``identity`` or ``displayName``.
 ///
+/// A `ws://` or `wss://` URL names a database served over Couchbase Lite's replication protocol instead (BLIP over a
+/// WebSocket at `{url}/_blipsync`: Sync Gateway, `settee serve`); every ``Endpoint`` call then goes over that
+/// protocol (see ``speaksCouchbaseLiteProtocol``), with the same credentials, headers and TLS settings.
+///
 /// HTTPS peers' certificates are verified against the system's trust store, or against a CA bundle
 /// (`trustedRootCertificatesPath`) for peers with certificates from a private CA; a certificate that does not
 /// verify fails the replication with a ``ReplicationError/Kind/tls`` error. Credentials (user info in the URL,
@@ -69,8 +73,9 @@ public struct RemoteEndpoint: Endpoint {
     ///     loopback (where anyone on the path can read them).
     ///   - clientCertificate: a certificate and key to present to HTTPS peers that ask for one (ignored when
     ///     `client` is given).
-    /// - Throws: ``ReplicationError`` `.badRequest` for a URL that is not `http(s)://host[:port]/db`, for
-    ///   credentials that would go over plain HTTP to a non-loopback host, or for an unreadable CA bundle.
+    /// - Throws: ``ReplicationError`` `.badRequest` for a URL that is not `http(s)://host[:port]/db` or
+    ///   `ws(s)://host[:port]/db`, for credentials that would go over plain HTTP (or `ws://`) to a non-loopback
+    ///   host, or for an unreadable CA bundle.
     public init(url: String, authentication: Authentication? = nil, headers: [(String, String)] = [],
                 client: HTTPClient? = nil, trustedRootCertificatesPath: String? = nil,
                 allowInsecureCredentials: Bool = false, clientCertificate: ClientCertificate? = nil) throws {
