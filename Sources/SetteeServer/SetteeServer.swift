@@ -49,8 +49,18 @@ public enum SetteeServer {
                                               streamConfiguration: http1)
         return Application(
             responder: responder,
-            server: try tls.map {
-                config.http2 ? try .http2Upgrade(tlsConfiguration: $0, configuration: http2) : try .tls(.http1(configuration: http1), tlsConfiguration: $0)
+            server: try tls.map { tlsConfiguration in
+                if config.http2 { return try .http2Upgrade(tlsConfiguration: tlsConfiguration, configuration: http2) }
+                switch config.http1Channel {
+                case .settee:
+                    // HTTPS/1.1: Settee's own connection handling behind TLS, as on plain HTTP (so `_blipsync` upgrades
+                    // to a WebSocket over TLS too: `wss://`).
+                    return try .tls(HTTPServerBuilder { _ in
+                        SetteeHTTP1Channel(exchange: exchange, idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000)))
+                    }, tlsConfiguration: tlsConfiguration)
+                case .hummingbird:
+                    return try .tls(.http1(configuration: http1), tlsConfiguration: tlsConfiguration)
+                }
             } ?? HTTPServerBuilder { applicationResponder in
                 switch config.http1Channel {
                 case .settee:

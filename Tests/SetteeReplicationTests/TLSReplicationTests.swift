@@ -129,6 +129,39 @@ struct TLSReplicationTests {
         return db
     }
 
+    @Test func couchbaseLitesProtocolOverTLSVerifiesTheServer() async throws {
+        let pki = try TestPKI()
+        let dirT = TempDir(), dirS = TempDir(), dirL = TempDir()
+        let trusted = try Self.tlsServer(pki, dirT)
+        let selfSigned = try Self.tlsServer(pki, selfSigned: true, dirS)
+        defer { trusted.stop(); selfSigned.stop() }
+        let db = try Self.localDatabase(dirL, count: 20)
+        defer { db.close() }
+        let client = try RemoteEndpoint.client(trustingRootCertificatesAt: pki.caCertificate)
+        #expect(try await Self.send(client, .PUT, "https://127.0.0.1:\(trusted.port)/target").status == 201)
+        #expect(try await Self.send(client, .PUT, "https://127.0.0.1:\(trusted.port)/target/from-server", #"{"v":1}"#).status == 201)
+
+        func sync(_ server: ServerProcess, ca: String?) async -> ReplicatorStatus {
+            var config = ReplicatorConfiguration(
+                database: db, target: URLEndpoint(url: URL(string: "wss://127.0.0.1:\(server.port)/target")!))
+            config.authenticator = BasicAuthenticator(username: "admin", password: "secret")
+            config.trustedRootCertificatesPath = ca
+            config.maxAttempts = 2
+            let replicator = Replicator(config: config)
+            replicator.start()
+            return await stopped(replicator)
+        }
+        // With the CA: push and pull over wss://.
+        var status = await sync(trusted, ca: pki.caCertificate)
+        #expect(status.error == nil, "\(String(describing: status.error))")
+        let info = try await Self.send(client, .GET, "https://127.0.0.1:\(trusted.port)/target")
+        #expect(info.json?["doc_count"] == .int(21))
+        #expect(try db.defaultCollection().record(id: "from-server") != nil)
+        // A certificate the CA did not issue: a TLS error, not retries.
+        status = await sync(selfSigned, ca: pki.caCertificate)
+        #expect(status.error?.kind == .tls, "\(String(describing: status.error))")
+    }
+
     @Test func servesHTTPSAndNotPlainHTTP() async throws {
         let pki = try TestPKI()
         let dir = TempDir()
