@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOWebSocket
 import NIOHTTP1
 import SetteeCore
 import SetteeStore
@@ -275,5 +276,21 @@ import Testing
         let unreachable = await run("ws://127.0.0.1:\(closedPort)/app", .pushAndPull)
         #expect(unreachable.error?.kind == .unreachable, "\(String(describing: unreachable.error))")
         #expect(unreachable.activity == .stopped)
+    }
+
+    /// The session's word-at-a-time unmasking gives what RFC 6455 §5.3 says, byte by byte, at any offset and length.
+    @Test func unmaskingMatchesTheRFC() {
+        var generator = SystemRandomNumberGenerator()
+        for length in [0, 1, 3, 7, 8, 9, 15, 16, 17, 100, 1031] {
+            for prefix in [0, 1, 5, 8] {
+                let key = WebSocketMaskingKey.random(using: &generator)
+                let head = (0..<prefix).map { _ in UInt8.random(in: 0...255) }
+                let payload = (0..<length).map { _ in UInt8.random(in: 0...255) }
+                var bytes = head + payload
+                BLIPSession.unmask(&bytes, from: prefix, key: key)
+                let expected = head + payload.enumerated().map { i, b in b ^ key[key.startIndex + i % 4] }
+                #expect(bytes == expected, "length \(length) after \(prefix) bytes")
+            }
+        }
     }
 }

@@ -151,6 +151,25 @@ package final class BLIPSession: Sendable {
         close()
     }
 
+    /// Unmasks a client's frame payload in place (RFC 6455 §5.3), eight bytes at a time: a server reads every byte
+    /// of a push through here.
+    static func unmask(_ bytes: inout [UInt8], from start: Int, key: WebSocketMaskingKey) {
+        let k = [key[key.startIndex], key[key.startIndex + 1], key[key.startIndex + 2], key[key.startIndex + 3]]
+        let pattern = (k + k).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        bytes.withUnsafeMutableBytes { raw in
+            var i = start
+            while i + 8 <= raw.count {
+                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                raw.storeBytes(of: word ^ pattern, toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < raw.count {
+                raw[i] ^= k[(i - start) & 3]
+                i += 1
+            }
+        }
+    }
+
     /// A WebSocket frame this side sends: masked with a fresh key when this side is the client.
     private func frame(_ opcode: WebSocketOpcode, _ data: ByteBuffer) -> WebSocketFrame {
         WebSocketFrame(fin: true, opcode: opcode, maskKey: masksFrames ? .random() : nil, data: data)
@@ -164,7 +183,9 @@ package final class BLIPSession: Sendable {
         for try await frame in inbound {
             switch frame.opcode {
             case .binary, .continuation:
-                message.append(contentsOf: frame.unmaskedData.readableBytesView)
+                let start = message.count
+                message.append(contentsOf: frame.data.readableBytesView)
+                if let key = frame.maskKey { Self.unmask(&message, from: start, key: key) }
                 guard frame.fin else { continue }
                 let bytes = message
                 message = []
