@@ -301,6 +301,7 @@ public final class Replication: Sendable {
             documentIDs: options.documentIDs, selector: options.documentIDs == nil ? options.selector : nil,
             filter: options.documentIDs == nil && options.selector == nil ? options.filter : nil, queryParams: options.queryParams)
         let source = self.source, target = self.target, box = self.box, stages = self.stages
+        let namesAttachmentsBySHA1 = (target as? RemoteEndpoint)?.speaksCouchbaseLiteProtocol == true
         return Task {
             let batch = try await stages.time(.changes) { try await source.changes(request) }
             var revs: [(id: String, revs: [RevID])] = []
@@ -321,7 +322,9 @@ public final class Replication: Sendable {
             for (id, _) in revs {
                 guard let d = diff[id] else { continue }
                 missing += d.missing.count
-                requests.append(FetchRequest(id: id, revs: d.missing, attsSince: d.possibleAncestors))
+                // Couchbase Lite's protocol names every attachment of a pushed revision by its SHA-1, so each body
+                // is read (the server asks only for those it lacks); CouchDB's sends stubs for the ones the target has.
+                requests.append(FetchRequest(id: id, revs: d.missing, attsSince: namesAttachmentsBySHA1 ? [] : d.possibleAncestors))
             }
             if !batch.results.isEmpty, let blip = (source as? RemoteEndpoint)?.blip {
                 // Couchbase Lite's protocol: the server sends what the answer to its `changes` asks for.

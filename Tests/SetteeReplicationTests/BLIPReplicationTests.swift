@@ -202,6 +202,17 @@ import Testing
         #expect(try db.blob(digest: digest) == Array("written over CouchDB's API".utf8))
         let localBlob = try #require(try local.document(id: "with-blob")?.blob(forKey: "photo"))
         #expect(localBlob.content.map(Array.init) == photo)
+        // An edit that keeps the blob: the revision names it by its SHA-1 again, and the server, which has it, keeps it.
+        let edited = try #require(try local.document(id: "with-blob")).toMutable()
+        edited.setString("holiday, edited", forKey: "title")
+        try local.save(document: edited)
+        let (again, _) = try await Self.sync(local, Self.ws(server, "app"))
+        #expect(again.status.error == nil && again.status.docsWritten == 1 && again.status.docWriteFailures == 0)
+        let second = try await HTTP.send(.GET, Self.http(server, "app") + "/with-blob")
+        #expect(second.json?["title"]?.stringValue == "holiday, edited")
+        #expect(second.json?["_rev"]?.stringValue?.hasPrefix("2-") == true)
+        let refetched = try await RemoteEndpoint.sharedClient.execute(get, timeout: .seconds(30))
+        #expect(Array(try await refetched.body.collect(upTo: 1 << 22).readableBytesView) == photo)
     }
 
     @Test func aServerKilledMidPullIsRetriedAndThePullResumes() async throws {
