@@ -56,6 +56,17 @@ extension RemoteEndpoint {
         return out
     }
 
+    /// The same `ws://` endpoint for a named collection of its database: its own connection, which asks for the
+    /// collection with `getCollections` and names it in every message, as Couchbase Lite 3 does.
+    func forCollection(scope: String, name: String) throws -> RemoteEndpoint {
+        guard let blip else { return self }
+        var copy = self
+        var settings = blip.settings
+        settings.collection = (scope, name)
+        copy.blip = BLIPClient(settings: settings)
+        return copy
+    }
+
     /// Closes a `ws://` endpoint's connection (the replicator using it stopped); nothing for an HTTP endpoint.
     func disconnect() {
         blip?.disconnect()

@@ -58,7 +58,7 @@ public struct RemoteEndpoint: Endpoint {
     /// The session cookie and whether the peer lacks `_bulk_get` (tests set that to exercise the fallback).
     let session: SessionCookie
     /// For a `ws://` or `wss://` URL: Couchbase Lite's replication protocol, which every ``Endpoint`` call goes to.
-    private(set) var blip: BLIPClient?
+    var blip: BLIPClient?
 
     /// Whether the endpoint speaks Couchbase Lite's replication protocol (its URL is `ws://` or `wss://`) rather
     /// than CouchDB's.
@@ -214,7 +214,7 @@ public struct RemoteEndpoint: Endpoint {
         return certificates
     }
 
-    public var identity: String { urlString }
+    public var identity: String { blip?.identity ?? urlString }
     public var displayName: String { urlString }
 
     // MARK: Endpoint

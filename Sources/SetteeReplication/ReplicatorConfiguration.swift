@@ -279,6 +279,9 @@ public struct ReplicatorConfiguration: Sendable {
         let isDefault = collection.scopeName == Scope.defaultScopeName && collection.name == Collection.defaultCollectionName
         if isDefault { return target }
         switch target {
+        case let remote as RemoteEndpoint where remote.speaksCouchbaseLiteProtocol:
+            // Couchbase Lite's protocol names the collection on the database's connection (`getCollections`).
+            return try remote.forCollection(scope: collection.scopeName, name: collection.name)
         case let remote as RemoteEndpoint:
             let keyspace = collection.scopeName == Scope.defaultScopeName ? collection.name : collection.fullName
             return try RemoteEndpoint(url: remote.urlString + "." + keyspace, authentication: remote.authentication,

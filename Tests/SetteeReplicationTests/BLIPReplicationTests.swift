@@ -215,6 +215,44 @@ import Testing
         #expect(Array(try await refetched.body.collect(upTo: 1 << 22).readableBytesView) == photo)
     }
 
+    @Test func namedCollectionsAreAskedForWithGetCollections() async throws {
+        let dir = TempDir(), serverDir = TempDir()
+        let server = try ServerProcess(dataDirectory: serverDir.path)
+        defer { server.stop() }
+        try await HTTP.send(.PUT, Self.http(server, "app"))
+        #expect(try await HTTP.send(.PUT, Self.http(server, "app.inventory.items")).status == 201)
+        try await HTTP.send(.PUT, Self.http(server, "app.inventory.items") + "/from-server", #"{"kind":"server"}"#)
+        try await HTTP.send(.PUT, Self.http(server, "app") + "/in-default", #"{"kind":"default"}"#)
+        let db = try dir.open("local")
+        defer { db.close() }
+        let items = try db.createCollection(name: "items", scope: "inventory")
+        let main = try db.defaultCollection()
+        try items.put("from-local", #"{"kind":"local"}"#)
+        try main.put("local-default", #"{"kind":"default"}"#)
+        var config = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: "ws://127.0.0.1:\(server.port)/app")!))
+        config.addCollections([main, items])
+        config.authenticator = BasicAuthenticator(username: "admin", password: "secret")
+        let replicator = Replicator(config: config)
+        replicator.start()
+        let status = await replicator.waitUntilStopped()
+        #expect(status.error == nil, "\(String(describing: status.error))")
+        // Each collection went to its own: on the server, the keyspace; here, the named collection.
+        #expect(try await HTTP.send(.GET, Self.http(server, "app.inventory.items") + "/from-local").status == 200)
+        #expect(try await HTTP.send(.GET, Self.http(server, "app") + "/from-local").status == 404)
+        #expect(try await HTTP.send(.GET, Self.http(server, "app") + "/local-default").status == 200)
+        #expect(try items.record(id: "from-server") != nil && items.record(id: "in-default") == nil)
+        #expect(try main.record(id: "in-default") != nil && main.record(id: "from-server") == nil)
+        // A collection the server's database lacks: the replicator stops with notFound.
+        let orphan = try db.createCollection(name: "nowhere", scope: "inventory")
+        var missing = ReplicatorConfiguration(target: URLEndpoint(url: URL(string: "ws://127.0.0.1:\(server.port)/app")!))
+        missing.addCollection(orphan)
+        missing.authenticator = BasicAuthenticator(username: "admin", password: "secret")
+        let refused = Replicator(config: missing)
+        refused.start()
+        let refusal = await refused.waitUntilStopped()
+        #expect(refusal.error?.kind == .notFound, "\(String(describing: refusal.error))")
+    }
+
     @Test func aServerKilledMidPullIsRetriedAndThePullResumes() async throws {
         let dir = TempDir(), serverDir = TempDir()
         var server = try ServerProcess(dataDirectory: serverDir.path)

@@ -60,7 +60,7 @@ extension BLIPClient {
         let outcome: Result<[DocumentFailure], ReplicationError> = await withCheckedContinuation { continuation in
             let gathered = Mutex<(left: Int, failures: [DocumentFailure], closed: Bool)>((messages.count, [], false))
             for item in messages {
-                connection.session.request(item.message) { reply in
+                connection.session.request(connection.tagged(item.message)) { reply in
                     let done: Result<[DocumentFailure], ReplicationError>? = gathered.withLock { state in
                         switch reply {
                         case .success(let message):

@@ -40,6 +40,14 @@ final class BLIPClient: Sendable {
         var tls: NIOSSLContext?
         /// The headers of the handshake: the endpoint's own, and its credentials (signing in first for a session).
         var headers: @Sendable () async throws(ReplicationError) -> [(String, String)]
+        /// A named collection (scope, name), asked for with `getCollections` and named by its index (`collection`)
+        /// in every message, as Couchbase Lite 3 does; nil for the default collection (no `getCollections`).
+        var collection: (scope: String, name: String)?
+    }
+
+    /// What identifies the endpoint in a replication id: its URL, and the named collection if any.
+    var identity: String {
+        settings.collection.map { settings.displayName + "#" + $0.scope + "." + $0.name } ?? settings.displayName
     }
 
     let settings: Settings

@@ -23,6 +23,8 @@ final class BLIPClientConnection: Sendable {
     let maxHistory = Mutex<Int>(20)
     /// The `sequence` of the next revision offered by a push (`changes` and `rev` carry the local order).
     let pushSequence = Atomic<Int>(0)
+    /// The `collection` property of this side's requests: the index `getCollections` gave a named collection.
+    let collectionIndex: Int?
 
     /// An attachment body offered to the server, and how many pushed revisions still refer to it.
     struct OutgoingAttachment: Sendable {
@@ -30,10 +32,11 @@ final class BLIPClientConnection: Sendable {
         var users: Int
     }
 
-    private init(session: BLIPSession, peer: String, subprotocol: String) {
+    private init(session: BLIPSession, peer: String, subprotocol: String, collectionIndex: Int?) {
         self.session = session
         self.peer = peer
         self.subprotocol = subprotocol
+        self.collectionIndex = collectionIndex
     }
 
     /// Connects (the WebSocket handshake, with the settings' credentials) and starts reading.
@@ -44,13 +47,36 @@ final class BLIPClientConnection: Sendable {
                                             displayName: settings.displayName)
         let (channel, subprotocol) = try await WebSocketClient.connect(target)
         let session = BLIPSession(logger: logger, isClient: true)
-        let connection = BLIPClientConnection(session: session, peer: settings.displayName, subprotocol: subprotocol)
+        let connection = BLIPClientConnection(session: session, peer: settings.displayName, subprotocol: subprotocol,
+                                              collectionIndex: settings.collection == nil ? nil : 0)
         logger.debug("BLIP: connected to \(settings.displayName) (\(subprotocol))")
         Task {
             await session.run(channel) { request in connection.handle(request) }
             connection.ended()
         }
+        if let collection = settings.collection {
+            // Couchbase Lite 3's first message: which collections this connection replicates.
+            let name = collection.scope + "." + collection.name
+            let body = JSON.object(["collections": [.string(name)], "checkpoint_ids": [""]]).serializedBytes
+            let reply = try await connection.request(.request(profile: "getCollections", body: body), tagged: false)
+            if let error = reply.errorInfo {
+                connection.close()
+                throw connection.error(error, "getCollections")
+            }
+            guard case .array(let answers)? = try? reply.jsonBody(), answers.count == 1, answers[0] != .null else {
+                connection.close()
+                throw ReplicationError(.notFound, "\(settings.displayName) does not serve the collection \(name)", status: 404)
+            }
+        }
         return connection
+    }
+
+    /// `message` with this connection's `collection` property, when it replicates a named collection.
+    func tagged(_ message: BLIPMessage) -> BLIPMessage {
+        guard let collectionIndex else { return message }
+        var message = message
+        message.properties["collection"] = String(collectionIndex)
+        return message
     }
 
     var isClosed: Bool { session.isClosed }
@@ -61,10 +87,11 @@ final class BLIPClientConnection: Sendable {
         ended()
     }
 
-    /// Sends a request and waits for its reply; a connection that ends first is a transient error.
-    func request(_ message: BLIPMessage) async throws(ReplicationError) -> BLIPMessage {
+    /// Sends a request (with the connection's `collection` property unless `tagged` is false) and waits for its
+    /// reply; a connection that ends first is a transient error.
+    func request(_ message: BLIPMessage, tagged: Bool = true) async throws(ReplicationError) -> BLIPMessage {
         do {
-            return try await session.request(message)
+            return try await session.request(tagged ? self.tagged(message) : message)
         } catch {
             throw ReplicationError(.transient, "the connection to \(peer) closed before it answered \(message.profile ?? "a request")")
         }

@@ -24,10 +24,18 @@ struct BLIPChangesFeed: Sendable {
     }
 
     let context: BLIPSyncHandler.Context
+    /// The collection the feed follows, and the index its messages carry when the client named its collections.
+    let collection: SetteeStore.Collection
+    let collectionIndex: Int?
     let session: BLIPSession
     /// Where the attachments of each `rev` are offered to the client until it answers.
     let offered: BLIPOfferedAttachments
     let options: Options
+
+    /// The `collection` property of the feed's messages, for a client that named its collections.
+    var collectionProperty: BLIPProperties {
+        collectionIndex.map { ["collection": String($0)] } ?? [:]
+    }
 
     /// A `since` as the client sends it: JSON, a number or a string of one (`0`, `42`, `"42"`).
     static func parseSequence(_ text: String) throws -> UInt64 {
@@ -59,11 +67,11 @@ struct BLIPChangesFeed: Sendable {
             // Every leaf, as CouchDB's `style=all_docs` feed: a conflict reaches the client as it is stored here.
             scan.allLeaves = true
             scan.documentIDs = options.documentIDs
-            let c = context.collection, request = scan
+            let c = collection, request = scan
             let rows = try await blocking { try c.changes(request) }
             if rows.isEmpty {
                 if !caughtUp {
-                    _ = try await session.request(.request(profile: "changes", body: Array("[]".utf8)))
+                    _ = try await session.request(.request(profile: "changes", properties: collectionProperty, body: Array("[]".utf8)))
                     caughtUp = true
                 }
                 guard options.continuous else { return }
@@ -92,7 +100,8 @@ struct BLIPChangesFeed: Sendable {
                 ? [.int(Int64(offer.row.sequence)), .string(offer.row.id), .string(offer.rev.description), .bool(true)]
                 : [.int(Int64(offer.row.sequence)), .string(offer.row.id), .string(offer.rev.description)]
         }
-        let reply = try await session.request(.request(profile: "changes", body: JSON.array(items).serializedBytes))
+        let reply = try await session.request(.request(profile: "changes", properties: collectionProperty,
+                                                       body: JSON.array(items).serializedBytes))
         if let error = reply.errorInfo { throw BLIPSyncError(domain: .http, code: error.code, "changes refused: \(error.message)") }
         let answers = (try? reply.jsonBody())?.arrayValue ?? []
         let maxHistory = reply.properties["maxHistory"].flatMap(Int.init) ?? Int.max
@@ -101,7 +110,7 @@ struct BLIPChangesFeed: Sendable {
             if let known = answer.arrayValue { wanted.append((offers[i], Set(known.compactMap(\.stringValue)))) }
         }
         guard !wanted.isEmpty else { return }
-        let c = context.collection, ids = wanted.map(\.offer.row.id), revs = wanted.map(\.offer.rev)
+        let c = collection, ids = wanted.map(\.offer.row.id), revs = wanted.map(\.offer.rev)
         let (records, outgoing) = try await blocking { () -> ([DocumentRecord?], [BLIPAttachments.Outgoing?]) in
             let records = try c.records(ids: ids, withTree: true)
             // Revisions with attachments go out with them named for Couchbase Lite.
@@ -113,8 +122,7 @@ struct BLIPChangesFeed: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (k, item) in wanted.enumerated() {
                 let message = Self.revMessage(item.offer.row, rev: item.offer.rev, record: records[k], body: outgoing[k]?.body,
-                                              known: item.known,
-                                              maxHistory: maxHistory)
+                                              known: item.known, maxHistory: maxHistory, collectionIndex: collectionIndex)
                 if message.profile == "norev" {
                     session.send(message)
                 } else {
@@ -133,11 +141,13 @@ struct BLIPChangesFeed: Sendable {
     /// The `rev` request for revision `rev` of a change (or `norev` when that revision is gone); `body` replaces the
     /// stored body (attachments named for Couchbase Lite).
     static func revMessage(_ row: SetteeStore.Collection.ChangeRow, rev: RevID, record: DocumentRecord?, body: [UInt8]? = nil,
-                           known: Set<String>, maxHistory: Int) -> BLIPMessage {
+                           known: Set<String>, maxHistory: Int, collectionIndex: Int? = nil) -> BLIPMessage {
         let sequence = String(row.sequence)
         guard let record, let revision = record.revision(rev) else {
-            return .request(profile: "norev", properties: ["id": row.id, "rev": rev.description, "sequence": sequence,
-                                                           "error": "404", "reason": "missing"], noReply: true)
+            var properties: BLIPProperties = ["id": row.id, "rev": rev.description, "sequence": sequence,
+                                              "error": "404", "reason": "missing"]
+            if let collectionIndex { properties["collection"] = String(collectionIndex) }
+            return .request(profile: "norev", properties: properties, noReply: true)
         }
         var history: [String] = []
         for ancestor in (record.tree?.history(of: rev) ?? []).dropFirst() {
@@ -146,6 +156,7 @@ struct BLIPChangesFeed: Sendable {
             if known.contains(ancestor.description) { break }
         }
         var properties: BLIPProperties = ["id": row.id, "rev": rev.description, "sequence": sequence]
+        if let collectionIndex { properties["collection"] = String(collectionIndex) }
         if revision.deleted { properties["deleted"] = "1" }
         if !history.isEmpty { properties["history"] = history.joined(separator: ",") }
         let sent = body ?? revision.body

@@ -52,7 +52,7 @@ extension BLIPSyncHandler {
         if let offered = offered.digest(sha1: sha1, docID: docID) { return offered }
         let notFound = CouchError(.notFound, "not_found", "no attachment \(sha1) on a document this connection may read")
         guard let docID, !docID.isEmpty else { throw notFound }
-        let c = context.collection
+        let c = try target(request).collection
         let found = try await blocking { () -> String? in
             guard let record = try c.record(id: docID, withTree: true) else { return nil }
             var names = BLIPAttachments.Names(database: c.database)
@@ -125,7 +125,8 @@ extension BLIPSyncHandler {
         for w in wanted where (w.length ?? w.data?.count ?? 0) > limit {
             throw CouchError(.contentTooLarge, "attachment_too_large", "\(id): attachment \(w.name) is over \(limit) bytes")
         }
-        let known = try await known(id: id, history: history, wanted: wanted, noConflicts: noConflicts)
+        let known = try await known(id: id, history: history, wanted: wanted, noConflicts: noConflicts,
+                                    in: try target(request).collection)
         if known.conflict { throw CouchError(.conflict, "conflict", "Document revision conflict") }
 
         let generation = Int64(history[0].generation)
@@ -224,8 +225,8 @@ extension BLIPSyncHandler {
     }
 
     /// Reads what the store has for a pushed revision's attachments (one blocking call).
-    private func known(id: String, history: [RevID], wanted: [Wanted], noConflicts: Bool) async throws -> Known {
-        let c = context.collection
+    private func known(id: String, history: [RevID], wanted: [Wanted], noConflicts: Bool,
+                       in c: SetteeStore.Collection) async throws -> Known {
         let parent = history.count > 1 ? history[1] : nil
         let digests = wanted.filter { $0.data == nil }.map(\.digest)
         return try await blocking {

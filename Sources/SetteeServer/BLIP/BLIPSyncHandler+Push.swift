@@ -17,7 +17,7 @@ extension BLIPSyncHandler {
             asked.append((id, [rev]))
             positions.append(i)
         }
-        let c = context.collection
+        let c = try target(request).collection
         let request2 = asked
         let diffs = try await blocking { try c.revsDiff(request2) }
         var answer = [JSON](repeating: .int(0), count: items.count)
@@ -38,7 +38,7 @@ extension BLIPSyncHandler {
         try requirePush()
         guard let items = try jsonArray(request) else { return }
         let ids = items.map { $0[0]?.stringValue ?? "" }
-        let c = context.collection
+        let c = try target(request).collection
         let records = try await blocking { try c.records(ids: ids, withTree: true) }
         var answer: [JSON] = []
         for (i, item) in items.enumerated() {
@@ -89,8 +89,9 @@ extension BLIPSyncHandler {
     /// at hand, and a body the client can't supply fails the revision alone.
     func startRev(_ request: BLIPMessage) throws {
         let incoming = try parseRev(request)
+        let served = try target(request)
         guard incoming.hasAttachments else {
-            submit(incoming, received: ReceivedAttachments(body: incoming.body), request: request)
+            submit(incoming, received: ReceivedAttachments(body: incoming.body), request: request, to: served)
             return
         }
         Task {
@@ -98,7 +99,7 @@ extension BLIPSyncHandler {
                 let received = try await self.receiveAttachments(id: incoming.id, history: incoming.history, body: incoming.body,
                                                                  given: incoming.attachments, request: request,
                                                                  noConflicts: incoming.noConflicts)
-                self.submit(incoming, received: received, request: request)
+                self.submit(incoming, received: received, request: request, to: served)
             } catch {
                 self.fail(request, error)
             }
@@ -135,12 +136,12 @@ extension BLIPSyncHandler {
     }
 
     /// Queues the revision for the group commit and answers `request` when it is stored (or refused).
-    private func submit(_ incoming: IncomingRevision, received: ReceivedAttachments, request: BLIPMessage) {
+    private func submit(_ incoming: IncomingRevision, received: ReceivedAttachments, request: BLIPMessage, to served: Served) {
         let canWriteDesign = context.canWriteDesign, metrics = context.node.metrics
         let parsed = DocumentInput.Parsed(id: incoming.id, rev: incoming.rev, deleted: incoming.deleted,
                                           history: incoming.history, body: received.body, attachments: nil)
         let newBlobs = received.blobs, sha1Names = received.sha1
-        revisionWriter.submit({ c in
+        served.writer.submit({ c in
             switch try c.database.isPartitioned ? DocumentIDs.validatePartitioned(incoming.id) : DocumentIDs.validate(incoming.id) {
             case .regular: break
             case .design:

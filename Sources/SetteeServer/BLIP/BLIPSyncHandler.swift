@@ -34,33 +34,59 @@ final class BLIPSyncHandler: Sendable {
     let session: BLIPSession
     /// The attachments of the revisions being sent, which the client may fetch meanwhile.
     let offered = BLIPOfferedAttachments()
-    private let feed = Mutex<Task<Void, Never>?>(nil)
-    /// The `collection` indexes `getCollections` mapped to the served collection (nil before it was asked).
-    private let collections = Mutex<Set<Int>?>(nil)
+    /// A collection the connection serves: its pushed-revision writer (group commit) and its pull feed.
+    final class Served: Sendable {
+        let collection: SetteeStore.Collection
+        /// The `collection` property its messages carry, for a client that named its collections (`getCollections`).
+        let index: Int?
+        let writer: BLIPRevisionWriter
+        let feed = Mutex<Task<Void, Never>?>(nil)
 
-    /// Writes pushed revisions in batches (group commit).
-    let revisionWriter: BLIPRevisionWriter
+        init(collection: SetteeStore.Collection, index: Int?, writer: BLIPRevisionWriter) {
+            self.collection = collection
+            self.index = index
+            self.writer = writer
+        }
+    }
+
+    /// The URL's collection, for messages without a `collection` property.
+    let primary: Served
+    /// The collections `getCollections` mapped, by index (nil before it was asked).
+    private let served = Mutex<[Int: Served]?>(nil)
 
     init(context: Context, session: BLIPSession) {
         self.context = context
         self.session = session
-        self.revisionWriter = BLIPRevisionWriter(collection: context.collection, writer: context.writer)
+        self.primary = Served(collection: context.collection, index: nil,
+                              writer: BLIPRevisionWriter(collection: context.collection, writer: context.writer))
     }
 
-    /// Ends the changes feed (the connection closed).
+    /// Ends the changes feeds (the connection closed).
     func stop() {
-        feed.withLock { $0?.cancel() }
+        primary.feed.withLock { $0?.cancel() }
+        for one in served.withLock({ Array(($0 ?? [:]).values) }) { one.feed.withLock { $0?.cancel() } }
+    }
+
+    /// The collection a request is about: the one its `collection` index names (as `getCollections` mapped it), or
+    /// the URL's. Before `getCollections`, index 0 is the URL's collection.
+    func target(_ request: BLIPMessage) throws -> Served {
+        guard let text = request.properties["collection"] else { return primary }
+        let found: Served? = served.withLock { map in
+            guard let i = Int(text) else { return nil }
+            guard let map else { return i == 0 ? primary : nil }
+            return map[i]
+        }
+        guard let found else {
+            throw BLIPSyncError(domain: .http, code: 404, "collection \(text) is not served on this connection")
+        }
+        return found
     }
 
     /// Answers one request from the client (in order of arrival; a `rev` is written in a task of its own).
     func handle(_ request: BLIPMessage) async {
         do {
             // Messages of a collection-aware client name their collection by its index in `getCollections`.
-            if let index = request.properties["collection"], request.profile != "getCollections" {
-                guard let i = Int(index), collections.withLock({ $0?.contains(i) ?? (i == 0) }) else {
-                    throw BLIPSyncError(domain: .http, code: 404, "collection \(index) is not served on this connection")
-                }
-            }
+            if request.profile != "getCollections" { _ = try target(request) }
             switch request.profile ?? "" {
             case "getCheckpoint": try await getCheckpoint(request)
             case "setCheckpoint": try await setCheckpoint(request)
@@ -120,7 +146,7 @@ final class BLIPSyncHandler: Sendable {
         guard let client = request.properties["client"], !client.isEmpty else {
             throw BLIPSyncError(domain: .http, code: 400, "getCheckpoint needs a `client` property")
         }
-        let c = context.collection
+        let c = try target(request).collection
         guard let doc = try await blocking({ try c.localDocument(id: Self.checkpointID(client)) }) else {
             throw BLIPSyncError(domain: .http, code: 404, "missing")
         }
@@ -135,14 +161,16 @@ final class BLIPSyncHandler: Sendable {
             throw BLIPSyncError(domain: .http, code: 400, "a checkpoint is a JSON object")
         }
         // Couchbase Lite sends an empty `rev` for a new checkpoint.
-        let c = context.collection, rev = request.properties["rev"].flatMap { $0.isEmpty ? nil : $0 }
+        let c = try target(request).collection, rev = request.properties["rev"].flatMap { $0.isEmpty ? nil : $0 }
         let newRev = try await blocking { try c.putLocal(id: Self.checkpointID(client), body: body, rev: rev) }
         session.send(.response(to: request.number, properties: ["rev": newRev]))
     }
 
     /// Couchbase Lite 3.1+ asks for its collections' checkpoints up front (`{"collections": ["scope.name", …],
     /// "checkpoint_ids": […]}`); the answer is, per collection, its checkpoint (`{}` when none) or `null` for a
-    /// collection not served. A connection serves its URL's collection (`/{db}` or `/{db}.{scope}.{collection}`).
+    /// collection not served. On `/{db}` every collection of the database is served, as Sync Gateway serves a
+    /// database's collections on one connection; on `/{db}.{scope}.{collection}` that collection alone. Later
+    /// messages name theirs by its index in the list (`collection`).
     private func getCollections(_ request: BLIPMessage) async throws {
         let body = try json(request)
         let ids = body["checkpoint_ids"]?.arrayValue ?? []
@@ -150,22 +178,34 @@ final class BLIPSyncHandler: Sendable {
         guard ids.count == names.count else {
             throw BLIPSyncError(domain: .http, code: 400, "collections and checkpoint_ids differ in length")
         }
-        let c = context.collection
+        let primary = self.primary, database = context.database, writer = context.writer
+        let wholeDatabase = primary.collection.scopeName == Scope.defaultScopeName
+            && primary.collection.name == SetteeStore.Collection.defaultCollectionName
         var answer: [JSON] = []
-        var served = Set<Int>()
+        var map: [Int: Served] = [:]
         for (i, name) in names.enumerated() {
             let parts = (name.stringValue ?? "").split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            let (scope, collection) = parts.count == 2 ? (parts[0], parts[1]) : ("_default", parts.first ?? "")
-            guard scope == c.scopeName, collection == c.name else {
+            let (scope, collectionName) = parts.count == 2 ? (parts[0], parts[1]) : (Scope.defaultScopeName, parts.first ?? "")
+            let collection: SetteeStore.Collection?
+            if scope == primary.collection.scopeName && collectionName == primary.collection.name {
+                collection = primary.collection
+            } else if wholeDatabase {
+                collection = try await blocking { try database.collection(name: collectionName, scope: scope) }
+            } else {
+                collection = nil
+            }
+            guard let collection else {
                 answer.append(.null)
                 continue
             }
-            served.insert(i)
+            map[i] = Served(collection: collection, index: i,
+                            writer: collection === primary.collection ? primary.writer
+                                : BLIPRevisionWriter(collection: collection, writer: writer))
             let client = ids[i].stringValue ?? ""
-            let doc = client.isEmpty ? nil : try await blocking { try c.localDocument(id: Self.checkpointID(client)) }
+            let doc = client.isEmpty ? nil : try await blocking { try collection.localDocument(id: Self.checkpointID(client)) }
             answer.append(doc.map { var b = $0.body; b["_rev"] = .string($0.rev); return .object(b) } ?? .object([:]))
         }
-        collections.withLock { $0 = served }
+        served.withLock { $0 = map }
         session.send(.response(to: request.number, body: JSON.array(answer).serializedBytes))
     }
 
@@ -185,10 +225,12 @@ final class BLIPSyncHandler: Sendable {
         if let filter = request.properties["filter"], filter != "sync_gateway/bychannel" {
             throw BLIPSyncError(domain: .http, code: 501, "filter \(filter) is not served")
         }
+        let target = try self.target(request)
         session.send(.response(to: request.number))
-        let changesFeed = BLIPChangesFeed(context: context, session: session, offered: offered, options: options)
+        let changesFeed = BLIPChangesFeed(context: context, collection: target.collection, collectionIndex: target.index,
+                                          session: session, offered: offered, options: options)
         let task = Task { await changesFeed.run() }
-        feed.withLock { old in
+        target.feed.withLock { old in
             old?.cancel()
             old = task
         }
