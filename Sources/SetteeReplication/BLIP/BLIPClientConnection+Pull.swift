@@ -44,6 +44,9 @@ struct PullState: Sendable {
         var continuation: CheckedContinuation<Batch?, any Error>
     }
 
+    /// The most `changes` batches held for the replicator before a server's next one is refused.
+    static let maxQueuedBatches = 64
+
     var feed = Feed.none
     /// What the subscription filters on (document ids, filter and its parameters), to notice a different request.
     var key = ""
@@ -84,15 +87,24 @@ extension BLIPClientConnection {
             session.send(.response(to: request.number, body: Array("[]".utf8)))
             guard batch.isCaughtUp else { return }
         }
-        let waiter = pull.withLock { state -> PullState.ChangesWaiter? in
+        enum Outcome { case handed(PullState.ChangesWaiter), queued, refused }
+        let outcome = pull.withLock { state -> Outcome in
             if let waiter = state.waiter {
                 state.waiter = nil
-                return waiter
+                return .handed(waiter)
             }
+            // A server sends its next batch once the last is answered (Sync Gateway keeps a few in flight); one
+            // that floods this side is refused rather than held without bound.
+            guard state.queue.count < PullState.maxQueuedBatches else { return .refused }
             state.queue.append(batch)
-            return nil
+            return .queued
         }
-        waiter?.continuation.resume(returning: batch)
+        switch outcome {
+        case .handed(let waiter): waiter.continuation.resume(returning: batch)
+        case .queued: break
+        case .refused:
+            session.send(.error(to: request.number, domain: .http, code: 503, message: "too many changes batches unanswered"))
+        }
     }
 
     /// A `rev` from the server: one revision asked for, parsed for the replicator (its attachments fetched first).
@@ -147,7 +159,8 @@ extension BLIPClientConnection {
                 state.expected[key] = nil
                 return waiter
             }
-            state.arrived[key] = arrival
+            // Kept only if asked for: a revision nobody asked for would be held forever.
+            if state.expected[key] != nil { state.arrived[key] = arrival }
             return nil
         }
         waiter?.resume(returning: arrival)
