@@ -184,7 +184,7 @@ let package = Package(
         .testTarget(
             name: "SetteeServerTests",
             dependencies: [
-                "SetteeServer", "SetteeStore", "SetteeCore", "Settee", "settee", "SetteeTestSupport", "SetteeBLIP",
+                "SetteeServer", "SetteeStore", "SetteeCore", "Settee", "settee", "SetteeTestSupport", "SetteeBLIP", "SetteeReplication",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 @testable import SetteeServer
+import SetteeReplication
 import SetteeCore
 import SetteeStore
 import SetteeTestSupport
@@ -23,8 +24,8 @@ import Testing
     /// LiteCore's proof: SHA-1 over the nonce's length as one byte, the nonce, then the bytes.
     @Test func proofIsTheSHA1OfTheLengthPrefixedNonceAndTheBytes() {
         let nonce: [UInt8] = [1, 2, 3], data = Array("blob".utf8)
-        #expect(BLIPAttachments.proof(nonce: nonce, data: data) == Self.sha1([3, 1, 2, 3] + data))
-        #expect(BLIPAttachments.sha1Digest(data) == Self.sha1(data))
+        #expect(BlobDigest.proof(nonce: nonce, data: data) == Self.sha1([3, 1, 2, 3] + data))
+        #expect(BlobDigest.sha1(data) == Self.sha1(data))
     }
 
     @Test func compressibleTypesAreLiteCoresOnes() {

@@ -5,12 +5,26 @@ import SetteeCore
 /// Attachments as Couchbase Lite's protocol carries them: `_attachments` stubs (and blob dictionaries) in a
 /// revision's body, named by `sha1-` digests, whose bodies travel separately (`getAttachment`). Settee's store names
 /// the same bodies by CouchDB's `md5-` digests, so a pulled body is renamed on arrival and a pushed one on departure.
-enum BLIPAttachments {
-    /// Couchbase Lite's digest of an attachment body: `sha1-` and the SHA-1 in base64.
-    static func sha1Digest(_ bytes: [UInt8]) -> String {
+/// Couchbase Lite's names for attachment bodies, for both ends of its protocol (the server's `_blipsync` and the
+/// `ws://` client).
+package enum BlobDigest {
+    /// `sha1-` + base64 of the SHA-1 of `bytes`: Couchbase Lite's (and Sync Gateway's) name for a blob.
+    package static func sha1(_ bytes: [UInt8]) -> String {
         "sha1-" + Base64.encode(Array(Insecure.SHA1.hash(data: bytes)))
     }
 
+    /// The answer to `proveAttachment`: the SHA-1 of the nonce's length (one byte), the nonce and the attachment's
+    /// bytes, named as a digest (`sha1-` + base64), as LiteCore and Sync Gateway compute it.
+    package static func proof(nonce: [UInt8], data: [UInt8]) -> String {
+        var hasher = Insecure.SHA1()
+        hasher.update(data: [UInt8(truncatingIfNeeded: nonce.count)])
+        hasher.update(data: nonce)
+        hasher.update(data: data)
+        return "sha1-" + Base64.encode(Array(hasher.finalize()))
+    }
+}
+
+enum BLIPAttachments {
     /// CouchDB's digest of an attachment body: `md5-` and the MD5 in base64.
     static func md5Digest(_ bytes: [UInt8]) -> String {
         "md5-" + Base64.encode(MD5.hash(bytes))
@@ -18,19 +32,9 @@ enum BLIPAttachments {
 
     /// Whether `bytes` are the body `digest` names (`sha1-` or `md5-`; another kind can't be checked and passes).
     static func matches(_ bytes: [UInt8], digest: String) -> Bool {
-        if digest.hasPrefix("sha1-") { return sha1Digest(bytes) == digest }
+        if digest.hasPrefix("sha1-") { return BlobDigest.sha1(bytes) == digest }
         if digest.hasPrefix("md5-") { return md5Digest(bytes) == digest }
         return true
-    }
-
-    /// `proveAttachment`'s answer: the SHA-1 of the nonce's length (one byte), the nonce and the body, as Sync
-    /// Gateway computes it.
-    static func proof(nonce: [UInt8], body: [UInt8]) -> String {
-        var hasher = Insecure.SHA1()
-        hasher.update(data: [UInt8(truncatingIfNeeded: nonce.count)])
-        hasher.update(data: nonce)
-        hasher.update(data: body)
-        return "sha1-" + Base64.encode(Array(hasher.finalize()))
     }
 
     /// Replaces every `digest` in `body` (its `_attachments` stubs and blob dictionaries anywhere) that `renames`

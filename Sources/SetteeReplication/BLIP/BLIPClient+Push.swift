@@ -109,7 +109,7 @@ extension BLIPClient {
                         throw ReplicationError(.local, "attachment \(digest) of \(revision.id) does not decompress: \(error)")
                     }
                 }
-                let sha1 = BLIPAttachments.sha1Digest(bytes)
+                let sha1 = BlobDigest.sha1(bytes)
                 renames[digest] = sha1
                 offered.append(sha1)
                 connection.outgoingAttachments.withLock { bodies in

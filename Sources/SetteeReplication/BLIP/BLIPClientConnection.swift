@@ -135,7 +135,7 @@ final class BLIPClientConnection: Sendable {
             session.send(.error(to: request.number, domain: .http, code: 404, message: "no attachment with that digest is being pushed"))
             return
         }
-        session.send(.response(to: request.number, body: Array(BLIPAttachments.proof(nonce: request.body, body: body).utf8)))
+        session.send(.response(to: request.number, body: Array(BlobDigest.proof(nonce: request.body, data: body).utf8)))
     }
 
     /// The connection ended: whatever waits on it fails (transiently: a new connection resumes).

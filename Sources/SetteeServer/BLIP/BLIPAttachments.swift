@@ -6,6 +6,7 @@ import Glibc
 import Darwin
 #endif
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 import Synchronization
 
@@ -28,21 +29,6 @@ import Synchronization
 /// The SHA-1 name of a body is computed from its bytes the first time an exchange needs it and kept beside the
 /// body (``Database/recordSHA1(_:)``).
 enum BLIPAttachments {
-    /// `sha1-` + base64 of the SHA-1 of `bytes`: Couchbase Lite's (and Sync Gateway's) name for a blob.
-    static func sha1Digest(_ bytes: [UInt8]) -> String {
-        "sha1-" + Base64.encode(Array(Insecure.SHA1.hash(data: bytes)))
-    }
-
-    /// The answer to `proveAttachment`: the SHA-1 of the nonce's length (one byte), the nonce and the attachment's
-    /// bytes, named as a digest (`sha1-` + base64), as LiteCore and Sync Gateway compute it.
-    static func proof(nonce: [UInt8], data: [UInt8]) -> String {
-        var hasher = Insecure.SHA1()
-        hasher.update(data: [UInt8(truncatingIfNeeded: nonce.count)])
-        hasher.update(data: nonce)
-        hasher.update(data: data)
-        return "sha1-" + Base64.encode(Array(hasher.finalize()))
-    }
-
     /// Whether a content type is worth compressing in transit (LiteCore's heuristic: not images, audio or video
     /// unless XML or JSON, nothing already packed).
     static func isCompressible(_ contentType: String?) -> Bool {
@@ -123,7 +109,7 @@ enum BLIPAttachments {
                 name = recorded
                 resolved[recorded] = digest
             } else if let bytes = try database.blob(digest: digest) {
-                let sha1 = BLIPAttachments.sha1Digest(bytes)
+                let sha1 = BlobDigest.sha1(bytes)
                 computed[digest] = sha1
                 lengths[digest] = bytes.count
                 resolved[sha1] = digest

@@ -1,5 +1,6 @@
 import SetteeBLIP
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 
 /// Attachments and blobs, both ways (see ``BLIPAttachments`` for how they are named on each side).
@@ -38,7 +39,7 @@ extension BLIPSyncHandler {
         guard let bytes = try await blocking({ try database.blob(digest: stored) }) else {
             throw CouchError(.notFound, "not_found", "attachment is gone")
         }
-        session.send(.response(to: request.number, body: Array(BLIPAttachments.proof(nonce: request.body, data: bytes).utf8)))
+        session.send(.response(to: request.number, body: Array(BlobDigest.proof(nonce: request.body, data: bytes).utf8)))
     }
 
     /// The stored digest of the attachment a `getAttachment` or `proveAttachment` names by its SHA-1 (`digest`):
@@ -146,7 +147,7 @@ extension BLIPSyncHandler {
                 digest = Database.attachmentDigest(data)
                 length = data.count
                 received.blobs.append((digest, data))
-                received.sha1[digest] = BLIPAttachments.sha1Digest(data)
+                received.sha1[digest] = BlobDigest.sha1(data)
             } else if let stored = known.stored[w.digest] {
                 guard let claimed = w.length else { throw CouchError.badRequest("\(id): attachment \(w.name) has no length") }
                 length = claimed
@@ -287,7 +288,7 @@ extension BLIPSyncHandler {
             }
             return try await fetch(w, id: id, request: request)
         }
-        guard reply.body == Array(BLIPAttachments.proof(nonce: nonce, data: data).utf8) else {
+        guard reply.body == Array(BlobDigest.proof(nonce: nonce, data: data).utf8) else {
             throw CouchError(.forbidden, "forbidden", "\(id): incorrect proof for attachment \(w.name) (\(w.digest))")
         }
         return nil
@@ -298,7 +299,7 @@ extension BLIPSyncHandler {
         if let length = w.length, length != data.count {
             throw CouchError.badRequest("\(id): incorrect data for attachment \(w.name): \(data.count) bytes, \(length) claimed")
         }
-        let actual = w.digest.hasPrefix("md5-") ? Database.attachmentDigest(data) : BLIPAttachments.sha1Digest(data)
+        let actual = w.digest.hasPrefix("md5-") ? Database.attachmentDigest(data) : BlobDigest.sha1(data)
         if !w.digest.isEmpty && actual != w.digest {
             throw CouchError.badRequest("\(id): incorrect data for attachment \(w.name): digest \(actual), \(w.digest) claimed")
         }
