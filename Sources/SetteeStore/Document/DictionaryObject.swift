@@ -218,7 +218,7 @@ public final class MutableDictionaryObject: DictionaryObject, MutableDictionaryP
     public func setValue(_ value: Any?, forKey key: String) -> Self {
         let item = DocumentValue.item(value)
         if case .json(let json) = item {
-            live.removeValue(forKey: key)
+            if !live.isEmpty { live.removeValue(forKey: key) }
             object[key] = json
         } else {
             object[key] = .null  // keeps the member's place; the value lives in `live`

@@ -165,13 +165,12 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
         let blobs = pendingBlobs
         pendingBlobs = []
         let database = collection.database
-        let markSaved = { for blob in blobs { blob.didSave(in: database) } }
         if let batch = Batch.current(of: database) {
-            batch.onOutcome(commit: markSaved) { [self] in
+            batch.onOutcome(commit: blobs.isEmpty ? nil : { for blob in blobs { blob.didSave(in: database) } }) { [self] in
                 (revisionID, isDeleted, self.sequence, self.collection, attachments) = before
             }
         } else {
-            markSaved()
+            for blob in blobs { blob.didSave(in: database) }
         }
     }
 }
