@@ -166,7 +166,10 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
         pendingBlobs = []
         let database = collection.database
         if let batch = Batch.current(of: database) {
-            batch.onOutcome(commit: blobs.isEmpty ? nil : { for blob in blobs { blob.didSave(in: database) } }) { [self] in
+            // (Weak: a document the app let go of needs no undoing, and a batch of many saves must not keep every
+            // document it saved alive until it commits.)
+            batch.onOutcome(commit: blobs.isEmpty ? nil : { for blob in blobs { blob.didSave(in: database) } }) { [weak self] in
+                guard let self else { return }
                 (revisionID, isDeleted, self.sequence, self.collection, attachments) = before
             }
         } else {
