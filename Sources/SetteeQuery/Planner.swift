@@ -470,9 +470,62 @@ enum Planner {
             }
         }
         if let best { return best.path }
-        let deletedClause = includeDeleted ? "" : " WHERE \(DocumentTable.live("d"))"
-        return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d\(deletedClause)", bindings: [],
+        let conditions = (includeDeleted ? [] : [DocumentTable.live("d")]) + scanPrefilter(constraints)
+        let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d\(whereClause)", bindings: [],
                           bindingKinds: [], index: nil, kind: .scan, summary: "scan of \(source.collection.fullName)")
+    }
+
+    /// Conditions SQLite checks on a scanned document's stored body before the evaluator sees it: the constraints
+    /// comparing a member to a number or a boolean literal, through `json_extract`. They keep a superset of what
+    /// the WHERE keeps — the evaluator still decides every row — so only documents that may match are parsed:
+    /// - numbers only where SQLite and SQL++ order them alike: integral literals within ±2⁵³, bounds inclusive;
+    /// - SQLite reads `true`/`false` as 1/0 and SQL++ ranks booleans below every number, so `x = true` is `= 1`
+    ///   and an upper bound below 1 is left out (it would drop booleans that SQL++ finds smaller);
+    /// - strings are left to the evaluator (its equality is Unicode canonical equivalence, SQLite's is bytes);
+    /// - only plain member paths (`a`, `a.b`, keys of letters, digits and `_`).
+    static func scanPrefilter(_ constraints: [Constraint]) -> [String] {
+        var out: [String] = []
+        for c in constraints {
+            guard case .property(nil, let path) = c.expression, let jsonPath = simpleJSONPath(path) else { continue }
+            let member = "json_extract(CAST(d.body AS TEXT), '\(jsonPath)')"
+            switch c.kind {
+            case .equal(.literal(.bool(let b))):
+                out.append("\(member) = \(b ? 1 : 0)")
+            case .equal(.literal(let v)):
+                if let n = exactInteger(v) { out.append("\(member) = \(n)") }
+            case .lower(.literal(let v), _):
+                if let n = exactInteger(v) { out.append("\(member) >= \(n)") }
+            case .upper(.literal(let v), _):
+                if let n = exactInteger(v), n >= 1 { out.append("\(member) <= \(n)") }
+            default:
+                continue
+            }
+        }
+        return out
+    }
+
+    /// A JSON number literal that is an integer within ±2⁵³ (where a double and an integer compare exactly).
+    private static func exactInteger(_ v: JSON) -> Int64? {
+        let limit: Int64 = 1 << 53
+        switch v {
+        case .int(let i): return abs(i) <= limit ? i : nil
+        case .double(let d): return d.isFinite && d.rounded() == d && abs(d) <= Double(limit) ? Int64(d) : nil
+        default: return nil
+        }
+    }
+
+    /// `$.a.b` for a path of plain keys (letters, digits, `_`; not starting with a digit), else nil.
+    private static func simpleJSONPath(_ path: [PathComponent]) -> String? {
+        guard !path.isEmpty else { return nil }
+        var out = "$"
+        for component in path {
+            guard case .key(let key) = component, let first = key.utf8.first, !(0x30...0x39).contains(first),
+                  key.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A)
+                                        || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F }) else { return nil }
+            out += "." + key
+        }
+        return out
     }
 
     /// A Mango json index serving the constraints as a superset (see ``MangoIndex/isReadableByOtherQueries``):

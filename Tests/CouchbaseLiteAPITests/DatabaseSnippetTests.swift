@@ -20,6 +20,30 @@ import Settee
         #expect(collection.count == 11)
     }
 
+    @Test func aRefusedSaveInsideABatchLeavesTheRestOfTheBatch() throws {
+        let s = try SnippetDatabase()
+        let collection = s.collection
+        let stale = MutableDocument(id: "x").setInt(1, forKey: "v")
+        try collection.save(document: stale)
+        let current = try #require(try collection.document(id: "x")).toMutable()
+        try collection.save(document: current.setInt(2, forKey: "v"))
+        try s.database.inBatch {
+            try collection.save(document: MutableDocument(id: "before").setString("b", forKey: "k"))
+            // Saved without a savepoint of its own: refused before it changes anything, and the batch goes on.
+            #expect(try !collection.save(document: stale.setInt(3, forKey: "v"), concurrencyControl: .failOnConflict))
+            try collection.save(document: MutableDocument(id: "after").setBoolean(true, forKey: "k"))
+            // A last-write-wins save of a new document object whose id exists replaces it (the one-statement insert
+            // finds the id taken and falls back).
+            try collection.save(document: MutableDocument(id: "before").setString("replaced", forKey: "k"))
+        }
+        #expect(try collection.document(id: "x")?.int(forKey: "v") == 2)
+        #expect(try collection.document(id: "after")?.boolean(forKey: "k") == true)
+        let before = try #require(try collection.document(id: "before"))
+        #expect(before.string(forKey: "k") == "replaced")
+        #expect(before.revisionID?.hasPrefix("2-") == true)
+        #expect(collection.count == 3)
+    }
+
     @Test func aBatchThatThrowsLeavesNothing() throws {
         struct Stop: Error {}
         let s = try SnippetDatabase()

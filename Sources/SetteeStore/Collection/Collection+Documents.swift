@@ -102,10 +102,11 @@ extension Collection {
         case .lastWriteWins: mode = .overwrite
         case .failOnConflict: mode = .edit(parent: document.revisionID.flatMap(RevID.init))
         }
-        let result = try write([RevisionWrite(id: document.id, body: body, deleted: deleted, mode: mode, blobs: blobs)])[0]
-        switch result {
+        let written = try writeReportingSequences(
+            [RevisionWrite(id: document.id, body: body, deleted: deleted, mode: mode, blobs: blobs)], as: .owner)[0]
+        switch written.outcome {
         case .success(let rev):
-            let sequence = try record(id: document.id)?.sequence
+            let sequence = try written.sequence ?? record(id: document.id)?.sequence
             document.didSave(revision: rev.description, sequence: sequence.map { Int64($0) } ?? Int64(database.lastSequence),
                              deleted: deleted, collection: self, body: body)
             return true

@@ -29,6 +29,16 @@ extension Collection {
             tree.reserveCapacity(256)
         }
 
+        /// Readies a session kept by an `inBatch` for its next write (``Collection/writeSession(db:revsLimit:)``):
+        /// what one write leaves behind is cleared, the prepared statements and buffers stay.
+        func reset() {
+            changed.removeAll(keepingCapacity: true)
+            pendingTree = nil
+            archiveHead = nil
+            archived = false
+            resetArchive()
+        }
+
         func fetchBody(rowid: Int64) throws -> [UInt8]? {
             let fetch = try db.prepare(sql.fetchBody)
             defer { fetch.reset() }
@@ -80,6 +90,13 @@ extension Collection {
             archiveHead = id
             archived = true
             if pending.count >= 8 * Self.archiveGroup { try flushArchive() }
+        }
+
+        /// Forgets the archive rows' next id (another write of the batch may have archived since) and what is
+        /// pending (flushed by the write that queued it).
+        private func resetArchive() {
+            pending.removeAll(keepingCapacity: true)
+            nextArchiveID = nil
         }
 
         /// Inserts the pending archive rows (before the transaction commits).

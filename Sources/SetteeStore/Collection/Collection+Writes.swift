@@ -18,21 +18,26 @@ extension Collection {
     /// - Throws: ``SetteeError`` `.storage`/`.closed` when the transaction itself fails (nothing is written), or
     ///   the admission's error when it could not judge the batch.
     public func write(_ writes: [RevisionWrite], as context: WriteContext) throws -> [Result<RevID, SetteeError>] {
+        try writeReportingSequences(writes, as: context).map(\.outcome)
+    }
+
+    /// ``write(_:as:)``, with each stored local edit's sequence (nil for a failure or a replicated revision).
+    func writeReportingSequences(_ writes: [RevisionWrite], as context: WriteContext) throws -> [StoredWrite] {
         guard !writes.isEmpty, let admission = database.admission else { return try store(writes) }
         let verdicts = try admission.admit(writes, to: self, as: context)
         precondition(verdicts.count == writes.count, "WriteAdmission.admit must judge every write")
         var admitted: [RevisionWrite] = []
         admitted.reserveCapacity(writes.count)
         var positions: [Int] = []
-        var results = [Result<RevID, SetteeError>](repeating: .failure(SetteeError(.internalError, "not written")),
-                                                   count: writes.count)
+        var results = [StoredWrite](repeating: (.failure(SetteeError(.internalError, "not written")), nil),
+                                    count: writes.count)
         for (i, verdict) in verdicts.enumerated() {
             switch verdict {
             case .success(let write):
                 admitted.append(write)
                 positions.append(i)
             case .failure(let error):
-                results[i] = .failure(error)
+                results[i] = (.failure(error), nil)
             }
         }
         if admitted.isEmpty { return results }
@@ -40,28 +45,53 @@ extension Collection {
         return results
     }
 
+    /// A write's outcome, and the document's sequence after it when it stored a local edit.
+    typealias StoredWrite = (outcome: Result<RevID, SetteeError>, sequence: UInt64?)
+
     /// ``write(_:as:)`` made as the database's owner (``WriteContext/owner``), as Couchbase Lite's API writes.
     public func write(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
         try write(writes, as: .owner)
     }
 
-    /// Stores admitted revisions in one transaction.
-    private func store(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
+    /// Stores admitted revisions in one transaction. Inside `inBatch` the writes take no savepoint of their own
+    /// (``Database/writeInBatchOrGroup(_:)``): a write refused (a conflict, a bad id) is refused before it changes
+    /// its document, as with a savepoint; what throws after changing a row is a storage error, which fails the batch.
+    private func store(_ writes: [RevisionWrite]) throws -> [StoredWrite] {
         let limit = database.revsLimit
-        return try database.write { db in
-            let session = try WriteSession(db: db, sql: self.sql, revsLimit: limit)
+        return try database.writeInBatchOrGroup { db in
+            let session = try self.writeSession(db: db, revsLimit: limit)
             let refused = try self.overflowingWrites(writes, db: db)
-            let results = try writes.enumerated().map { i, w -> Result<RevID, SetteeError> in
+            let results = try writes.enumerated().map { i, w -> StoredWrite in
                 if refused.contains(i) {
-                    return .failure(SetteeError(.partitionOverflow, "Partition limit exceeded due to update on '\(w.id)'"))
+                    return (.failure(SetteeError(.partitionOverflow, "Partition limit exceeded due to update on '\(w.id)'")), nil)
                 }
-                return try self.apply(w, session)
+                let outcome = try self.apply(w, session)
+                // A local edit that succeeded stored its row with the last sequence allocated (a replicated
+                // revision's tree may still be held in memory).
+                guard case .success = outcome else { return (outcome, nil) }
+                if case .replicated = w.mode { return (outcome, nil) }
+                return (outcome, self.database.writerState.withLock { $0.sequence })
             }
             try self.storePendingTree(session)
             try session.flushArchive()
             self.database.noteChanges(collection: self.fullName, ids: session.changed)
             return results
         }
+    }
+
+    /// The session for a write: inside `inBatch`, the batch's for this collection (its statements prepared once for
+    /// the batch's saves), else a new one.
+    private func writeSession(db: Connection, revsLimit: Int) throws -> WriteSession {
+        guard let batch = Batch.current(of: database), batch.connection === db else {
+            return try WriteSession(db: db, sql: sql, revsLimit: revsLimit)
+        }
+        if let kept = batch.writeSessions[id], kept.revsLimit == revsLimit {
+            kept.reset()
+            return kept
+        }
+        let made = try WriteSession(db: db, sql: sql, revsLimit: revsLimit)
+        batch.writeSessions[id] = made
+        return made
     }
 
     /// The writes of a batch a full partition refuses (CouchDB's `max_partition_size`): in a partitioned database,
@@ -155,7 +185,7 @@ extension Collection {
         let names = NewRevisionNames(w, serializingInto: &session.body)
         func nextRev(after parent: RevID?) -> RevID { names.next(after: parent) }
         var createdRev: RevID?
-        if case .edit(parent: nil) = w.mode {
+        if w.createsWhenAbsent {
             // Most new-document saves: insert directly, and fall back to the full path if the id exists.
             let rev = nextRev(after: nil)
             if try insertIfAbsent(id: w.id, rev: rev, deleted: w.deleted,
@@ -557,28 +587,49 @@ extension Array where Element == RevID {
     }
 }
 
+extension RevisionWrite {
+    /// Whether the write, when its document doesn't exist, creates it as a first revision with no parent: an edit
+    /// of no parent, or a save that overwrites whatever is current (Couchbase Lite's last-write-wins save of a
+    /// new document). Such a write tries the one-statement insert first.
+    var createsWhenAbsent: Bool {
+        switch mode {
+        case .edit(parent: nil): return true
+        case .overwrite: return !deleted  // (deleting what doesn't exist is refused on the full path)
+        default: return false
+        }
+    }
+}
+
 /// The id of a write's new revision: CouchDB's, from the parent, the deleted flag and the body with its attachment
-/// stubs. For an edit of a given parent (or a new document) it is computed while the body is serialized, in one
-/// pass; another parent (a tombstone re-created, an overwrite's winner) hashes the body again.
+/// stubs. For an edit of a given parent (or a new document, or an overwrite that may create one) it is computed
+/// while the body is serialized, in one pass; another parent (a tombstone re-created, an overwrite's winner)
+/// hashes the body again.
 struct NewRevisionNames {
     private let write: RevisionWrite
-    private let givenParentRev: RevID?
+    /// The parent the child named while serializing has.
+    private let expectedParent: RevID?
+    private let expectedChild: RevID?
 
     /// Serializes the write's body into `body` (emptied first), naming the given parent's child on the way.
     init(_ write: RevisionWrite, serializingInto body: inout [UInt8]) {
         self.write = write
         body.removeAll(keepingCapacity: true)
         if case .edit(let parent) = write.mode {
-            givenParentRev = RevID.next(after: parent, deleted: write.deleted, body: write.body, serializingInto: &body)
+            expectedParent = parent
+            expectedChild = RevID.next(after: parent, deleted: write.deleted, body: write.body, serializingInto: &body)
+        } else if write.createsWhenAbsent {
+            expectedParent = nil
+            expectedChild = RevID.next(after: nil, deleted: write.deleted, body: write.body, serializingInto: &body)
         } else {
-            givenParentRev = nil
+            expectedParent = nil
+            expectedChild = nil
             JSON.object(write.body).serialize(into: &body)
         }
     }
 
     /// The new revision's id as a child of `parent`.
     func next(after parent: RevID?) -> RevID {
-        if let givenParentRev, case .edit(let given) = write.mode, given == parent { return givenParentRev }
+        if let expectedChild, expectedParent == parent { return expectedChild }
         return RevID.next(after: parent, deleted: write.deleted, body: write.body)
     }
 }

@@ -141,8 +141,12 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
         var found: [(String, Blob)] = []
         // A member's path is built only where a blob may be: most members are scalars, and every save asks.
         func keyPath(_ key: String) -> String { path + "/" + Blob.escape(key) }
+        let anyLive = !live.isEmpty
         for (key, value) in object {
-            switch live[key] {
+            // A member in `live` has null (a placeholder) or the container it was read from in `object`: only
+            // those are looked up there.
+            let item: DocumentItem? = anyLive && value.mayBeLive ? live[key] : nil
+            switch item {
             case .blob(let b)?: found.append((keyPath(key), b))
             case .dictionary(let d)?: found += d.blobs(path: keyPath(key))
             case .array(let a)?: found += a.blobs(path: keyPath(key))
@@ -151,6 +155,17 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
             }
         }
         return found
+    }
+}
+
+extension JSON {
+    /// Whether a mutable dictionary's member with this stored value may have its current value in `live`: a
+    /// placeholder (null) or the container it was handed out from.
+    fileprivate var mayBeLive: Bool {
+        switch self {
+        case .null, .array, .object: return true
+        default: return false
+        }
     }
 }
 
@@ -218,7 +233,7 @@ public final class MutableDictionaryObject: DictionaryObject, MutableDictionaryP
     public func setValue(_ value: Any?, forKey key: String) -> Self {
         let item = DocumentValue.item(value)
         if case .json(let json) = item {
-            live.removeValue(forKey: key)
+            if !live.isEmpty { live.removeValue(forKey: key) }
             object[key] = json
         } else {
             object[key] = .null  // keeps the member's place; the value lives in `live`

@@ -165,13 +165,15 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
         let blobs = pendingBlobs
         pendingBlobs = []
         let database = collection.database
-        let markSaved = { for blob in blobs { blob.didSave(in: database) } }
         if let batch = Batch.current(of: database) {
-            batch.onOutcome(commit: markSaved) { [self] in
+            // (Weak: a document the app let go of needs no undoing, and a batch of many saves must not keep every
+            // document it saved alive until it commits.)
+            batch.onOutcome(commit: blobs.isEmpty ? nil : { for blob in blobs { blob.didSave(in: database) } }) { [weak self] in
+                guard let self else { return }
                 (revisionID, isDeleted, self.sequence, self.collection, attachments) = before
             }
         } else {
-            markSaved()
+            for blob in blobs { blob.didSave(in: database) }
         }
     }
 }

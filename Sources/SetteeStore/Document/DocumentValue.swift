@@ -72,6 +72,18 @@ package enum DocumentValue {
     /// A value given to a setter, as an item: mutable containers are kept as they are (later edits through them
     /// reach the document, as in Couchbase Lite), blobs are kept for their content, the rest is stored as JSON.
     static func item(_ value: Any?) -> DocumentItem {
+        if let value {
+            // What the typed setters pass, known by its exact type: each case below is a dynamic cast, and an
+            // integer or a boolean would first be bridged to an `NSNumber` (the same JSON either way).
+            let type = type(of: value)
+            if type == String.self { return .json(.string(value as! String)) }
+            if type == Int.self { return .json(.int(Int64(value as! Int))) }
+            if type == Bool.self { return .json(.bool(value as! Bool)) }
+            if type == Double.self { return .json(.double(value as! Double)) }
+            if type == Int64.self { return .json(.int(value as! Int64)) }
+            if type == MutableArrayObject.self { return .array(value as! MutableArrayObject) }
+            if type == MutableDictionaryObject.self { return .dictionary(value as! MutableDictionaryObject) }
+        }
         switch value {
         case let d as MutableDictionaryObject: return .dictionary(d)
         case let a as MutableArrayObject: return .array(a)

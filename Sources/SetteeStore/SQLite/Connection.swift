@@ -270,6 +270,9 @@ package final class Connection {
     /// Rows changed by the most recent INSERT, UPDATE or DELETE.
     package var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Rows inserted, updated or deleted by this connection since it opened (`sqlite3_total_changes64`).
+    package var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
     /// Whether a transaction is open (`!sqlite3_get_autocommit`).
     package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 }
