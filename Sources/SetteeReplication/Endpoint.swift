@@ -267,6 +267,20 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
     /// Whether retrying later may succeed.
     public var isTransient: Bool { kind == .unreachable || kind == .transient }
 
+    /// What a peer's refusal with an HTTP status stands for — an HTTP answer, a refused WebSocket handshake, or a
+    /// BLIP error (Sync Gateway answers in HTTP statuses): the one table. 401, 403 and 404 stop a replication, 405
+    /// and 501 are `.unsupported` (a fallback may apply), 408, 429 and 5xx are retried, the rest is `.badRequest`.
+    static func peer(status: Int, _ message: String) -> ReplicationError {
+        switch status {
+        case 401: ReplicationError(.unauthorized, message, status: 401)
+        case 403: ReplicationError(.forbidden, message, status: 403)
+        case 404: ReplicationError(.notFound, message, status: 404)
+        case 405, 501: ReplicationError(.unsupported, message, status: status)
+        case 408, 429, 500...: ReplicationError(.transient, message, status: status)
+        default: ReplicationError(.badRequest, message, status: status)
+        }
+    }
+
     public var description: String {
         "\(kind.rawValue)\(status.map { " (HTTP \($0))" } ?? ""): \(message)"
     }

@@ -33,7 +33,7 @@ extension RemoteEndpoint {
             displayName: urlString, databaseName: databaseName,
             host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host,
             port: components.port ?? (secure ? 443 : 80),
-            path: components.percentEncodedPath + "/_blipsync", tls: tls,
+            path: components.percentEncodedPath + "/_blipsync", tls: tls, tlsHint: tlsHint,
             headers: { () throws(ReplicationError) in try await endpoint.handshakeHeaders() })
         return BLIPClient(settings: settings)
     }

@@ -45,15 +45,7 @@ extension RemoteEndpoint {
         if case .object(let o)? = try? JSON.parse(reply.body) {
             detail = [o["error"]?.stringValue, o["reason"]?.stringValue].compactMap { $0 }.joined(separator: ": ")
         }
-        let message = "\(what) → \(reply.status)\(detail.isEmpty ? "" : " \(detail)")"
-        switch reply.status {
-        case 401: return ReplicationError(.unauthorized, message, status: 401)
-        case 403: return ReplicationError(.forbidden, message, status: 403)
-        case 404: return ReplicationError(.notFound, message, status: 404)
-        case 405, 501: return ReplicationError(.unsupported, message, status: reply.status)
-        case 408, 429, 500...: return ReplicationError(.transient, message, status: reply.status)
-        default: return ReplicationError(.badRequest, message, status: reply.status)
-        }
+        return .peer(status: reply.status, "\(what) → \(reply.status)\(detail.isEmpty ? "" : " \(detail)")")
     }
 
     /// Sends a request and collects the whole response body.
@@ -181,10 +173,21 @@ extension RemoteEndpoint {
     /// A failed TLS handshake (an untrusted, expired or wrong-host certificate, or a peer that does not speak
     /// TLS) as a ``ReplicationError/Kind/tls`` error, which stops the replication instead of being retried.
     func tlsError(_ error: any Error) -> ReplicationError? {
-        let host = URLComponents(string: serverURL)?.host ?? serverURL
-        let hint = trustedRootCertificatesPath == nil
+        ReplicationError.tls(error, host: URLComponents(string: serverURL)?.host ?? serverURL, hint: tlsHint)
+    }
+
+    /// How the peer's certificate is verified, for a TLS error's message.
+    var tlsHint: String {
+        trustedRootCertificatesPath == nil
             ? "verified against the system's trust store; for a private CA pass its certificate (--ca-file)"
             : "verified against \(trustedRootCertificatesPath!)"
+    }
+}
+
+extension ReplicationError {
+    /// A failed TLS handshake (an untrusted, expired or wrong-host certificate, or a peer that does not speak TLS)
+    /// as a `.tls` error, which stops a replication instead of being retried; nil for any other error.
+    static func tls(_ error: any Error, host: String, hint: String) -> ReplicationError? {
         switch error {
         case let e as NIOSSLError:
             return ReplicationError(.tls, "TLS handshake with \(host) failed (\(hint)): \(e)")

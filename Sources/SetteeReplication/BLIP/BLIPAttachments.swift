@@ -1,6 +1,7 @@
 import Crypto
 import SetteeBLIP
 import SetteeCore
+import SetteeStore
 
 /// Attachments as Couchbase Lite's protocol carries them: `_attachments` stubs (and blob dictionaries) in a
 /// revision's body, named by `sha1-` digests, whose bodies travel separately (`getAttachment`). Settee's store names
@@ -25,47 +26,29 @@ package enum BlobDigest {
 }
 
 enum BLIPAttachments {
-    /// CouchDB's digest of an attachment body: `md5-` and the MD5 in base64.
-    static func md5Digest(_ bytes: [UInt8]) -> String {
-        "md5-" + Base64.encode(MD5.hash(bytes))
-    }
-
     /// Whether `bytes` are the body `digest` names (`sha1-` or `md5-`; another kind can't be checked and passes).
     static func matches(_ bytes: [UInt8], digest: String) -> Bool {
         if digest.hasPrefix("sha1-") { return BlobDigest.sha1(bytes) == digest }
-        if digest.hasPrefix("md5-") { return md5Digest(bytes) == digest }
+        if digest.hasPrefix("md5-") { return Database.attachmentDigest(bytes) == digest }
         return true
     }
 
-    /// Replaces every `digest` in `body` (its `_attachments` stubs and blob dictionaries anywhere) that `renames`
-    /// lists.
-    static func renameDigests(in value: inout JSON, _ renames: [String: String]) {
-        switch value {
-        case .object(var object):
-            if let digest = object["digest"]?.stringValue, let renamed = renames[digest] {
-                object["digest"] = .string(renamed)
-            }
-            for key in object.keys {
-                guard var member = object[key], member.isContainer else { continue }
-                renameDigests(in: &member, renames)
-                object[key] = member
-            }
-            value = .object(object)
-        case .array(var items):
-            for i in items.indices where items[i].isContainer { renameDigests(in: &items[i], renames) }
-            value = .array(items)
-        default:
-            break
+    /// Renames the digests `renames` lists in a revision's body: its `_attachments` stubs, and its blobs' metadata
+    /// (found as the store finds them, ``Blob/replacingMetadata(in:path:_:)``); nothing else in the body.
+    static func renameDigests(in body: inout JSONObject, _ renames: [String: String]) {
+        guard !renames.isEmpty else { return }
+        func renamed(_ meta: JSONObject) -> JSONObject {
+            guard let digest = meta["digest"]?.stringValue, let name = renames[digest] else { return meta }
+            var meta = meta
+            meta["digest"] = .string(name)
+            return meta
         }
-    }
-}
-
-extension JSON {
-    /// An object or an array.
-    fileprivate var isContainer: Bool {
-        switch self {
-        case .object, .array: true
-        default: false
+        if case .object(var stubs)? = body["_attachments"] {
+            for name in stubs.keys { if case .object(let stub)? = stubs[name] { stubs[name] = .object(renamed(stub)) } }
+            body["_attachments"] = .object(stubs)
+        }
+        if case .object(let replaced) = Blob.replacingMetadata(in: .object(body), { _, meta in renamed(meta) }) {
+            body = replaced
         }
     }
 }
@@ -88,13 +71,10 @@ extension BLIPClientConnection {
             guard BLIPAttachments.matches(reply.body, digest: digest) else {
                 throw ReplicationError(.badRequest, "the body of attachment \(name) of \(revision.id) does not match its digest \(digest)")
             }
-            let stored = BLIPAttachments.md5Digest(reply.body)
+            let stored = Database.attachmentDigest(reply.body)
             revision.attachments[stored] = reply.body
             renames[digest] = stored
         }
-        guard !renames.isEmpty else { return }
-        var body = JSON.object(revision.body)
-        BLIPAttachments.renameDigests(in: &body, renames.filter { $0.key != $0.value })
-        if case .object(let renamed) = body { revision.body = renamed }
+        BLIPAttachments.renameDigests(in: &revision.body, renames.filter { $0.key != $0.value })
     }
 }

@@ -94,7 +94,7 @@ extension BLIPClient {
         if !ancestors.isEmpty { properties["history"] = ancestors.map(\.description).joined(separator: ",") }
         if revision.deleted { properties["deleted"] = "1" }
         properties["sequence"] = String(connection.pushSequence.add(1, ordering: .relaxed).newValue)
-        var body = JSON.object(revision.body)
+        var body = revision.body
         var offered: [String] = []
         if case .object(let attachments)? = revision.body["_attachments"] {
             var renames: [String: String] = [:]
@@ -117,22 +117,18 @@ extension BLIPClient {
                 }
             }
             BLIPAttachments.renameDigests(in: &body, renames)
-            if case .object(var object) = body, case .object(var stubs)? = object["_attachments"] {
+            if case .object(var stubs)? = body["_attachments"] {
                 // Bodies travel by `getAttachment`, never inline.
                 for name in stubs.keys {
                     guard case .object(var stub)? = stubs[name] else { continue }
-                    stub.removeValue(forKey: "data")
-                    stub.removeValue(forKey: "follows")
-                    stub.removeValue(forKey: "encoding")
-                    stub.removeValue(forKey: "encoded_length")
+                    for key in ["data", "follows", "encoding", "encoded_length"] { stub.removeValue(forKey: key) }
                     stub["stub"] = .bool(true)
                     stubs[name] = .object(stub)
                 }
-                object["_attachments"] = .object(stubs)
-                body = .object(object)
+                body["_attachments"] = .object(stubs)
             }
         }
-        return (.request(profile: "rev", properties: properties, body: body.serializedBytes), offered)
+        return (.request(profile: "rev", properties: properties, body: JSON.object(body).serializedBytes), offered)
     }
 
     /// CouchDB's error name for a status, as a document failure reports it.

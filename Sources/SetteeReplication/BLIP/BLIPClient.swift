@@ -38,6 +38,8 @@ final class BLIPClient: Sendable {
         /// `/{db}/_blipsync` (or `/{db}.{scope}.{collection}/_blipsync`), percent-encoded.
         var path: String
         var tls: NIOSSLContext?
+        /// How `tls` verifies the server, for a TLS error's message.
+        var tlsHint: String
         /// The headers of the handshake: the endpoint's own, and its credentials (signing in first for a session).
         var headers: @Sendable () async throws(ReplicationError) -> [(String, String)]
         /// A named collection (scope, name), asked for with `getCollections` and named by its index (`collection`)
@@ -166,15 +168,6 @@ final class BLIPClient: Sendable {
 extension ReplicationError {
     /// A BLIP error response as a replication error: Sync Gateway answers in the `HTTP` domain with HTTP statuses.
     static func blip(_ error: (domain: String, code: Int, message: String), _ what: String, peer: String) -> ReplicationError {
-        let message = "\(what) → \(error.domain) \(error.code) \(error.message) (\(peer))"
-        switch (error.domain, error.code) {
-        case (_, 401): return ReplicationError(.unauthorized, message, status: 401)
-        case (_, 403): return ReplicationError(.forbidden, message, status: 403)
-        case (_, 404): return ReplicationError(.notFound, message, status: 404)
-        case (_, 409): return ReplicationError(.badRequest, message, status: 409)
-        case ("BLIP", 501), ("HTTP", 501): return ReplicationError(.unsupported, message, status: 501)
-        case (_, 408), (_, 429), (_, 500...): return ReplicationError(.transient, message, status: error.code)
-        default: return ReplicationError(.badRequest, message, status: error.code)
-        }
+        .peer(status: error.code, "\(what) → \(error.domain) \(error.code) \(error.message) (\(peer))")
     }
 }

@@ -43,7 +43,7 @@ final class BLIPClientConnection: Sendable {
     static func open(_ settings: BLIPClient.Settings, logger: Logger) async throws(ReplicationError) -> BLIPClientConnection {
         let headers = try await settings.headers()
         let target = WebSocketClient.Target(host: settings.host, port: settings.port, path: settings.path, tls: settings.tls,
-                                            headers: headers, subprotocols: BLIPClient.subprotocols,
+                                            tlsHint: settings.tlsHint, headers: headers, subprotocols: BLIPClient.subprotocols,
                                             displayName: settings.displayName)
         let (channel, subprotocol) = try await WebSocketClient.connect(target)
         let session = BLIPSession(logger: logger, isClient: true)

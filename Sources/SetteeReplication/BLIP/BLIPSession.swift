@@ -75,7 +75,7 @@ package final class BLIPSession: Sendable {
     /// Takes one frame; returns the request it completed, resolving replies to this side's requests.
     package func receive(_ frame: [UInt8]) throws(BLIPError) -> BLIPMessage? {
         // The reply's handler runs after the lock is released (it may send).
-        nonisolated(unsafe) var reply: (handler: @Sendable (Result<BLIPMessage, any Error>) -> Void, message: BLIPMessage)?
+        var reply: (handler: @Sendable (Result<BLIPMessage, any Error>) -> Void, message: BLIPMessage)?
         defer { if let reply { reply.handler(.success(reply.message)) } }
         let result: Result<BLIPMessage?, BLIPError> = state.withLock { state in
             do throws(BLIPError) {

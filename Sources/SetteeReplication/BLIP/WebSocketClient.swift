@@ -26,8 +26,9 @@ enum WebSocketClient {
         var port: Int
         /// The request path with its percent-encoding, e.g. `/db/_blipsync`.
         var path: String
-        /// The TLS context of a `wss://` endpoint.
+        /// The TLS context of a `wss://` endpoint, and how it verifies the server (for a TLS error's message).
         var tls: NIOSSLContext?
+        var tlsHint = ""
         var headers: [(String, String)]
         /// Sub-protocols offered, best first.
         var subprotocols: [String]
@@ -55,7 +56,7 @@ enum WebSocketClient {
         } catch let error as ReplicationError {
             throw error
         } catch {
-            if let tls = tlsError(error, target) { throw tls }
+            if let tls = ReplicationError.tls(error, host: target.host, hint: target.tlsHint) { throw tls }
             throw ReplicationError(.unreachable, "cannot reach \(target.displayName): \(error)")
         }
         switch upgrade {
@@ -125,14 +126,11 @@ enum WebSocketClient {
             detail = [o["error"]?.stringValue, o["reason"]?.stringValue].compactMap { $0 }.joined(separator: ": ")
         }
         let message = "WebSocket upgrade of \(target.displayName) → \(status)\(detail.isEmpty ? "" : " \(detail)")"
-        switch status {
-        case 401: return ReplicationError(.unauthorized, message, status: 401)
-        case 403: return ReplicationError(.forbidden, message, status: 403)
-        case 404: return ReplicationError(.notFound, message, status: 404)
-        case 400, 405, 426, 501: return ReplicationError(.unsupported, message + " (the server does not speak Couchbase Lite's protocol here)", status: status)
-        case 408, 429, 500...: return ReplicationError(.transient, message, status: status)
-        default: return ReplicationError(.badRequest, message, status: status)
+        if [400, 405, 426, 501].contains(status) {
+            // Not a WebSocket endpoint for BLIP: no retry will change that.
+            return ReplicationError(.unsupported, message + " (the server does not speak Couchbase Lite's protocol here)", status: status)
         }
+        return .peer(status: status, message)
     }
 
     /// Waits for `future`, failing after `timeout`; a handshake that finishes after that has its channel closed.
@@ -158,15 +156,6 @@ enum WebSocketClient {
         }
         let result = try await promise.futureResult.get()
         return result
-    }
-
-    private static func tlsError(_ error: any Error, _ target: Target) -> ReplicationError? {
-        switch error {
-        case let e as NIOSSLError: ReplicationError(.tls, "TLS handshake with \(target.host) failed: \(e)")
-        case let e as NIOSSLExtraError: ReplicationError(.tls, "TLS certificate of \(target.host) rejected: \(e)")
-        case let e as BoringSSLError: ReplicationError(.tls, "TLS handshake with \(target.host) failed: \(e)")
-        default: nil
-        }
     }
 
     private static func isIPAddress(_ host: String) -> Bool {
