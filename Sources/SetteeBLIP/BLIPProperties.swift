@@ -85,19 +85,35 @@ public struct BLIPProperties: Sendable, Hashable, ExpressibleByDictionaryLiteral
         var properties = BLIPProperties()
         guard length > 0 else { return (properties, end) }
         guard data[end - 1] == 0 else { throw BLIPError(.badProperties, "properties do not end with NUL") }
-        var strings: [String] = []
-        var start = index
-        for i in index..<end where data[i] == 0 {
-            guard let string = String(validating: data[start..<i], as: UTF8.self) else {
-                throw BLIPError(.badProperties, "a property is not valid UTF-8")
+        // Walked over raw bytes: every message's properties come through here (a push reads one set per revision).
+        let failure: BLIPError? = data.withUnsafeBufferPointer { buffer -> BLIPError? in
+            let base = index - data.startIndex
+            let bytes = UnsafeBufferPointer(rebasing: buffer[base..<(base + Int(length))])
+            var key: String?
+            var start = 0
+            for i in bytes.indices where bytes[i] == 0 {
+                guard let string = Self.string(UnsafeBufferPointer(rebasing: bytes[start..<i])) else {
+                    return BLIPError(.badProperties, "a property is not valid UTF-8")
+                }
+                if let k = key {
+                    properties.pairs.append(Pair(key: k, value: string))
+                    key = nil
+                } else {
+                    key = string
+                }
+                start = i + 1
             }
-            strings.append(string)
-            start = i + 1
+            return key == nil ? nil : BLIPError(.badProperties, "properties hold an odd number of strings")
         }
-        guard strings.count % 2 == 0 else { throw BLIPError(.badProperties, "properties hold an odd number of strings") }
-        for i in stride(from: 0, to: strings.count, by: 2) {
-            properties.pairs.append(Pair(key: strings[i], value: strings[i + 1]))
-        }
+        if let failure { throw failure }
         return (properties, end)
+    }
+
+    /// A property's string, or `nil` for bytes that are not UTF-8. ASCII (nearly every property) takes the fast path.
+    private static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        var ascii = true
+        for byte in bytes where byte >= 0x80 { ascii = false; break }
+        if ascii { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
     }
 }

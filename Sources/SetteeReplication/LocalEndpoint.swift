@@ -159,8 +159,10 @@ public struct LocalEndpoint: Endpoint {
             return try await offload {
                 var out: [ReplicatedRevision] = []
                 out.reserveCapacity(requests.count)
-                for request in requests {
-                    guard let record = try c.record(id: request.id, withTree: true), let tree = record.tree else { continue }
+                // One read for the batch (one snapshot, the read locks taken once).
+                let records = try c.records(ids: requests.map(\.id), withTree: true)
+                for (request, record) in zip(requests, records) {
+                    guard let record, let tree = record.tree else { continue }
                     for (rev, found) in record.openRevisions(request.revs, latest: true) where found {
                         guard let revision = record.revision(rev),
                               case .object(var body) = try JSON.parse(revision.body) else { continue }

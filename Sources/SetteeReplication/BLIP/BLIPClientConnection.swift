@@ -46,7 +46,7 @@ final class BLIPClientConnection: Sendable {
                                             tlsHint: settings.tlsHint, headers: headers, subprotocols: BLIPClient.subprotocols,
                                             displayName: settings.displayName)
         let (channel, subprotocol) = try await WebSocketClient.connect(target)
-        let session = BLIPSession(logger: logger, isClient: true)
+        let session = BLIPSession(logger: logger)
         let connection = BLIPClientConnection(session: session, peer: settings.displayName, subprotocol: subprotocol,
                                               collectionIndex: settings.collection == nil ? nil : 0)
         logger.debug("BLIP: connected to \(settings.displayName) (\(subprotocol))")

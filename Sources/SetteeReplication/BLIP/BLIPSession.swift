@@ -10,8 +10,8 @@ import Synchronization
 /// Requests from the peer are handed to `onRequest` one at a time, in order; a handler that must wait for the peer
 /// (the changes feed) runs in a task of its own. Requests this side sends are answered through ``request(_:)``.
 ///
-/// Both ends use it: the server's `_blipsync` route and a replicator's `ws://` endpoint (which masks its frames, as
-/// RFC 6455 requires of a client).
+/// Both ends use it: the server's `_blipsync` route and a replicator's `ws://` endpoint (whose frames are masked, as
+/// RFC 6455 requires of a client, by the ``WebSocketFrameWriter`` in its pipeline).
 package final class BLIPSession: Sendable {
     struct State {
         var connection: BLIPConnection
@@ -28,17 +28,15 @@ package final class BLIPSession: Sendable {
     private let frames: AsyncStream<Void>.Continuation
     private let outgoing: AsyncStream<Void>
     package let logger: Logger
-    /// Whether this side is the WebSocket's client, whose frames are masked.
-    private let masksFrames: Bool
 
     /// Why a request this side sent got no reply.
     package struct Closed: Error {}
 
-    package init(configuration: BLIPConnection.Configuration = .init(), logger: Logger, isClient: Bool = false) {
+    /// A session; its channel's ``WebSocketFrameWriter`` masks the frames when this side is the client.
+    package init(configuration: BLIPConnection.Configuration = .init(), logger: Logger) {
         state = Mutex(State(connection: BLIPConnection(configuration: configuration)))
         (outgoing, frames) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.logger = logger
-        self.masksFrames = isClient
     }
 
     /// Whether the session has ended (either side closed, or a fatal error).
@@ -170,9 +168,9 @@ package final class BLIPSession: Sendable {
         }
     }
 
-    /// A WebSocket frame this side sends: masked with a fresh key when this side is the client.
+    /// A WebSocket frame this side sends (the channel's ``WebSocketFrameWriter`` masks it when this side is the client).
     private func frame(_ opcode: WebSocketOpcode, _ data: ByteBuffer) -> WebSocketFrame {
-        WebSocketFrame(fin: true, opcode: opcode, maskKey: masksFrames ? .random() : nil, data: data)
+        WebSocketFrame(fin: true, opcode: opcode, data: data)
     }
 
     /// Reads frames until the peer closes, sends something that is not BLIP, or a fatal BLIP error.

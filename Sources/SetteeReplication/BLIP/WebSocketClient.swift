@@ -7,7 +7,7 @@ import SetteeCore
 import Synchronization
 
 /// Opens the WebSocket of a `ws://` or `wss://` endpoint: TCP (and TLS), then the HTTP/1.1 upgrade handshake asking
-/// for Couchbase Lite's sub-protocols, with NIO's typed client upgrader.
+/// for Couchbase Lite's sub-protocols, with NIO's typed client upgrader (frames written by ``WebSocketFrameWriter``).
 ///
 /// A server that answers the handshake with anything but `101 Switching Protocols` is read like any HTTP answer
 /// (its status and CouchDB- or Sync Gateway-style JSON error), and the failure is the ``ReplicationError`` that status
@@ -78,7 +78,7 @@ enum WebSocketClient {
             let handler = try NIOSSLClientHandler(context: tls, serverHostname: isIPAddress(target.host) ? nil : target.host)
             try channel.pipeline.syncOperations.addHandler(handler)
         }
-        let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(maxFrameSize: target.maxFrameSize) { channel, response in
+        let upgrader = BLIPWebSocketClientUpgrader<Upgrade>(maxFrameSize: target.maxFrameSize) { channel, response in
             channel.eventLoop.makeCompletedFuture {
                 let chosen = response.headers.first(name: "Sec-WebSocket-Protocol")?.trimmingCharacters(in: .whitespaces)
                 return .upgraded(try NIOAsyncChannel(wrappingChannelSynchronously: channel), subprotocol: chosen)

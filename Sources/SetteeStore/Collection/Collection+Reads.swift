@@ -170,18 +170,22 @@ extension Collection {
     /// and its leaves that could be their ancestors. Ids with nothing missing are omitted.
     public func revsDiff(_ request: [(id: String, revs: [RevID])]) throws -> [(id: String, diff: RevTree.RevsDiff)] {
         try database.read { db in
-            try db.withStatement("SELECT tree FROM \(docsTable) WHERE id = ?") { stmt in
-                var out: [(String, RevTree.RevsDiff)] = []
-                for (id, revs) in request {
-                    stmt.bind(id, at: 1)
-                    var tree = RevTree()
-                    if try stmt.step() { tree = try RevTree(encoded: stmt.blob(0) ?? []) }
-                    stmt.reset()
-                    let diff = tree.revsDiff(revs)
-                    if !diff.missing.isEmpty { out.append((id, diff)) }
+            let all = {
+                try db.withStatement("SELECT tree FROM \(self.docsTable) WHERE id = ?") { stmt in
+                    var out: [(String, RevTree.RevsDiff)] = []
+                    for (id, revs) in request {
+                        stmt.bind(id, at: 1)
+                        var tree = RevTree()
+                        if try stmt.step() { tree = try RevTree(encoded: stmt.blob(0) ?? []) }
+                        stmt.reset()
+                        let diff = tree.revsDiff(revs)
+                        if !diff.missing.isEmpty { out.append((id, diff)) }
+                    }
+                    return out
                 }
-                return out
             }
+            // One read transaction, as records(ids:): one snapshot, the read locks taken once, not once per id.
+            return request.count > 1 ? try db.transaction(.deferred, all) : try all()
         }
     }
 }
