@@ -82,7 +82,11 @@ public struct BLIPConnection: Sendable {
     private var awaitingReply: Set<UInt64> = []
     /// Requests received that want a reply and have not had one.
     private var owedReplies: Set<UInt64> = []
+    /// Messages being sent, in turn order from ``outboxStart`` (entries before it are spent). A batch of requests
+    /// queued at once is taken from the front one frame at a time; removing each from an array's front would cost
+    /// quadratic time in the batch.
     private var outbox: [Outgoing] = []
+    private var outboxStart = 0
     private var closed = false
     private let deflater: BLIPDeflater
     private let inflater: BLIPInflater
@@ -97,7 +101,7 @@ public struct BLIPConnection: Sendable {
     /// Whether a fatal error closed the connection.
     public var isClosed: Bool { closed }
     /// Whether frames are waiting to be sent (some may be held back by flow control).
-    public var hasPendingFrames: Bool { !outbox.isEmpty }
+    public var hasPendingFrames: Bool { outboxStart < outbox.endIndex }
     /// Requests sent that have not been answered.
     public var pendingReplies: Int { awaitingReply.count }
 
@@ -110,7 +114,7 @@ public struct BLIPConnection: Sendable {
         do throws(BLIPError) {
             return try receiveFrame(frame[...])
         } catch {
-            if error.isFatal { closed = true; outbox.removeAll() }
+            if error.isFatal { closed = true; outbox.removeAll(); outboxStart = 0 }
             throw error
         }
     }
@@ -128,7 +132,7 @@ public struct BLIPConnection: Sendable {
             var index = start
             let count = try Varint.read(frame, at: &index)
             let replyType = header.type == .ackRequest
-            if let i = outbox.firstIndex(where: { $0.number == header.number && ($0.type == .request) == replyType }) {
+            if let i = outbox[outboxStart...].firstIndex(where: { $0.number == header.number && ($0.type == .request) == replyType }) {
                 outbox[i].acked = max(outbox[i].acked, Int(clamping: count))
             }
             return nil
@@ -242,7 +246,7 @@ public struct BLIPConnection: Sendable {
     private mutating func enqueue(_ message: Outgoing) {
         if message.type.isAck {
             // Acknowledgements go ahead of everything but other acknowledgements.
-            let index = outbox.firstIndex { !$0.type.isAck } ?? outbox.endIndex
+            let index = outbox[outboxStart...].firstIndex { !$0.type.isAck } ?? outbox.endIndex
             outbox.insert(message, at: index)
         } else {
             outbox.append(message)
@@ -256,9 +260,22 @@ public struct BLIPConnection: Sendable {
         guard !closed else { return nil }
         // Round-robin over the messages flow control lets through; new messages join at the back, so requests
         // begin in order.
-        guard let index = outbox.indices.first(where: { outbox[$0].wireBytes - outbox[$0].acked < configuration.maxUnackedBytes })
+        guard let index = outbox[outboxStart...].firstIndex(where: { $0.wireBytes - $0.acked < configuration.maxUnackedBytes })
         else { return nil }
-        var message = outbox.remove(at: index)
+        var message = outbox[index]
+        if index == outboxStart {
+            outbox[index].data = []  // spent: its bytes are not held until the front is compacted
+            outboxStart += 1
+            if outboxStart == outbox.endIndex {
+                outbox.removeAll(keepingCapacity: true)
+                outboxStart = 0
+            } else if outboxStart >= 256 && outboxStart * 2 >= outbox.count {
+                outbox.removeFirst(outboxStart)
+                outboxStart = 0
+            }
+        } else {
+            outbox.remove(at: index)
+        }
         let end = min(message.data.count, message.sent + configuration.frameSize)
         let chunk = message.data[message.sent..<end]
         var flags = message.flags
@@ -271,26 +288,26 @@ public struct BLIPConnection: Sendable {
             BLIPFrameHeader(number: message.number, type: message.type, flags: flags).write(into: &frame)
             frame.append(contentsOf: chunk)
         } else {
-            var body: [UInt8]
-            if flags.contains(.compressed), let compressed = try? deflater.compress(chunk) {
-                body = compressed
-            } else {
+            let compressed = flags.contains(.compressed) ? try? deflater.compress(chunk) : nil
+            if compressed == nil {
                 flags.remove(.compressed)
                 deflater.addToChecksum(chunk)
-                body = Array(chunk)
             }
             BLIPFrameHeader(number: message.number, type: message.type, flags: flags).write(into: &frame)
             headerLength = frame.count
-            frame.append(contentsOf: body)
+            if let compressed { frame.append(contentsOf: compressed) } else { frame.append(contentsOf: chunk) }
             let checksum = deflater.checksum
-            frame.append(contentsOf: [UInt8(checksum >> 24), UInt8(truncatingIfNeeded: checksum >> 16),
-                                      UInt8(truncatingIfNeeded: checksum >> 8), UInt8(truncatingIfNeeded: checksum)])
+            frame.append(UInt8(checksum >> 24))
+            frame.append(UInt8(truncatingIfNeeded: checksum >> 16))
+            frame.append(UInt8(truncatingIfNeeded: checksum >> 8))
+            frame.append(UInt8(truncatingIfNeeded: checksum))
         }
         message.sent = end
         message.wireBytes += frame.count - headerLength
         if message.sent < message.data.count {
             // Back of the queue; an urgent message goes ahead of the first normal one that is not acknowledgement.
-            if message.flags.contains(.urgent), let i = outbox.firstIndex(where: { !$0.type.isAck && !$0.flags.contains(.urgent) }) {
+            if message.flags.contains(.urgent),
+               let i = outbox[outboxStart...].firstIndex(where: { !$0.type.isAck && !$0.flags.contains(.urgent) }) {
                 outbox.insert(message, at: min(i + 1, outbox.endIndex))
             } else {
                 outbox.append(message)

@@ -67,6 +67,18 @@ struct Pair {
             #expect(throws: BLIPError.self) { try BLIPProperties.read(bad[...]) }
         }
     }
+
+    @Test func readsNonASCIIPropertiesAndStartsTheBodyAfterThem() throws {
+        var bytes: [UInt8] = [0xAA]  // read from a slice that does not start at 0
+        BLIPProperties(dictionaryLiteral: ("id", "café-☕"), ("rev", "1-a")).write(into: &bytes)
+        bytes += Array("{}".utf8)
+        let (properties, bodyStart) = try BLIPProperties.read(bytes[1...])
+        #expect(properties["id"] == "café-☕")
+        #expect(properties["rev"] == "1-a")
+        #expect(Array(bytes[bodyStart...]) == Array("{}".utf8))
+        // An overlong encoding is not UTF-8.
+        #expect(throws: BLIPError.self) { try BLIPProperties.read([6, 0x61, 0, 0xC0, 0x80, 0x62, 0][...]) }
+    }
 }
 
 @Suite struct ConnectionTests {
@@ -167,6 +179,28 @@ struct Pair {
         }
         let (_, atServer) = try pair.pump()
         #expect(atServer.map { $0.properties["id"] } == (1...200).map { "doc-\($0)" })
+    }
+
+    /// A push queues a whole batch of `rev`s at once; they leave in order, a large message among them keeps its
+    /// turn (round-robin) and its acknowledgements, and the sender's queue is empty afterwards.
+    @Test func aBatchQueuedAtOnceLeavesInOrderWithALargeMessageAmongIt() throws {
+        var pair = Pair()
+        let large = [UInt8](repeating: 9, count: 300_000)
+        for i in 1...1_500 {
+            let body = i == 700 ? large : Array(#"{"value":\#(i)}"#.utf8)
+            pair.client.send(.request(profile: "rev", properties: ["id": "doc-\(i)"], body: body))
+        }
+        let (_, atServer) = try pair.pump()
+        #expect(atServer.count == 1_500)
+        // The large message's later frames share turns with what followed it, so it completes later than its number.
+        #expect(Set(atServer.map { $0.number }) == Set((1...1_500).map(UInt64.init)))
+        #expect(atServer.filter { $0.number != 700 }.map(\.number) == (1...1_500).filter { $0 != 700 }.map(UInt64.init))
+        #expect(atServer.first { $0.number == 700 }?.body == large)
+        #expect(!pair.client.hasPendingFrames)
+        for message in atServer { pair.server.send(.response(to: message.number)) }
+        let (atClient, _) = try pair.pump()
+        #expect(atClient.count == 1_500)
+        #expect(pair.client.pendingReplies == 0)
     }
 
     @Test func noReplyRequestsAwaitNothing() throws {

@@ -56,29 +56,29 @@ extension BLIPClient {
                 }
             }
         }
-        // Every `rev` goes out at once; the replies are gathered as they come (no task per revision).
+        // Every `rev` goes out at once (one lock, one flush); the replies are gathered as they come (no task per revision).
         let outcome: Result<[DocumentFailure], ReplicationError> = await withCheckedContinuation { continuation in
             let gathered = Mutex<(left: Int, failures: [DocumentFailure], closed: Bool)>((messages.count, [], false))
-            for item in messages {
-                connection.session.request(connection.tagged(item.message)) { reply in
-                    let done: Result<[DocumentFailure], ReplicationError>? = gathered.withLock { state in
-                        switch reply {
-                        case .success(let message):
-                            if let error = message.errorInfo {
-                                state.failures.append(DocumentFailure(id: item.revision.id, rev: item.revision.rev.description,
-                                                                      error: Self.errorName(error.code), reason: error.message))
-                            }
-                        case .failure:
-                            state.closed = true
+            let revisions = messages.map(\.revision)
+            connection.session.request(contentsOf: messages.map { connection.tagged($0.message) }) { i, reply in
+                let item = revisions[i]
+                let done: Result<[DocumentFailure], ReplicationError>? = gathered.withLock { state in
+                    switch reply {
+                    case .success(let message):
+                        if let error = message.errorInfo {
+                            state.failures.append(DocumentFailure(id: item.id, rev: item.rev.description,
+                                                                  error: Self.errorName(error.code), reason: error.message))
                         }
-                        state.left -= 1
-                        guard state.left == 0 else { return nil }
-                        return state.closed
-                            ? .failure(ReplicationError(.transient, "the connection to \(connection.peer) closed during a push"))
-                            : .success(state.failures)
+                    case .failure:
+                        state.closed = true
                     }
-                    if let done { continuation.resume(returning: done) }
+                    state.left -= 1
+                    guard state.left == 0 else { return nil }
+                    return state.closed
+                        ? .failure(ReplicationError(.transient, "the connection to \(connection.peer) closed during a push"))
+                        : .success(state.failures)
                 }
+                if let done { continuation.resume(returning: done) }
             }
         }
         return try outcome.get()

@@ -50,6 +50,32 @@ package final class BLIPSession: Sendable {
         }
     }
 
+    /// Queues messages (responses, or requests whose replies are not awaited) under one lock and one flush: the
+    /// answers to a batch of pushed revisions go out together.
+    package func send(contentsOf messages: [BLIPMessage]) {
+        guard !messages.isEmpty else { return }
+        state.withLock { state in
+            for message in messages { state.connection.send(message) }
+            flush(&state)
+        }
+    }
+
+    /// Sends requests under one lock and one flush; `onReply` gets each one's reply with its index in `messages`
+    /// (or ``Closed`` when the session ends first), on the reading side (or the closing one), so it must not block.
+    package func request(contentsOf messages: [BLIPMessage],
+                         onReply: @escaping @Sendable (Int, Result<BLIPMessage, any Error>) -> Void) {
+        let accepted = state.withLock { state in
+            guard !state.closed else { return false }
+            for (i, message) in messages.enumerated() {
+                let number = state.connection.send(message)
+                state.waiting[number] = { onReply(i, $0) }
+            }
+            flush(&state)
+            return true
+        }
+        if !accepted { for i in messages.indices { onReply(i, .failure(Closed())) } }
+    }
+
     /// Sends a request and waits for its reply (a response or an error response).
     package func request(_ message: BLIPMessage) async throws -> BLIPMessage {
         try await withCheckedThrowingContinuation { continuation in

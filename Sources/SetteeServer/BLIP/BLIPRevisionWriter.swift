@@ -1,4 +1,6 @@
+import SetteeBLIP
 import SetteeCore
+import SetteeReplication
 import SetteeStore
 import Synchronization
 
@@ -9,13 +11,14 @@ import Synchronization
 /// Here the revisions that arrive while a write is running queue up, and the next write takes all of them: one hop
 /// to the store's executor, each revision prepared there (its checks, its `RevisionWrite`), then one
 /// `Collection.write(_:as:)` — one transaction, the write rules run once for the batch — with each revision's own
-/// outcome handed back to its request. A revision refused (by its checks or by the rules) fails alone.
+/// outcome handed back to its request. A revision refused (by its checks or by the rules) fails alone. The batch's
+/// answers go out together (``BLIPSession/send(contentsOf:)``: one lock and one flush for them all).
 final class BLIPRevisionWriter: Sendable {
     /// Makes a revision's write, on the store's executor; throwing refuses that revision alone.
     typealias Prepare = @Sendable (SetteeStore.Collection) throws -> RevisionWrite
 
-    /// Where a revision's outcome goes.
-    typealias Completion = @Sendable (Result<RevID, any Error>) -> Void
+    /// Where a revision's outcome goes; it returns the answer to send, if any.
+    typealias Completion = @Sendable (Result<RevID, any Error>) -> BLIPMessage?
 
     private struct Pending: Sendable {
         var prepare: Prepare
@@ -29,23 +32,17 @@ final class BLIPRevisionWriter: Sendable {
 
     private let collection: SetteeStore.Collection
     private let writer: WriteContext
+    private let session: BLIPSession
     private let state = Mutex(State())
 
-    init(collection: SetteeStore.Collection, writer: WriteContext) {
+    init(collection: SetteeStore.Collection, writer: WriteContext, session: BLIPSession) {
         self.collection = collection
         self.writer = writer
+        self.session = session
     }
 
-    /// Stores the revision `prepare` makes, with whatever else is queued, and returns its revision id.
-    /// - Throws: the revision's refusal (`SetteeError`, `BLIPSyncError`), or the store's failure.
-    func write(_ prepare: @escaping Prepare) async throws -> RevID {
-        try await withCheckedThrowingContinuation { continuation in
-            submit(prepare) { continuation.resume(with: $0) }
-        }
-    }
-
-    /// Queues the revision `prepare` makes; `completion` gets its outcome once its batch is written (on the store's
-    /// executor or a task: it must not block).
+    /// Queues the revision `prepare` makes; `completion` gets its outcome once its batch is written (on a task: it
+    /// must not block) and returns the answer to send with the batch's others.
     func submit(_ prepare: @escaping Prepare, completion: @escaping Completion) {
         let starts = state.withLock { state in
             state.queue.append(Pending(prepare: prepare, completion: completion))
@@ -90,7 +87,7 @@ final class BLIPRevisionWriter: Sendable {
             } catch {
                 outcomes = Array(repeating: .failure(error), count: batch.count)
             }
-            for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
+            session.send(contentsOf: zip(batch, outcomes).compactMap { pending, outcome in pending.completion(outcome) })
         }
     }
 }

@@ -163,9 +163,9 @@ extension BLIPSyncHandler {
             switch outcome {
             case .success:
                 metrics.documentsWritten(1)
-                if !request.flags.contains(.noReply) { session.send(.response(to: request.number)) }
+                return request.flags.contains(.noReply) ? nil : .response(to: request.number)
             case .failure(let error):
-                fail(request, error)
+                return failure(request, error)
             }
         })
     }

@@ -58,7 +58,8 @@ final class BLIPSyncHandler: Sendable {
         self.context = context
         self.session = session
         self.primary = Served(collection: context.collection, index: nil,
-                              writer: BLIPRevisionWriter(collection: context.collection, writer: context.writer))
+                              writer: BLIPRevisionWriter(collection: context.collection, writer: context.writer,
+                                                                 session: session))
     }
 
     /// Ends the changes feeds (the connection closed).
@@ -115,12 +116,17 @@ final class BLIPSyncHandler: Sendable {
     }
 
     func fail(_ request: BLIPMessage, _ error: any Error) {
+        if let answer = failure(request, error) { session.send(answer) }
+    }
+
+    /// The error answer to `request` for `error` (logged when it is the node's fault), or nil when none is owed.
+    func failure(_ request: BLIPMessage, _ error: any Error) -> BLIPMessage? {
         // The connection closed while the request waited on the client (a `rev` fetching an attachment): no one to answer.
-        if error is BLIPSession.Closed { return }
+        if error is BLIPSession.Closed { return nil }
         let mapped = BLIPSyncError.from(error)
         if mapped.code >= 500 { context.logger.warning("BLIP \(request.profile ?? "?"): \(error)") }
-        guard !request.flags.contains(.noReply) else { return }
-        session.send(.error(to: request.number, domain: mapped.domain, code: mapped.code, message: mapped.message))
+        guard !request.flags.contains(.noReply) else { return nil }
+        return .error(to: request.number, domain: mapped.domain, code: mapped.code, message: mapped.message)
     }
 
     func requirePush() throws {
@@ -200,7 +206,7 @@ final class BLIPSyncHandler: Sendable {
             }
             map[i] = Served(collection: collection, index: i,
                             writer: collection === primary.collection ? primary.writer
-                                : BLIPRevisionWriter(collection: collection, writer: writer))
+                                : BLIPRevisionWriter(collection: collection, writer: writer, session: session))
             let client = ids[i].stringValue ?? ""
             let doc = client.isEmpty ? nil : try await blocking { try collection.localDocument(id: Self.checkpointID(client)) }
             answer.append(doc.map { var b = $0.body; b["_rev"] = .string($0.rev); return .object(b) } ?? .object([:]))
