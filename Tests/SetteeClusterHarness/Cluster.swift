@@ -13,6 +13,8 @@ public protocol Cluster: AnyObject, Sendable {
     func kill(_ i: Int) async throws
     /// Starts a killed node again on its data.
     func restart(_ i: Int) async throws
+    /// Stops a running node gracefully (SIGTERM) and starts it again on its data.
+    func restartGracefully(_ i: Int) async throws
     /// Stops a node, deletes its data, and starts it again empty.
     func wipe(_ i: Int) async throws
     /// Cuts every node off from every other node (the test still reaches each one).
@@ -127,6 +129,10 @@ public final class LocalCluster: Cluster, @unchecked Sendable {
     }
 
     public func restart(_ i: Int) async throws {
+        try await offThePool { [self] in try restartNow(i) }
+    }
+
+    public func restartGracefully(_ i: Int) async throws {
         try await offThePool { [self] in try restartNow(i) }
     }
 

@@ -2,7 +2,8 @@ import Foundation
 import SetteeTestSupport
 
 /// The compose cluster of `Docker/compose.yml`, driven through the `docker` CLI: nodes are reached at the given
-/// URLs (published ports); kill is `docker kill`, restart `docker start`, wipe empties the data volume and restarts,
+/// URLs (published ports); kill is `docker kill`, restart `docker start`, a graceful restart `docker restart` (SIGTERM),
+/// wipe empties the data volume and restarts,
 /// and a partition disconnects the containers from the peering network (`settee_mesh`) while their published
 /// ports (on the default network) stay reachable.
 public final class DockerCluster: Cluster, @unchecked Sendable {
@@ -27,6 +28,11 @@ public final class DockerCluster: Cluster, @unchecked Sendable {
 
     public func restart(_ i: Int) async throws {
         try docker(["start", containers[i]])
+        _ = await ClusterHTTP.waitFor(seconds: 60) { try await ClusterHTTP.send(.GET, self.url(i) + "/_up").status == 200 }
+    }
+
+    public func restartGracefully(_ i: Int) async throws {
+        try docker(["restart", "-t", "30", containers[i]])
         _ = await ClusterHTTP.waitFor(seconds: 60) { try await ClusterHTTP.send(.GET, self.url(i) + "/_up").status == 200 }
     }
 

@@ -15,8 +15,11 @@ public enum Scenarios {
     /// All scenarios, in the order they are meant to run (later ones use databases made by earlier ones).
     public static let all: [Scenario] = [
         ("write on one node, read on the others", writeOnOneReadEverywhere),
+        ("deletions, attachments and design documents converge; views answer on every node", everyKindOfWrite),
         ("conflicting edits during a partition converge", conflictsDuringPartition),
         ("a SIGKILLed node catches up from its checkpoints", killedNodeCatchesUp),
+        ("acknowledged writes survive a SIGKILL in the middle of a write load", killDuringLoad),
+        ("a rolling restart under load loses nothing", rollingRestart),
         ("a wiped node rejoins and gets everything back", wipedNodeRejoins),
         ("10,000 documents written during churn reach every node", churn),
     ]
@@ -180,7 +183,7 @@ public enum Scenarios {
 
     @Sendable static func wipedNodeRejoins(_ c: any Cluster) async throws -> String {
         let target = c.count > 1 ? 1 : 0
-        let dbs = ["mn-basic", "mn-conflicts", "mn-kill"]
+        let dbs = ["mn-basic", "mn-kinds", "mn-conflicts", "mn-kill", "mn-killload", "mn-rolling"]
         var expected: [String: [String: String]] = [:]
         for db in dbs { expected[db] = try await revs(c, 0, db) }
         try await c.wipe(target)
