@@ -138,25 +138,25 @@ package final class BLIPSession: Sendable {
     /// WebSocket message), answers pings, and writes this side's frames as they are made. Whichever side ends first
     /// ends the other: the peer's close (or a fatal BLIP error) stops the writer after a close frame, and this side's
     /// ``close()`` (shutdown) sends the close frame and stops reading once the peer answers or two seconds pass.
-    package func run(_ channel: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>,
+    package func run(_ channel: NIOAsyncChannel<WebSocketFrame, WebSocketOutbound>,
              onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async {
         do {
             try await channel.executeThenClose { inbound, writer in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for await _ in self.outgoing {
-                            // Every frame made since the last write, in order: one write and one flush.
+                            // Every frame made since the last write, in order: one buffer, one write and one flush.
                             let batch = self.state.withLock { state in
                                 defer { state.pending.removeAll(keepingCapacity: true) }
                                 return state.pending
                             }
                             guard !batch.isEmpty else { continue }
-                            try await writer.write(contentsOf: batch.map { self.frame(.binary, ByteBuffer(bytes: $0)) })
+                            try await writer.write(.binaryMessages(batch))
                         }
                         // Closing: say so before the connection goes.
                         var reason = ByteBuffer()
                         reason.writeInteger(UInt16(1000))  // normal closure
-                        try? await writer.write(self.frame(.connectionClose, reason))
+                        try? await writer.write(.frame(self.frame(.connectionClose, reason)))
                     }
                     group.addTask {
                         defer { self.close() }
@@ -201,7 +201,7 @@ package final class BLIPSession: Sendable {
 
     /// Reads frames until the peer closes, sends something that is not BLIP, or a fatal BLIP error.
     private func read(_ inbound: NIOAsyncChannelInboundStream<WebSocketFrame>,
-                      writer: NIOAsyncChannelOutboundWriter<WebSocketFrame>,
+                      writer: NIOAsyncChannelOutboundWriter<WebSocketOutbound>,
                       onRequest: @escaping @Sendable (BLIPMessage) async -> Void) async throws {
         var message: [UInt8] = []
         for try await frame in inbound {
@@ -220,7 +220,7 @@ package final class BLIPSession: Sendable {
                     if error.isFatal { return }
                 }
             case .ping:
-                try await writer.write(self.frame(.pong, frame.unmaskedData))
+                try await writer.write(.frame(self.frame(.pong, frame.unmaskedData)))
             case .connectionClose:
                 return
             case .text:

@@ -16,7 +16,7 @@ import Synchronization
 enum WebSocketClient {
     /// What the handshake ended in.
     private enum Upgrade: Sendable {
-        case upgraded(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>, subprotocol: String?)
+        case upgraded(NIOAsyncChannel<WebSocketFrame, WebSocketOutbound>, subprotocol: String?)
         case refused(NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>)
     }
 
@@ -41,7 +41,7 @@ enum WebSocketClient {
     }
 
     /// Connects and upgrades; returns the WebSocket and the sub-protocol the server chose.
-    static func connect(_ target: Target) async throws(ReplicationError) -> (NIOAsyncChannel<WebSocketFrame, WebSocketFrame>, String) {
+    static func connect(_ target: Target) async throws(ReplicationError) -> (NIOAsyncChannel<WebSocketFrame, WebSocketOutbound>, String) {
         let upgrade: Upgrade
         do {
             let future: EventLoopFuture<Upgrade> = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)

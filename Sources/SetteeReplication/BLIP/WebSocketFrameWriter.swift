@@ -2,18 +2,26 @@ package import NIOCore
 import NIOHTTP1
 package import NIOWebSocket
 
-/// Writes WebSocket frames (RFC 6455 §5.2) on BLIP connections, in place of NIO's `WebSocketFrameEncoder`: each frame
-/// goes out as one buffer (header and payload), and a client's payload is masked eight bytes at a time with a key
-/// from a buffered strong random source.
+/// What a BLIP connection writes: a WebSocket frame (close, pong), or a batch of BLIP frames, each one binary
+/// WebSocket message, encoded together into one buffer.
+package enum WebSocketOutbound: Sendable {
+    case frame(WebSocketFrame)
+    case binaryMessages([[UInt8]])
+}
+
+/// Writes WebSocket frames (RFC 6455 §5.2) on BLIP connections, in place of NIO's `WebSocketFrameEncoder`: a batch of
+/// BLIP frames goes out as one buffer (each frame's header and payload one after another), and a client's payloads
+/// are masked eight bytes at a time with keys from a buffered strong random source.
 ///
 /// Every revision of a push over Couchbase Lite's protocol is a frame each way, so per-frame costs count: NIO's
-/// encoder writes the header as a buffer of its own when the payload has no room before it, masks a byte at a time,
-/// and a key from `WebSocketMaskingKey.random()` is a `getrandom` system call per frame.
+/// encoder takes a `WebSocketFrame` (and a buffer) per message through the pipeline, writes the header as a buffer
+/// of its own when the payload has no room before it, masks a byte at a time, and a key from
+/// `WebSocketMaskingKey.random()` is a `getrandom` system call per frame.
 ///
 /// Whether frames are masked is the side's, not the frame's: a client masks every frame and a server none (§5.1),
 /// whatever a frame's `maskKey` says. Runs on its channel's event loop only.
 package final class WebSocketFrameWriter: ChannelOutboundHandler {
-    package typealias OutboundIn = WebSocketFrame
+    package typealias OutboundIn = WebSocketOutbound
     package typealias OutboundOut = ByteBuffer
 
     private let masking: Bool
@@ -27,15 +35,33 @@ package final class WebSocketFrameWriter: ChannelOutboundHandler {
     }
 
     package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let frame = Self.unwrapOutboundIn(data)
-        let extensionLength = frame.extensionData?.readableBytes ?? 0
-        let length = extensionLength + frame.data.readableBytes
-        var out = context.channel.allocator.buffer(capacity: length + 14)
-        var first = UInt8(webSocketOpcode: frame.opcode)
-        if frame.fin { first |= 0x80 }
-        if frame.rsv1 { first |= 0x40 }
-        if frame.rsv2 { first |= 0x20 }
-        if frame.rsv3 { first |= 0x10 }
+        switch Self.unwrapOutboundIn(data) {
+        case .frame(let frame):
+            let extensionLength = frame.extensionData?.readableBytes ?? 0
+            var out = context.channel.allocator.buffer(capacity: extensionLength + frame.data.readableBytes + 14)
+            var first = UInt8(webSocketOpcode: frame.opcode)
+            if frame.fin { first |= 0x80 }
+            if frame.rsv1 { first |= 0x40 }
+            if frame.rsv2 { first |= 0x20 }
+            if frame.rsv3 { first |= 0x10 }
+            var payload = frame.extensionData ?? ByteBuffer()
+            var data = frame.data
+            payload.writeBuffer(&data)
+            payload.withUnsafeReadableBytes { append(first: first, payload: $0, to: &out) }
+            context.write(Self.wrapOutboundOut(out), promise: promise)
+        case .binaryMessages(let messages):
+            var out = context.channel.allocator.buffer(capacity: messages.reduce(0) { $0 + $1.count + 14 })
+            let first = 0x80 | UInt8(webSocketOpcode: .binary)
+            for message in messages {
+                message.withUnsafeBytes { append(first: first, payload: $0, to: &out) }
+            }
+            context.write(Self.wrapOutboundOut(out), promise: promise)
+        }
+    }
+
+    /// Appends one frame: its first byte, the length (with the mask bit and key when masking), the payload.
+    private func append(first: UInt8, payload: UnsafeRawBufferPointer, to out: inout ByteBuffer) {
+        let length = payload.count
         let maskBit: UInt8 = masking ? 0x80 : 0
         out.writeInteger(first)
         switch length {
@@ -43,19 +69,17 @@ package final class WebSocketFrameWriter: ChannelOutboundHandler {
         case ...0xFFFF: out.writeMultipleIntegers(126 | maskBit, UInt16(length))
         default: out.writeMultipleIntegers(127 | maskBit, UInt64(length))
         }
-        let key = masking ? takeKey() : 0
-        if masking { out.writeInteger(key) }
-        let start = out.writerIndex
-        if var extensionData = frame.extensionData { out.writeBuffer(&extensionData) }
-        var payload = frame.data
-        out.writeBuffer(&payload)
-        if masking {
-            let offset = start - out.readerIndex
-            out.withUnsafeMutableReadableBytes { raw in
-                Self.mask(UnsafeMutableRawBufferPointer(rebasing: raw[offset...]), key: key)
-            }
+        guard masking else {
+            out.writeBytes(payload)
+            return
         }
-        context.write(Self.wrapOutboundOut(out), promise: promise)
+        let key = takeKey()
+        out.writeInteger(key)
+        let start = out.writerIndex - out.readerIndex
+        out.writeBytes(payload)
+        out.withUnsafeMutableReadableBytes { raw in
+            Self.mask(UnsafeMutableRawBufferPointer(rebasing: raw[start...]), key: key)
+        }
     }
 
     /// XORs `bytes` with `key` (big-endian: its first byte masks the first payload byte), eight bytes at a time.
@@ -116,9 +140,30 @@ struct BLIPWebSocketClientUpgrader<UpgradeResult: Sendable>: NIOTypedHTTPClientP
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(WebSocketFrameWriter(masking: true))
             try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize)))
-            try pipeline.addHandler(WebSocketProtocolErrorHandler(isServer: false))
+            try pipeline.addHandler(WebSocketErrorHandler())
         }.flatMap {
             self.upgradePipelineHandler(channel, upgradeResponse)
         }
+    }
+}
+
+/// NIO's `WebSocketProtocolErrorHandler` for a pipeline whose writer is ``WebSocketFrameWriter``: a frame the decoder
+/// refuses (too large, a fragmented or oversized control frame) is answered with a close frame carrying the
+/// matching status code (§7.4.1), and the connection closes.
+package final class WebSocketErrorHandler: ChannelInboundHandler {
+    package typealias InboundIn = Never
+    package typealias OutboundOut = WebSocketOutbound
+
+    package init() {}
+
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? NIOWebSocketError {
+            var data = context.channel.allocator.buffer(capacity: 2)
+            data.write(webSocketErrorCode: error == .invalidFrameLength ? .messageTooLarge : .protocolError)
+            let loopBound = context.loopBound
+            context.writeAndFlush(Self.wrapOutboundOut(.frame(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))))
+                .whenComplete { _ in loopBound.value.close(promise: nil) }
+        }
+        context.fireErrorCaught(error)
     }
 }

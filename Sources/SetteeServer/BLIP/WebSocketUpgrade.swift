@@ -12,7 +12,7 @@ import SetteeReplication
 /// last so the bytes it held reach the frame decoder. The connection is then an `NIOAsyncChannel` of frames that
 /// the route's task owns until it closes it.
 extension ChannelResponseWriter {
-    func switchToWebSocket(maxFrameSize: Int) async throws -> NIOAsyncChannel<WebSocketFrame, WebSocketFrame> {
+    func switchToWebSocket(maxFrameSize: Int) async throws -> NIOAsyncChannel<WebSocketFrame, WebSocketOutbound> {
         // The head as encoded (status line and fields), ended here: no Connection field of the HTTP framing's.
         var ended = self.head
         ended?.writeStaticString("\r\n")
@@ -27,10 +27,10 @@ extension ChannelResponseWriter {
             pipeline.removeHandler(context: context, promise: nil)
             try pipeline.addHandlers([WebSocketFrameWriter(masking: false),
                                       ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize)),
-                                      WebSocketProtocolErrorHandler()],
+                                      WebSocketErrorHandler()],
                                      position: .after(decoder))
             pipeline.removeHandler(decoder, promise: nil)
-            return try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(wrappingChannelSynchronously: channel)
+            return try NIOAsyncChannel<WebSocketFrame, WebSocketOutbound>(wrappingChannelSynchronously: channel)
         }.get()
     }
 }
