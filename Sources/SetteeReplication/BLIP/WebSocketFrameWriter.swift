@@ -158,8 +158,9 @@ package final class WebSocketErrorHandler: ChannelInboundHandler {
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? NIOWebSocketError {
+            // 1009 message too big, 1002 protocol error.
             var data = context.channel.allocator.buffer(capacity: 2)
-            data.write(webSocketErrorCode: error == .invalidFrameLength ? .messageTooLarge : .protocolError)
+            data.writeInteger(UInt16(error == .invalidFrameLength ? 1009 : 1002))
             let loopBound = context.loopBound
             context.writeAndFlush(Self.wrapOutboundOut(.frame(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))))
                 .whenComplete { _ in loopBound.value.close(promise: nil) }
