@@ -178,19 +178,10 @@ package final class BLIPSession: Sendable {
     /// Unmasks a client's frame payload in place (RFC 6455 §5.3), eight bytes at a time: a server reads every byte
     /// of a push through here.
     static func unmask(_ bytes: inout [UInt8], from start: Int, key: WebSocketMaskingKey) {
-        let k = [key[key.startIndex], key[key.startIndex + 1], key[key.startIndex + 2], key[key.startIndex + 3]]
-        let pattern = (k + k).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        // Masking is its own inverse: the writer's masking, with the key's bytes as a big-endian word.
+        let word = key.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         bytes.withUnsafeMutableBytes { raw in
-            var i = start
-            while i + 8 <= raw.count {
-                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                raw.storeBytes(of: word ^ pattern, toByteOffset: i, as: UInt64.self)
-                i += 8
-            }
-            while i < raw.count {
-                raw[i] ^= k[(i - start) & 3]
-                i += 1
-            }
+            WebSocketFrameWriter.mask(UnsafeMutableRawBufferPointer(rebasing: raw[start...]), key: word)
         }
     }
 
