@@ -171,10 +171,15 @@ public enum Scenarios {
         // Its replications resumed from their checkpoints: a replication into node`last` that had a session before the
         // kill ran its next session from the sequence it had recorded, not from 0 (the checkpoints' history, as
         // CouchDB keeps it in `_local` documents on both sides).
-        let locals = try await ClusterHTTP.send(.GET, c.url(last) + "/\(db)/_local_docs?include_docs=true")
-        let histories = (locals.json?["rows"]?.arrayValue ?? []).compactMap { $0["doc"]?["history"]?.arrayValue }
-        let resumed = histories.filter { history in
-            history.count >= 2 && history[0]["start_last_seq"].map { JSON.sequenceNumber($0) > 0 } == true
+        // The catch-up may finish before its session records a checkpoint: wait for one.
+        var histories: [[JSON]] = [], resumed: [[JSON]] = []
+        _ = await ClusterHTTP.waitFor(seconds: 30) {
+            let locals = try await ClusterHTTP.send(.GET, c.url(last) + "/\(db)/_local_docs?include_docs=true")
+            histories = (locals.json?["rows"]?.arrayValue ?? []).compactMap { $0["doc"]?["history"]?.arrayValue }
+            resumed = histories.filter { history in
+                history.count >= 2 && history[0]["start_last_seq"].map { JSON.sequenceNumber($0) > 0 } == true
+            }
+            return !resumed.isEmpty
         }
         guard !resumed.isEmpty else {
             throw ScenarioFailure("no checkpoint on node\(last) shows a session resumed from a recorded sequence: \(histories.map { $0.prefix(2) })")
