@@ -41,11 +41,11 @@ let package = Package(
         ),
         // System zlib (zlib1g-dev): gzip-stored attachments and gzip request bodies. Only SetteeStore imports it.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
-        // ICU's Unicode Collation Algorithm (libicu-dev), for CouchDB's view-key collation. Only SetteeIndex imports it.
+        // ICU's Unicode Collation Algorithm, for CouchDB's view-key collation. Only SetteeIndex imports it. On Linux
+        // the ICU Swift's Foundation bundles (the toolchain's lib_FoundationICU; no system ICU needed).
         .target(
             name: "CICU",
-            linkerSettings: [.linkedLibrary("icui18n", .when(platforms: [.linux])), .linkedLibrary("icuuc", .when(platforms: [.linux])),
-                             .linkedLibrary("icudata", .when(platforms: [.linux])),
+            linkerSettings: [.linkedLibrary("_FoundationICU", .when(platforms: [.linux])),
                              // Apple's system ICU (no public headers: collator.c declares what it calls).
                              .linkedLibrary("icucore", .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS]))]
         ),
@@ -146,6 +146,9 @@ let package = Package(
             dependencies: [
                 "Settee", "SetteeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `settee healthcheck` (the Docker image's health check, without curl).
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 // `settee replicate` stops on SIGINT/SIGTERM (`settee serve` through ServiceLifecycle's group).
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

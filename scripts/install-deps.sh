@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Installs what Settee needs beyond the Swift toolchain: the system SQLite, ICU and SpiderMonkey libraries and headers,
+# Installs what Settee needs beyond the Swift toolchain: the system SQLite, zlib and SpiderMonkey libraries and headers
+# (ICU, for view-key collation, is the one the toolchain's Foundation bundles),
 # iproute2 for the network-partition test (as root), openssl for the TLS tests, Chromium and chromedriver for the browser
 # tests (Tests/SetteeBrowserTests), and Python's `requests` for the CouchDB conformance check. Safe to run repeatedly.
 set -euo pipefail
 need_apt=()
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
-# ICU: view keys collate by the Unicode Collation Algorithm, as CouchDB's do.
-[ -f /usr/include/unicode/ucol.h ] || need_apt+=(libicu-dev)
 # zlib: gzip request bodies (Content-Encoding: gzip) and attachments stored compressed.
 [ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)
 # SpiderMonkey 102: `settee-js`, the JavaScript query server (design-document views, validate_doc_update, filters,

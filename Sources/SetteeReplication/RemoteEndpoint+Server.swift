@@ -2,8 +2,9 @@ import Foundation
 import NIOHTTP1
 public import SetteeCore
 
-/// Requests about the peer's server rather than one database: its welcome object, its databases and their
-/// `_db_updates` feed (what `--peer` follows), and endpoints for its other databases.
+/// Requests about the peer's server rather than one database's documents: its welcome object, its databases and
+/// their `_db_updates` feed (what `--peer` follows), a database's `_security` object (which `--peer` keeps in
+/// step), and endpoints for its other databases.
 extension RemoteEndpoint {
     /// `GET /`: the server's welcome object (`uuid`, `version`, `vendor`).
     public func serverInfo() async throws -> JSONObject {
@@ -48,6 +49,16 @@ extension RemoteEndpoint {
             return (name, kind)
         }
         return DatabaseUpdates(events: events, lastSeq: o["last_seq"] ?? results.last?["seq"] ?? since)
+    }
+
+    /// `GET /{db}/_security`: the database's security object (`{}` on a CouchDB database that has none).
+    public func securityObject() async throws -> JSONObject {
+        try await jsonObject(.GET, "/_security")
+    }
+
+    /// `PUT /{db}/_security` (a database admin's request; the peer checks the object).
+    public func setSecurityObject(_ object: JSONObject) async throws {
+        _ = try await jsonObject(.PUT, "/_security", body: .object(object))
     }
 
     /// The endpoint for another database on the same server, with the same credentials.

@@ -9,7 +9,7 @@ struct SetteeCommand: AsyncParsableCommand {
         commandName: "settee",
         abstract: "A replicating JSON document database with a CouchDB-compatible HTTP API.",
         subcommands: [Serve.self, Put.self, Get.self, Delete.self, Changes.self, Info.self, Compact.self, Import.self,
-                      Replicate.self, QueryCommand.self, IndexCommand.self, Dump.self, Load.self])
+                      Replicate.self, QueryCommand.self, IndexCommand.self, Dump.self, Load.self, Healthcheck.self])
 
     /// Parses the command line — for `serve`, after its configuration file's and environment's settings
     /// (``ServeConfigFile``) — and runs the command.

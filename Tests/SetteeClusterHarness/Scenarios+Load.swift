@@ -11,8 +11,9 @@ final class StopFlag: Sendable {
 
 /// Scenarios with every kind of write, and with nodes killed or restarted while clients write.
 extension Scenarios {
-    /// Deletions, an attachment and a design document written on different nodes reach every node, and the design
-    /// document's JavaScript view answers the same rows everywhere (each node runs its own query server).
+    /// Deletions, a `_security` object, an attachment and a design document written on different nodes reach every
+    /// node, and the design document's JavaScript view answers the same rows everywhere (each node runs its own
+    /// query server).
     @Sendable static func everyKindOfWrite(_ c: any Cluster) async throws -> String {
         let db = "mn-kinds"
         try await createEverywhere(c, db)
@@ -32,6 +33,11 @@ extension Scenarios {
         let design = try await ClusterHTTP.send(.PUT, c.url(0) + "/\(db)/_design/kinds",
             #"{"views":{"by_n":{"map":"function (doc) { if (doc.n) { emit(doc._id, doc.n); } }","reduce":"_sum"}}}"#)
         guard design.status == 201 else { throw ScenarioFailure("node0 design document: \(design.status)") }
+        // A `_security` object set on the second node (members by name and role; admins keep their access).
+        let security = #"{"admins":{"names":[],"roles":["_admin"]},"members":{"names":["kinds-reader"],"roles":["_admin","kinds"]}}"#
+        let secured = try await ClusterHTTP.send(.PUT, c.url(writer) + "/\(db)/_security", security)
+        guard secured.status == 200 else { throw ScenarioFailure("node\(writer) _security: \(secured.status)") }
+        let securityBytes = try JSON.parse(security).canonicalBytes
         let started = Date()
         var detail = ""
         let converged = await ClusterHTTP.waitFor(seconds: 90) {
@@ -53,12 +59,14 @@ extension Scenarios {
                 }
                 let sum = try await ClusterHTTP.send(.GET, c.url(i) + "/\(db)/_design/kinds/_view/by_n")
                 guard sum.json?["rows"]?[0]?["value"]?.intValue == 40 else { detail = "node\(i) reduce: \(sum.json?.jsonString ?? "")"; return false }
+                let sec = try await ClusterHTTP.send(.GET, c.url(i) + "/\(db)/_security")
+                guard sec.json?.canonicalBytes == securityBytes else { detail = "node\(i) _security: \(sec.json?.jsonString ?? "")"; return false }
             }
             guard digests.count == 1 else { detail = "attachment digests differ: \(digests)"; return false }
             return true
         }
         guard converged else { throw ScenarioFailure("no convergence within 90 s: \(detail)") }
-        return "10 deletions on node\(writer), an attachment on node\(last), a design document on node0: every node has the same 42 live docs (the design document among them) and 10 deletions, the same attachment digest, and the JavaScript view answers 40 rows (sum 40) on each (\(elapsed(started)))"
+        return "10 deletions and a _security object on node\(writer), an attachment on node\(last), a design document on node0: every node has the same 42 live docs (the design document among them) and 10 deletions, the same attachment digest and _security object, and the JavaScript view answers 40 rows (sum 40) on each (\(elapsed(started)))"
     }
 
     /// Writes `batch`-document `_bulk_docs` to `node` until `stop` is set or a write fails; returns the ids the node

@@ -15,7 +15,7 @@ public enum Scenarios {
     /// All scenarios, in the order they are meant to run (later ones use databases made by earlier ones).
     public static let all: [Scenario] = [
         ("write on one node, read on the others", writeOnOneReadEverywhere),
-        ("deletions, attachments and design documents converge; views answer on every node", everyKindOfWrite),
+        ("deletions, attachments, _security and design documents converge; views answer on every node", everyKindOfWrite),
         ("conflicting edits during a partition converge", conflictsDuringPartition),
         ("a SIGKILLed node catches up from its checkpoints", killedNodeCatchesUp),
         ("acknowledged writes survive a SIGKILL in the middle of a write load", killDuringLoad),

@@ -90,6 +90,40 @@ enum ViewCollatorFresh {
         #expect(desc[0].document?["_id"] == "p2")
     }
 
+    /// Stored keys are ICU sort keys: a database whose views were built with another collator version (an ICU
+    /// upgrade; databases from before the version was recorded) drops them when opened, and they are rebuilt.
+    @Test func viewsBuiltWithAnotherCollatorAreRebuilt() throws {
+        let dir = TempDir()
+        let map: MapBlock = { doc, emit in
+            for phone in doc["phones"]?.arrayValue ?? [] { emit(phone, doc["name"]) }
+        }
+        var before: Int64 = 0
+        do {
+            let db = try dir.open()
+            let c = try Self.people(db)
+            c.view(named: "phones").setMapBlock(map, version: "1")
+            #expect(try c.view(named: "phones").createQuery().run().count == 3)
+            before = try db.read { try $0.int64("SELECT max(id) FROM views") ?? 0 }
+            let current = try db.read { conn -> String? in
+                let stmt = try conn.prepare("SELECT value FROM meta WHERE key = 'views-collator'")
+                defer { stmt.reset() }
+                return try stmt.step() ? stmt.string(0) : nil
+            }
+            #expect(current == (try ViewCollator().version), "the collator version is recorded")
+            try db.write { try $0.execute("UPDATE meta SET value = '0.0.0.0' WHERE key = 'views-collator'") }
+            db.close()
+        }
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        let view = c.view(named: "phones")
+        view.setMapBlock(map, version: "1")
+        let rows = try view.createQuery().run()
+        #expect(rows.map(\.key) == ["555-1", "555-2", "555-3"])
+        let after = try db.read { try $0.int64("SELECT max(id) FROM views") ?? 0 }
+        #expect(after > before, "the view was dropped and built again")
+        db.close()
+    }
+
     @Test func redirectedRowsPointAtAnotherDocument() throws {
         let dir = TempDir()
         let db = try dir.open()

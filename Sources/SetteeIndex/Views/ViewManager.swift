@@ -73,8 +73,12 @@ final class ViewManager: @unchecked Sendable {
         self.database = database
     }
 
+    /// The `meta` key recording the collator version the stored views' keys were encoded with.
+    static let collatorMetaKey = "views-collator"
+
     private func loadIfNeeded() throws {
         if lock.withLock({ loaded }) { return }
+        let collator = try withCollator { $0.version }
         try database.write { db in
             try db.execute("""
                 CREATE TABLE IF NOT EXISTS views(
@@ -85,6 +89,7 @@ final class ViewManager: @unchecked Sendable {
                     next_id INTEGER NOT NULL DEFAULT 0,
                     UNIQUE(collection, name))
                 """)
+            try Self.dropViews(ifCollatorIsNot: collator, db: db)
         }
         let rows = try database.read { db -> [StoredView] in
             let stmt = try db.prepare("SELECT id, collection, name, version, reduce FROM views ORDER BY id")
@@ -101,6 +106,28 @@ final class ViewManager: @unchecked Sendable {
             for view in rows { registry[view.collectionID, default: [:]][view.name] = view }
             loaded = true
         }
+    }
+
+    /// Stored keys are ICU sort keys, which another version of the collation data (an ICU upgrade) orders
+    /// differently: when the collator is not the one the stored views were built with (or that is not recorded,
+    /// as in databases from before it was), every stored view is dropped, to be rebuilt when next queried — as
+    /// CouchDB rebuilds a view whose `collator_versions` changed.
+    static func dropViews(ifCollatorIsNot current: String, db: Connection) throws {
+        let stmt = try db.prepare("SELECT value FROM meta WHERE key = ?")
+        stmt.bind(collatorMetaKey, at: 1)
+        let recorded = try stmt.step() ? stmt.string(0) : nil
+        stmt.reset()
+        guard recorded != current else { return }
+        let ids = try db.prepare("SELECT id FROM views")
+        var stale: [Int64] = []
+        while try ids.step() { stale.append(ids.int64(0)) }
+        ids.reset()
+        for id in stale {
+            let view = StoredView(id: id, collectionID: 0, name: "", version: "", reduce: "")
+            for table in [view.table, view.chunks, view.fts, view.stage] { try db.execute("DROP TABLE IF EXISTS \(table)") }
+        }
+        try db.execute("DELETE FROM views")
+        try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run([.text(collatorMetaKey), .text(current)])
     }
 
     func storedViews(of collection: Collection) -> [String] {

@@ -249,10 +249,12 @@ public final class Node: Sendable {
         OpenPools.shared.setLimit(value.map { max(1, $0) } ?? OpenPools.defaultLimit)
     }
 
-    /// Stores a database's `_security` object.
+    /// Stores a database's `_security` object. It is a database event (`_db_updates` says `updated`), so that the
+    /// node's peers merge it at once (``PeerSync/syncSecurity(_:_:)``).
     func setSecurityObject(_ db: Database, _ body: JSONObject) throws {
         try db.setMetadata("security", .object(body))
         state.withLock { $0.securityObjects[db.name] = SecurityObject(.object(body)) }
+        databaseUpdates.record(db.name, .updated)
     }
 
     /// Names of every database, sorted.

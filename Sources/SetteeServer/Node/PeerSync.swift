@@ -19,7 +19,8 @@ import SetteeStore
 ///
 /// Every ``ServerConfiguration/peerScanInterval`` the node also compares the two database lists (creating here
 /// what the peer has, queueing both directions for databases new on either side), and at least every five minutes
-/// it queues every database in both directions, so that nothing a feed missed stays missed. A peer without
+/// it queues every database in both directions, so that nothing a feed missed stays missed. After each replication
+/// the database's `_security` object is merged with the peer's (``syncSecurity(_:_:)``). A peer without
 /// `_db_updates` (a server without the feed) is polled instead: every database is pulled at each scan, and the
 /// feed is tried again every minute. The peer URL's user must be a server admin there (`_db_updates` and
 /// `_all_dbs` are admin-only). Databases whose name starts with `_` are not replicated; deleting a database is not
@@ -71,7 +72,7 @@ final class PeerSync: Sendable {
         self.logger = manager.logger
     }
 
-    private var node: Node { manager.node }
+    var node: Node { manager.node }
 
     /// Runs until cancelled.
     func run() async {
@@ -158,9 +159,10 @@ final class PeerSync: Sendable {
     /// One one-shot replication; whether it succeeded and, if not, whether to try again later.
     private func replicate(_ work: Work, _ probe: RemoteEndpoint) async -> (ok: Bool, retry: Bool) {
         guard let remote = try? probe.sibling(database: work.database) else { return (false, false) }
-        let collection: SetteeStore.Collection
+        let db: Database, collection: SetteeStore.Collection
         do {
-            collection = try node.database(work.database).defaultCollection()
+            db = try node.database(work.database)
+            collection = try db.defaultCollection()
         } catch {
             return (false, false)  // deleted here since
         }
@@ -178,6 +180,12 @@ final class PeerSync: Sendable {
             : Replication(source: remote, target: local, options: options, logger: logger)
         do {
             _ = try await manager.runTracked(replication, id: replication.replicationID + "+peer", spec: spec)
+            do {
+                try await syncSecurity(db, remote)
+            } catch {
+                // The documents moved; the next replication of this database (its next event, or the sweep) tries again.
+                report("\(work.database): cannot merge _security with the peer's: \((error as? ReplicationError)?.message ?? "\(error)")")
+            }
             return (true, false)
         } catch let e as ReplicationError {
             switch e.kind {
