@@ -121,8 +121,11 @@ for product in settee settee-js; do
 done
 bin="$(swift build -c "$configuration" --show-bin-path)"
 mkdir -p Docker/prebuilt
-strip --strip-debug -o Docker/prebuilt/settee "$bin/settee"
-strip --strip-debug -o Docker/prebuilt/settee-js "$bin/settee-js"
+strip --strip-all --remove-section=.swift_ast -o Docker/prebuilt/settee "$bin/settee"
+strip --strip-all --remove-section=.swift_ast -o Docker/prebuilt/settee-js "$bin/settee-js"
+# The crash backtracer the image's SWIFT_BACKTRACE names (as the Dockerfile's build stage copies it).
+backtracer="$(dirname "$(readlink -f "$(command -v swift)")")/../libexec/swift/linux/swift-backtrace-static"
+if [ -x "$backtracer" ]; then cp "$backtracer" Docker/prebuilt/swift-backtrace-static; else rm -f Docker/prebuilt/swift-backtrace-static; fi
 # Objects compiled for the static link name the static-only Foundation libraries; the next dynamic link
 # (scripts/test.sh) would look for them. SwiftPM doesn't rebuild them when the flag goes, so they are removed here.
 find "$bin" -name '*.o' -print0 2>/dev/null \
