@@ -11,7 +11,8 @@
 #   2. a Debian bookworm base image, `settee-base:bookworm`, made once with debootstrap from the mirror apt already
 #      uses (no registry is reachable here) and kept by its tag;
 #   3. `settee` and `settee-js` built on the host with --static-swift-stdlib (debug by default, sharing
-#      scripts/test.sh's build; SETTEE_DOCKER_CONFIGURATION=release for the release binaries), put in
+#      scripts/test.sh's build; SETTEE_DOCKER_CONFIGURATION=release for the release binaries,
+#      SETTEE_DOCKER_SCRATCH_PATH=DIR to build them in DIR rather than .build), stripped and put in
 #      Docker/prebuilt/, and the image built from Docker/Dockerfile's one runtime stage with BINARIES=prebuilt by
 #      the legacy builder (no BuildKit here);
 #   4. single-container checks: non-root user, the health check, SETTEE_ADMIN (and the refusal without it),
@@ -112,6 +113,9 @@ log "building static settee and settee-js ($configuration) on the host"
 # (CoreFoundation, the ICU and collections Foundation bundles, its C shims), which the toolchain's static link list
 # leaves to autolinking, and modules compiled without --static-swift-stdlib don't autolink them.
 flags=(--static-swift-stdlib -c "$configuration")
+# SETTEE_DOCKER_SCRATCH_PATH: build in that directory instead of .build (a release static build kept apart from the
+# dynamic one the tests and benchmarks use: toggling --static-swift-stdlib recompiles everything).
+[ -n "${SETTEE_DOCKER_SCRATCH_PATH:-}" ] && flags+=(--scratch-path "$SETTEE_DOCKER_SCRATCH_PATH")
 [ "$configuration" = debug ] && for lib in CoreFoundation _FoundationICU _FoundationCollections _FoundationCShims; do
     flags+=(-Xlinker "-l$lib")
 done
@@ -119,7 +123,7 @@ for product in settee settee-js; do
     swift build --product $product "${flags[@]}" >/tmp/settee-docker-build.log 2>&1 \
         || { grep -E 'error' /tmp/settee-docker-build.log | head -20; fail "the static $product does not build"; }
 done
-bin="$(swift build -c "$configuration" --show-bin-path)"
+bin="$(swift build "${flags[@]}" --show-bin-path)"
 mkdir -p Docker/prebuilt
 strip --strip-all --remove-section=.swift_ast -o Docker/prebuilt/settee "$bin/settee"
 strip --strip-all --remove-section=.swift_ast -o Docker/prebuilt/settee-js "$bin/settee-js"
@@ -128,7 +132,7 @@ backtracer="$(dirname "$(readlink -f "$(command -v swift)")")/../libexec/swift/l
 if [ -x "$backtracer" ]; then cp "$backtracer" Docker/prebuilt/swift-backtrace-static; else rm -f Docker/prebuilt/swift-backtrace-static; fi
 # Objects compiled for the static link name the static-only Foundation libraries; the next dynamic link
 # (scripts/test.sh) would look for them. SwiftPM doesn't rebuild them when the flag goes, so they are removed here.
-find "$bin" -name '*.o' -print0 2>/dev/null \
+[ -n "${SETTEE_DOCKER_SCRATCH_PATH:-}" ] || find "$bin" -name '*.o' -print0 2>/dev/null \
     | { xargs -0 -r grep -l -a -E -- '-l(CoreFoundation|_FoundationCShims|_FoundationCollections)' || true; } | xargs -r rm -f
 ldd Docker/prebuilt/settee | grep -q libswiftCore && fail "settee is not linked with the static Swift runtime"
 ldd Docker/prebuilt/settee-js | grep -q libswiftCore && fail "settee-js is not linked with the static Swift runtime"
