@@ -186,6 +186,25 @@ struct TLSReplicationTests {
         }
     }
 
+    /// `settee healthcheck` (the Docker image's health check): 0 for a node that answers `/_up`, over HTTP or over
+    /// HTTPS with a certificate it does not check; 1, with the reason on stderr, for one that is not there.
+    @Test func healthcheckAnswersForHTTPAndHTTPSNodesAndFailsForNone() throws {
+        let pki = try TestPKI()
+        let plainDir = TempDir(), tlsDir = TempDir()
+        let plain = try ServerProcess(dataDirectory: plainDir.path)
+        defer { plain.stop() }
+        let secure = try Self.tlsServer(pki, selfSigned: true, tlsDir)
+        defer { secure.stop() }
+        #expect(try runSettee(["healthcheck", "--url", "http://127.0.0.1:\(plain.port)"]).status == 0)
+        #expect(try runSettee(["healthcheck", "--url", "https://127.0.0.1:\(secure.port)/"]).status == 0)
+        let closed = freePort()
+        let down = try runSettee(["healthcheck", "--url", "http://127.0.0.1:\(closed)", "--timeout", "2"])
+        #expect(down.status == 1)
+        #expect(down.stderr.contains("settee healthcheck: http://127.0.0.1:\(closed)/_up"), "\(down.stderr)")
+        // Plain HTTP to the TLS node is no answer either.
+        #expect(try runSettee(["healthcheck", "--url", "http://127.0.0.1:\(secure.port)", "--timeout", "2"]).status == 1)
+    }
+
     @Test func servesHTTP2WhenAsked() async throws {
         let pki = try TestPKI()
         let dir = TempDir()

@@ -70,10 +70,13 @@ extension PeerSync {
         }
         guard case .object(let object) = theirs else { return .unchanged }
         try SecurityObject.validate(object)
-        try await blocking {
+        let stored = try await blocking { () -> Bool in
+            // Not over a change made here meanwhile (a PUT since `mine` was read): that one is merged next time.
+            guard (try db.metadata("security") ?? SecurityObject.adminOnlyJSON).canonicalBytes == mineBytes else { return false }
             try node.setSecurityObject(db, object)
             try db.setMetadata(key, theirs)
+            return true
         }
-        return .pulled
+        return stored ? .pulled : .unchanged
     }
 }
