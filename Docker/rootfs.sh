@@ -47,6 +47,7 @@ hosts: files dns
 EOF
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 cp -a /usr/share/zoneinfo "$root/usr/share/zoneinfo"
+rm -rf "$root/usr/share/zoneinfo/right"  # the leap-second variants (TZ=right/…): 1.9 MB nobody here uses
 
 # The tree must run on its own: every binary starts inside it (a missing library fails the build here, not in a
 # user's container).

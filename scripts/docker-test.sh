@@ -10,9 +10,10 @@
 #      answers (and stops only the one it started);
 #   2. a Debian bookworm base image, `settee-base:bookworm`, made once with debootstrap from the mirror apt already
 #      uses (no registry is reachable here) and kept by its tag;
-#   3. `settee` and `settee-js` built on the host with --static-swift-stdlib (debug by default, sharing
+#   3. `settee` built on the host with --static-swift-stdlib (debug by default, sharing
 #      scripts/test.sh's build; SETTEE_DOCKER_CONFIGURATION=release for the release binaries,
-#      SETTEE_DOCKER_SCRATCH_PATH=DIR to build them in DIR rather than .build), stripped and put in
+#      SETTEE_DOCKER_SCRATCH_PATH=DIR to build it in DIR rather than .build) and `settee-js` (C++, one compiler
+#      command), stripped and put in
 #      Docker/prebuilt/, and the image built from Docker/Dockerfile's one runtime stage with BINARIES=prebuilt by
 #      the legacy builder (no BuildKit here);
 #   4. single-container checks: non-root user, the health check, SETTEE_ADMIN (and the refusal without it),
@@ -108,7 +109,7 @@ EOF
 fi
 
 # --------------------------------------------------------------------------------------------------- image
-log "building static settee and settee-js ($configuration) on the host"
+log "building static settee ($configuration) and settee-js on the host"
 # In a debug build nothing is dead-stripped, and Foundation's static libraries need their own static dependencies
 # (CoreFoundation, the ICU and collections Foundation bundles, its C shims), which the toolchain's static link list
 # leaves to autolinking, and modules compiled without --static-swift-stdlib don't autolink them.
@@ -119,14 +120,19 @@ flags=(--static-swift-stdlib -c "$configuration")
 [ "$configuration" = debug ] && for lib in CoreFoundation _FoundationICU _FoundationCollections _FoundationCShims; do
     flags+=(-Xlinker "-l$lib")
 done
-for product in settee settee-js; do
-    swift build --product $product "${flags[@]}" >/tmp/settee-docker-build.log 2>&1 \
-        || { grep -E 'error' /tmp/settee-docker-build.log | head -20; fail "the static $product does not build"; }
-done
+swift build --product settee "${flags[@]}" >/tmp/settee-docker-build.log 2>&1 \
+    || { grep -E 'error' /tmp/settee-docker-build.log | head -20; fail "the static settee does not build"; }
 bin="$(swift build "${flags[@]}" --show-bin-path)"
 mkdir -p Docker/prebuilt
 strip --strip-all --remove-section=.swift_ast -o Docker/prebuilt/settee "$bin/settee"
-strip --strip-all --remove-section=.swift_ast -o Docker/prebuilt/settee-js "$bin/settee-js"
+# settee-js is C++ alone: one compiler command, as the Dockerfile's build stage and scripts/test-settee-js.sh build
+# it, with no Swift runtime in it.
+cxx="${CXX:-$(command -v clang++ || command -v g++)}"
+# shellcheck disable=SC2046
+"$cxx" -std=c++17 -O2 Sources/settee-js/main.cpp $(pkg-config --cflags --libs mozjs-102) -lpthread -o /tmp/settee-js-image \
+    || fail "settee-js does not build"
+strip --strip-all -o Docker/prebuilt/settee-js /tmp/settee-js-image
+rm -f /tmp/settee-js-image
 # The crash backtracer the image's SWIFT_BACKTRACE names (as the Dockerfile's build stage copies it).
 backtracer="$(dirname "$(readlink -f "$(command -v swift)")")/../libexec/swift/linux/swift-backtrace-static"
 if [ -x "$backtracer" ]; then cp "$backtracer" Docker/prebuilt/swift-backtrace-static; else rm -f Docker/prebuilt/swift-backtrace-static; fi
@@ -135,7 +141,7 @@ if [ -x "$backtracer" ]; then cp "$backtracer" Docker/prebuilt/swift-backtrace-s
 [ -n "${SETTEE_DOCKER_SCRATCH_PATH:-}" ] || find "$bin" -name '*.o' -print0 2>/dev/null \
     | { xargs -0 -r grep -l -a -E -- '-l(CoreFoundation|_FoundationCShims|_FoundationCollections)' || true; } | xargs -r rm -f
 ldd Docker/prebuilt/settee | grep -q libswiftCore && fail "settee is not linked with the static Swift runtime"
-ldd Docker/prebuilt/settee-js | grep -q libswiftCore && fail "settee-js is not linked with the static Swift runtime"
+ldd Docker/prebuilt/settee-js | grep -q libswift && fail "settee-js is linked with the Swift runtime"
 
 log "docker build (legacy builder, BINARIES=prebuilt, base $base)"
 build_started=$(date +%s)
