@@ -148,6 +148,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `settee healthcheck` (the Docker image's health check, without curl).
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 // `settee replicate` stops on SIGINT/SIGTERM (`settee serve` through ServiceLifecycle's group).
