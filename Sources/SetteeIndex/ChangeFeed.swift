@@ -36,7 +36,7 @@ enum ChangeFeed {
         /// The body parsed, reading only `members` of it (nil: all of it).
         func body(members: JSONMemberSelector?) throws -> JSON {
             try withBody { bytes in
-                if let members { return try members.parse(bytes) }
+                if let members { return try members.parseStored(bytes) }
                 return try JSON.parse(bytes)
             }
         }
@@ -63,6 +63,30 @@ enum ChangeFeed {
             }
             return Progress(count: count, lastSeq: last, isComplete: count < limit)
         }
+    }
+
+    /// Calls `each` for up to `limit` live documents whose row follows `rowid`, in table order (a first build reads
+    /// the table front to back rather than through the sequence index); returns how many were read and the last
+    /// row's id, or nil when the table has no more.
+    static func readTable(_ collection: Collection, afterRowid rowid: Int64, limit: Int, db: Connection,
+                          _ each: (Change) throws -> Void) throws -> (count: Int, lastRowid: Int64)? {
+        try db.withStatement("SELECT \(DocumentTable.rowColumns("d")) FROM \(collection.docsTable) AS d WHERE d.rowid > ? ORDER BY d.rowid LIMIT ?",
+                             [.integer(rowid), .integer(Int64(limit))]) { row in
+            var count = 0
+            var last = rowid
+            while try row.step() {
+                count += 1
+                let change = Change(row: row)
+                last = change.rowid
+                if !change.isDeleted { try each(change) }
+            }
+            return count == 0 ? nil : (count, last)
+        }
+    }
+
+    /// The highest sequence of `collection`'s documents (0 when it has none).
+    static func lastSequence(_ collection: Collection, db: Connection) throws -> Int64 {
+        try db.int64("SELECT max(seq) FROM \(collection.docsTable)") ?? 0
     }
 
     /// Whether documents of `collection` were purged after `sequence`: purges leave no change row, so a follower

@@ -192,6 +192,7 @@ public final class IndexManager: Sendable {
         try database.write { db in
             try db.prepare("DELETE FROM indexes WHERE id = ?").run([.integer(info.id)])
             try db.execute("DROP TABLE IF EXISTS \(info.table)")
+            try db.setMetaValue(IndexManager.buildMetaKey(info), nil)
             if info.spec.kind == .vector { try IndexManager.dropVectorTables(info, db: db) }
         }
         state.withLock { state in
@@ -231,6 +232,7 @@ public final class IndexManager: Sendable {
 
     /// Brings one index up to date: one transaction per ``batchSize`` changed documents.
     public func catchUp(_ info: IndexInfo, collection: Collection) throws {
+        var tableRead = false
         while true {
             let target = database.lastSequence
             let (current, known) = state.withLock { state in
@@ -238,6 +240,11 @@ public final class IndexManager: Sendable {
                  state.registry[info.collectionID]?.contains { $0.id == info.id } ?? false)
             }
             if current || !known { return }
+            if !tableRead {
+                // A value index that has absorbed nothing yet is first filled from the table (IndexManager+Build).
+                try buildFromTable(info, collection: collection)
+                tableRead = true
+            }
             let done: Bool
             do {
                 done = try database.write { db in

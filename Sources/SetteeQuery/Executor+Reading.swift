@@ -195,7 +195,7 @@ extension Executor {
         do {
             body = try stmt.withTextBytes(DocumentRowColumn.body) { bytes in
                 if bytes.isEmpty { return JSON.object(JSONObject()) }
-                if let keys { return try keys.parse(bytes) }
+                if let keys { return try keys.parseStored(bytes) }
                 return try JSON.parse(bytes)
             }
         } catch {

@@ -91,4 +91,26 @@ import Testing
         #expect(parsed.serializedBytes == json.serializedBytes)
         #expect(String(decoding: parsed.canonicalBytes, as: UTF8.self).hasPrefix(#"{"active":true,"address":{"city":"Deltaville","zip":"10017"},"age":35,"bio":"#))
     }
+
+    /// A stored body (written from a JSONObject: no key repeats) is read only up to its last wanted member; any
+    /// other input keeps the full scan, where a repeated key's last value wins.
+    @Test func storedBodiesAreReadUpToTheLastWantedMember() throws {
+        let selector = JSONMemberSelector(["age", "city"])
+        func parse(_ text: String, stored: Bool) throws -> JSON {
+            let bytes = Array(text.utf8)
+            return try bytes.withUnsafeBytes { stored ? try selector.parseStored($0) : try selector.parse($0) }
+        }
+        let body = JSON.object(["city": "Oslo", "name": "x", "age": 7, "tags": ["a", "b"], "text": "long text"])
+        let text = String(decoding: body.serializedBytes, as: UTF8.self)
+        #expect(try parse(text, stored: true) == parse(text, stored: false))
+        #expect(try parse(text, stored: true) == JSON.object(["city": "Oslo", "age": 7]))
+        // Nothing after the last wanted member is read (here, bytes that are not JSON at all).
+        let cut = #"{"age":7,"city":"Oslo","text":"#
+        #expect(try parse(cut, stored: true) == JSON.object(["age": 7, "city": "Oslo"]))
+        #expect(throws: JSONError.self) { try parse(cut, stored: false) }
+        // A missing member is looked for to the end.
+        #expect(try parse(#"{"age":7,"name":"n"}"#, stored: true) == JSON.object(["age": 7]))
+        // A body that repeats a key is not a stored body: parse(_:) keeps the last value.
+        #expect(try parse(#"{"age":1,"city":"A","age":2}"#, stored: false) == JSON.object(["age": 2, "city": "A"]))
+    }
 }

@@ -22,7 +22,20 @@ public struct JSONMemberSelector: Sendable {
     /// - Throws: ``JSONError`` for malformed input.
     public func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONError) -> JSON {
         var scanner = MemberScanner(bytes: bytes)
-        if let fast = scanner.members(keys, names) { return .object(fast) }
+        if let fast = scanner.members(keys, names, uniqueKeys: false) { return .object(fast) }
+        return try parsedInFull(bytes)
+    }
+
+    /// ``parse(_:)`` for a body as the store keeps it: written by ``JSONWriter`` from a ``JSONObject``, so no key
+    /// repeats, and reading stops at the last wanted member (the rest of the body is not scanned). Bytes that
+    /// may repeat a key (a request's body) go through ``parse(_:)``.
+    public func parseStored(_ bytes: UnsafeRawBufferPointer) throws(JSONError) -> JSON {
+        var scanner = MemberScanner(bytes: bytes)
+        if let fast = scanner.members(keys, names, uniqueKeys: true) { return .object(fast) }
+        return try parsedInFull(bytes)
+    }
+
+    private func parsedInFull(_ bytes: UnsafeRawBufferPointer) throws(JSONError) -> JSON {
         let full = try JSON.parse(bytes)
         guard case .object(let o) = full else { return full }
         let wanted = Set(names)
@@ -48,8 +61,9 @@ private struct MemberScanner {
         base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
     }
 
-    /// nil when the fast path cannot decide (then the caller parses in full).
-    mutating func members(_ keys: [[UInt8]], _ names: [String]) -> JSONObject? {
+    /// nil when the fast path cannot decide (then the caller parses in full). With `uniqueKeys` (no key repeats)
+    /// it stops once every wanted member is found.
+    mutating func members(_ keys: [[UInt8]], _ names: [String], uniqueKeys: Bool) -> JSONObject? {
         guard let base else { return nil }
         let n = bytes.count
         skipSpace()
@@ -80,6 +94,7 @@ private struct MemberScanner {
                 guard let value = parseValue(valueStart..<i) else { return nil }
                 let name = names[match]
                 if let existing = out.firstIndex(where: { $0.0 == name }) { out[existing].1 = value } else { out.append((name, value)) }
+                if uniqueKeys && out.count == keys.count { return JSONObject(out) }
             }
             skipSpace()
             guard i < n else { return nil }

@@ -260,7 +260,7 @@ public enum MangoExecutor {
     static func document(id: String, rev: String, body: [UInt8], members: JSONMemberSelector?) throws -> JSON {
         if id.hasPrefix("_design/") { return .null }
         var out: JSONObject = ["_id": .string(id), "_rev": .string(rev)]
-        let parsed = try members.map { m in try body.withUnsafeBytes { try m.parse($0) } } ?? JSON.parse(body)
+        let parsed = try members.map { m in try body.withUnsafeBytes { try m.parseStored($0) } } ?? JSON.parse(body)
         if case .object(let fields) = parsed {
             for (k, v) in fields where k != "_id" && k != "_rev" { out[k] = v }
         }

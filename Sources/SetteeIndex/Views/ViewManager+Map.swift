@@ -105,7 +105,7 @@ extension ViewManager {
         if !definition.includeDesign && change.docID.hasPrefix("_design/") { return nil }
         let parsed: JSON?
         if let members = definition.members {
-            parsed = change.body.withUnsafeBytes { try? members.parse($0) }
+            parsed = change.body.withUnsafeBytes { try? members.parseStored($0) }
         } else {
             parsed = try? JSON.parse(change.body)
         }

@@ -113,11 +113,7 @@ final class ViewManager: @unchecked Sendable {
     /// as in databases from before it was), every stored view is dropped, to be rebuilt when next queried — as
     /// CouchDB rebuilds a view whose `collator_versions` changed.
     static func dropViews(ifCollatorIsNot current: String, db: Connection) throws {
-        let stmt = try db.prepare("SELECT value FROM meta WHERE key = ?")
-        stmt.bind(collatorMetaKey, at: 1)
-        let recorded = try stmt.step() ? stmt.string(0) : nil
-        stmt.reset()
-        guard recorded != current else { return }
+        guard try db.metaValue(collatorMetaKey) != current else { return }
         let ids = try db.prepare("SELECT id FROM views")
         var stale: [Int64] = []
         while try ids.step() { stale.append(ids.int64(0)) }
@@ -127,7 +123,7 @@ final class ViewManager: @unchecked Sendable {
             for table in [view.table, view.chunks, view.fts, view.stage] { try db.execute("DROP TABLE IF EXISTS \(table)") }
         }
         try db.execute("DELETE FROM views")
-        try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run([.text(collatorMetaKey), .text(current)])
+        try db.setMetaValue(collatorMetaKey, current)
     }
 
     func storedViews(of collection: Collection) -> [String] {

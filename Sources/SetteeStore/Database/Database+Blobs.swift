@@ -190,3 +190,21 @@ extension Connection {
         }
     }
 }
+
+extension Connection {
+    /// A value of the database's `meta` table inside the caller's transaction, or nil. Keys of the store's own
+    /// (`uuid`, `last_seq`, …) and of its followers (the index and view managers) share the table: followers name
+    /// theirs so that they cannot meet the store's.
+    package func metaValue(_ key: String) throws -> String? {
+        try withStatement("SELECT value FROM meta WHERE key = ?", [.text(key)]) { try $0.step() ? $0.string(0) : nil }
+    }
+
+    /// Sets (or, with nil, removes) a value of the `meta` table inside the caller's transaction.
+    package func setMetaValue(_ key: String, _ value: String?) throws {
+        if let value {
+            try withStatement("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(key), .text(value)]) { _ = try $0.step() }
+        } else {
+            try withStatement("DELETE FROM meta WHERE key = ?", [.text(key)]) { _ = try $0.step() }
+        }
+    }
+}
