@@ -215,12 +215,24 @@ public final class Replication: Sendable {
 
     private func pipeline(from start: JSON, _ inFlight: InFlight, onProgress: @escaping () -> Void) async throws {
         var since = start
-        var reader: Task<Diffed, Error> = inFlight.track(readTask(since: since, wait: false))
+        func read(since: JSON, wait: Bool) -> Reading {
+            let reading = readTask(since: since, wait: wait)
+            _ = inFlight.track(reading.changes)
+            _ = inFlight.track(reading.diffed)
+            return reading
+        }
+        var reader = read(since: since, wait: false)
         var fetcher: Task<Fetched, Error>?
         defer {
-            reader.cancel()
+            reader.changes.cancel()
+            reader.diffed.cancel()
             fetcher?.cancel()
         }
+        // The next batch's changes are read, and its `_revs_diff` asked, as soon as this batch's changes are in —
+        // beside this batch's diff, not after it: the diff is a round trip to the target (over Couchbase Lite's
+        // protocol, queued behind the `rev`s in flight), and with one at a time it was the pipeline's slowest
+        // stage. A pull over that protocol answers the server's `changes` messages in order, one at a time.
+        let readsAhead = (source as? RemoteEndpoint)?.blip == nil
         // Couchbase Lite's protocol acknowledges each pushed revision; as LiteCore's pusher keeps several change
         // lists in flight, the next batches' revisions go out while earlier batches' answers come in (three batches
         // in flight: measured ~7 % faster than two, and four no faster than three). Checkpoints stay in order: a batch
@@ -234,21 +246,31 @@ public final class Replication: Sendable {
             while writing.count >= maxWriting { try await settleOldest() }
             writing.append((next, fetched.lastSeq))
         }
+        // Its checkpoints are recorded behind the writes, one after another, rather than in their way: a
+        // `setCheckpoint` queues behind the `rev`s of the batches in flight, and waiting for its answer before the
+        // next batch went out stalled the pipeline for a few milliseconds a batch (as LiteCore's checkpointer,
+        // which saves on a timer, never does). A failed checkpoint fails the replication when it settles.
+        var recording: Task<Void, Error>?
         func settleOldest() async throws {
             guard !writing.isEmpty else { return }
             let prior = writing.removeFirst()
-            // To completion even when the replication is stopped meanwhile (the "checkpoint on stop").
-            try await Task { try await prior.task.value; try await self.recordIfMoved(prior.lastSeq) }.value
+            try await prior.task.value
+            // In a task of its own: to completion even when the replication is stopped meanwhile (the "checkpoint
+            // on stop").
+            let previous = recording
+            recording = Task { try await previous?.value; try await self.recordIfMoved(prior.lastSeq) }
         }
         func settle() async throws {
             while !writing.isEmpty { try await settleOldest() }
+            let last = recording
+            recording = nil
+            try await last?.value
         }
         do {
             while true {
                 try Task.checkCancellation()
                 if fetcher == nil && options.continuous { box.update { $0.activity = .idle } }
-                let diffed = try await reader.value
-                let batch = diffed.batch
+                let batch = try await (readsAhead ? reader.changes.value : reader.diffed.value.batch)
                 // The source says nothing follows this batch: a one-shot replication need not ask again.
                 let finalBatch = batch.results.isEmpty || (!options.continuous && batch.pending == 0)
                 let caughtUp = batch.results.isEmpty
@@ -260,9 +282,11 @@ public final class Replication: Sendable {
                 since = batch.lastSeq
                 // Read ahead; once caught up (or nearly), a continuous replication long-polls the feed.
                 let willWait = options.continuous && (caughtUp || batch.results.count < options.batchSize / 2)
+                let current = reader
                 if !finalBatch || options.continuous {
-                    reader = inFlight.track(readTask(since: since, wait: willWait))
+                    reader = read(since: since, wait: willWait)
                 }
+                let diffed = try await current.diffed.value
                 let previous = try await fetcher?.value
                 fetcher = caughtUp && !moved ? nil : inFlight.track(fetchTask(diffed))
                 if let previous {
@@ -298,8 +322,14 @@ public final class Replication: Sendable {
         var requests: [FetchRequest]
     }
 
-    /// Stage one: read the next batch of changes and ask the target which revisions it lacks.
-    private func readTask(since: JSON, wait: Bool) -> Task<Diffed, Error> {
+    /// Stage one, in two tasks: read the next batch of changes (`changes`, done first: the next batch's read can
+    /// start from its last sequence) and ask the target which of its revisions it lacks (`diffed`).
+    private struct Reading: Sendable {
+        let changes: Task<ChangesBatch, Error>
+        let diffed: Task<Diffed, Error>
+    }
+
+    private func readTask(since: JSON, wait: Bool) -> Reading {
         let request = ChangesRequest(
             since: since, limit: options.batchSize,
             feed: wait && options.continuous ? .longpoll(timeout: options.longpollTimeout, heartbeat: options.heartbeat) : .normal,
@@ -307,8 +337,9 @@ public final class Replication: Sendable {
             filter: options.documentIDs == nil && options.selector == nil ? options.filter : nil, queryParams: options.queryParams)
         let source = self.source, target = self.target, box = self.box, stages = self.stages
         let namesAttachmentsBySHA1 = (target as? RemoteEndpoint)?.speaksCouchbaseLiteProtocol == true
-        return Task {
-            let batch = try await stages.time(.changes) { try await source.changes(request) }
+        let changes = Task { try await stages.time(.changes) { try await source.changes(request) } }
+        let diffed = Task {
+            let batch = try await changes.value
             var revs: [(id: String, revs: [RevID])] = []
             var index: [String: Int] = [:]
             for change in batch.results {
@@ -341,6 +372,7 @@ public final class Replication: Sendable {
             }
             return Diffed(batch: batch, requests: requests)
         }
+        return Reading(changes: changes, diffed: diffed)
     }
 
     /// Stage two: fetch the missing revisions (`_bulk_get`).
@@ -416,8 +448,8 @@ final class InFlight: Sendable {
     func track<T: Sendable>(_ task: Task<T, Error>) -> Task<T, Error> {
         let already = state.withLock { state in
             if !state.cancelled {
-                // At most a reader and a fetcher run at once; older ones have been awaited already.
-                if state.cancels.count >= 4 { state.cancels.removeFirst() }
+                // At most two readings (two tasks each) and a fetcher run at once; older ones have been awaited already.
+                if state.cancels.count >= 8 { state.cancels.removeFirst() }
                 state.cancels.append { task.cancel() }
             }
             return state.cancelled

@@ -34,6 +34,8 @@ final class BLIPSyncHandler: Sendable {
     let session: BLIPSession
     /// The attachments of the revisions being sent, which the client may fetch meanwhile.
     let offered = BLIPOfferedAttachments()
+    /// The requests answered in tasks of their own at once, at most.
+    let slots = BLIPRequestSlots(16)
     /// A collection the connection serves: its pushed-revision writer (group commit) and its pull feed.
     final class Served: Sendable {
         let collection: SetteeStore.Collection
@@ -83,30 +85,42 @@ final class BLIPSyncHandler: Sendable {
         return found
     }
 
-    /// Answers one request from the client (in order of arrival; a `rev` is written in a task of its own).
+    /// Answers one request from the client. Requests are taken in order of arrival; those that wait on the store
+    /// are answered in tasks of their own (``BLIPRequestSlots``), so the frames behind them keep being read: a
+    /// `rev` goes to the group commit, and a checkpoint or a `changes` list waiting for the store holds up nothing
+    /// else. (A client sends a checkpoint once the revisions it covers are answered, and LiteCore offers a
+    /// document's next revision only once its last one is answered, so no answer depends on a request behind it.)
     func handle(_ request: BLIPMessage) async {
         do {
             // Messages of a collection-aware client name their collection by its index in `getCollections`.
             if request.profile != "getCollections" { _ = try target(request) }
             switch request.profile ?? "" {
-            case "getCheckpoint": try await getCheckpoint(request)
-            case "setCheckpoint": try await setCheckpoint(request)
+            case "getCheckpoint": await concurrently(request) { try await self.getCheckpoint(request) }
+            case "setCheckpoint": await concurrently(request) { try await self.setCheckpoint(request) }
             case "subChanges": try subChanges(request)
-            case "changes": try await changes(request)
-            case "proposeChanges": try await proposeChanges(request)
+            case "changes": await concurrently(request) { try await self.changes(request) }
+            case "proposeChanges": await concurrently(request) { try await self.proposeChanges(request) }
             case "rev":
                 try requirePush()
                 try startRev(request)
             case "getCollections": try await getCollections(request)
-            case "getAttachment":
-                Task { await self.reply(to: request) { try await self.getAttachment(request) } }
-            case "proveAttachment":
-                Task { await self.reply(to: request) { try await self.proveAttachment(request) } }
+            case "getAttachment": await concurrently(request) { try await self.getAttachment(request) }
+            case "proveAttachment": await concurrently(request) { try await self.proveAttachment(request) }
             default:
                 throw BLIPSyncError(domain: .blip, code: 404, "no handler for profile \(request.profile ?? "(none)")")
             }
         } catch {
             fail(request, error)
+        }
+    }
+
+    /// Answers `request` in a task of its own once a slot is free (the reader waits for one).
+    private func concurrently(_ request: BLIPMessage, _ work: @escaping @Sendable () async throws -> Void) async {
+        await slots.acquire()
+        let slots = self.slots
+        Task {
+            defer { slots.release() }
+            await self.reply(to: request, work)
         }
     }
 
