@@ -161,7 +161,10 @@ private func folderBytes(_ path: String) -> Int {
     var total = 0
     for case let rel as String in e {
         if let a = try? FileManager.default.attributesOfItem(atPath: path + "/" + rel),
-           a[.type] as? FileAttributeType == .typeRegular, let n = a[.size] as? NSNumber { total += n.intValue }
+           a[.type] as? FileAttributeType == .typeRegular, let n = a[.size] as? NSNumber {
+            total += n.intValue
+            if cblPhaseLog { print("FILE \(rel) \(n.intValue)") }
+        }
     }
     return total
 }

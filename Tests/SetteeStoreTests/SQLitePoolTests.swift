@@ -170,6 +170,37 @@ import Testing
         #expect(try db.scalarInt("SELECT count(*) FROM t") == 1)
     }
 
+    /// A bulk write leaves no WAL of its own size behind: once a background checkpoint has copied the WAL back,
+    /// the next write starts it over and cuts the file down to `walSizeLimitBytes`.
+    @Test func theWALIsCutBackAfterACheckpoint() throws {
+        var configuration = PoolConfiguration()
+        configuration.walAutocheckpointPages = 40
+        configuration.walSizeLimitBytes = 64 * 1024
+        let pool = try makePool(configuration)
+        defer { pool.close() }
+        let walPath = dir.path() + "-wal"
+        func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? 0 }
+        let blob = [UInt8](repeating: 7, count: 6_000)
+        // One transaction of ~3 MB: the WAL grows to hold it whole.
+        try pool.write { db in
+            let insert = try db.prepare("INSERT INTO t(x) VALUES (?)")
+            for _ in 0..<500 {
+                insert.bind(bytes: blob, at: 1)
+                try insert.run()
+            }
+        }
+        // The commit checkpointed (in the background, or on the writer for a WAL this far past the threshold);
+        // small writes follow until one finds the WAL copied back and starts it over. (Without the limit the
+        // file would stay at its high-water mark, the ~4 MB of that transaction.)
+        let deadline = Date().addingTimeInterval(10)
+        while walSize() > 64 * 1024 + 64 * 1024, Date() < deadline {
+            try pool.write { db in try db.execute("UPDATE counter SET n = n + 1") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(walSize() <= 128 * 1024, "the WAL stayed at \(walSize()) bytes")
+        #expect(try pool.read { try $0.scalarInt("SELECT count(*) FROM t") } == 500)
+    }
+
     @Test func closeWaitsForInFlightRead() throws {
         let pool = try makePool()
         let started = DispatchSemaphore(value: 0)

@@ -112,6 +112,9 @@ package final class DatabasePool: @unchecked Sendable {
             try writer.execute("PRAGMA temp_store=MEMORY")
             // Automatic checkpoints are off on the writer: a WAL hook (below) runs them in the background.
             try writer.execute("PRAGMA wal_autocheckpoint=0")
+            // Once a checkpoint has copied the whole WAL back, the writer's next transaction starts the WAL over and
+            // cuts the file down to this size: a bulk load leaves no WAL of its own size behind for good.
+            try writer.execute("PRAGMA journal_size_limit=\(configuration.walSizeLimitBytes)")
             try prepare(writer)
             writer.rollbackIfNeeded()
         } catch {

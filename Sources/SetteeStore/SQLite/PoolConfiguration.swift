@@ -12,6 +12,9 @@ package struct PoolConfiguration: Sendable {
     package var pageSize: Int = 8192
     /// WAL pages written before an automatic checkpoint (SQLite's default is 1000).
     package var walAutocheckpointPages: Int = 4000
+    /// The size the WAL file is cut down to when it starts over after a full checkpoint (`journal_size_limit`),
+    /// bytes: an eighth of what accumulates before a checkpoint starts (``walAutocheckpointPages``).
+    package var walSizeLimitBytes: Int = 4 * 1024 * 1024
     /// Page cache of the writer connection, KiB.
     package var writerCacheKiB: Int = 32 * 1024
     /// Page cache of each reader connection, KiB.
