@@ -477,7 +477,8 @@ enum Planner {
     }
 
     /// Conditions SQLite checks on a scanned document's stored body before the evaluator sees it: the constraints
-    /// comparing a member to a number or a boolean literal, through `json_extract`. They keep a superset of what
+    /// comparing a member to a number or a boolean literal, through `settee_member` (the store's SQL function: the
+    /// member as `json_extract` answers it, found without parsing the whole body). They keep a superset of what
     /// the WHERE keeps — the evaluator still decides every row — so only documents that may match are parsed:
     /// - numbers only where SQLite and SQL++ order them alike: integral literals within ±2⁵³, bounds inclusive;
     /// - SQLite reads `true`/`false` as 1/0 and SQL++ ranks booleans below every number, so `x = true` is `= 1`
@@ -486,20 +487,38 @@ enum Planner {
     /// - only plain member paths (`a`, `a.b`, keys of letters, digits and `_`).
     static func scanPrefilter(_ constraints: [Constraint]) -> [String] {
         var out: [String] = []
+        // A member bounded on both sides is one BETWEEN, which SQLite evaluates the member for once.
+        var ranges: [(member: String, lower: Int64?, upper: Int64?)] = []
+        func bound(_ member: String, lower: Int64? = nil, upper: Int64? = nil) {
+            if let i = ranges.firstIndex(where: { $0.member == member }) {
+                if let lower { ranges[i].lower = max(ranges[i].lower ?? lower, lower) }
+                if let upper { ranges[i].upper = min(ranges[i].upper ?? upper, upper) }
+            } else {
+                ranges.append((member, lower, upper))
+            }
+        }
         for c in constraints {
             guard case .property(nil, let path) = c.expression, let jsonPath = simpleJSONPath(path) else { continue }
-            let member = "json_extract(CAST(d.body AS TEXT), '\(jsonPath)')"
+            let member = "settee_member(d.body, '\(jsonPath)')"
             switch c.kind {
             case .equal(.literal(.bool(let b))):
                 out.append("\(member) = \(b ? 1 : 0)")
             case .equal(.literal(let v)):
                 if let n = exactInteger(v) { out.append("\(member) = \(n)") }
             case .lower(.literal(let v), _):
-                if let n = exactInteger(v) { out.append("\(member) >= \(n)") }
+                if let n = exactInteger(v) { bound(member, lower: n) }
             case .upper(.literal(let v), _):
-                if let n = exactInteger(v), n >= 1 { out.append("\(member) <= \(n)") }
+                if let n = exactInteger(v), n >= 1 { bound(member, upper: n) }
             default:
                 continue
+            }
+        }
+        for range in ranges {
+            switch (range.lower, range.upper) {
+            case let (lower?, upper?): out.insert("\(range.member) BETWEEN \(lower) AND \(upper)", at: 0)
+            case let (lower?, nil): out.insert("\(range.member) >= \(lower)", at: 0)
+            case let (nil, upper?): out.insert("\(range.member) <= \(upper)", at: 0)
+            case (nil, nil): break
             }
         }
         return out

@@ -50,6 +50,33 @@ extension JSON {
     }
 }
 
+/// Where a member of a stored body is (``JSON/locateStoredMember(_:path:)``).
+package enum StoredMember: Equatable {
+    /// Nothing at the path (a key absent, or a step into something that is not an object).
+    case missing
+    /// The value's bytes, as a range of the body.
+    case value(Range<Int>)
+    /// The fast scan can't tell (an escaped key on the way, or bytes that are not JSON): parse the body in full.
+    case undecided
+}
+
+extension JSON {
+    /// Finds the member at `path` (object keys, outermost first) of a body as the store keeps it — written from a
+    /// ``JSONObject``, so no key repeats and the scan stops at the key — without building any value. SQL
+    /// functions over stored bodies use it.
+    package static func locateStoredMember(_ bytes: UnsafeRawBufferPointer, path: [UnsafeRawBufferPointer]) -> StoredMember {
+        var range = 0..<bytes.count
+        for key in path {
+            var scanner = MemberScanner(bytes: UnsafeRawBufferPointer(rebasing: bytes[range]))
+            switch scanner.find(key) {
+            case .value(let found): range = (range.lowerBound + found.lowerBound)..<(range.lowerBound + found.upperBound)
+            case let other: return other
+            }
+        }
+        return .value(range)
+    }
+}
+
 /// A lenient forward scanner over a top-level object (the bytes were validated when they were stored).
 private struct MemberScanner {
     let bytes: UnsafeRawBufferPointer
@@ -101,6 +128,44 @@ private struct MemberScanner {
             if base[i] == UInt8(ascii: ",") { i += 1; continue }
             if base[i] == UInt8(ascii: "}") { return JSONObject(out) }
             return nil
+        }
+    }
+
+    /// The value of `key` in the object at the start (a body with no repeated keys: the first one found).
+    mutating func find(_ key: UnsafeRawBufferPointer) -> StoredMember {
+        guard let base else { return .undecided }
+        let n = bytes.count
+        skipSpace()
+        guard i < n else { return .undecided }
+        guard base[i] == UInt8(ascii: "{") else { return .missing }
+        i += 1
+        skipSpace()
+        if i < n, base[i] == UInt8(ascii: "}") { return .missing }
+        while true {
+            skipSpace()
+            guard i < n, base[i] == UInt8(ascii: "\"") else { return .undecided }
+            let keyStart = i + 1
+            guard let escaped = skipString(), !escaped else { return .undecided }
+            let keyLength = i - 1 - keyStart
+            var match = keyLength == key.count
+            if match {
+                for offset in 0..<keyLength where base[keyStart + offset] != key[offset] {
+                    match = false
+                    break
+                }
+            }
+            skipSpace()
+            guard i < n, base[i] == UInt8(ascii: ":") else { return .undecided }
+            i += 1
+            skipSpace()
+            let valueStart = i
+            guard skipValue() else { return .undecided }
+            if match { return .value(valueStart..<i) }
+            skipSpace()
+            guard i < n else { return .undecided }
+            if base[i] == UInt8(ascii: ",") { i += 1; continue }
+            if base[i] == UInt8(ascii: "}") { return .missing }
+            return .undecided
         }
     }
 

@@ -43,6 +43,7 @@ package final class Connection {
         self.path = path
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, 10_000)
+        StoredMemberFunction.register(on: db)
     }
 
     deinit {
