@@ -140,6 +140,36 @@ struct ServerEndpointTests {
 
     /// A replication over the live HTTP server records each stage into `settee_replication_stage_duration_seconds`,
     /// which `/_metrics` and `/_node/_local/_prometheus` render as a histogram with a `stage` label.
+    /// Every place a node names itself says the `--node-name` it was given: `_membership`, `_active_tasks`,
+    /// `_scheduler/jobs` and `_scheduler/docs`.
+    @Test func tasksAndJobsCarryTheConfiguredNodeName() async throws {
+        let dir = TempDataDir()
+        var configuration = ServerConfiguration(dataDirectory: dir.path, port: 0)
+        configuration.nodeName = "settee@node-7.example"
+        let node = try Node(configuration: configuration)
+        try await withServer(node: node) { c in
+            #expect(try await c.get("/_membership")["all_nodes"] == ["settee@node-7.example"])
+            try await c.createDB("src")
+            #expect(try await c.put("/src/a", #"{"n":1}"#).status == .created)
+            let started = try await c.post("/_replicate", #"{"source":"src","target":"dst","create_target":true,"continuous":true}"#)
+            #expect(started.status == .accepted || started.status == .ok, "\(started.text)")
+            var tasks: [JSON] = []
+            for _ in 0..<100 {
+                tasks = try await c.get("/_active_tasks").json.arrayValue ?? []
+                if !tasks.isEmpty { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(!tasks.isEmpty)
+            for task in tasks { #expect(task["node"] == "settee@node-7.example", "\(task)") }
+            let jobs = try await c.get("/_scheduler/jobs")["jobs"]?.arrayValue ?? []
+            #expect(!jobs.isEmpty)
+            for job in jobs { #expect(job["node"] == "settee@node-7.example", "\(job)") }
+            let cancelled = try await c.post("/_replicate", #"{"source":"src","target":"dst","create_target":true,"continuous":true,"cancel":true}"#)
+            #expect(cancelled.status == .ok, "\(cancelled.text)")
+        }
+        node.closeAll()
+    }
+
     @Test func metricsExposeReplicationStageTimers() async throws {
         try await withServer(mode: .live) { c in
             try await c.createDB("src")

@@ -18,6 +18,13 @@ final class ActiveTasks: Sendable {
     }
 
     private let tasks = Mutex<[UUID: Entry]>([:])
+    /// The node's name (`--node-name`), as its entries report it.
+    private let nodeName: String
+
+    init(nodeName: String) {
+        self.nodeName = nodeName
+    }
+
     /// Where background tasks report failures.
     let logger = Logger(label: "settee.tasks")
 
@@ -26,7 +33,7 @@ final class ActiveTasks: Sendable {
     func begin(_ kind: Kind, database: String) -> (@Sendable () -> Void)? {
         let id = UUID()
         let now = Int64(Date().timeIntervalSince1970)
-        let json: JSONObject = ["type": .string(kind.rawValue), "database": .string(database), "node": "settee@localhost",
+        let json: JSONObject = ["type": .string(kind.rawValue), "database": .string(database), "node": .string(nodeName),
                                 "pid": .string("<\(id.uuidString.prefix(8))>"), "progress": 0,
                                 "started_on": .int(now), "updated_on": .int(now)]
         let started = tasks.withLock { tasks -> Bool in

@@ -45,7 +45,7 @@ public final class Node: Sendable {
         return authenticator
     }
     private let jwtCache = Mutex<(snapshot: NodeConfig.Snapshot, authenticator: JWTAuthenticator?)?>(nil)
-    let tasks = ActiveTasks()
+    let tasks: ActiveTasks
     let metrics: ServerMetrics
     /// The connections open to the node's server, and those serving a request.
     public let connections = ConnectionCounts()
@@ -87,6 +87,7 @@ public final class Node: Sendable {
             try uuid.write(toFile: idFile, atomically: true, encoding: .utf8)
         }
         config = try NodeConfig(startup: configuration, nodeName: configuration.nodeName, uuid: uuid)
+        tasks = ActiveTasks(nodeName: configuration.nodeName)
         metrics = ServerMetrics()
         let config = config
         cookies = SessionCookies(secret: try SessionCookies.loadSecret(directory: configuration.dataDirectory)) {

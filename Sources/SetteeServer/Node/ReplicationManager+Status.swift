@@ -38,7 +38,7 @@ extension ReplicationManager {
         let all = state.withLock { Array($0.jobs.values) }.filter(\.isRunning)
         return all.map { job in
             let s = job.replication.status
-            var o = job.taskFields
+            var o = job.taskFields(node: node.configuration.nodeName)
             for (key, value) in s.couchStats(pending: true) { o[key] = value }
             o["pid"] = .string("<\(job.id.prefix(8))>")
             o["state"] = .string(s.activity.name)
@@ -56,7 +56,7 @@ extension ReplicationManager {
     var failures: [JSON] {
         state.withLock { $0.failedJobs }.reversed().map { job, error, at in
             let s = job.replication.status
-            var o = job.taskFields
+            var o = job.taskFields(node: node.configuration.nodeName)
             for (key, value) in s.couchStats(pending: true) { o[key] = value }
             o["pid"] = .null
             o["state"] = "failed"
@@ -69,10 +69,10 @@ extension ReplicationManager {
 }
 
 extension ReplicationManager.Job {
-    /// The fields every task entry of the job has (`_active_tasks`, `_scheduler/jobs`).
-    var taskFields: JSONObject {
+    /// The fields every task entry of the job has (`_active_tasks`, `_scheduler/jobs`), on the node named `node`.
+    func taskFields(node: String) -> JSONObject {
         [
-            "type": "replication", "node": "settee@localhost",
+            "type": "replication", "node": .string(node),
             "replication_id": .string(id), "doc_id": docID.map(JSON.string) ?? .null,
             "database": docID == nil ? .null : "_replicator",
             "source": .string(replication.source.displayName),

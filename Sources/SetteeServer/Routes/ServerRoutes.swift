@@ -132,7 +132,7 @@ enum ServerRoutes {
         func job(_ t: JSONObject) -> JSON {
             ["id": t["replication_id"] ?? .null, "database": t["database"] ?? .null, "doc_id": t["doc_id"] ?? .null,
              "source": t["source"] ?? .null, "target": t["target"] ?? .null, "pid": t["pid"] ?? .null,
-             "node": "settee@localhost", "user": .null,
+             "node": .string(call.node.configuration.nodeName), "user": .null,
              "start_time": .string(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(t["started_on"]?.intValue ?? 0)))),
              "info": ["revisions_checked": t["revisions_checked"] ?? 0, "missing_revisions_found": t["missing_revisions_found"] ?? 0,
                       "docs_read": t["docs_read"] ?? 0, "docs_written": t["docs_written"] ?? 0,
@@ -148,7 +148,7 @@ enum ServerRoutes {
             for p in call.node.replications.pendingJobs {
                 jobs.append(["id": .string(p.id), "database": p.docID == nil ? .null : "_replicator",
                              "doc_id": p.docID.map(JSON.string) ?? .null, "source": .string(RemoteEndpoint.redact(p.source)),
-                             "target": .string(RemoteEndpoint.redact(p.target)), "pid": .null, "node": "settee@localhost",
+                             "target": .string(RemoteEndpoint.redact(p.target)), "pid": .null, "node": .string(call.node.configuration.nodeName),
                              "user": .null, "state": "pending", "info": .null,
                              "history": [["type": "added", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))]]])
             }
@@ -183,7 +183,7 @@ enum ServerRoutes {
                 if pendingDocs.contains(row.id) { state = "pending" }
                 var d: JSONObject = ["database": "_replicator", "doc_id": .string(row.id),
                                      "id": running?["replication_id"] ?? doc["_replication_id"] ?? .null,
-                                     "node": "settee@localhost", "state": .string(state),
+                                     "node": .string(call.node.configuration.nodeName), "state": .string(state),
                                      "source": redact(doc["source"]), "target": redact(doc["target"]),
                                      "error_count": running?["error_count"] ?? 0,
                                      "last_updated": doc["_replication_state_time"] ?? .null]
