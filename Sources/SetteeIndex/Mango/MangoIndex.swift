@@ -148,7 +148,7 @@ public struct MangoIndex: Sendable {
                 switch type {
                 case "json": break
                 case "text", "nouveau":
-                    throw MangoError(503, "required index service unavailable", type)
+                    throw MangoError(.serviceUnavailable, "required index service unavailable", type)
                 default: throw MangoError.badRequest("invalid_index", "Invalid type for index: \(type)")
                 }
             case "ddoc", "name":
@@ -227,7 +227,7 @@ public struct MangoIndex: Sendable {
     public static func removing(_ name: String, from body: JSONObject) throws -> JSONObject? {
         guard body["language"]?.stringValue == "query", case .object(var views)? = body["views"],
               case .object(let view)? = views[name], case .object(let map)? = view["map"], case .object? = map["fields"]
-        else { throw MangoError(404, "not_found", "missing") }
+        else { throw MangoError(.notFound, "not_found", "missing") }
         var out = body
         views[name] = nil
         out["views"] = views.isEmpty ? nil : .object(views)

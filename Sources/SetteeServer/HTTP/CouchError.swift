@@ -67,13 +67,23 @@ struct CouchError: Error, Sendable {
         }
     }
 
+    /// A Mango refusal: its kind decides the status; its error name and reason are CouchDB's.
+    static func from(_ e: MangoError) -> CouchError {
+        let status: HTTPResponse.Status = switch e.kind {
+        case .badRequest: .badRequest
+        case .notFound: .notFound
+        case .serviceUnavailable: .serviceUnavailable
+        }
+        return CouchError(status, e.error, e.reason)
+    }
+
     /// Any error as a CouchError (unknown errors are 500s).
     static func from(any error: any Error) -> CouchError {
         if let e = error as? CouchError { return e }
         if let e = error as? SetteeError { return from(e) }
         if let e = error as? JavaScriptError { return from(e) }
         if let e = error as? ReplicationError { return from(e) }
-        if let e = error as? MangoError { return CouchError(HTTPResponse.Status(code: e.status), e.error, e.reason) }
+        if let e = error as? MangoError { return from(e) }
         if error is JSONError { return badRequest("invalid UTF-8 JSON") }
         if let e = error as? HTTPError, e.status == .contentTooLarge { return tooLarge }
         return CouchError(.internalServerError, "internal_server_error", "\(error)")
