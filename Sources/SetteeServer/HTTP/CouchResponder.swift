@@ -155,7 +155,7 @@ struct CouchResponder: HTTPResponder {
             return try ServerRoutes.welcome(call)
         }
         if first == "_utils" { return try await AdminUI.handle(&call, responder: self) }
-        if first.hasPrefix("_") && !["_users", "_replicator", "_global_changes"].contains(first) {
+        if first.hasPrefix("_") && !SystemDatabase.isNamed(first) {
             return try await ServerRoutes.handle(&call)
         }
         let target = try Keyspace(first)

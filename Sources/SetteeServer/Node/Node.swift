@@ -105,7 +105,7 @@ public final class Node: Sendable {
         AttachmentStreaming.clearStaging(self)
         if configuration.createSystemDatabases {
             // CouchDB's single-node setup makes these; clients and replicators expect them on a fresh node.
-            for name in [UserDirectory.database, "_replicator"]
+            for name in [SystemDatabase.users.rawValue, SystemDatabase.replicator.rawValue]
             where !Database.exists(name: name, inDirectory: configuration.dataDirectory) {
                 try createDatabase(name)
             }
@@ -311,12 +311,12 @@ public final class Node: Sendable {
     static func isSystemDatabase(_ name: String) -> Bool {
         if name.hasPrefix("_") { return true }
         let suffix = name.split(separator: "/").last.map(String.init) ?? name
-        return ["_replicator", "_users"].contains(suffix)
+        return suffix == SystemDatabase.replicator.rawValue || suffix == SystemDatabase.users.rawValue
     }
 
-    /// CouchDB's database-name rule, plus the system databases `_users`, `_replicator`, `_global_changes`.
+    /// CouchDB's database-name rule, plus the system databases (``SystemDatabase``).
     static func validateName(_ name: String) throws(SetteeError) {
-        if ["_users", "_replicator", "_global_changes"].contains(name) { return }
+        if SystemDatabase.isNamed(name) { return }
         try DocumentIDs.validateDatabaseName(name)
     }
 }

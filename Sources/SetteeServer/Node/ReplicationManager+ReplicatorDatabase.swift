@@ -10,11 +10,11 @@ extension ReplicationManager {
 
     /// Called when a database is created or deleted, to follow `_replicator`.
     func databaseCreated(_ name: String) {
-        if name == "_replicator" { watchReplicatorDatabase() }
+        if name == SystemDatabase.replicator.rawValue { watchReplicatorDatabase() }
     }
 
     func databaseDeleted(_ name: String) {
-        guard name == "_replicator" else { return }
+        guard name == SystemDatabase.replicator.rawValue else { return }
         let (watch, docJobs) = state.withLock { s in
             let w = s.replicatorWatch
             s.replicatorWatch = nil
@@ -34,7 +34,7 @@ extension ReplicationManager {
     }
 
     func followReplicatorDatabase() async {
-        guard let db = try? node.database("_replicator"), let collection = try? db.defaultCollection() else { return }
+        guard let db = try? node.database(SystemDatabase.replicator.rawValue), let collection = try? db.defaultCollection() else { return }
         var since: UInt64 = 0
         while !Task.isCancelled {
             let commits = db.commits()

@@ -74,7 +74,7 @@ extension ReplicationManager.Job {
         [
             "type": "replication", "node": .string(node),
             "replication_id": .string(id), "doc_id": docID.map(JSON.string) ?? .null,
-            "database": docID == nil ? .null : "_replicator",
+            "database": docID == nil ? .null : .string(SystemDatabase.replicator.rawValue),
             "source": .string(replication.source.displayName),
             "target": .string(replication.target.displayName),
             "continuous": .bool(spec.continuous),

@@ -121,7 +121,7 @@ final class ReplicationManager: Sendable {
 
     /// Starts the persistent replications (`_replicator`) and the peers' ones.
     func startBackground() {
-        if Database.exists(name: "_replicator", inDirectory: node.configuration.dataDirectory) { watchReplicatorDatabase() }
+        if Database.exists(name: SystemDatabase.replicator.rawValue, inDirectory: node.configuration.dataDirectory) { watchReplicatorDatabase() }
         let peers: Task<Void, Never>? = node.configuration.peers.isEmpty ? nil : Task { [weak self] in
             guard let self else { return }
             await self.runPeers()

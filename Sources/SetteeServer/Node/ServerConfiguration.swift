@@ -150,7 +150,7 @@ public struct SecurityConfiguration: Sendable {
     /// JWT bearer authentication; nil disables it.
     public var jwt: JWTConfiguration?
     /// The database holding user documents (CouchDB's `[chttpd_auth] authentication_db`, `_users`).
-    public var authenticationDB = "_users"
+    public var authenticationDB = SystemDatabase.users.rawValue
     /// Marks cookies `Secure` (set when serving TLS).
     public var secureCookies = false
     /// Session cookies carry `Max-Age` (persist across browser restarts); CouchDB's `allow_persistent_cookies`.

@@ -146,7 +146,7 @@ enum ServerRoutes {
             var jobs = tasks.map(job)
             // Jobs waiting for a slot (`[replicator] max_jobs`).
             for p in call.node.replications.pendingJobs {
-                jobs.append(["id": .string(p.id), "database": p.docID == nil ? .null : "_replicator",
+                jobs.append(["id": .string(p.id), "database": p.docID == nil ? .null : .string(SystemDatabase.replicator.rawValue),
                              "doc_id": p.docID.map(JSON.string) ?? .null, "source": .string(RemoteEndpoint.redact(p.source)),
                              "target": .string(RemoteEndpoint.redact(p.target)), "pid": .null, "node": .string(call.node.configuration.nodeName),
                              "user": .null, "state": "pending", "info": .null,
@@ -163,12 +163,12 @@ enum ServerRoutes {
             }
             return Reply.json(.ok, ["total_rows": .int(Int64(jobs.count)), "offset": 0, "jobs": .array(jobs)])
         }
-        guard s.count >= 2, s[1] == "docs", s.count <= 4, s.count == 2 || s[2] == "_replicator" else {
+        guard s.count >= 2, s[1] == "docs", s.count <= 4, s.count == 2 || s[2] == SystemDatabase.replicator.rawValue else {
             throw CouchError.notFound("missing")
         }
         var docs: [JSON] = []
         let pendingDocs = Set(call.node.replications.pendingJobs.compactMap(\.docID))
-        if let db = try? call.node.database("_replicator") {
+        if let db = try? call.node.database(SystemDatabase.replicator.rawValue) {
             let c = try db.defaultCollection()
             let rows = try await blocking {
                 var options = Collection.AllDocsOptions()
@@ -181,7 +181,7 @@ enum ServerRoutes {
                 var state = doc["_replication_state"]?.stringValue ?? "pending"
                 if let running { state = running["state"]?.stringValue == "offline" ? "crashing" : "running" }
                 if pendingDocs.contains(row.id) { state = "pending" }
-                var d: JSONObject = ["database": "_replicator", "doc_id": .string(row.id),
+                var d: JSONObject = ["database": .string(SystemDatabase.replicator.rawValue), "doc_id": .string(row.id),
                                      "id": running?["replication_id"] ?? doc["_replication_id"] ?? .null,
                                      "node": .string(call.node.configuration.nodeName), "state": .string(state),
                                      "source": redact(doc["source"]), "target": redact(doc["target"]),

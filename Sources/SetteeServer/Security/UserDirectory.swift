@@ -7,7 +7,7 @@ import SetteeStore
 /// "user"`, `roles` and the PBKDF2-derived password. Checks credentials (with an in-memory cache of recently
 /// verified passwords, so basic auth does not pay a full PBKDF2 per request) and enforces the user-document rules.
 final class UserDirectory: Sendable {
-    static let database = "_users"
+    static let database = SystemDatabase.users.rawValue
     static let prefix = "org.couchdb.user:"
 
     private struct Verified {

@@ -12,9 +12,22 @@ public enum ConcurrencyControl: UInt8, Sendable {
 extension Collection {
     /// The document's current winning revision, or nil if it does not exist or is deleted.
     public func document(id: String) throws -> Document? {
-        guard let record = try record(id: id), !record.deleted else { return nil }
-        return Document(id: id, revisionID: record.revID.description, sequence: record.sequence, deleted: false,
-                        properties: try record.json(), collection: self)
+        // The row read straight into the snapshot: the revision id as stored (not parsed and printed again), the
+        // body parsed from the row's bytes (not copied first).
+        let row = try database.read { db -> (rev: String, sequence: UInt64, properties: JSONObject)? in
+            let stmt = try db.prepare(sql.record)
+            defer { stmt.reset() }
+            stmt.bind(id, at: 1)
+            guard try stmt.step(), !DocFlags(rawValue: stmt.int64(2)).contains(.deleted) else { return nil }
+            guard let rev = stmt.string(1), !rev.isEmpty else { throw SetteeError(.internalError, "Corrupt revision id for \(id)") }
+            let properties = try stmt.withTextBytes(3) { bytes in
+                bytes.isEmpty ? JSONObject() : try DocumentRecord.parseBody(bytes)
+            }
+            return (rev, UInt64(stmt.int64(0)), properties)
+        }
+        guard let row else { return nil }
+        return Document(id: id, revisionID: row.rev, sequence: row.sequence, deleted: false, properties: row.properties,
+                        collection: self)
     }
 
     /// A specific revision of a document (a conflict's losing branch, say), or nil if the store lacks it or its

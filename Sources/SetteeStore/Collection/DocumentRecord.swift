@@ -75,6 +75,13 @@ public struct DocumentRecord: Sendable {
     }
 
     package static func parseBody(_ bytes: [UInt8]) throws(SetteeError) -> JSONObject {
+        var result: Result<JSONObject, SetteeError> = .success(JSONObject())
+        bytes.withUnsafeBytes { raw in result = Result { () throws(SetteeError) in try parseBody(raw) } }
+        return try result.get()
+    }
+
+    /// A stored body (borrowed bytes) as an object.
+    package static func parseBody(_ bytes: UnsafeRawBufferPointer) throws(SetteeError) -> JSONObject {
         do {
             guard case .object(let object) = try JSON.parse(bytes) else {
                 throw SetteeError(.internalError, "Stored body is not an object")
