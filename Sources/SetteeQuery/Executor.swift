@@ -202,10 +202,11 @@ struct Executor {
         let names = query.columns.map(\.name)
         if !query.isAggregate && query.ordering.isEmpty && !query.statement.distinct {
             // Rows are already in their final order: project only the ones kept.
-            let kept = input.dropFirst(offset).prefix(limit ?? Int.max)
+            let kept = input.indices.dropFirst(offset).prefix(limit ?? Int.max)
             var out: [QueryResult] = []
             out.reserveCapacity(kept.count)
-            for row in kept { out.append(QueryResult(keys: names, values: try project(row), database: database)) }
+            // (By index: each row is borrowed from the array, not copied out of it.)
+            for i in kept { out.append(QueryResult(keys: names, values: try project(input[i]), database: database)) }
             return out
         }
         var rows = input

@@ -35,7 +35,7 @@ struct RowPipeline {
     }
 
     /// A row from the FROM source: through the joins, the UNNESTs and the filter.
-    mutating func push(_ row: Row) throws -> Bool {
+    mutating func push(_ row: consuming Row) throws -> Bool {
         try join(row, from: 0)
     }
 
@@ -43,20 +43,20 @@ struct RowPipeline {
 
     /// JOIN `joinIndex` and those after it: for each document of the joined source that meets the ON clause, the
     /// row extended with it; a LEFT OUTER JOIN with none extends the row with a missing document.
-    mutating func join(_ row: Row, from joinIndex: Int) throws -> Bool {
+    mutating func join(_ row: consuming Row, from joinIndex: Int) throws -> Bool {
         if joinIndex == query.joins.count { return try unnest(row, from: 0) }
         let join = query.joins[joinIndex]
         var matched = false
         for candidate in try candidates(joinIndex, for: row) {
             try deadline.tick()
-            var extended = row
+            var extended = copy row
             extended.others.append((join.source.name, candidate))
             if let on = join.clause.on, try !evaluator.isTrue(on, in: extended) { continue }
             matched = true
             if try !self.join(extended, from: joinIndex + 1) { return false }
         }
         if !matched && join.clause.kind == .leftOuter {
-            var extended = row
+            var extended = copy row
             extended.others.append((join.source.name, nil))
             return try self.join(extended, from: joinIndex + 1)
         }
@@ -65,7 +65,7 @@ struct RowPipeline {
 
     /// UNNEST `k` and those after it: one row per element of the array, the element bound to the alias (no row
     /// for a non-array or an empty one).
-    mutating func unnest(_ row: Row, from k: Int) throws -> Bool {
+    mutating func unnest(_ row: consuming Row, from k: Int) throws -> Bool {
         if k == query.unnestCount { return try filter(row) }
         let clause = query.statement.unnests[k]
         guard case .array(let elements)? = try evaluator.evaluate(clause.expression, in: row), !elements.isEmpty else {
@@ -87,7 +87,7 @@ struct RowPipeline {
 
     /// The filter: keeps `row` when every conjunct the access path didn't decide holds (`decided`: the index
     /// decided them all).
-    mutating func filter(_ row: Row, decided: Bool = false) throws -> Bool {
+    mutating func filter(_ row: consuming Row, decided: Bool = false) throws -> Bool {
         if !decided { for term in query.otherTerms where try !evaluator.isTrue(term, in: row) { return true } }
         rows.append(row)
         if let stopAt, rows.count >= stopAt { return false }
