@@ -107,6 +107,24 @@ struct ServerEndpointTests {
         }
     }
 
+    /// Each request is counted under the route it was dispatched to (``Route``'s labels).
+    @Test func requestsAreCountedUnderTheirRoutes() async throws {
+        try await withServer { c in
+            try await c.createDB("r")
+            _ = try await c.put("/r/a", #"{"n":1}"#)
+            _ = try await c.get("/r/_all_docs")
+            _ = try await c.post("/r/_compact", "{}")
+            _ = try await c.get("/r/_changes")
+            _ = try await c.get("/_no_such_endpoint")
+            _ = try await c.get("/_uuids")
+            let text = try await c.get("/_metrics").text
+            for (route, method) in [("db", "PUT"), ("doc", "PUT"), ("all_docs", "GET"), ("compact", "POST"),
+                                    ("changes", "GET"), ("unknown", "GET"), ("_uuids", "GET")] {
+                #expect(text.contains("settee_http_requests_total{route=\"\(route)\",method=\"\(method)\""), "\(route) \(method)")
+            }
+        }
+    }
+
     @Test func metricsExposeRequestCounterInPrometheusFormat() async throws {
         try await withServer { c in
             _ = try await c.get("/_up")

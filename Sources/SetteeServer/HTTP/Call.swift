@@ -26,8 +26,8 @@ struct Call: Sendable {
     var isAdmin: Bool { userCtx.isServerAdmin }
     /// The caller as the store's write rules judge its writes (``WriteRules``: `validate_doc_update`'s `userCtx`).
     var writer: WriteContext { WriteContext(name: userCtx.name, roles: userCtx.roles) }
-    /// The route name used for metrics.
-    var route = "other"
+    /// What the request was routed to (the metrics' `route` label).
+    var route: Route = .other
 
     var method: HTTPRequest.Method { request.method }
 

@@ -35,7 +35,7 @@ struct CouchResponder: HTTPResponder {
         var response: Response
         let cors = settings.cors
         if let cors, let preflight = cors.preflight(request) {
-            call.route = "preflight"
+            call.route = .preflight
             response = preflight
         } else {
             do {
@@ -59,7 +59,7 @@ struct CouchResponder: HTTPResponder {
                                           value: request.headers[CouchResponder.requestID] ?? CouchResponder.newRequestID()))
         response.headers.append(HTTPField(name: CouchResponder.bodyTime, value: "0"))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        node.metrics.request(route: call.route, method: request.method.rawValue, status: response.status.code,
+        node.metrics.request(route: call.route.rawValue, method: request.method.rawValue, status: response.status.code,
                              seconds: seconds)
         context.logger.info("\(request.method) \(request.uri) \(response.status.code)",
                             metadata: ["ms": "\(Int(seconds * 1000))", "user": "\(call.user ?? "-")"])
@@ -151,7 +151,7 @@ struct CouchResponder: HTTPResponder {
     func dispatch(_ call: inout Call) async throws -> Response {
         let s = call.segments
         guard let first = s.first else {
-            call.route = "root"
+            call.route = .root
             return try ServerRoutes.welcome(call)
         }
         if first == "_utils" { return try await AdminUI.handle(&call, responder: self) }
@@ -164,26 +164,26 @@ struct CouchResponder: HTTPResponder {
         let second = s[1]
         if second.hasPrefix("_design/") && s.count == 2 {
             // `/{db}/_design%2F{ddoc}`: the design document named with an escaped slash, as CouchDB allows.
-            call.route = "doc"
+            call.route = .doc
             return try await DocumentRoutes.handle(&call, target, id: second)
         }
         if second == "_local/" { throw CouchError.badRequest("Invalid _local document id.") }
         switch second {
-        case "_all_docs": call.route = "all_docs"; return try await BulkRoutes.allDocs(&call, target)
+        case "_all_docs": call.route = .allDocs; return try await BulkRoutes.allDocs(&call, target)
         case "_design_docs" where s.count == 2:
-            call.route = "all_docs"
+            call.route = .allDocs
             return try await BulkRoutes.allDocs(&call, target, designOnly: true)
-        case "_local_docs" where s.count == 2: call.route = "all_docs"; return try await BulkRoutes.localDocs(&call, target)
-        case "_bulk_docs": call.route = "bulk_docs"; return try await BulkRoutes.bulkDocs(&call, target)
-        case "_bulk_get": call.route = "bulk_get"; return try await BulkRoutes.bulkGet(&call, target)
-        case "_revs_diff": call.route = "revs_diff"; return try await BulkRoutes.revsDiff(&call, target)
+        case "_local_docs" where s.count == 2: call.route = .allDocs; return try await BulkRoutes.localDocs(&call, target)
+        case "_bulk_docs": call.route = .bulkDocs; return try await BulkRoutes.bulkDocs(&call, target)
+        case "_bulk_get": call.route = .bulkGet; return try await BulkRoutes.bulkGet(&call, target)
+        case "_revs_diff": call.route = .revsDiff; return try await BulkRoutes.revsDiff(&call, target)
         case "_missing_revs" where s.count == 2:
-            call.route = "revs_diff"
+            call.route = .revsDiff
             return try await BulkRoutes.revsDiff(&call, target, missingRevs: true)
-        case "_changes": call.route = "changes"; return try await ChangesRoutes.handle(&call, target)
+        case "_changes": call.route = .changes; return try await ChangesRoutes.handle(&call, target)
         case "_blipsync" where s.count == 2: return try await BLIPRoutes.sync(&call, target)
         case "_local":
-            call.route = "local"
+            call.route = .local
             guard s.count == 3 else {
                 throw CouchError.badRequest(s.count == 2 ? "Invalid _local document id." : "_local documents do not accept attachments.")
             }
@@ -191,13 +191,13 @@ struct CouchResponder: HTTPResponder {
         case "_design":
             guard s.count >= 3 else { throw CouchError.notFound() }
             let id = "_design/" + s[2]
-            if s.count == 3 { call.route = "doc"; return try await DocumentRoutes.handle(&call, target, id: id) }
+            if s.count == 3 { call.route = .doc; return try await DocumentRoutes.handle(&call, target, id: id) }
             if s.count == 5 && s[3] == "_view" {
-                call.route = "view"
+                call.route = .view
                 return try await ViewRoutes.query(&call, target, designID: id, view: s[4])
             }
             if s.count == 4 && s[3] == "_info" {
-                call.route = "design_info"
+                call.route = .designInfo
                 return try await ViewRoutes.info(&call, target, designID: id)
             }
             if s.count == 4 && s[3] == "_view" { throw CouchError.notFound("missing_named_view") }
@@ -205,36 +205,36 @@ struct CouchResponder: HTTPResponder {
                 guard s.count >= 5, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
                 let docID = s.count > 5 ? s[5...].joined(separator: "/") : nil
                 if s[3] == "_show" {
-                    call.route = "show"
+                    call.route = .show
                     return try await DesignFunctionRoutes.show(&call, target, designID: id, name: s[4], docID: docID)
                 }
-                call.route = "update"
+                call.route = .update
                 return try await DesignFunctionRoutes.update(&call, target, designID: id, name: s[4], docID: docID)
             }
             if s.count >= 4 && s[3] == "_list" {
                 guard s.count == 6 || s.count == 7, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
-                call.route = "list"
+                call.route = .list
                 let viewDesign = s.count == 7 ? "_design/" + s[5] : id
                 return try await DesignFunctionRoutes.list(&call, target, designID: id, name: s[4], viewDesignID: viewDesign,
                                                            view: s[s.count - 1])
             }
             if s.count >= 4 && s[3] == "_rewrite" {
-                call.route = "rewrite"
+                call.route = .rewrite
                 return try await rewrite(&call, target, designID: id)
             }
             if s.count >= 4 && ["_view", "_search"].contains(s[3]) {
                 throw CouchError(.notFound, "not_found", "\(s[3]) is not supported on this node (views: /{db}/_design/{ddoc}/_view/{view})")
             }
-            call.route = "attachment"
+            call.route = .attachment
             return try await AttachmentRoutes.handle(&call, target, id: id, name: s[3...].joined(separator: "/"))
         case "_query" where s.count == 2:
-            call.route = "query"
+            call.route = .query
             return try await QueryRoutes.query(&call, target)
         case "_indexes" where s.count == 4 && (s[3] == "_pending" || s[3] == "_vectors"):
-            call.route = "index"
+            call.route = .index
             return try await VectorRoutes.handle(&call, target, name: s[2], action: s[3])
         case "_indexes" where s.count <= 3:
-            call.route = "index"
+            call.route = .index
             return try await QueryRoutes.index(&call, target, name: s.count == 3 ? s[2] : nil)
         case "_index":
             return try await MangoRoutes.index(&call, target, s)
@@ -254,8 +254,8 @@ struct CouchResponder: HTTPResponder {
                     throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
                 }
             }
-            if s.count == 2 { call.route = "doc"; return try await DocumentRoutes.handle(&call, target, id: second) }
-            call.route = "attachment"
+            if s.count == 2 { call.route = .doc; return try await DocumentRoutes.handle(&call, target, id: second) }
+            call.route = .attachment
             return try await AttachmentRoutes.handle(&call, target, id: second, name: s[2...].joined(separator: "/"))
         }
     }

@@ -8,7 +8,7 @@ import SetteeStore
 /// `/{db}` and its database-level sub-resources.
 enum DatabaseRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace) async throws -> Response {
-        call.route = "db"
+        call.route = .db
         let node = call.node
         switch call.method {
         case .put:
@@ -59,7 +59,7 @@ enum DatabaseRoutes {
             }
             return Reply.ok()
         case .post:
-            call.route = "doc"
+            call.route = .doc
             try call.requireJSONContentType()
             return try await DocumentRoutes.post(&call, target)
         default:
@@ -102,7 +102,7 @@ enum DatabaseRoutes {
     }
 
     static func handleSub(_ call: inout Call, _ target: Keyspace, _ name: String) async throws -> Response {
-        call.route = String(name.dropFirst())
+        call.route = Route(rawValue: String(name.dropFirst())) ?? .other
         // `POST /{db}/_compact/{ddoc}` compacts a design document's views: they live in the database's file, so
         // it is the database's compaction (which rebuilds their tables too).
         let viewCompaction = name == "_compact" && call.segments.count == 3

@@ -109,7 +109,7 @@ extension CouchResponder {
         var next = Call(request: Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: newBody))), node: call.node,
                         query: query, segments: segments, remoteAddress: call.remoteAddress)
         next.userCtx = call.userCtx
-        next.route = "rewrite"
+        next.route = .rewrite
         if segments.count >= 4, segments[1] == "_design", segments[3] == "_rewrite", let db = segments.first {
             let nextTarget = try Keyspace(db)
             try Auth.authorize(&next, nextTarget)

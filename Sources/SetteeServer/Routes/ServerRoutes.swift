@@ -20,11 +20,10 @@ enum ServerRoutes {
 
     static func handle(_ call: inout Call) async throws -> Response {
         let name = call.segments[0]
-        let known = ["_up", "_all_dbs", "_dbs_info", "_uuids", "_active_tasks", "_metrics", "_session", "_replicate", "_scheduler"]
-        call.route = known.contains(name) ? name : "unknown"
+        call.route = Route(rawValue: name).flatMap { Route.serverEndpoints.contains($0) ? $0 : nil } ?? .unknown
         if name == "_node" { return try await NodeRoutes.handle(&call) }
-        if name == "_db_updates" && call.segments.count == 1 { call.route = "db_updates"; return try await DatabaseUpdatesRoutes.handle(call) }
-        if name == "_membership" && call.segments.count == 1 { call.route = "membership"; return try NodeRoutes.membership(call) }
+        if name == "_db_updates" && call.segments.count == 1 { call.route = .dbUpdates; return try await DatabaseUpdatesRoutes.handle(call) }
+        if name == "_membership" && call.segments.count == 1 { call.route = .membership; return try NodeRoutes.membership(call) }
         if name == "_scheduler" && call.method == .get {
             try Auth.checkAdmin(call)
             return try await scheduler(call)
