@@ -65,13 +65,13 @@ enum ChangeFeed {
         }
     }
 
-    /// Calls `each` for up to `limit` live documents whose row follows `rowid`, in table order (a first build reads
-    /// the table front to back rather than through the sequence index); returns how many were read and the last
-    /// row's id, or nil when the table has no more.
-    static func readTable(_ collection: Collection, afterRowid rowid: Int64, limit: Int, db: Connection,
-                          _ each: (Change) throws -> Void) throws -> (count: Int, lastRowid: Int64)? {
-        try db.withStatement("SELECT \(DocumentTable.rowColumns("d")) FROM \(collection.docsTable) AS d WHERE d.rowid > ? ORDER BY d.rowid LIMIT ?",
-                             [.integer(rowid), .integer(Int64(limit))]) { row in
+    /// Calls `each` for up to `limit` live documents whose row follows `rowid` (up to row `last`), in table order (a
+    /// first build reads the table front to back rather than through the sequence index); returns how many were
+    /// read and the last row's id, or nil when there are no more.
+    static func readTable(_ collection: Collection, afterRowid rowid: Int64, through last: Int64, limit: Int,
+                          db: Connection, _ each: (Change) throws -> Void) throws -> (count: Int, lastRowid: Int64)? {
+        try db.withStatement("SELECT \(DocumentTable.rowColumns("d")) FROM \(collection.docsTable) AS d WHERE d.rowid > ? AND d.rowid <= ? ORDER BY d.rowid LIMIT ?",
+                             [.integer(rowid), .integer(last), .integer(Int64(limit))]) { row in
             var count = 0
             var last = rowid
             while try row.step() {
@@ -84,9 +84,11 @@ enum ChangeFeed {
         }
     }
 
-    /// The highest sequence of `collection`'s documents (0 when it has none).
-    static func lastSequence(_ collection: Collection, db: Connection) throws -> Int64 {
-        try db.int64("SELECT max(seq) FROM \(collection.docsTable)") ?? 0
+    /// The highest sequence and the highest row id of `collection`'s documents (0 when it has none).
+    static func lastSequenceAndRow(_ collection: Collection, db: Connection) throws -> (seq: Int64, rowid: Int64) {
+        try db.withStatement("SELECT max(seq), max(rowid) FROM \(collection.docsTable)") { row in
+            try row.step() ? (row.isNull(0) ? 0 : row.int64(0), row.isNull(1) ? 0 : row.int64(1)) : (0, 0)
+        }
     }
 
     /// Whether documents of `collection` were purged after `sequence`: purges leave no change row, so a follower

@@ -20,14 +20,16 @@ extension IndexManager {
     /// are not held off long.
     static let buildChunk = 20_000
 
-    /// The `meta` key holding a build's place: "started-from-sequence last-rowid".
+    /// The `meta` key holding a build's place: "started-from-sequence last-rowid-read last-rowid-to-read".
     static func buildMetaKey(_ info: IndexInfo) -> String { "index-build \(info.id)" }
 
     /// Builds `info` from the table if it is a value index that has absorbed nothing yet; returns once the
     /// build is done (or was not this kind of build), leaving any later changes to the feed.
     func buildFromTable(_ info: IndexInfo, collection: Collection) throws {
-        guard info.spec.kind == .value else { return }
+        guard info.spec.kind == .value, !isBuiltFromTable(info) else { return }
         while try database.write({ db in try self.buildChunk(info, collection: collection, db: db) }) {}
+        // Built (by this call or another), or fed from the change feed already: nothing more to check next time.
+        markBuiltFromTable(info)
     }
 
     /// One chunk inside a write transaction; true when another chunk follows.
@@ -38,11 +40,14 @@ extension IndexManager {
         guard let row, row.state == .building, row.lastSeq == 0 else { return false }  // built, dropped or fed
         let key = IndexManager.buildMetaKey(info)
         let place = try db.metaValue(key)?.split(separator: " ").compactMap { Int64($0) }
-        let (startedAt, after): (Int64, Int64)
-        if let place, place.count == 2 {
-            (startedAt, after) = (place[0], place[1])
+        let (startedAt, after, through): (Int64, Int64, Int64)
+        if let place, place.count == 3 {
+            (startedAt, after, through) = (place[0], place[1], place[2])
         } else {
-            (startedAt, after) = (try ChangeFeed.lastSequence(collection, db: db), 0)
+            // The rows there when the build starts: rows added later have later sequences, which the feed brings
+            // in after the build (so a build under a steady stream of inserts still ends).
+            let last = try ChangeFeed.lastSequenceAndRow(collection, db: db)
+            (startedAt, after, through) = (last.seq, 0, last.rowid)
         }
 
         let keyCount = info.spec.expressions.count
@@ -54,7 +59,8 @@ extension IndexManager {
         let paths = IndexManager.plainPaths(info.spec)
         var evaluator = Evaluator()
         evaluator.predictor = Database.prediction.predictor
-        let read = try ChangeFeed.readTable(collection, afterRowid: after, limit: IndexManager.buildChunk, db: db) { change in
+        let read = try ChangeFeed.readTable(collection, afterRowid: after, through: through, limit: IndexManager.buildChunk,
+                                            db: db) { change in
             guard let body = try? change.body(members: wanted) else { return }  // an unreadable body is not indexed
             let keys: [[UInt8]?]?
             if let paths {
@@ -70,7 +76,7 @@ extension IndexManager {
             try insert.run()
         }
         if let read, read.count == IndexManager.buildChunk {
-            try db.setMetaValue(key, "\(startedAt) \(read.lastRowid)")
+            try db.setMetaValue(key, "\(startedAt) \(read.lastRowid) \(through)")
             return true
         }
         // The whole table is in: the SQLite index over the keys (one sort, much faster than keeping it row by

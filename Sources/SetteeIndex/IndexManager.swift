@@ -56,6 +56,7 @@ public final class IndexManager: Sendable {
         var vectorStates: [Int64: VectorIndexState] = [:]  // index id → in-memory IVF
         var registry: [Int64: [IndexInfo]] = [:]  // collection id → indexes
         var upToDate: [Int64: UInt64] = [:]       // index id → database sequence it was current at
+        var builtFromTable: Set<Int64> = []       // value indexes past their first build (IndexManager+Build)
         var loaded = false
         var generation = 0
         var backgroundStarted = false
@@ -198,6 +199,7 @@ public final class IndexManager: Sendable {
         state.withLock { state in
             state.registry[collection.id]?.removeAll { $0.id == info.id }
             state.upToDate[info.id] = nil
+            state.builtFromTable.remove(info.id)
             state.vectorStates[info.id] = nil
             state.generation += 1
         }
@@ -224,6 +226,9 @@ public final class IndexManager: Sendable {
     }
 
     // MARK: Catching up
+
+    func isBuiltFromTable(_ info: IndexInfo) -> Bool { state.withLock { $0.builtFromTable.contains(info.id) } }
+    func markBuiltFromTable(_ info: IndexInfo) { _ = state.withLock { $0.builtFromTable.insert(info.id) } }
 
     /// Brings every index of `collection` up to date with the change feed.
     public func catchUp(_ collection: Collection) throws {

@@ -251,20 +251,40 @@ public final class Replication: Sendable {
         // next batch went out stalled the pipeline for a few milliseconds a batch (as LiteCore's checkpointer,
         // which saves on a timer, never does). A failed checkpoint fails the replication when it settles.
         var recording: Task<Void, Error>?
+        let checkpointFailure = FirstError()
         func settleOldest() async throws {
             guard !writing.isEmpty else { return }
             let prior = writing.removeFirst()
             try await prior.task.value
+            // A checkpoint that failed fails the replication at the next batch, not only when the pipeline settles
+            // (a busy continuous push may not settle for a long time).
+            if let failed = checkpointFailure.error { throw failed }
             // In a task of its own: to completion even when the replication is stopped meanwhile (the "checkpoint
-            // on stop").
+            // on stop"). In order: each waits for the one before it, whether or not that one succeeded.
             let previous = recording
-            recording = Task { try await previous?.value; try await self.recordIfMoved(prior.lastSeq) }
+            recording = Task {
+                _ = await previous?.result
+                do {
+                    try await self.recordIfMoved(prior.lastSeq)
+                } catch {
+                    checkpointFailure.record(error)
+                    throw error
+                }
+            }
         }
         func settle() async throws {
-            while !writing.isEmpty { try await settleOldest() }
+            do {
+                while !writing.isEmpty { try await settleOldest() }
+            } catch {
+                // No checkpoint task outlives the attempt (a retry must not meet one still recording).
+                _ = await recording?.result
+                recording = nil
+                throw error
+            }
             let last = recording
             recording = nil
             try await last?.value
+            if let failed = checkpointFailure.error { throw failed }
         }
         do {
             while true {
@@ -438,6 +458,17 @@ public final class Replication: Sendable {
         let snapshot = cp
         checkpointer.withLock { $0 = snapshot }
         box.update { $0.checkpointedSourceSeq = seq }
+    }
+}
+
+/// The first error of several tasks (a pipeline's checkpoints), for the pipeline to throw.
+final class FirstError: Sendable {
+    private let first = Mutex<(any Error)?>(nil)
+
+    var error: (any Error)? { first.withLock { $0 } }
+
+    func record(_ error: any Error) {
+        first.withLock { $0 = $0 ?? error }
     }
 }
 

@@ -30,8 +30,10 @@ enum StoredMemberFunction {
             sqlite3_result_null(context)
             return
         }
+        // (`sqlite3_value_blob` before `sqlite3_value_bytes`, as SQLite documents.)
+        let bodyBytes = sqlite3_value_blob(body)
         let bodyCount = Int(sqlite3_value_bytes(body))
-        guard bodyCount > 0, let bodyBytes = sqlite3_value_blob(body) else {
+        guard bodyCount > 0, let bodyBytes else {
             sqlite3_result_null(context)
             return
         }
