@@ -211,6 +211,31 @@ import Testing
         #expect(unnamed.isEmpty, "store writes that don't name their writer: \(unnamed)")
     }
 
+    /// The store's tables (documents, revisions, local documents, purges, blobs, expiry, collections, meta) are
+    /// read and written by SQL in SetteeStore only: followers (indexes, views, queries, the server) go through its
+    /// API — the change feed (`ChangeFeed`), `DocumentTable`'s column lists, `Connection.metaValue` — or the table
+    /// names the store hands them (`Collection.docsTable`), never their own spelling of the schema.
+    @Test func onlyTheStoreSpellsItsTables() throws {
+        let sql = try NSRegularExpression(pattern:
+            #"\b(FROM|INTO|UPDATE|JOIN|TABLE)\s+"?(docs_\d|revs_\d|local_\d|purges\b|blobs\b|expiry\b|collections\b|meta\b)"#,
+            options: [.caseInsensitive])
+        var found: [String] = []
+        let sources = Self.root.appendingPathComponent("Sources")
+        let targets = (try FileManager.default.contentsOfDirectory(atPath: sources.path)).filter { $0 != "SetteeStore" }
+        for target in targets {
+            let dir = sources.appendingPathComponent(target)
+            let files = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+            for file in files {
+                let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+                for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where sql.firstMatch(in: String(line), range: NSRange(line.startIndex..., in: line)) != nil {
+                    found.append("\(target)/\(file):\(n + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "SQL on the store's tables outside SetteeStore: \(found)")
+    }
+
     @Test func pureTargetsDoNoIO() throws {
         for target in ["SetteeCore", "SetteeSQLPP", "SetteeVector", "SetteeBLIP"] {
             let imports = try Self.imports(of: Self.root.appendingPathComponent("Sources/\(target)"))
