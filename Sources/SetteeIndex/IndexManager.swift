@@ -98,16 +98,29 @@ public final class IndexManager: Sendable {
         self.database = database
     }
 
-    private func loadIfNeeded() throws {
-        if state.withLock({ $0.loaded }) { return }
-        try database.write { db in
+    /// The `indexes` registry's schema, versioned in `meta` (``Migrator/init(metaKey:)``). Version 1 is the table as
+    /// it stood before it was versioned (`IF NOT EXISTS`: databases made then have it already). A later change is a
+    /// new version that only adds (see ``Migrator``).
+    package static let registryMigrations: [(version: Int, migrate: @Sendable (Connection) throws -> Void)] = [
+        (1, { db in
             try db.execute("""
                 CREATE TABLE IF NOT EXISTS indexes(
                     id INTEGER PRIMARY KEY AUTOINCREMENT, collection INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
                     spec TEXT NOT NULL, table_name TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0,
                     state TEXT NOT NULL, UNIQUE(collection, name))
                 """)
-        }
+        }),
+    ]
+    package static let registryMetaKey = "schema indexes"
+    static var registryMigrator: Migrator {
+        var migrator = Migrator(metaKey: registryMetaKey)
+        for (version, migrate) in registryMigrations { migrator.register(version, migrate) }
+        return migrator
+    }
+
+    private func loadIfNeeded() throws {
+        if state.withLock({ $0.loaded }) { return }
+        try database.write { db in try IndexManager.registryMigrator.migrate(inTransaction: db) }
         let rows = try database.read { db -> [(Int64, Int64, String, String, String)] in
             let stmt = try db.prepare("SELECT id, collection, name, spec, table_name FROM indexes ORDER BY id")
             defer { stmt.reset() }

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import Settee
 import SetteeStore
+@testable import SetteeIndex
 
 /// A collator with nothing cached.
 enum ViewCollatorFresh {
@@ -92,6 +93,50 @@ enum ViewCollatorFresh {
 
     /// Stored keys are ICU sort keys: a database whose views were built with another collator version (an ICU
     /// upgrade; databases from before the version was recorded) drops them when opened, and they are rebuilt.
+    /// The index and view registries are versioned (in `meta`): a database made before a build that adds a column
+    /// to them is migrated by that build, and its views and indexes answer; a build that knows fewer versions still
+    /// opens it (followers' migrations only add) and leaves the recorded version where it was.
+    @Test func registriesMigrateAndTheirViewsAndIndexesAnswer() throws {
+        let dir = TempDir()
+        let map: MapBlock = { doc, emit in
+            for phone in doc["phones"]?.arrayValue ?? [] { emit(phone, doc["name"]) }
+        }
+        do {
+            let db = try dir.open()
+            let c = try Self.people(db)
+            c.view(named: "phones").setMapBlock(map, version: "1")
+            #expect(try c.view(named: "phones").createQuery().run().count == 3)
+            try c.createIndex(withName: "byType", config: ValueIndexConfiguration(["type"]))
+            #expect(try db.read { try Migrator.recordedVersion($0, metaKey: ViewManager.registryMetaKey) } == 1)
+            #expect(try db.read { try Migrator.recordedVersion($0, metaKey: IndexManager.registryMetaKey) } == 1)
+            // A newer build's migrations: a column each, with defaults (followers' migrations only add).
+            try db.write { conn in
+                var views = Migrator(metaKey: ViewManager.registryMetaKey)
+                for (version, migrate) in ViewManager.registryMigrations { views.register(version, migrate) }
+                views.register(2) { try $0.execute("ALTER TABLE views ADD COLUMN note TEXT NOT NULL DEFAULT ''") }
+                try views.migrate(inTransaction: conn)
+                var indexes = Migrator(metaKey: IndexManager.registryMetaKey)
+                for (version, migrate) in IndexManager.registryMigrations { indexes.register(version, migrate) }
+                indexes.register(2) { try $0.execute("ALTER TABLE indexes ADD COLUMN note TEXT NOT NULL DEFAULT ''") }
+                try indexes.migrate(inTransaction: conn)
+            }
+            #expect(try db.read { try Migrator.recordedVersion($0, metaKey: ViewManager.registryMetaKey) } == 2)
+            db.close()
+        }
+        // Opened again (this build knows version 1 only): the registries load and answer.
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        let view = c.view(named: "phones")
+        view.setMapBlock(map, version: "1")
+        #expect(try view.createQuery().run().map(\.key) == ["555-1", "555-2", "555-3"])
+        let query = try db.createQuery("SELECT META().id FROM _ WHERE type = 'person' ORDER BY META().id")
+        #expect(try query.explain().contains("byType"))
+        #expect(try query.execute().compactMap { $0.string(forKey: "id") } == ["p1", "p2", "p3"])
+        #expect(try db.read { try Migrator.recordedVersion($0, metaKey: ViewManager.registryMetaKey) } == 2)
+        #expect(try db.read { try Migrator.recordedVersion($0, metaKey: IndexManager.registryMetaKey) } == 2)
+        db.close()
+    }
+
     @Test func viewsBuiltWithAnotherCollatorAreRebuilt() throws {
         let dir = TempDir()
         let map: MapBlock = { doc, emit in

@@ -76,10 +76,11 @@ final class ViewManager: @unchecked Sendable {
     /// The `meta` key recording the collator version the stored views' keys were encoded with.
     static let collatorMetaKey = "views-collator"
 
-    private func loadIfNeeded() throws {
-        if lock.withLock({ loaded }) { return }
-        let collator = try withCollator { $0.version }
-        try database.write { db in
+    /// The `views` registry's schema, versioned in `meta` (``Migrator/init(metaKey:)``). Version 1 is the table as
+    /// it stood before it was versioned (`IF NOT EXISTS`: databases made then have it already). A later change is
+    /// a new version that only adds (see ``Migrator``).
+    package static let registryMigrations: [(version: Int, migrate: @Sendable (Connection) throws -> Void)] = [
+        (1, { db in
             try db.execute("""
                 CREATE TABLE IF NOT EXISTS views(
                     id INTEGER PRIMARY KEY AUTOINCREMENT, collection INTEGER NOT NULL, name TEXT NOT NULL,
@@ -89,6 +90,20 @@ final class ViewManager: @unchecked Sendable {
                     next_id INTEGER NOT NULL DEFAULT 0,
                     UNIQUE(collection, name))
                 """)
+        }),
+    ]
+    package static let registryMetaKey = "schema views"
+    static var registryMigrator: Migrator {
+        var migrator = Migrator(metaKey: registryMetaKey)
+        for (version, migrate) in registryMigrations { migrator.register(version, migrate) }
+        return migrator
+    }
+
+    private func loadIfNeeded() throws {
+        if lock.withLock({ loaded }) { return }
+        let collator = try withCollator { $0.version }
+        try database.write { db in
+            try Self.registryMigrator.migrate(inTransaction: db)
             try Self.dropViews(ifCollatorIsNot: collator, db: db)
         }
         let rows = try database.read { db -> [StoredView] in

@@ -9,11 +9,23 @@ import SetteeCore
 /// migrator.register(2) { db in try db.execute("ALTER TABLE meta ADD COLUMN updated INTEGER") }
 /// let pool = try DatabasePool(path: path) { try migrator.migrate($0) }
 /// ```
+///
+/// The store's own schema is versioned by `user_version`. A follower that keeps tables of its own in the database
+/// (the index manager's and the view manager's registries) versions them with a migrator of its own whose version
+/// is a `meta` value (``init(metaKey:)``), run inside the follower's write transaction
+/// (``migrate(inTransaction:)``). Followers' tables hold derived data and their migrations only add (tables,
+/// columns with defaults, indexes), so a follower's migrator accepts a database a newer build migrated further:
+/// the columns this build reads are still there.
 package struct Migrator {
     private var migrations: [(version: Int, migrate: (Connection) throws -> Void)] = []
+    /// Where the version is recorded: nil for `PRAGMA user_version` (the store's schema), else a `meta` key.
+    private let metaKey: String?
 
-    /// Creates a migrator with no migrations.
-    package init() {}
+    /// Creates a migrator with no migrations, versioned by `PRAGMA user_version`.
+    package init() { metaKey = nil }
+
+    /// Creates a migrator with no migrations for a follower's tables, versioned by the `meta` value `metaKey`.
+    package init(metaKey: String) { self.metaKey = metaKey }
 
     /// Registers the migration that brings the schema to `version` (versions must be positive and unique).
     ///
@@ -48,6 +60,26 @@ package struct Migrator {
                 try connection.execute("PRAGMA user_version = \(migration.version)")
             }
         }
+    }
+
+    /// Runs each migration newer than the recorded version inside the caller's write transaction (a follower's
+    /// tables, created or changed together with the work that needs them); records the latest version.
+    package func migrate(inTransaction connection: Connection) throws {
+        guard let metaKey else {
+            throw SetteeError(.internalError, "the store's schema migrates in transactions of its own")
+        }
+        let current = Int(try connection.metaValue(metaKey) ?? "0") ?? 0
+        var reached = current
+        for migration in migrations where migration.version > current {
+            try migration.migrate(connection)
+            reached = migration.version
+        }
+        if reached != current { try connection.setMetaValue(metaKey, String(reached)) }
+    }
+
+    /// The version a follower's migrator recorded (0 when none).
+    package static func recordedVersion(_ connection: Connection, metaKey: String) throws -> Int {
+        Int(try connection.metaValue(metaKey) ?? "0") ?? 0
     }
 
     /// The database's `PRAGMA user_version`.
