@@ -87,9 +87,10 @@ package enum ChangeFeed {
 
     /// The highest sequence and the highest row id of `collection`'s documents (0 when it has none).
     package static func lastSequenceAndRow(_ collection: Collection, db: Connection) throws -> (seq: Int64, rowid: Int64) {
-        try db.withStatement("SELECT max(seq), max(rowid) FROM \(collection.docsTable)") { row in
-            try row.step() ? (row.isNull(0) ? 0 : row.int64(0), row.isNull(1) ? 0 : row.int64(1)) : (0, 0)
-        }
+        // (Two statements: SQLite answers a lone max() from the index or the table's end, but both in one
+        // statement by scanning the table.)
+        (try db.int64("SELECT max(seq) FROM \(collection.docsTable)") ?? 0,
+         try db.int64("SELECT max(rowid) FROM \(collection.docsTable)") ?? 0)
     }
 
     /// Whether documents of `collection` were purged after `sequence`: purges leave no change row, so a follower
