@@ -34,10 +34,7 @@ extension IndexManager {
 
     /// One chunk inside a write transaction; true when another chunk follows.
     private func buildChunk(_ info: IndexInfo, collection: Collection, db: Connection) throws -> Bool {
-        let row = try db.withStatement("SELECT last_seq, state FROM indexes WHERE id = ?", [.integer(info.id)]) { state in
-            try state.step() ? (lastSeq: state.int64(0), state: IndexBuildState(rawValue: state.string(1) ?? "")) : nil
-        }
-        guard let row, row.state == .building, row.lastSeq == 0 else { return false }  // built, dropped or fed
+        guard let row = try IndexManager.registryRow(info, db: db), row.state == .building, row.lastSeq == 0 else { return false }  // built, dropped or fed
         let key = IndexManager.buildMetaKey(info)
         let place = try db.metaValue(key)?.split(separator: " ").compactMap { Int64($0) }
         let (startedAt, after, through): (Int64, Int64, Int64)

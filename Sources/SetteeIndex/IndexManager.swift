@@ -112,15 +112,10 @@ public final class IndexManager: Sendable {
         }),
     ]
     package static let registryMetaKey = "schema indexes"
-    static var registryMigrator: Migrator {
-        var migrator = Migrator(metaKey: registryMetaKey)
-        for (version, migrate) in registryMigrations { migrator.register(version, migrate) }
-        return migrator
-    }
 
     private func loadIfNeeded() throws {
         if state.withLock({ $0.loaded }) { return }
-        try database.write { db in try IndexManager.registryMigrator.migrate(inTransaction: db) }
+        try database.write { db in try Migrator(metaKey: IndexManager.registryMetaKey, migrations: IndexManager.registryMigrations).migrate(inTransaction: db) }
         let rows = try database.read { db -> [(Int64, Int64, String, String, String)] in
             let stmt = try db.prepare("SELECT id, collection, name, spec, table_name FROM indexes ORDER BY id")
             defer { stmt.reset() }
@@ -299,10 +294,8 @@ public final class IndexManager: Sendable {
 
     /// One batch inside a write transaction. Returns true when the index has absorbed every change.
     private func catchUpBatch(_ info: IndexInfo, collection: Collection, db: Connection) throws -> Bool {
-        let row = try db.withStatement("SELECT last_seq, state FROM indexes WHERE id = ?", [.integer(info.id)]) { state in
-            try state.step() ? (lastSeq: state.int64(0), building: IndexBuildState(rawValue: state.string(1) ?? "") == .building) : nil
-        }
-        guard let (lastSeq, building) = row else { return true }  // dropped meanwhile
+        guard let row = try IndexManager.registryRow(info, db: db) else { return true }  // dropped meanwhile
+        let (lastSeq, building) = (row.lastSeq, row.state == .building)
 
         // Purged documents leave no change row: drop entries whose document row is gone.
         let anyPurged = try ChangeFeed.anyPurged(collection, since: lastSeq, db: db)
@@ -411,6 +404,13 @@ public final class IndexManager: Sendable {
         }
         try IndexManager.recordProgress(info, progress, building: building, db: db)
         return done
+    }
+
+    /// The index's registry row as the current transaction sees it (nil: dropped).
+    static func registryRow(_ info: IndexInfo, db: Connection) throws -> (lastSeq: Int64, state: IndexBuildState?)? {
+        try db.withStatement("SELECT last_seq, state FROM indexes WHERE id = ?", [.integer(info.id)]) { row in
+            try row.step() ? (row.int64(0), IndexBuildState(rawValue: row.string(1) ?? "")) : nil
+        }
     }
 
     /// Moves an index's position in the feed to the end of the batch just absorbed; a building index is ready once

@@ -111,12 +111,10 @@ enum ViewCollatorFresh {
             #expect(try db.read { try Migrator.recordedVersion($0, metaKey: IndexManager.registryMetaKey) } == 1)
             // A newer build's migrations: a column each, with defaults (followers' migrations only add).
             try db.write { conn in
-                var views = Migrator(metaKey: ViewManager.registryMetaKey)
-                for (version, migrate) in ViewManager.registryMigrations { views.register(version, migrate) }
+                var views = Migrator(metaKey: ViewManager.registryMetaKey, migrations: ViewManager.registryMigrations)
                 views.register(2) { try $0.execute("ALTER TABLE views ADD COLUMN note TEXT NOT NULL DEFAULT ''") }
                 try views.migrate(inTransaction: conn)
-                var indexes = Migrator(metaKey: IndexManager.registryMetaKey)
-                for (version, migrate) in IndexManager.registryMigrations { indexes.register(version, migrate) }
+                var indexes = Migrator(metaKey: IndexManager.registryMetaKey, migrations: IndexManager.registryMigrations)
                 indexes.register(2) { try $0.execute("ALTER TABLE indexes ADD COLUMN note TEXT NOT NULL DEFAULT ''") }
                 try indexes.migrate(inTransaction: conn)
             }

@@ -93,17 +93,12 @@ final class ViewManager: @unchecked Sendable {
         }),
     ]
     package static let registryMetaKey = "schema views"
-    static var registryMigrator: Migrator {
-        var migrator = Migrator(metaKey: registryMetaKey)
-        for (version, migrate) in registryMigrations { migrator.register(version, migrate) }
-        return migrator
-    }
 
     private func loadIfNeeded() throws {
         if lock.withLock({ loaded }) { return }
         let collator = try withCollator { $0.version }
         try database.write { db in
-            try Self.registryMigrator.migrate(inTransaction: db)
+            try Migrator(metaKey: Self.registryMetaKey, migrations: Self.registryMigrations).migrate(inTransaction: db)
             try Self.dropViews(ifCollatorIsNot: collator, db: db)
         }
         let rows = try database.read { db -> [StoredView] in

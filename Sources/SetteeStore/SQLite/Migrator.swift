@@ -24,8 +24,11 @@ package struct Migrator {
     /// Creates a migrator with no migrations, versioned by `PRAGMA user_version`.
     package init() { metaKey = nil }
 
-    /// Creates a migrator with no migrations for a follower's tables, versioned by the `meta` value `metaKey`.
-    package init(metaKey: String) { self.metaKey = metaKey }
+    /// Creates a migrator for a follower's tables, versioned by the `meta` value `metaKey`, with `migrations`.
+    package init(metaKey: String, migrations: [(version: Int, migrate: @Sendable (Connection) throws -> Void)] = []) {
+        self.metaKey = metaKey
+        for (version, migrate) in migrations { register(version, migrate) }
+    }
 
     /// Registers the migration that brings the schema to `version` (versions must be positive and unique).
     ///
