@@ -41,7 +41,6 @@ import Glibc
         let killed = try make("101.a", in: root.path, locked: false, age: 1)
         // A running process's (in this process or another PID namespace: the lock says so), however old.
         let running = try make("102.b", in: root.path, locked: true, age: old)
-        defer { close(running.fd) }
         // No lock (its process died before taking it): by age, counting the files in it.
         let unlockedOld = try make("103.c", in: root.path, locked: nil, age: old)
         let unlockedBusy = try make("104.d", in: root.path, locked: nil, age: old)
@@ -66,9 +65,16 @@ import Glibc
         #expect(files.fileExists(atPath: looseNew))
         #expect(files.fileExists(atPath: own.path + "/staged"))
 
-        // Once the running process ends (its lock released), its directory goes.
+        // Once the running process ends (its lock released), its directory goes. (A process another test forks in
+        // this instant holds a copy of the descriptor, and so the lock, until it execs: the sweep is tried again
+        // for a moment, as a later replicator's sweep would be.)
         close(running.fd)
-        ReplicationStaging.sweepStale(in: root.path)
+        let deadline = Date(timeIntervalSinceNow: 5)
+        repeat {
+            ReplicationStaging.sweepStale(in: root.path)
+            if !files.fileExists(atPath: running.path) { break }
+            usleep(20_000)
+        } while Date() < deadline
         #expect(!files.fileExists(atPath: running.path))
         // A missing root is nothing to sweep.
         ReplicationStaging.sweepStale(in: root.path + "/absent")
