@@ -159,6 +159,7 @@ struct CouchResponder: HTTPResponder {
             return try await ServerRoutes.handle(&call)
         }
         let target = try Keyspace(first)
+        await call.node.openOffTheCallersThread(target.database)
         try Auth.authorize(&call, target)
         if s.count == 1 { return try await DatabaseRoutes.handle(&call, target) }
         let second = s[1]

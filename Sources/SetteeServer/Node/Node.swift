@@ -58,10 +58,14 @@ public final class Node: Sendable {
     /// Set once at the end of `init` (each needs the node), only read afterwards.
     private let parts = Mutex<(replications: ReplicationManager, perUser: PerUserDatabases)?>(nil)
 
-    /// The open databases and what is cached beside them. Opening, creating and deleting a database hold the lock
-    /// throughout, so two requests never open the same file twice.
+    /// The open databases and what is cached beside them. A database is opened or created outside the lock, under
+    /// an ``Opening`` placeholder that later callers for the same name wait on (CouchDB's `couch_server` does the
+    /// same), so two requests never open the same file twice and one slow open (a file another process holds, a
+    /// long migration) delays nobody else.
     private struct State {
         var open: [String: Database] = [:]
+        /// Databases being opened or created now, and what their callers wait on.
+        var opening: [String: Opening] = [:]
         /// Databases the node serves but does not own (``serve(_:readOnly:)``).
         var served: [Database] = []
         /// The served databases peers may only read (their `_local` checkpoints aside).
@@ -121,20 +125,73 @@ public final class Node: Sendable {
     }
 
     /// The open database `name`, opening it if needed. Throws `.notFound` ("Database does not exist.").
+    ///
+    /// Opening happens outside the node's lock: a caller for a database being opened waits for that open (and gets
+    /// its database or its error); callers for any other database don't wait at all.
     public func database(_ name: String) throws -> Database {
-        try state.withLock { s in
-            if let db = s.open[name] { return db }
-            guard Database.exists(name: name, inDirectory: configuration.dataDirectory) else {
-                throw SetteeError(.notFound, "Database does not exist.")
+        enum Step { case open(Database), wait(Opening), mine(Opening) }
+        let step: Step = state.withLock { s in
+            if let db = s.open[name] { return .open(db) }
+            if let opening = s.opening[name] { return .wait(opening) }
+            let opening = Opening()
+            s.opening[name] = opening
+            return .mine(opening)
+        }
+        switch step {
+        case .open(let db): return db
+        case .wait(let opening): return try opening.wait()
+        case .mine(let opening):
+            let result = Result { () throws -> Database in
+                guard Database.exists(name: name, inDirectory: configuration.dataDirectory) else {
+                    throw SetteeError(.notFound, "Database does not exist.")
+                }
+                let db = try Database(name: name, config: databaseConfiguration, create: false)
+                limitPartitions(db)
+                // Keep this database's indexes current in the background from now on.
+                do { _ = try IndexManager.shared(for: db) } catch { db.close(); throw error }
+                return db
             }
-            let db = try Database(name: name, config: databaseConfiguration, create: false)
-            limitPartitions(db)
-            // Keep this database's indexes current in the background from now on.
-            _ = try IndexManager.shared(for: db)
-            watchCommits(db)
-            s.open[name] = db
-            metrics.openDatabases(s.open.count)
-            return db
+            publish(name, result, opening)
+            if case .success(let db) = result { watchCommits(db) }
+            return try result.get()
+        }
+    }
+
+    /// Opens `name` on the store's threads if it is not open yet, so that a slow open (a migration, a file another
+    /// process holds) or the wait for one holds none of the cooperative pool's threads. Errors are left to the
+    /// caller's own ``database(_:)`` (a missing database is 404 there).
+    func openOffTheCallersThread(_ name: String) async {
+        guard state.withLock({ $0.open[name] == nil }) else { return }
+        _ = try? await blocking { try self.database(name) }
+    }
+
+    /// Ends an open or create of `name`: its database (if it succeeded) joins the open ones, and whoever waits on
+    /// it is told.
+    private func publish(_ name: String, _ result: Result<Database, any Error>, _ opening: Opening) {
+        state.withLock { s in
+            s.opening[name] = nil
+            if case .success(let db) = result {
+                s.open[name] = db
+                metrics.openDatabases(s.open.count)
+            }
+        }
+        opening.finish(result)
+    }
+
+    /// Waits until no open or create of `name` is under way, then runs `body` under the node's lock (with none
+    /// under way then either).
+    private func withNoOpening<T>(_ name: String, _ body: (inout State) throws -> T) rethrows -> T {
+        while true {
+            if let pending = state.withLock({ $0.opening[name] }) {
+                _ = try? pending.wait()
+                continue
+            }
+            // Still none (checked again under the lock the body runs in).
+            let done: T? = try state.withLock { s in
+                guard s.opening[name] == nil else { return nil }
+                return try body(&s)
+            }
+            if let done { return done }
         }
     }
 
@@ -158,25 +215,38 @@ public final class Node: Sendable {
         if partitioned && Node.isSystemDatabase(name) {
             throw SetteeError(.badRequest, "Cannot partition a system database")
         }
-        return try state.withLock { s in
-            if s.open[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
+        let opening: Opening = try state.withLock { s in
+            if s.open[name] != nil || s.opening[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
                 throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
             }
+            let opening = Opening()
+            s.opening[name] = opening
+            return opening
+        }
+        // Made outside the lock, as an open is; callers for the name meanwhile wait for it.
+        let result = Result { () throws -> Database in
             let db = try Database(name: name, config: databaseConfiguration, create: true)
-            if partitioned { try db.makePartitioned() }
-            limitPartitions(db)
-            // `_users` starts with its `_design/_auth`. A custom authentication_db gets its own a few seconds later,
-            // as CouchDB's auth cache adds it; until then only password hashing applies there.
-            if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
-            if name != UserDirectory.database && name == configuration.security.authenticationDB { scheduleAuthDesignDocument() }
-            databaseUpdates.record(name, .created)
-            watchCommits(db)
-            s.open[name] = db
-            metrics.openDatabases(s.open.count)
-            replications.databaseCreated(name)
-            if name == UserDirectory.database { perUser.refresh() }
+            do {
+                if partitioned { try db.makePartitioned() }
+                limitPartitions(db)
+                // `_users` starts with its `_design/_auth`. A custom authentication_db gets its own a few seconds
+                // later, as CouchDB's auth cache adds it; until then only password hashing applies there.
+                if name == UserDirectory.database { try UserDirectory.installAuthDesignDocument(db) }
+            } catch {
+                db.close()
+                try? Database.delete(name: name, inDirectory: configuration.dataDirectory)
+                throw error
+            }
             return db
         }
+        publish(name, result, opening)
+        let db = try result.get()
+        if name != UserDirectory.database && name == configuration.security.authenticationDB { scheduleAuthDesignDocument() }
+        databaseUpdates.record(name, .created)
+        watchCommits(db)
+        replications.databaseCreated(name)
+        if name == UserDirectory.database { perUser.refresh() }
+        return db
     }
 
     /// Whether `name` is a database served read-only (``serve(_:readOnly:)``).
@@ -191,7 +261,8 @@ public final class Node: Sendable {
         }
         replications.databaseDeleted(name)
         defer { if name == UserDirectory.database { perUser.refresh() } }
-        try state.withLock { s in
+        // (An open or create of it under way ends first: the files are not removed under it.)
+        try withNoOpening(name) { s in
             if let db = s.open.removeValue(forKey: name) { db.close() }
             s.defaultCollections[name] = nil
             s.securityObjects[name] = nil
@@ -360,5 +431,25 @@ final class ShutdownNotice: Sendable {
             return Array(s.handlers.values)
         }
         handlers.forEach { $0() }
+    }
+}
+
+/// A database being opened or created: its callers wait on it and get its outcome (``Node/database(_:)``).
+/// The outcome is set once, before the group is left.
+private final class Opening: Sendable {
+    private let done = DispatchGroup()
+    private let outcome = Mutex<Result<Database, any Error>?>(nil)
+
+    init() { done.enter() }
+
+    func finish(_ result: Result<Database, any Error>) {
+        outcome.withLock { $0 = result }
+        done.leave()
+    }
+
+    /// Blocks until the open ends; its database, or its error.
+    func wait() throws -> Database {
+        done.wait()
+        return try outcome.withLock { $0! }.get()
     }
 }
