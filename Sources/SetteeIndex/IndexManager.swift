@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Logging
 package import SetteeCore
 package import SetteeSQLPP
@@ -48,7 +48,7 @@ public final class IndexManager: Sendable {
     /// Documents per catch-up transaction.
     public static let batchSize = 5_000
     /// Delay between a commit and the background catch-up, so bursts of writes are absorbed together.
-    public static let backgroundDelay: DispatchTimeInterval = .milliseconds(25)
+    package static let backgroundDelay: Duration = .milliseconds(25)
 
     unowned let database: Database
     /// The manager's bookkeeping; the catch-up work itself runs in the database's write transactions.
@@ -74,7 +74,6 @@ public final class IndexManager: Sendable {
         get { state.withLock { $0.backgroundEnabled } }
         set { state.withLock { $0.backgroundEnabled = newValue } }
     }
-    private let queue = DispatchQueue(label: "settee.index-manager")
     private static let logger = Logger(label: "settee.indexes")
 
     /// The manager of `database` (one per open database), created on first use.
@@ -497,7 +496,7 @@ public final class IndexManager: Sendable {
         if started { return }
         let commits = database.commits()
         let database = self.database
-        Task.detached { [weak self, weak database] in
+        database.background.run { [weak self, weak database] in
             for await _ in commits {
                 guard let self, let database else { return }
                 self.scheduleBackgroundCatchUp(database)
@@ -506,7 +505,8 @@ public final class IndexManager: Sendable {
     }
 
     /// `database` is passed (and held weakly by the delayed work) so that a catch-up never outlives the database it
-    /// reads: the manager itself only has an unowned reference.
+    /// reads: the manager itself only has an unowned reference. The catch-up is a task of the database's background
+    /// work (``BackgroundTasks``), on the store's threads.
     private func scheduleBackgroundCatchUp(_ database: Database) {
         let schedule = state.withLock { state -> Bool in
             if state.backgroundScheduled || !state.backgroundEnabled || state.registry.values.allSatisfy(\.isEmpty) { return false }
@@ -514,9 +514,10 @@ public final class IndexManager: Sendable {
             return true
         }
         guard schedule else { return }
-        queue.asyncAfter(deadline: .now() + IndexManager.backgroundDelay) { [weak self, weak database] in
-            guard let self, let database else { return }
+        let started = database.background.runBlocking(after: IndexManager.backgroundDelay) { [weak self, weak database] in
+            guard let self else { return }
             self.state.withLock { $0.backgroundScheduled = false }
+            guard let database else { return }
             withExtendedLifetime(database) {
                 do {
                     try self.catchUpAll()
@@ -528,6 +529,7 @@ public final class IndexManager: Sendable {
                 }
             }
         }
+        if !started { state.withLock { $0.backgroundScheduled = false } }
     }
 }
 

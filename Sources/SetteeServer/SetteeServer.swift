@@ -159,6 +159,8 @@ struct NodeService: Service {
         try? await gracefulShutdown()
         node.perUser.stop()
         await node.replications.stopAll()
+        // Nothing of the node's background work outlives it: a compaction under way ends before its file closes.
+        await node.background.close()
         node.closeAll()
     }
 }

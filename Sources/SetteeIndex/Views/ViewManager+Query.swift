@@ -38,11 +38,12 @@ extension ViewManager {
         defer {
             if q.indexUpdateMode == .after {
                 let name = q.view.name
-                // On the store's offload threads: the update waits for its map pieces on the background threads.
-                Task.detached { [weak self] in
+                // A task of the database's background work, on the store's offload threads (the update waits for
+                // its map pieces on the background threads); cancelled if the database closes first.
+                collection.database.background.runBlocking { [weak self] in
                     guard let manager = self else { return }
                     do {
-                        _ = try await Database.offload { try manager.update(view: name, collection: collection) }
+                        _ = try manager.update(view: name, collection: collection)
                     } catch let error as SetteeError where error.code == .closed {
                         return  // the database closed meanwhile: the next open catches up
                     } catch {

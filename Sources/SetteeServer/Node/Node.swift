@@ -51,6 +51,9 @@ public final class Node: Sendable {
     public let connections = ConnectionCounts()
     /// Raised when the HTTP server begins its graceful shutdown: open `_changes` feeds end with their `last_seq`.
     let shutdownNotice = ShutdownNotice()
+    /// The node's background work (compactions, `_db_updates` watchers, scheduled installs): tasks that end, and
+    /// are waited for, when the node shuts down (``NodeService``).
+    package let background = BackgroundTasks()
     /// Transient, persistent (`_replicator`) and peer replications.
     var replications: ReplicationManager { parts.withLock { $0!.replications } }
     /// `[couch_peruser]`: a private database per user of `_users`.
@@ -276,9 +279,9 @@ public final class Node: Sendable {
     /// Adds `_design/_auth` to the configured authentication database after a few seconds (when it exists and has
     /// none), as CouchDB's auth cache does when it starts watching a database.
     func scheduleAuthDesignDocument(after delay: Duration = .seconds(5)) {
-        Task.detached { [weak self] in
+        background.run { [weak self] in
             try? await Task.sleep(for: delay)
-            guard let self else { return }
+            guard !Task.isCancelled, let self else { return }
             let name = self.configuration.security.authenticationDB
             guard let db = try? self.database(name) else { return }  // not created (yet): nothing to install into
             do {
@@ -297,7 +300,7 @@ public final class Node: Sendable {
     private func watchCommits(_ db: Database) {
         let commits = db.commits(), updates = databaseUpdates, name = db.name
         let start = db.lastSequence
-        Task.detached {
+        background.run {
             var last = start
             for await sequence in commits where sequence != last {
                 last = sequence

@@ -8,7 +8,6 @@ import SetteeStore
 /// `/{db}` and its database-level sub-resources.
 enum DatabaseRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace) async throws -> Response {
-        call.route = .db
         let node = call.node
         switch call.method {
         case .put:
@@ -59,7 +58,6 @@ enum DatabaseRoutes {
             }
             return Reply.ok()
         case .post:
-            call.route = .doc
             try call.requireJSONContentType()
             return try await DocumentRoutes.post(&call, target)
         default:
@@ -102,7 +100,6 @@ enum DatabaseRoutes {
     }
 
     static func handleSub(_ call: inout Call, _ target: Keyspace, _ name: String) async throws -> Response {
-        call.route = Route(rawValue: String(name.dropFirst())) ?? .other
         // `POST /{db}/_compact/{ddoc}` compacts a design document's views: they live in the database's file, so
         // it is the database's compaction (which rebuilds their tables too).
         let viewCompaction = name == "_compact" && call.segments.count == 3
@@ -132,14 +129,16 @@ enum DatabaseRoutes {
             // A compaction already running on the database is the one this request asked for.
             if name == "_compact", let done = call.node.tasks.begin(.databaseCompaction, database: db.name) {
                 let logger = call.node.tasks.logger
-                Task.detached {
+                // A task of the node's background work: shutdown waits for it before closing the databases.
+                let started = call.node.background.runBlocking {
                     defer { done() }
                     do {
-                        try await blocking { try db.compact() }
+                        try db.compact()
                     } catch {
                         logger.error("compaction of \(db.name) failed: \(error)")
                     }
                 }
+                if !started { done() }
             }
             if name == "_view_cleanup" {
                 try await blocking {

@@ -35,6 +35,9 @@ public final class Database: Sendable {
     let notifier = ChangeNotifier()
     /// Purges documents whose expiration time came (Couchbase Lite's document expiration).
     let expiry = ExpiryTimer()
+    /// The database's background work (its indexes' catch-ups, view updates after stale queries), cancelled when
+    /// it closes.
+    package let background = BackgroundTasks()
 
     /// The writer's counters, touched only inside write transactions (which the group-commit writer runs one at a
     /// time), so its lock is never contended.
@@ -253,6 +256,7 @@ public final class Database: Sendable {
     /// Closes the database: waits for in-flight work, checkpoints the WAL and closes every connection.
     /// Later calls throw `.closed`.
     public func close() {
+        background.cancelAll()
         expiry.stop()
         notifier.finish()
         pool.close()
