@@ -125,6 +125,37 @@ struct ServerEndpointTests {
         }
     }
 
+    /// The route table names every endpoint from its method and path alone, before authentication: a refused
+    /// request is counted under what it asked for.
+    @Test(arguments: [
+        ("GET", "/", Route.root), ("GET", "/_utils/database", .utils), ("GET", "/_up", .up), ("GET", "/_all_dbs", .allDbs),
+        ("GET", "/_node/_local/_config/couchdb", .config), ("GET", "/_node/n/_prometheus", .metrics),
+        ("GET", "/_membership", .membership), ("GET", "/_db_updates", .dbUpdates), ("GET", "/_nope", .unknown),
+        ("PUT", "/db", .db), ("POST", "/db", .doc), ("GET", "/db/a", .doc), ("GET", "/db/a/b.txt", .attachment),
+        ("GET", "/db/_design/d", .doc), ("GET", "/db/_design%2Fd".removingPercentEncoding!, .doc),
+        ("GET", "/db/_design/d/_view/v", .view), ("GET", "/db/_design/d/_info", .designInfo),
+        ("GET", "/db/_design/d/_show/s/a", .show), ("PUT", "/db/_design/d/_update/u/a", .update),
+        ("GET", "/db/_design/d/_list/l/v", .list), ("GET", "/db/_design/d/_rewrite/x", .rewrite),
+        ("GET", "/db/_design/d/logo.png", .attachment), ("GET", "/db/_design/d/_view", .other),
+        ("GET", "/db/_all_docs", .allDocs), ("GET", "/db/_design_docs", .allDocs), ("GET", "/db/_local_docs", .allDocs),
+        ("POST", "/db/_bulk_docs", .bulkDocs), ("POST", "/db/_bulk_get", .bulkGet), ("POST", "/db/_revs_diff", .revsDiff),
+        ("POST", "/db/_missing_revs", .revsDiff), ("GET", "/db/_changes", .changes), ("GET", "/db/_blipsync", .blipsync),
+        ("GET", "/db/_local/x", .local), ("POST", "/db/_query", .query), ("GET", "/db/_indexes", .index),
+        ("GET", "/db/_indexes/i/_pending", .index), ("POST", "/db/_index", .index), ("POST", "/db/_find", .find),
+        ("POST", "/db/_explain", .explain), ("GET", "/db/_partition/p", .partition),
+        ("GET", "/db/_partition/p/_all_docs", .allDocs), ("GET", "/db/_partition/p/_design/d/_view/v", .view),
+        ("POST", "/db/_partition/p/_find", .find), ("PUT", "/db/_revs_limit", .revsLimit), ("POST", "/db/_compact", .compact),
+        ("POST", "/db/_compact/d", .compact), ("POST", "/db/_ensure_full_commit", .ensureFullCommit),
+        ("POST", "/db/_purge", .purge), ("PUT", "/db/_security", .security), ("POST", "/db/_view_cleanup", .viewCleanup),
+        ("GET", "/db/_other", .other), ("GET", "/db/_local/", .other), ("GET", "/_users/org.couchdb.user:a", .doc),
+    ] as [(String, String, Route)])
+    func theRouteTableNamesEveryEndpoint(method: String, path: String, route: Route) {
+        // (`/db/_local%2F`: a segment that is `_local/` once decoded.)
+        let segments = path == "/db/_local/" ? ["db", "_local/"] : path.split(separator: "/").map(String.init)
+        let named = Route(method: HTTPRequest.Method(method)!, path: segments)
+        #expect(named == route, "\(method) \(path)")
+    }
+
     @Test func metricsExposeRequestCounterInPrometheusFormat() async throws {
         try await withServer { c in
             _ = try await c.get("/_up")

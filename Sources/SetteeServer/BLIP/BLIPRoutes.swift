@@ -51,7 +51,6 @@ enum BLIPRoutes {
         let context = BLIPSyncHandler.Context(node: call.node, database: db, collection: collection, writer: call.writer,
                                               canPush: call.access >= .member, canWriteDesign: call.access >= .admin,
                                               logger: Logger(label: "settee.blip"))
-        call.route = .blipsync
         let body = ResponseBody { writer in
             guard let channelWriter = writer as? ChannelResponseWriter else { return }
             let channel = try await channelWriter.switchToWebSocket(maxFrameSize: 1 << 24)

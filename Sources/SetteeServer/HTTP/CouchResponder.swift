@@ -148,116 +148,94 @@ struct CouchResponder: HTTPResponder {
         }
     }
 
+    /// Routes a request: the route table (``Route/init(method:path:)``) names what it asks for, and the handler of
+    /// that route answers it.
     func dispatch(_ call: inout Call) async throws -> Response {
         let s = call.segments
-        guard let first = s.first else {
-            call.route = .root
-            return try ServerRoutes.welcome(call)
+        call.route = Route(method: call.method, path: s)
+        switch call.route {
+        case .root: return try ServerRoutes.welcome(call)
+        case .utils: return try await AdminUI.handle(&call, responder: self)
+        case .up, .allDbs, .dbsInfo, .uuids, .activeTasks, .metrics, .session, .replicate, .scheduler, .membership,
+             .dbUpdates, .unknown, .config, .stats, .system, .versions:
+            if s[0].hasPrefix("_") && !SystemDatabase.isNamed(s[0]) { return try await ServerRoutes.handle(&call) }
+        default: break
         }
-        if first == "_utils" { return try await AdminUI.handle(&call, responder: self) }
-        if first.hasPrefix("_") && !SystemDatabase.isNamed(first) {
-            return try await ServerRoutes.handle(&call)
-        }
-        let target = try Keyspace(first)
+        let target = try Keyspace(s[0])
         await call.node.openOffTheCallersThread(target.database)
         try Auth.authorize(&call, target)
-        if s.count == 1 { return try await DatabaseRoutes.handle(&call, target) }
-        let second = s[1]
-        if second.hasPrefix("_design/") && s.count == 2 {
-            // `/{db}/_design%2F{ddoc}`: the design document named with an escaped slash, as CouchDB allows.
-            call.route = .doc
-            return try await DocumentRoutes.handle(&call, target, id: second)
+        if s.count == 1 {
+            return try await DatabaseRoutes.handle(&call, target)
         }
-        if second == "_local/" { throw CouchError.badRequest("Invalid _local document id.") }
-        switch second {
-        case "_all_docs": call.route = .allDocs; return try await BulkRoutes.allDocs(&call, target)
-        case "_design_docs" where s.count == 2:
-            call.route = .allDocs
-            return try await BulkRoutes.allDocs(&call, target, designOnly: true)
-        case "_local_docs" where s.count == 2: call.route = .allDocs; return try await BulkRoutes.localDocs(&call, target)
-        case "_bulk_docs": call.route = .bulkDocs; return try await BulkRoutes.bulkDocs(&call, target)
-        case "_bulk_get": call.route = .bulkGet; return try await BulkRoutes.bulkGet(&call, target)
-        case "_revs_diff": call.route = .revsDiff; return try await BulkRoutes.revsDiff(&call, target)
-        case "_missing_revs" where s.count == 2:
-            call.route = .revsDiff
-            return try await BulkRoutes.revsDiff(&call, target, missingRevs: true)
-        case "_changes": call.route = .changes; return try await ChangesRoutes.handle(&call, target)
-        case "_blipsync" where s.count == 2: return try await BLIPRoutes.sync(&call, target)
-        case "_local":
-            call.route = .local
+        let second = s[1]
+        switch call.route {
+        case .doc where second.hasPrefix("_design/"):
+            // `/{db}/_design%2F{ddoc}`: the design document named with an escaped slash, as CouchDB allows.
+            return try await DocumentRoutes.handle(&call, target, id: second)
+        case .doc where second == "_design":
+            return try await DocumentRoutes.handle(&call, target, id: "_design/" + s[2])
+        case .doc:
+            return try await DocumentRoutes.handle(&call, target, id: second)
+        case .attachment where second == "_design":
+            return try await AttachmentRoutes.handle(&call, target, id: "_design/" + s[2], name: s[3...].joined(separator: "/"))
+        case .attachment:
+            return try await AttachmentRoutes.handle(&call, target, id: second, name: s[2...].joined(separator: "/"))
+        case _ where second == "_partition":
+            return try await PartitionRoutes.handle(&call, target, s)
+        case .allDocs where second == "_design_docs": return try await BulkRoutes.allDocs(&call, target, designOnly: true)
+        case .allDocs where second == "_local_docs": return try await BulkRoutes.localDocs(&call, target)
+        case .allDocs: return try await BulkRoutes.allDocs(&call, target)
+        case .bulkDocs: return try await BulkRoutes.bulkDocs(&call, target)
+        case .bulkGet: return try await BulkRoutes.bulkGet(&call, target)
+        case .revsDiff: return try await BulkRoutes.revsDiff(&call, target, missingRevs: second == "_missing_revs")
+        case .changes: return try await ChangesRoutes.handle(&call, target)
+        case .blipsync: return try await BLIPRoutes.sync(&call, target)
+        case .local:
             guard s.count == 3 else {
                 throw CouchError.badRequest(s.count == 2 ? "Invalid _local document id." : "_local documents do not accept attachments.")
             }
             return try await LocalRoutes.handle(&call, target, id: "_local/" + s[2])
-        case "_design":
-            guard s.count >= 3 else { throw CouchError.notFound() }
+        case .view: return try await ViewRoutes.query(&call, target, designID: "_design/" + s[2], view: s[4])
+        case .designInfo: return try await ViewRoutes.info(&call, target, designID: "_design/" + s[2])
+        case .show, .update:
+            guard s.count >= 5, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
+            let docID = s.count > 5 ? s[5...].joined(separator: "/") : nil
+            if call.route == .show {
+                return try await DesignFunctionRoutes.show(&call, target, designID: "_design/" + s[2], name: s[4], docID: docID)
+            }
+            return try await DesignFunctionRoutes.update(&call, target, designID: "_design/" + s[2], name: s[4], docID: docID)
+        case .list:
+            guard s.count == 6 || s.count == 7, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
             let id = "_design/" + s[2]
-            if s.count == 3 { call.route = .doc; return try await DocumentRoutes.handle(&call, target, id: id) }
-            if s.count == 5 && s[3] == "_view" {
-                call.route = .view
-                return try await ViewRoutes.query(&call, target, designID: id, view: s[4])
-            }
-            if s.count == 4 && s[3] == "_info" {
-                call.route = .designInfo
-                return try await ViewRoutes.info(&call, target, designID: id)
-            }
-            if s.count == 4 && s[3] == "_view" { throw CouchError.notFound("missing_named_view") }
-            if s.count >= 4 && (s[3] == "_show" || s[3] == "_update") {
-                guard s.count >= 5, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
-                let docID = s.count > 5 ? s[5...].joined(separator: "/") : nil
-                if s[3] == "_show" {
-                    call.route = .show
-                    return try await DesignFunctionRoutes.show(&call, target, designID: id, name: s[4], docID: docID)
-                }
-                call.route = .update
-                return try await DesignFunctionRoutes.update(&call, target, designID: id, name: s[4], docID: docID)
-            }
-            if s.count >= 4 && s[3] == "_list" {
-                guard s.count == 6 || s.count == 7, !s[4].isEmpty else { throw CouchError.notFound("Invalid path.") }
-                call.route = .list
-                let viewDesign = s.count == 7 ? "_design/" + s[5] : id
-                return try await DesignFunctionRoutes.list(&call, target, designID: id, name: s[4], viewDesignID: viewDesign,
-                                                           view: s[s.count - 1])
-            }
-            if s.count >= 4 && s[3] == "_rewrite" {
-                call.route = .rewrite
-                return try await rewrite(&call, target, designID: id)
-            }
-            if s.count >= 4 && ["_view", "_search"].contains(s[3]) {
-                throw CouchError(.notFound, "not_found", "\(s[3]) is not supported on this node (views: /{db}/_design/{ddoc}/_view/{view})")
-            }
-            call.route = .attachment
-            return try await AttachmentRoutes.handle(&call, target, id: id, name: s[3...].joined(separator: "/"))
-        case "_query" where s.count == 2:
-            call.route = .query
-            return try await QueryRoutes.query(&call, target)
-        case "_indexes" where s.count == 4 && (s[3] == "_pending" || s[3] == "_vectors"):
-            call.route = .index
+            let viewDesign = s.count == 7 ? "_design/" + s[5] : id
+            return try await DesignFunctionRoutes.list(&call, target, designID: id, name: s[4], viewDesignID: viewDesign,
+                                                       view: s[s.count - 1])
+        case .rewrite: return try await rewrite(&call, target, designID: "_design/" + s[2])
+        case .query: return try await QueryRoutes.query(&call, target)
+        case .index where second == "_indexes" && s.count == 4:
             return try await VectorRoutes.handle(&call, target, name: s[2], action: s[3])
-        case "_indexes" where s.count <= 3:
-            call.route = .index
+        case .index where second == "_indexes":
             return try await QueryRoutes.index(&call, target, name: s.count == 3 ? s[2] : nil)
-        case "_index":
-            return try await MangoRoutes.index(&call, target, s)
-        case "_find" where s.count == 2:
-            return try await MangoRoutes.find(&call, target, explain: false)
-        case "_explain" where s.count == 2:
-            return try await MangoRoutes.find(&call, target, explain: true)
-        case "_partition":
-            return try await PartitionRoutes.handle(&call, target, s)
-        case "_temp_view" where s.count == 2:
-            throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB")
-        case "_revs_limit", "_compact", "_ensure_full_commit", "_purge", "_security", "_view_cleanup":
+        case .index: return try await MangoRoutes.index(&call, target, s)
+        case .find: return try await MangoRoutes.find(&call, target, explain: false)
+        case .explain: return try await MangoRoutes.find(&call, target, explain: true)
+        case .revsLimit, .compact, .ensureFullCommit, .purge, .security, .viewCleanup:
             return try await DatabaseRoutes.handleSub(&call, target, second)
         default:
-            if second.hasPrefix("_") {
-                if s.count == 2 {
-                    throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
-                }
+            // What the table names no endpoint of: CouchDB's answers.
+            if second == "_local/" { throw CouchError.badRequest("Invalid _local document id.") }
+            if second == "_temp_view" && s.count == 2 {
+                throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB")
             }
-            if s.count == 2 { call.route = .doc; return try await DocumentRoutes.handle(&call, target, id: second) }
-            call.route = .attachment
-            return try await AttachmentRoutes.handle(&call, target, id: second, name: s[2...].joined(separator: "/"))
+            if second == "_design" {
+                guard s.count >= 4 else { throw CouchError.notFound() }
+                if s.count == 4 && s[3] == "_view" { throw CouchError.notFound("missing_named_view") }
+                throw CouchError(.notFound, "not_found", "\(s[3]) is not supported on this node (views: /{db}/_design/{ddoc}/_view/{view})")
+            }
+            if second.hasPrefix("_") && s.count == 2 {
+                throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+            }
+            throw CouchError.notFound()
         }
     }
 }

@@ -12,7 +12,6 @@ import SetteeStore
 enum MangoRoutes {
     /// `POST /{db}/_find` or `/{db}/_explain` (`explain`), in the whole database or one partition.
     static func find(_ call: inout Call, _ target: Keyspace, explain: Bool, partition: String? = nil) async throws -> Response {
-        call.route = explain ? .explain : .find
         guard call.method == .post else { throw CouchError.methodNotAllowed("POST") }
         try call.requireJSONContentType()
         let (_, collection) = try target.open(call.node)
@@ -37,7 +36,6 @@ enum MangoRoutes {
 
     /// `/{db}/_index[/…]`: `s` is the path's segments.
     static func index(_ call: inout Call, _ target: Keyspace, _ s: [String]) async throws -> Response {
-        call.route = .index
         let (_, collection) = try target.open(call.node)
         if s.count == 2 {
             switch call.method {

@@ -22,12 +22,11 @@ enum NodeRoutes {
             throw CouchError(.notFound, "not_found", "no such node: \(s[1])")
         }
         switch s[2] {
-        case "_config": call.route = .config; return try await config(&call, Array(s.dropFirst(3)))
-        case "_stats": call.route = .stats; return try stats(call, Array(s.dropFirst(3)))
-        case "_system" where s.count == 3: call.route = .system; return try system(call)
-        case "_versions" where s.count == 3: call.route = .versions; return try versions(call)
+        case "_config": return try await config(&call, Array(s.dropFirst(3)))
+        case "_stats": return try stats(call, Array(s.dropFirst(3)))
+        case "_system" where s.count == 3: return try system(call)
+        case "_versions" where s.count == 3: return try versions(call)
         case "_prometheus" where s.count == 3:
-            call.route = .metrics
             return Reply.raw(.ok, node.metrics.render(), contentType: "text/plain; version=0.0.4")
         default: throw CouchError.notFound("missing")
         }

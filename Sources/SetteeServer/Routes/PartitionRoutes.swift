@@ -16,7 +16,6 @@ enum PartitionRoutes {
         do { try DocumentIDs.validatePartition(partition) } catch { throw CouchError.from(error) }
         guard db.isPartitioned else { throw CouchError.badRequest("database is not partitioned") }
         if s.count == 3 {
-            call.route = .partition
             guard call.method == .get || call.method == .head else { throw CouchError.methodNotAllowed("GET") }
             let info: JSON = try await blocking {
                 let counts = try collection.documentCounts(from: partition + ":", below: partition + ";")
@@ -35,10 +34,8 @@ enum PartitionRoutes {
         }
         switch s[3] {
         case "_all_docs" where s.count == 4:
-            call.route = .allDocs
             return Reply.raw(.ok, try await BulkRoutes.allDocsBody(&call, target, partition: partition))
         case "_design" where s.count == 7 && s[5] == "_view":
-            call.route = .view
             return try await ViewRoutes.query(&call, target, designID: "_design/" + s[4], view: s[6], partition: partition)
         case "_find" where s.count == 4:
             return try await MangoRoutes.find(&call, target, explain: false, partition: partition)

@@ -20,10 +20,9 @@ enum ServerRoutes {
 
     static func handle(_ call: inout Call) async throws -> Response {
         let name = call.segments[0]
-        call.route = Route(rawValue: name).flatMap { Route.serverEndpoints.contains($0) ? $0 : nil } ?? .unknown
         if name == "_node" { return try await NodeRoutes.handle(&call) }
-        if name == "_db_updates" && call.segments.count == 1 { call.route = .dbUpdates; return try await DatabaseUpdatesRoutes.handle(call) }
-        if name == "_membership" && call.segments.count == 1 { call.route = .membership; return try NodeRoutes.membership(call) }
+        if name == "_db_updates" && call.segments.count == 1 { return try await DatabaseUpdatesRoutes.handle(call) }
+        if name == "_membership" && call.segments.count == 1 { return try NodeRoutes.membership(call) }
         if name == "_scheduler" && call.method == .get {
             try Auth.checkAdmin(call)
             return try await scheduler(call)

@@ -21,7 +21,6 @@ struct AdminUI {
     static let root = "/_utils"
 
     static func handle(_ call: inout Call, responder: CouchResponder) async throws -> Response {
-        call.route = .utils
         let ui = AdminUI(responder: responder, call: call)
         do {
             return try await ui.route()
