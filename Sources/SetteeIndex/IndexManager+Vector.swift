@@ -109,7 +109,7 @@ extension IndexManager {
         defer { state.lock.unlock() }
         do {
             if purged {
-                try db.execute("DELETE FROM \(IndexManager.vectorTables(info.table).pending) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
+                try db.execute("DELETE FROM \(IndexManager.vectorTables(info.table).pending) WHERE doc NOT IN (\(DocumentTable.allRowIDs(collection)))")
                 state.ivf = nil  // the purged documents' entries were deleted from the table; reload
             }
             let ivf = try loadedIndex(state, info, db: db)

@@ -301,7 +301,7 @@ public final class IndexManager: Sendable {
         if anyPurged {
             // (A full-text table is keyed by the document's rowid; the others have a `doc` column.)
             let key = info.spec.kind == .fullText ? "rowid" : "doc"
-            try db.execute("DELETE FROM \(info.table) WHERE \(key) NOT IN (SELECT rowid FROM \(collection.docsTable))")
+            try db.execute("DELETE FROM \(info.table) WHERE \(key) NOT IN (\(DocumentTable.allRowIDs(collection)))")
         }
         if info.spec.kind == .vector {
             return try catchUpVectorBatch(info, collection: collection, db: db, lastSeq: lastSeq, building: building,

@@ -53,7 +53,8 @@ public final class QueryIndex: Sendable {
         try manager.catchUp(info, collection: collection)
         let pending = IndexManager.vectorTables(info.table).pending
         return try collection.database.read { db -> [LazyVectorEntry] in
-            let stmt = try db.prepare("SELECT p.doc, p.seq, p.value, d.id FROM \(pending) AS p JOIN \(collection.docsTable) AS d ON d.rowid = p.doc ORDER BY p.seq LIMIT ?")
+            let stmt = try db.prepare("SELECT p.doc, p.seq, p.value, \(DocumentTable.column(.id, "d")) FROM \(pending) AS p"
+                                      + " \(DocumentTable.join(collection, as: "d", onRowID: "p.doc")) ORDER BY p.seq LIMIT ?")
             defer { stmt.reset() }
             stmt.bind(limit, at: 1)
             var out: [LazyVectorEntry] = []
@@ -91,7 +92,8 @@ public final class QueryIndex: Sendable {
         try manager.catchUp(info, collection: collection)
         let pending = IndexManager.vectorTables(info.table).pending
         return try collection.database.read { db -> LazyVectorEntry? in
-            let stmt = try db.prepare("SELECT p.doc, p.seq, p.value FROM \(pending) AS p JOIN \(collection.docsTable) AS d ON d.rowid = p.doc WHERE d.id = ?")
+            let stmt = try db.prepare("SELECT p.doc, p.seq, p.value FROM \(pending) AS p"
+                                      + " \(DocumentTable.join(collection, as: "d", onRowID: "p.doc")) WHERE \(DocumentTable.column(.id, "d")) = ?")
             defer { stmt.reset() }
             stmt.bind(documentID, at: 1)
             guard try stmt.step(), UInt64(stmt.int64(1)) == sequence else { return nil }

@@ -15,14 +15,16 @@ extension Executor {
 
         /// The SQL that reads the candidates (bound with the looked-up value): what the join runs and EXPLAIN shows.
         func sql(_ join: CompiledQuery.Join) -> String {
-            let table = join.source.collection.docsTable
+            let collection = join.source.collection
             switch self {
             case .idLookup:
-                return "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE d.id = ? AND \(DocumentTable.live("d"))"
+                return "SELECT \(Planner.documentColumns) FROM \(DocumentTable.table(collection, as: "d"))"
+                    + " WHERE \(DocumentTable.column(.id, "d")) = ? AND \(DocumentTable.live("d"))"
             case .indexLookup(let index, _):
-                return "SELECT \(Planner.documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc WHERE i.k0 = ? AND \(DocumentTable.live("d"))"
+                return "SELECT \(Planner.documentColumns) FROM \(index.table) AS i \(DocumentTable.join(collection, as: "d", onRowID: "i.doc"))"
+                    + " WHERE i.k0 = ? AND \(DocumentTable.live("d"))"
             case .scan:
-                return "SELECT \(Planner.documentColumns) FROM \(table) AS d WHERE \(DocumentTable.live("d"))"
+                return "SELECT \(Planner.documentColumns) FROM \(DocumentTable.table(collection, as: "d")) WHERE \(DocumentTable.live("d"))"
             }
         }
 

@@ -11,7 +11,8 @@ extension Executor {
     func readRows(_ rowids: [Int64], of primary: BoundSource, servedTerm: Int, upTo stop: Int?,
                   into pipeline: inout RowPipeline) throws {
         let live = query.includeDeleted ? "" : " AND \(DocumentTable.live("d"))"
-        let fetch = try pipeline.db.prepare("SELECT \(Planner.documentColumns) FROM \(primary.collection.docsTable) AS d WHERE d.rowid = ?\(live)")
+        let fetch = try pipeline.db.prepare("SELECT \(Planner.documentColumns) FROM \(DocumentTable.table(primary.collection, as: "d"))"
+                                            + " WHERE \(DocumentTable.column(.rowid, "d")) = ?\(live)")
         let remaining = query.primaryTerms.enumerated().filter { $0.offset != servedTerm }.map(\.element)
         let keys = query.bodyKeys[primary.name] ?? nil
         for rowid in rowids {

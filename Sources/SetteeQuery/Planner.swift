@@ -387,16 +387,17 @@ enum Planner {
                 : index.spec.expressions
             guard let keys = keyClauses(expressions, constraints) else { continue }
             // One row per matching element; the executor skips a document's repeats.
-            let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
-                + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND \(DocumentTable.live("d"))"
+            let docs = DocumentTable.join(source.collection, as: "d", onRowID: "i.doc")
+            let sql = "SELECT \(documentColumns) FROM \(index.table) AS i \(docs)"
+                + " WHERE " + keys.clauses.joined(separator: " AND ") + " AND \(DocumentTable.live("d"))"
             var path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
                                   kind: .arrayIndex, summary: "array index \(index.name)", servedTerms: served(keys.exact, constraints))
             path.distinctDocuments = true
             // Covering: one UNNEST over scalars, every WHERE term decided by the index, nothing else read from the
             // document: rows come straight from the index (the element from its `v` column), one per element.
             if coverable, unnests.count == 1, index.spec.expressions.isEmpty, path.servedTerms.count == terms.count {
-                path = AccessPath(sql: "SELECT d.rowid, d.id, d.seq, d.rev, d.flags, i.v FROM \(index.table) AS i CROSS JOIN \(source.collection.docsTable) AS d"
-                                    + " ON d.rowid = i.doc WHERE " + keys.clauses.joined(separator: " AND ") + " AND \(DocumentTable.live("d"))",
+                path = AccessPath(sql: "SELECT \(DocumentTable.rowColumns("d", body: "i.v")) FROM \(index.table) AS i \(docs)"
+                                    + " WHERE " + keys.clauses.joined(separator: " AND ") + " AND \(DocumentTable.live("d"))",
                                   bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
                                   kind: .coveringArrayIndex, summary: "array index \(index.name) (covering)", servedTerms: path.servedTerms)
                 path.coveringUnnest = true
@@ -437,19 +438,19 @@ enum Planner {
     /// serving the most constraints, else a scan of the collection.
     static func accessPath(for source: BoundSource, constraints: [Constraint], queryTerms: [SQLExpression],
                            indexes: [IndexInfo], includeDeleted: Bool) -> AccessPath {
-        let table = source.collection.docsTable
+        let table = DocumentTable.table(source.collection, as: "d"), id = DocumentTable.column(.id, "d")
         let liveOnly = includeDeleted ? "" : " AND \(DocumentTable.live("d"))"
         // META().id = c / IN (…): the primary key.
         for c in constraints where c.expression == .meta(source: nil, field: .id) {
             switch c.kind {
             case .equal(let v):
-                return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id = ?\(liveOnly)",
+                return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) WHERE \(id) = ?\(liveOnly)",
                                   bindings: [v], bindingKinds: [.documentID], index: nil,
                                   kind: .idLookup, summary: "document id lookup", servedTerms: served([c], constraints),
                                   score: .max)
             case .inList(let list):
                 let marks = Array(repeating: "?", count: list.count).joined(separator: ", ")
-                return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d WHERE d.id IN (\(marks))\(liveOnly)",
+                return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) WHERE \(id) IN (\(marks))\(liveOnly)",
                                   bindings: list, bindingKinds: Array(repeating: .documentID, count: list.count),
                                   index: nil, kind: .idLookup, summary: "document id lookup", servedTerms: served([c], constraints),
                                   score: .max)
@@ -461,7 +462,7 @@ enum Planner {
             for index in indexes where index.spec.kind == .value
                 && partialIndexUsable(index.spec.whereClause, queryTerms: queryTerms) {
                 guard let keys = keyClauses(index.spec.expressions, constraints) else { continue }
-                let sql = "SELECT \(documentColumns) FROM \(index.table) AS i CROSS JOIN \(table) AS d ON d.rowid = i.doc"
+                let sql = "SELECT \(documentColumns) FROM \(index.table) AS i \(DocumentTable.join(source.collection, as: "d", onRowID: "i.doc"))"
                     + " WHERE " + keys.clauses.joined(separator: " AND ") + liveOnly
                 let path = AccessPath(sql: sql, bindings: keys.bindings, bindingKinds: keys.kinds, index: index,
                                       kind: .valueIndex, summary: "value index \(index.name)", servedTerms: served(keys.exact, constraints),
@@ -472,7 +473,7 @@ enum Planner {
         if let best { return best.path }
         let conditions = (includeDeleted ? [] : [DocumentTable.live("d")]) + scanPrefilter(constraints)
         let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-        return AccessPath(sql: "SELECT \(documentColumns) FROM \(table) AS d\(whereClause)", bindings: [],
+        return AccessPath(sql: "SELECT \(documentColumns) FROM \(table)\(whereClause)", bindings: [],
                           bindingKinds: [], index: nil, kind: .scan, summary: "scan of \(source.collection.fullName)")
     }
 
@@ -499,7 +500,7 @@ enum Planner {
         }
         for c in constraints {
             guard case .property(nil, let path) = c.expression, let jsonPath = simpleJSONPath(path) else { continue }
-            let member = "settee_member(d.body, '\(jsonPath)')"
+            let member = "settee_member(\(DocumentTable.column(.body, "d")), '\(jsonPath)')"
             switch c.kind {
             case .equal(.literal(.bool(let b))):
                 out.append("\(member) = \(b ? 1 : 0)")
@@ -585,10 +586,11 @@ enum Planner {
             if score > 0, best == nil || score > best!.score { best = (score, index, equal, lower, upper) }
         }
         guard let best, let table = try best.index.rowTable(in: source.collection) else { return nil }
-        let docs = source.collection.docsTable
-        let sql = "SELECT \(documentColumns) FROM \(table) AS v CROSS JOIN \(docs) AS d ON d.rowid = v.doc"
+        let id = DocumentTable.column(.id, "d")
+        let sql = "SELECT \(documentColumns) FROM \(table) AS v \(DocumentTable.join(source.collection, as: "d", onRowID: "v.doc"))"
             + " WHERE v.key >= ? AND v.key <= ? AND \(DocumentTable.live("d"))"
-            + " UNION ALL SELECT \(documentColumns) FROM \(docs) AS d WHERE d.id >= '_design/' AND d.id < '_design0' AND \(DocumentTable.live("d"))"
+            + " UNION ALL SELECT \(documentColumns) FROM \(DocumentTable.table(source.collection, as: "d"))"
+            + " WHERE \(id) >= '_design/' AND \(id) < '_design0' AND \(DocumentTable.live("d"))"
         var path = AccessPath(sql: sql, bindings: [], bindingKinds: [], index: nil,
                               kind: .mangoIndex, summary: "Mango json index \(best.index.name) of \(best.index.designDocumentID ?? ""), each document then checked by the whole WHERE",
                               score: best.score)

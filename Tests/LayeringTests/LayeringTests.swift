@@ -236,6 +236,28 @@ import Testing
         #expect(found.isEmpty, "SQL on the store's tables outside SetteeStore: \(found)")
     }
 
+    /// Other targets' SQL names the document table and its columns through `DocumentTable` (the table aliased, its
+    /// columns, the join from an index row, the clean-up subqueries), never by spelling them: a column the store
+    /// renames or adds is changed in one place.
+    @Test func theDocumentTableIsNamedThroughItsHelper() throws {
+        let spelled = try NSRegularExpression(pattern: #"\bdocsTable\b|"[^"]*\bd\.(rowid|id|seq|rev|flags|body|tree)\b[^"]*""#)
+        var found: [String] = []
+        let sources = Self.root.appendingPathComponent("Sources")
+        for target in try FileManager.default.contentsOfDirectory(atPath: sources.path) where target != "SetteeStore" {
+            let dir = sources.appendingPathComponent(target)
+            let files = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+            for file in files {
+                let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+                for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//")
+                    && spelled.firstMatch(in: String(line), range: NSRange(line.startIndex..., in: line)) != nil {
+                    found.append("\(target)/\(file):\(n + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "the document table spelled outside SetteeStore: \(found)")
+    }
+
     @Test func pureTargetsDoNoIO() throws {
         for target in ["SetteeCore", "SetteeSQLPP", "SetteeVector", "SetteeBLIP"] {
             let imports = try Self.imports(of: Self.root.appendingPathComponent("Sources/\(target)"))

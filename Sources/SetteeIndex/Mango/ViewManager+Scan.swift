@@ -24,8 +24,8 @@ extension ViewManager {
             var values: [SQLiteValue] = []
             let condition = range.sql(&values, table: "v")
             let stmt = try db.prepare("""
-                SELECT NULL, v.k, v.docid, d.rev, d.body, d.flags, d.tree FROM \(view.table) AS v
-                CROSS JOIN \(collection.docsTable) AS d ON d.rowid = v.doc
+                SELECT NULL, v.k, v.docid, \([.rev, .body, .flags, .tree].map { DocumentTable.column($0, "d") }.joined(separator: ", "))
+                FROM \(view.table) AS v \(DocumentTable.join(collection, as: "d", onRowID: "v.doc"))
                 WHERE \(condition) ORDER BY v.key \(order), v.docid \(order), v.id \(order)
                 """)
             defer { stmt.reset() }

@@ -45,7 +45,7 @@ extension ViewManager {
     func readBatch(after sequence: Int64, definition: ViewDefinition, collection: Collection) throws -> CatchUpBatch {
         try database.read { db in
             // A document in conflict is mapped with its `_conflicts`, as CouchDB's indexer opens it.
-            let treeOf = try db.prepare("SELECT tree FROM \(collection.docsTable) WHERE rowid = ?")
+            let treeOf = try db.prepare(DocumentTable.treeByRowID(collection))
             var changed: [Change] = []
             var pieces: [Range<Int>] = []
             var mapped: [Pending<[MapOutput]>] = []
@@ -121,8 +121,8 @@ extension ViewManager {
             try mergeStage(view, db: db)
         }
         if anyPurged {
-            if writer.fullText { try db.execute("DELETE FROM \(view.fts) WHERE rowid IN (SELECT id FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable)))") }
-            try db.execute("DELETE FROM \(view.table) WHERE doc NOT IN (SELECT rowid FROM \(collection.docsTable))")
+            if writer.fullText { try db.execute("DELETE FROM \(view.fts) WHERE rowid IN (SELECT id FROM \(view.table) WHERE doc NOT IN (\(DocumentTable.allRowIDs(collection))))") }
+            try db.execute("DELETE FROM \(view.table) WHERE doc NOT IN (\(DocumentTable.allRowIDs(collection)))")
             dirty.all = true
         }
         if building {

@@ -179,7 +179,7 @@ final class ViewManager: @unchecked Sendable {
         try deleteIndex(view: name, collection: collection)
         let created = try database.write { db -> StoredView in
             // build_seq: the database's sequence when the build starts (see ``apply(_:_:view:definition:collection:db:)``).
-            let buildSeq = try db.int64("SELECT coalesce(max(seq), 0) FROM \(collection.docsTable)") ?? 0
+            let buildSeq = try db.int64(DocumentTable.lastSequence(collection)) ?? 0
             try db.prepare("INSERT INTO views(collection, name, version, reduce, state, build_seq) VALUES (?, ?, ?, ?, '\(IndexBuildState.building.rawValue)', ?)")
                 .run([.integer(collection.id), .text(name), .text(definition.version), .text(definition.reduceIdentity),
                       .integer(buildSeq)])

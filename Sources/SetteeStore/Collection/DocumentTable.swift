@@ -28,9 +28,10 @@ package struct DocFlags: OptionSet, Sendable, Hashable {
 /// let sql = "SELECT \(DocumentTable.rowColumns("d")) FROM \(collection.docsTable) AS d WHERE \(DocumentTable.live("d"))"
 /// ```
 package enum DocumentTable {
-    /// The columns of a document row, in the order ``DocumentRowColumn`` numbers them, for the table aliased `alias`.
-    package static func rowColumns(_ alias: String) -> String {
-        "\(alias).rowid, \(alias).id, \(alias).seq, \(alias).rev, \(alias).flags, \(alias).body"
+    /// The columns of a document row, in the order ``DocumentRowColumn`` numbers them, for the table aliased `alias`;
+    /// `body` in place of the row's body when given (a covering index's value).
+    package static func rowColumns(_ alias: String, body: String? = nil) -> String {
+        "\(alias).rowid, \(alias).id, \(alias).seq, \(alias).rev, \(alias).flags, \(body ?? "\(alias).body")"
     }
 
     /// True for a row whose winning revision is live (not a tombstone).
@@ -57,6 +58,42 @@ package enum DocumentTable {
     package static let flagsKeepingAttachments = "(flags & \(DocFlags.hasAttachments.rawValue)) | ?"
 
     private static func column(_ alias: String?) -> String { alias.map { "\($0).flags" } ?? "flags" }
+
+    // MARK: The table and its columns, for other targets' SQL
+
+    /// A column of the document table (the row's `rowid`, the document id, its last sequence, winning revision,
+    /// flags, winning body, revision tree).
+    package enum Column: String, Sendable {
+        case rowid, id, seq, rev, flags, body, tree
+    }
+
+    /// `collection`'s document table aliased `alias` (for a `FROM`): `docs_3 AS d`.
+    package static func table(_ collection: Collection, as alias: String) -> String {
+        "\(collection.docsTable) AS \(alias)"
+    }
+
+    /// `column` of the document table aliased `alias`: `d.rowid`.
+    package static func column(_ column: Column, _ alias: String) -> String { "\(alias).\(column.rawValue)" }
+
+    /// The document rows that `reference` (another table's column holding a document row's `rowid`) points at:
+    /// `CROSS JOIN docs_3 AS d ON d.rowid = i.doc` (the cross join keeps SQLite reading the other table first).
+    package static func join(_ collection: Collection, as alias: String, onRowID reference: String) -> String {
+        "CROSS JOIN \(table(collection, as: alias)) ON \(column(.rowid, alias)) = \(reference)"
+    }
+
+    /// Every document row's `rowid`, as a subquery (`… WHERE doc NOT IN (<this>)` removes what points at purged
+    /// documents).
+    package static func allRowIDs(_ collection: Collection) -> String { "SELECT rowid FROM \(collection.docsTable)" }
+
+    /// The collection's last sequence (0 when empty), as one statement.
+    package static func lastSequence(_ collection: Collection) -> String {
+        "SELECT coalesce(max(seq), 0) FROM \(collection.docsTable)"
+    }
+
+    /// A document's revision tree by its row, as one statement bound with the `rowid`.
+    package static func treeByRowID(_ collection: Collection) -> String {
+        "SELECT tree FROM \(collection.docsTable) WHERE rowid = ?"
+    }
 }
 
 /// The positions of ``DocumentTable/rowColumns(_:)`` in a result row.
