@@ -26,7 +26,7 @@
 /// counts more than it sent; one that counted headers too would leave a paused message paused for good.)
 ///
 /// A value type, but its compression streams are shared by copies: use one copy per connection.
-public struct BLIPConnection: Sendable {
+package struct BLIPConnection: Sendable {
     /// Limits and sizes; the defaults are LiteCore's but for the compression level.
     public struct Configuration: Sendable {
         /// The largest message accepted, properties and body, after decompression.

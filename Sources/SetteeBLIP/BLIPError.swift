@@ -3,7 +3,7 @@
 /// A ``BLIPConnection`` throws this for input it cannot accept; it never traps on input. The ``isFatal`` errors
 /// (BLIP's "fatal errors", section 3.8: a cut-off varint, a frame without flags, bad deflate data, a checksum
 /// mismatch, a message over the size limit) end the connection; the others are frame errors.
-public struct BLIPError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct BLIPError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kinds of failure.
     public enum Kind: String, Sendable, Hashable {
         /// A frame too short for its header, or a varint cut off.

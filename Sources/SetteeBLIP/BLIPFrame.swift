@@ -1,5 +1,5 @@
 /// A BLIP message's type: the low three bits of a frame's flags.
-public enum BLIPMessageType: UInt8, Sendable, Hashable, CaseIterable {
+package enum BLIPMessageType: UInt8, Sendable, Hashable, CaseIterable {
     /// A request (`MSG`).
     case request = 0
     /// A response (`RPY`).
@@ -18,7 +18,7 @@ public enum BLIPMessageType: UInt8, Sendable, Hashable, CaseIterable {
 }
 
 /// A frame's flags besides the type (BLIP section 3.5).
-public struct BLIPFrameFlags: OptionSet, Sendable, Hashable {
+package struct BLIPFrameFlags: OptionSet, Sendable, Hashable {
     /// The flag bits (the type bits excluded).
     public let rawValue: UInt8
     /// Flags from their bits.

@@ -1,4 +1,4 @@
-public import SetteeCore
+package import SetteeCore
 
 /// A complete BLIP message: a request, a response or an error response, with its properties and body.
 ///
@@ -7,7 +7,7 @@ public import SetteeCore
 /// let reply = BLIPMessage.response(to: 1, body: Array(#"{"local":5}"#.utf8))
 /// let refusal = BLIPMessage.error(to: 2, domain: .http, code: 404, message: "missing")
 /// ```
-public struct BLIPMessage: Sendable, Hashable {
+package struct BLIPMessage: Sendable, Hashable {
     /// A request, a response or an error (acknowledgements are not messages an application sees).
     public var type: BLIPMessageType
     /// The request's number (a response carries its request's number). Assigned by ``BLIPConnection`` when sent.

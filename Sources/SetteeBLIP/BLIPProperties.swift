@@ -5,7 +5,7 @@
 /// var properties: BLIPProperties = ["Profile": "getCheckpoint", "client": "cp-1"]
 /// properties["client"]          // "cp-1"
 /// ```
-public struct BLIPProperties: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence {
+package struct BLIPProperties: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence {
     /// One key and its value.
     public struct Pair: Sendable, Hashable {
         public var key: String

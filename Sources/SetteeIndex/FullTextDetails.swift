@@ -4,7 +4,7 @@ package import SetteeStore
 
 /// Snippets and match ranges of one FTS5 row, shared by full-text indexes (`FTS_SNIPPET`, `FTS_MATCHES`) and
 /// full-text views.
-public enum FullTextDetails {
+package enum FullTextDetails {
     /// A match: which query term (numbered from 0, terms under NOT left out), in which column, at which UTF-8 byte
     /// offset and length of the indexed text.
     public struct Match: Sendable, Hashable {

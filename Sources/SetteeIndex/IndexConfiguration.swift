@@ -1,5 +1,5 @@
 import Foundation
-public import SetteeCore
+package import SetteeCore
 public import SetteeSQLPP
 import SetteeVector
 
@@ -7,7 +7,7 @@ import SetteeVector
 /// (`PUT /{db}/_indexes/{name}`) takes it.
 ///
 /// The JSON form: `{"type": "value", "expressions": ["type", "name"], "where": "type = 'hotel'"}`.
-public struct IndexSpec: Sendable, Hashable {
+package struct IndexSpec: Sendable, Hashable {
     /// The index kinds.
     public enum Kind: String, Sendable, Hashable {
         case value
@@ -153,9 +153,26 @@ public struct IndexSpec: Sendable, Hashable {
 
 /// Something that can be turned into an index definition: ``ValueIndexConfiguration`` or an
 /// ``IndexBuilder`` index.
-public protocol IndexConfiguration: Sendable {
+///
+/// Only Settee's configurations conform (as in Couchbase Lite, an app uses them rather than making its own): each
+/// describes its definition through ``IndexSpecifying``, which is Settee's own.
+public protocol IndexConfiguration: Sendable {}
+
+/// A configuration's index definition, for the index manager: what every ``IndexConfiguration`` of Settee's is.
+package protocol IndexSpecifying: IndexConfiguration {
     /// The definition this configuration describes; throws for expressions that do not parse.
-    func indexSpec() throws(SetteeError) -> IndexSpec
+    func makeIndexSpec() throws(SetteeError) -> IndexSpec
+}
+
+extension IndexConfiguration {
+    /// The definition this configuration describes; throws for expressions that do not parse, and for a
+    /// configuration of an app's own type (it describes no index).
+    package func indexSpec() throws(SetteeError) -> IndexSpec {
+        guard let specifying = self as? any IndexSpecifying else {
+            throw SetteeError(.badRequest, "\(type(of: self)) is not an index configuration of Settee's (use ValueIndexConfiguration, FullTextIndexConfiguration, ArrayIndexConfiguration, VectorIndexConfiguration or IndexBuilder)")
+        }
+        return try specifying.makeIndexSpec()
+    }
 }
 
 /// An index built with ``IndexBuilder`` (Couchbase Lite's `Index`): ``ValueIndex`` or ``FullTextIndex``.
@@ -168,7 +185,7 @@ public protocol Index: IndexConfiguration {}
 /// try collection.createIndex(withName: "HotelCityIndex",
 ///                            config: ValueIndexConfiguration(["city"], where: "type = \"hotel\""))
 /// ```
-public struct ValueIndexConfiguration: IndexConfiguration {
+public struct ValueIndexConfiguration: IndexConfiguration, IndexSpecifying {
     /// The indexed expressions, as SQL++ text.
     public let expressions: [String]
     /// The partial index condition, as SQL++ text.
@@ -179,7 +196,7 @@ public struct ValueIndexConfiguration: IndexConfiguration {
         self.where = `where`
     }
 
-    public func indexSpec() throws(SetteeError) -> IndexSpec {
+    package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         var parsed: [SQLExpression] = []
         for e in expressions { parsed.append(try SQLPPParser.parseExpression(e)) }
         let condition = try `where`.flatMap { text throws(SetteeError) -> SQLExpression? in
@@ -190,11 +207,11 @@ public struct ValueIndexConfiguration: IndexConfiguration {
 }
 
 /// An index built from QueryBuilder items (Couchbase Lite's `IndexBuilder.valueIndex(items:)`).
-public struct ValueIndex: Index {
+public struct ValueIndex: Index, IndexSpecifying {
     public let items: [ValueIndexItem]
     public let whereExpression: SQLExpression?
 
-    public func indexSpec() throws(SetteeError) -> IndexSpec {
+    package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         try IndexSpec(kind: .value, expressions: items.map(\.expression), whereClause: whereExpression)
     }
 }
@@ -208,7 +225,7 @@ public struct ValueIndex: Index {
 /// ```
 /// `language: "en"` stems English words (`running` matches `run`); nil matches words as they are. Other language
 /// codes are rejected. `ignoreAccents: true` folds diacritics.
-public struct FullTextIndexConfiguration: IndexConfiguration {
+public struct FullTextIndexConfiguration: IndexConfiguration, IndexSpecifying {
     public let expressions: [String]
     public let `where`: String?
     public let ignoreAccents: Bool
@@ -226,7 +243,7 @@ public struct FullTextIndexConfiguration: IndexConfiguration {
     /// Couchbase Lite's default: accents are not folded.
     public static let defaultIgnoreAccents = false
 
-    public func indexSpec() throws(SetteeError) -> IndexSpec {
+    package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         var parsed: [SQLExpression] = []
         for e in expressions { parsed.append(try SQLPPParser.parseExpression(e)) }
         let condition = try `where`.flatMap { text throws(SetteeError) -> SQLExpression? in
@@ -246,7 +263,7 @@ public struct FullTextIndexConfiguration: IndexConfiguration {
 /// ```
 /// `path` names the array, with `[]` after each array level it goes through; `expressions` (nil for arrays of
 /// scalars) are evaluated on each element.
-public struct ArrayIndexConfiguration: IndexConfiguration {
+public struct ArrayIndexConfiguration: IndexConfiguration, IndexSpecifying {
     public let path: String
     public let expressions: [String]?
 
@@ -255,7 +272,7 @@ public struct ArrayIndexConfiguration: IndexConfiguration {
         self.expressions = expressions
     }
 
-    public func indexSpec() throws(SetteeError) -> IndexSpec {
+    package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         var parsed: [SQLExpression] = []
         for e in expressions ?? [] { parsed.append(try SQLPPParser.parseExpression(e)) }
         return try IndexSpec(kind: .array, expressions: parsed, arrayPath: path)
@@ -263,7 +280,7 @@ public struct ArrayIndexConfiguration: IndexConfiguration {
 }
 
 /// A full-text index built from QueryBuilder items (`IndexBuilder.fullTextIndex(items:)`).
-public struct FullTextIndex: Index {
+public struct FullTextIndex: Index, IndexSpecifying {
     public let items: [FullTextIndexItem]
     public var isIgnoringAccents = false
     public var languageCode: String?
@@ -282,7 +299,7 @@ public struct FullTextIndex: Index {
         return copy
     }
 
-    public func indexSpec() throws(SetteeError) -> IndexSpec {
+    package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         try IndexSpec(kind: .fullText, expressions: items.map(\.expression), ignoreAccents: isIgnoringAccents,
                       language: languageCode)
     }
@@ -291,12 +308,12 @@ public struct FullTextIndex: Index {
 /// An index of a predictive model's output (Couchbase Lite's `PredictiveIndex`): a value index on
 /// `PREDICTION(model, input).property` for each property named, so queries comparing those properties read the index
 /// instead of running the model on every document; without properties, on the whole output.
-public struct PredictiveIndex: Index {
+public struct PredictiveIndex: Index, IndexSpecifying {
     public let model: String
     public let input: SQLExpression
     public let properties: [String]?
 
-    public func indexSpec() throws(SetteeError) -> IndexSpec {
+    package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         let prediction = Function.prediction(model: model, input: BuiltInput(sqlExpression: input)).sqlExpression
         let expressions: [SQLExpression] = properties.map { names in
             names.map { .path(prediction, PathParser.components($0)) }

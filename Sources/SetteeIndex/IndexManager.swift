@@ -2,11 +2,11 @@ import Foundation
 import Logging
 package import SetteeCore
 package import SetteeSQLPP
-public import SetteeStore
+package import SetteeStore
 import Synchronization
 
 /// An index as the registry holds it.
-public struct IndexInfo: Sendable, Hashable {
+package struct IndexInfo: Sendable, Hashable {
     /// Registry row id; the index's tables are named after it.
     public let id: Int64
     /// The index's name (unique within its collection).
@@ -44,7 +44,7 @@ public struct IndexInfo: Sendable, Hashable {
 /// index's expressions (and partial `WHERE`) on the winning revision, inserts the new entries and advances the
 /// sequence — one transaction per batch. Queries catch up the indexes they use first; a background task also
 /// catches up shortly after each commit. The store never writes index tables from its own write paths.
-public final class IndexManager: Sendable {
+package final class IndexManager: Sendable {
     /// Documents per catch-up transaction.
     public static let batchSize = 5_000
     /// Delay between a commit and the background catch-up, so bursts of writes are absorbed together.

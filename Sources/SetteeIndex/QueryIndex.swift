@@ -12,7 +12,7 @@ public final class QueryIndex: Sendable {
     /// The collection it indexes.
     public let collection: Collection
     /// The definition and tables as the registry holds them.
-    public let info: IndexInfo
+    package let info: IndexInfo
     private let manager: IndexManager
 
     init(info: IndexInfo, collection: Collection, manager: IndexManager) {
@@ -45,7 +45,7 @@ public final class QueryIndex: Sendable {
 
     /// The lazy index's entries still waiting for a vector, oldest change first (what ``beginUpdate(limit:)``
     /// hands out; the HTTP API serves it as `GET /{db}/_indexes/{name}/_pending`).
-    public func pendingVectors(limit: Int) throws -> [LazyVectorEntry] {
+    package func pendingVectors(limit: Int) throws -> [LazyVectorEntry] {
         guard info.spec.kind == .vector, info.spec.vector?.isLazy == true else {
             throw SetteeError(.badRequest, "Index \(name) is not a lazy vector index")
         }
@@ -71,7 +71,7 @@ public final class QueryIndex: Sendable {
     /// document changed since it was handed out (its sequence moved on) is left pending with its new value.
     ///
     /// - Throws: `badRequest` for a vector of the wrong dimensions or with a non-finite value (nothing is written).
-    public func setVectors(_ updates: [(entry: LazyVectorEntry, vector: [Float]?)]) throws {
+    package func setVectors(_ updates: [(entry: LazyVectorEntry, vector: [Float]?)]) throws {
         let dimensions = info.spec.vector?.dimensions ?? 0
         for (entry, vector) in updates {
             guard let vector else { continue }
@@ -88,7 +88,7 @@ public final class QueryIndex: Sendable {
     }
 
     /// The pending entry of `documentID` at `sequence`, if it is still pending there (for the HTTP API).
-    public func pendingEntry(documentID: String, sequence: UInt64) throws -> LazyVectorEntry? {
+    package func pendingEntry(documentID: String, sequence: UInt64) throws -> LazyVectorEntry? {
         try manager.catchUp(info, collection: collection)
         let pending = IndexManager.vectorTables(info.table).pending
         return try collection.database.read { db -> LazyVectorEntry? in
@@ -105,7 +105,7 @@ public final class QueryIndex: Sendable {
 
 /// One document of a lazy vector index waiting for its vector: the value of the index's expression to embed, and
 /// the document's sequence when it was handed out.
-public struct LazyVectorEntry: Sendable, Hashable {
+package struct LazyVectorEntry: Sendable, Hashable {
     public let documentID: String
     public let sequence: UInt64
     public let value: JSON

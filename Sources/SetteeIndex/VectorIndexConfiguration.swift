@@ -158,7 +158,7 @@ extension VectorEncoding {
 /// vectors at indexing time. Documents whose expression is not an array of `dimensions` numbers are not indexed.
 /// Until `minTrainingSize` vectors exist, searches are exact; then the index trains k-means centroids (and the
 /// quantizer) on up to `maxTrainingSize` of them and assigns every vector to its list.
-public struct VectorIndexConfiguration: IndexConfiguration {
+public struct VectorIndexConfiguration: IndexConfiguration, IndexSpecifying {
     /// The SQL++ expression giving each document's vector (or, for a lazy index, the value the app embeds).
     public let expression: String
     public let dimensions: UInt32
@@ -188,7 +188,7 @@ public struct VectorIndexConfiguration: IndexConfiguration {
     public static let defaultMaxTrainingSize: UInt32 = 0
     public static let defaultNumProbes: UInt32 = 0
 
-    public func indexSpec() throws(SetteeError) -> IndexSpec {
+    package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         var options = VectorIndexOptions(dimensions: Int(dimensions), centroids: Int(centroids))
         options.metric = metric
         options.encoding = encoding

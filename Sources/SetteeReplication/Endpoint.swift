@@ -168,7 +168,7 @@ public struct ReplicatedRevision: Sendable {
     public var attachmentEncodings: [String: String] = [:]
     /// Attachment bodies travelling with the revision in files rather than in memory, by digest: the large ones a
     /// replicator read from a remote source's multipart answer. (Encodings as for ``attachments``.)
-    public var stagedAttachments: [String: StagedAttachment] = [:]
+    package var stagedAttachments: [String: StagedAttachment] = [:]
 
     /// Whether any attachment body travels with the revision (in memory or staged).
     public var carriesAttachmentBodies: Bool { !attachments.isEmpty || !stagedAttachments.isEmpty }

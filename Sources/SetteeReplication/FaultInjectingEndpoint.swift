@@ -1,5 +1,5 @@
 import Foundation
-public import SetteeCore
+package import SetteeCore
 import Synchronization
 
 /// Wraps an endpoint and makes some of its calls fail the way networks and servers fail: dropped connections,
@@ -7,7 +7,7 @@ import Synchronization
 /// handy for trying a deployment's retry settings.
 ///
 /// Faults are decided per call by a seeded generator, so a run is repeatable.
-public final class FaultInjectingEndpoint: Endpoint, Sendable {
+package final class FaultInjectingEndpoint: Endpoint, Sendable {
     /// A kind of failure.
     public enum Fault: Sendable, Equatable {
         /// The connection drops before an answer (an `.unreachable` error).

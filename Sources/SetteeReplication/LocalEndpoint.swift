@@ -16,8 +16,8 @@ public struct LocalEndpoint: Endpoint {
     public var filterEvaluator: FilterEvaluator?
     /// Matches a replication's `selector` against a document. Nil: ``MangoSelector/matches(_:)`` (strings by
     /// Unicode scalar); a node supplies CouchDB's order (ICU's collation), which this layer doesn't link.
-    public typealias SelectorMatcher = @Sendable (_ selector: MangoSelector, _ document: JSON) -> Bool
-    public var selectorMatcher: SelectorMatcher?
+    package typealias SelectorMatcher = @Sendable (_ selector: MangoSelector, _ document: JSON) -> Bool
+    package var selectorMatcher: SelectorMatcher?
     /// The largest document body (its JSON, stubs included) this endpoint stores as a replication target; larger
     /// is a per-document `too_large` failure, as a node's `--max-document-size` makes it over HTTP.
     public var maxDocumentSize = Int.max
@@ -27,7 +27,7 @@ public struct LocalEndpoint: Endpoint {
     /// On whose behalf replicated revisions are written here (CouchDB's replication `user_ctx`): the database's
     /// write rules (``Database/admission``: a node's `validate_doc_update`, `_users` rules) judge them as this
     /// user's. Default: the database's owner.
-    public var writeContext: WriteContext = .owner
+    package var writeContext: WriteContext = .owner
 
     /// The default collection of `database` (Couchbase Lite's `DatabaseEndpoint(database:)`). The database must
     /// be open: a closed one stops the program, as using a closed database does in Couchbase Lite.

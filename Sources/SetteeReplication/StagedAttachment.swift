@@ -8,7 +8,7 @@ import Darwin
 
 /// An attachment body a replicator staged to a file instead of holding it in memory: `length` bytes as they will
 /// be stored. The file is removed when the last revision holding this value is released.
-public final class StagedAttachment: Sendable {
+package final class StagedAttachment: Sendable {
     /// The file.
     public let path: String
     /// Its length in bytes.

@@ -1,5 +1,5 @@
 /// One search hit: a vector's id and its distance from the query, in the metric's units.
-public struct VectorMatch: Sendable, Hashable {
+package struct VectorMatch: Sendable, Hashable {
     /// The id the vector was added under.
     public var id: Int64
     /// The distance from the query as ``VectorDistance/distance(_:_:_:)`` defines it for the index's metric

@@ -1,5 +1,5 @@
 /// Rules for document ids and database names, shared by the store, the server and the replicator.
-public enum DocumentIDs {
+package enum DocumentIDs {
     /// The kinds of document id.
     public enum Kind: Sendable, Equatable {
         /// An ordinary document.

@@ -9,7 +9,7 @@
 ///
 /// Input that is not an object, or that the fast scanner does not follow (escaped keys), is parsed in full and then
 /// filtered, so the answer never depends on the shortcut.
-public struct JSONMemberSelector: Sendable {
+package struct JSONMemberSelector: Sendable {
     private let keys: [[UInt8]]
     private let names: [String]
 

@@ -115,7 +115,7 @@ extension MangoSelector.Condition {
 
 /// How a selector orders strings: CouchDB compares them with ICU's collation (``MangoSelector/matches(_:strings:)``
 /// takes one); without it, by Unicode scalar.
-public typealias MangoStringOrder = ((String, String) -> Int)?
+package typealias MangoStringOrder = ((String, String) -> Int)?
 
 /// CouchDB view collation: strings in the given order (Unicode scalar by default), and objects with the same
 /// members compare equal whatever their key order.

@@ -14,7 +14,7 @@
 ///
 /// Values compare in CouchDB view collation order (null < false < true < numbers < strings <
 /// arrays < objects), with strings in Unicode scalar order and objects equal regardless of key order.
-public struct MangoSelector: Sendable {
+package struct MangoSelector: Sendable {
     /// The normalized, negation-free matcher tree.
     let root: Node
 

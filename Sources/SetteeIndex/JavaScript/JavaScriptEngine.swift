@@ -1,6 +1,6 @@
-public import Foundation
+import Foundation
 import Logging
-public import SetteeCore
+package import SetteeCore
 import Synchronization
 
 /// Runs CouchDB's JavaScript design functions in a pool of query-server processes (`settee-js`, SpiderMonkey),
@@ -16,7 +16,7 @@ import Synchronization
 ///
 /// Processes remember what was loaded into them (map functions, design documents by revision), and a call prefers
 /// an idle process that already has what it needs.
-public final class JavaScriptEngine: Sendable {
+package final class JavaScriptEngine: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The query server to run; nil finds `settee-js` beside the running executable (or `SETTEE_JS`).
         public var executable: String?

@@ -1,7 +1,7 @@
-public import SetteeCore
+package import SetteeCore
 
 /// Why a JavaScript design function gave no result.
-public enum JavaScriptError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum JavaScriptError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The function's source doesn't compile (CouchDB's `compilation_error`).
     case compilation(String)
     /// The function threw: `name` and `reason` as the query server reports them (`["error", name, reason]`), e.g.

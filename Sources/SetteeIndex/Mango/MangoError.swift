@@ -1,7 +1,7 @@
 /// A Mango request the index layer refuses, with CouchDB's error name and reason (`invalid_index`,
 /// `no_usable_index`, …). What kind of refusal it is decides the HTTP status, in the server's one error table
 /// (`CouchError`), not here.
-public struct MangoError: Error, Sendable, CustomStringConvertible {
+package struct MangoError: Error, Sendable, CustomStringConvertible {
     /// The kind of refusal.
     public enum Kind: Sendable {
         /// The request is malformed or asks for something no index can serve (400).

@@ -1,9 +1,9 @@
 import Foundation
-public import SetteeCore
-public import SetteeStore
+package import SetteeCore
+package import SetteeStore
 
 /// The answer to `POST /{db}/_find`, in CouchDB's shape.
-public struct MangoResult: Sendable {
+package struct MangoResult: Sendable {
     public var docs: [JSON] = []
     /// Where the next page starts (`"nil"` when no row was read); nil only for a query no document can match,
     /// which CouchDB answers with `docs` alone.
@@ -24,7 +24,7 @@ public struct MangoResult: Sendable {
 /// Runs Mango queries over a collection: plans with ``MangoPlan``, reads the chosen json index's view rows (or
 /// `_all_docs`) in order with their documents, filters them with the whole selector, then skips, limits and
 /// projects as CouchDB's `mango_cursor_view` does.
-public enum MangoExecutor {
+package enum MangoExecutor {
     /// Documents read from `_all_docs` per batch.
     static let allDocsBatch = 500
     /// CouchDB's `[mango] index_scan_warning_threshold`: documents examined per result above which it warns.

@@ -1,5 +1,5 @@
-public import SetteeCore
-public import SetteeStore
+package import SetteeCore
+package import SetteeStore
 
 extension MangoExecutor {
     /// `POST /{db}/_explain`: the index a `_find` would use, the range it would read and why the other indexes

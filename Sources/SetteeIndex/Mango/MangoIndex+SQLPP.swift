@@ -1,5 +1,5 @@
-public import SetteeCore
-public import SetteeStore
+package import SetteeCore
+package import SetteeStore
 
 /// What another query language (SQL++, QueryBuilder) may read a Mango json index through.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-public import SetteeCore
-public import SetteeStore
+package import SetteeCore
+package import SetteeStore
 
 /// A Mango index: the special `_all_docs` index, or a json index — a view of a design document with
 /// `"language": "query"`, stored as CouchDB stores it so it replicates with CouchDB and PouchDB:
@@ -14,7 +14,7 @@ public import SetteeStore
 ///
 /// Settee runs it on its view machinery (``ViewManager``): rows keyed `[city, type]` in CouchDB's collation, per
 /// partition in a partitioned database, kept current from the change feed.
-public struct MangoIndex: Sendable {
+package struct MangoIndex: Sendable {
     public enum Kind: String, Sendable { case special, json }
 
     public let kind: Kind

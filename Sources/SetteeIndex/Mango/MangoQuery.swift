@@ -1,8 +1,8 @@
-public import SetteeCore
+package import SetteeCore
 
 /// A Mango query (the body of `POST /{db}/_find` and `_explain`), validated as CouchDB's `mango_opts:validate_find/1`
 /// validates it: every member known, each of the right type, defaults filled in.
-public struct MangoQuery: Sendable {
+package struct MangoQuery: Sendable {
     /// One `sort` field and its direction.
     public struct SortField: Sendable, Equatable {
         public let name: String

@@ -1,7 +1,7 @@
 import Foundation
-public import SetteeCore
-public import SetteeSQLPP
-public import SetteeStore
+package import SetteeCore
+package import SetteeSQLPP
+package import SetteeStore
 
 /// A view declared in a design document with SQL++ expressions — how views are defined over HTTP, where no Swift
 /// closure exists:
@@ -21,7 +21,7 @@ public import SetteeStore
 /// the ``JavaScriptEngine``; its `reduce` is then a built-in (`_count`, `_sum`, `_stats`, `_approx_count_distinct`)
 /// or a JavaScript reduce function, and `require()` finds modules under the design document's `views.lib`. The
 /// view's version is its definition's JSON (and `views.lib`), so editing the design document rebuilds it.
-public struct DesignView: Sendable {
+package struct DesignView: Sendable {
     /// The design document's id (`_design/…`) and the view's name in it.
     public let designDocumentID: String
     public let name: String

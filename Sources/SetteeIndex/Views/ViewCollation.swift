@@ -1,6 +1,6 @@
 import Foundation
 import CICU
-public import SetteeCore
+package import SetteeCore
 import SetteeSQLPP
 
 /// CouchDB's view collation as an order-preserving binary key, so SQLite compares view keys with `memcmp`.
@@ -16,7 +16,7 @@ import SetteeSQLPP
 /// encoding is prefix-free, so arrays of them compare element-wise, and `key ‖ docid` orders by key then id.
 ///
 /// Sort keys are one-way: the row keeps its key's JSON beside the encoding.
-public final class ViewCollator {
+package final class ViewCollator {
     private let collator: OpaquePointer
     private var scratch: [UInt8] = Array(repeating: 0, count: 256)
     /// Sort keys of short strings met recently: a view's keys repeat (types, cities, tags) and an ICU sort key costs

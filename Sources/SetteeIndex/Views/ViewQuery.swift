@@ -112,7 +112,7 @@ public struct ViewQueryRow: Sendable {
     /// A full-text row's indexed text.
     public let fullText: String?
     /// A full-text row's matches: the query term matched and the UTF-8 byte range in ``fullText``.
-    public let matches: [FullTextDetails.Match]
+    package let matches: [FullTextDetails.Match]
     /// A full-text row's relevance (bm25; lower is better), when ranking.
     public let rank: Double?
     let markedSnippet: String?

@@ -1,5 +1,5 @@
 public import Foundation
-public import SetteeIndex
+package import SetteeIndex
 
 /// The implementation of a node's plain (not TLS) HTTP/1.1 connections (``ServerConfiguration/http1Channel``).
 /// TLS and HTTP/2 connections always use Hummingbird's channels.
@@ -81,7 +81,7 @@ public struct ServerConfiguration: Sendable {
     public var nodeName = "settee@127.0.0.1"
     /// The JavaScript query servers design functions run in: their time limit (`[couchdb] os_process_timeout`),
     /// `[query_server_config] reduce_limit`, `os_process_limit` and `os_process_soft_limit`.
-    public var javascript = JavaScriptEngine.Configuration()
+    package var javascript = JavaScriptEngine.Configuration()
     /// `[chttpd] secure_rewrites`: a design document's rewrite rules may not lead out of their database.
     public var secureRewrites = true
     /// Create `_users` and `_replicator` when the node starts without them, as CouchDB's single-node setup does.

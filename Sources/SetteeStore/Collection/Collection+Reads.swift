@@ -12,7 +12,7 @@ extension Collection {
     ///
     /// - Parameter withTree: also load the revision tree (needed for history, conflicts, older revisions).
     /// - Parameter archived: which replaced revisions' bodies to load from the archive (implies the tree); nil: none.
-    public func record(id: String, withTree: Bool = false, archived: ArchivedBodies? = nil) throws -> DocumentRecord? {
+    package func record(id: String, withTree: Bool = false, archived: ArchivedBodies? = nil) throws -> DocumentRecord? {
         try database.read { db in try self.readRecord(id: id, withTree: withTree, archived: archived, db: db) }
     }
 
@@ -75,7 +75,7 @@ extension Collection {
     /// Many documents in one read transaction (a consistent snapshot), in the order of `ids`; nil where missing.
     ///
     /// - Parameter archived: per id (same order), which replaced revisions' bodies to load; empty for none.
-    public func records(ids: [String], withTree: Bool = false, archived: [ArchivedBodies?] = []) throws -> [DocumentRecord?] {
+    package func records(ids: [String], withTree: Bool = false, archived: [ArchivedBodies?] = []) throws -> [DocumentRecord?] {
         precondition(archived.isEmpty || archived.count == ids.count, "one ArchivedBodies per id")
         return try database.read { db in
             let all = {

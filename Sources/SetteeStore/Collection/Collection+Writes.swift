@@ -17,7 +17,7 @@ extension Collection {
     ///
     /// - Throws: ``SetteeError`` `.storage`/`.closed` when the transaction itself fails (nothing is written), or
     ///   the admission's error when it could not judge the batch.
-    public func write(_ writes: [RevisionWrite], as context: WriteContext) throws -> [Result<RevID, SetteeError>] {
+    package func write(_ writes: [RevisionWrite], as context: WriteContext) throws -> [Result<RevID, SetteeError>] {
         try writeReportingSequences(writes, as: context).map(\.outcome)
     }
 

@@ -100,7 +100,7 @@ public struct DocumentRecord: Sendable {
 /// Which archived bodies of replaced revisions a read loads besides the leaves' (a write that gives a revision a
 /// child moves its body to the archive, where it stays until compaction, as CouchDB keeps it until then).
 /// A read that asks for none (`nil`) has only the leaves' bodies (replication, plain reads).
-public enum ArchivedBodies: Sendable, Equatable {
+package enum ArchivedBodies: Sendable, Equatable {
     /// Those of these revisions (`?rev=`, `open_revs`); a leaf or a revision the tree lacks costs nothing.
     case revisions([RevID])
     /// Every archived body of the document (`revs_info`, which tells which revisions are still available).

@@ -28,7 +28,7 @@ public struct RevisionWrite: Sendable {
     public var blobEncodings: [String: String] = [:]
     /// Attachment bodies staged in files (large uploads, written to disk as they arrived): copied into the
     /// database a piece at a time in the revision's transaction, never held whole in memory.
-    public var stagedBlobs: [StagedBlob] = []
+    package var stagedBlobs: [StagedBlob] = []
     /// Couchbase Lite's names (`sha1-<base64>` of the bytes) of attachment bodies, by digest: recorded with the
     /// bodies in the revision's transaction (``Database/blobDigest(sha1:)`` finds them by it).
     public var blobSHA1: [String: String] = [:]
@@ -45,7 +45,7 @@ public struct RevisionWrite: Sendable {
 
 /// An attachment body waiting in a file to be stored: its digest (of the bytes as stored), how many bytes the
 /// file holds and their encoding (`gzip`, or nil). The file is the caller's; a write only reads it.
-public struct StagedBlob: Sendable {
+package struct StagedBlob: Sendable {
     public var digest: String
     public var path: String
     public var length: Int

@@ -62,7 +62,7 @@ public final class Database: Sendable {
     /// The rules every write passes (``DatabaseConfiguration/admission``, or what ``install(admission:)`` set).
     private let admissionState: Mutex<(any WriteAdmission)?>
     /// The rules every write to this database passes before it is stored, nil for none.
-    public var admission: (any WriteAdmission)? { admissionState.withLock { $0 } }
+    package var admission: (any WriteAdmission)? { admissionState.withLock { $0 } }
 
     /// Gives an open database write rules when it has none (a node serving a database an app opened).
     package func install(admission: any WriteAdmission) {

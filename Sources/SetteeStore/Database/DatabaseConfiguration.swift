@@ -24,7 +24,7 @@ public struct DatabaseConfiguration: Sendable {
     public var mmapEnabled: Bool = DatabaseConfiguration.defaultMmapEnabled
     /// The rules every write to the database passes before it is stored (a Settee extension; nil: none). A node
     /// serving the database supplies its own: `validate_doc_update`, the `_users` rules, size limits.
-    public var admission: (any WriteAdmission)?
+    package var admission: (any WriteAdmission)?
 
     public init(directory: String = FileManager.default.currentDirectoryPath,
                 fullSync: Bool = DatabaseConfiguration.defaultFullSync, readers: Int = 4, revsLimit: Int = 1000) {

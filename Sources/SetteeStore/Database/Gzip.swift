@@ -3,7 +3,7 @@ import SetteeCore
 
 /// gzip with the system zlib: attachments stored compressed (`[attachments] compressible_types`), as CouchDB stores
 /// them, and request bodies sent with `Content-Encoding: gzip`.
-public enum Gzip {
+package enum Gzip {
     /// Compresses `bytes` into the gzip format at zlib `level` (1–9).
     public static func compress(_ bytes: [UInt8], level: Int) throws -> [UInt8] {
         var stream = z_stream()
@@ -63,7 +63,7 @@ public enum Gzip {
 /// ``process(_:finish:output:)`` call consumes one input piece and hands out what zlib produced from it.
 ///
 /// Not `Sendable`: one task feeds it. The `z_stream` lives at a fixed heap address (zlib checks that it isn't moved).
-public final class GzipStream {
+package final class GzipStream {
     private enum Direction { case compressing, decompressing }
 
     private let stream: UnsafeMutablePointer<z_stream>

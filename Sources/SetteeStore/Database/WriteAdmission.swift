@@ -1,4 +1,4 @@
-public import SetteeCore
+package import SetteeCore
 
 /// On whose behalf a write is made: a user's name and roles, as CouchDB's `userCtx` gives them to a database's
 /// rules. A database's ``WriteAdmission`` judges every write by it.
@@ -7,7 +7,7 @@ public import SetteeCore
 /// let alice = WriteContext(name: "alice", roles: ["editors"])
 /// let outcomes = try collection.write(writes, as: alice)
 /// ```
-public struct WriteContext: Sendable, Equatable, Hashable {
+package struct WriteContext: Sendable, Equatable, Hashable {
     /// The user's name; nil for the node or the application itself.
     public var name: String?
     /// The user's roles (`_admin` for a server administrator).
@@ -58,7 +58,7 @@ public struct WriteContext: Sendable, Equatable, Hashable {
 ///
 /// Threading: called on the writing thread, outside the write transaction (it may read the collection and
 /// run design functions). It must not write to the database itself.
-public protocol WriteAdmission: Sendable {
+package protocol WriteAdmission: Sendable {
     /// Judges a batch of writes to `collection` made on behalf of `context`: for each write, in order, the write
     /// to store (possibly changed, e.g. a password hashed) or the error that refuses it (`forbidden`,
     /// `unauthorized`, `too_large`, …; any other error a rule raised is the ``SetteeError/underlying`` error).
