@@ -314,7 +314,7 @@ public struct PredictiveIndex: Index, IndexSpecifying {
     public let properties: [String]?
 
     package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
-        let prediction = Function.prediction(model: model, input: BuiltInput(sqlExpression: input)).sqlExpression
+        let prediction = Function.prediction(model: model, input: BuiltInput(tree: input)).sqlExpression
         let expressions: [SQLExpression] = properties.map { names in
             names.map { .path(prediction, PathParser.components($0)) }
         } ?? [prediction]
@@ -323,8 +323,8 @@ public struct PredictiveIndex: Index, IndexSpecifying {
     }
 
     /// The stored input, handed back to the QueryBuilder function that builds the PREDICTION call.
-    private struct BuiltInput: ExpressionProtocol {
-        let sqlExpression: SQLExpression
+    private struct BuiltInput: SQLTreeExpression {
+        let tree: SQLExpression
     }
 }
 

@@ -12,10 +12,23 @@ public import SetteeStore
 
 /// The collection a query reads, in FROM or JOIN (Couchbase Lite's `DataSourceProtocol`).
 public protocol DataSourceProtocol: Sendable {
-    /// The collection reference, with its alias if one was given.
-    var sourceRef: SourceRef { get }
     /// The database holding the collection.
     var database: Database { get }
+}
+
+/// What Settee's data sources are: the SQL++ collection reference (Settee's own, not API).
+package protocol SourceRefCarrying: DataSourceProtocol {
+    var collectionReference: SourceRef { get }
+}
+
+extension DataSourceProtocol {
+    /// The collection reference, with its alias if one was given.
+    package var sourceRef: SourceRef {
+        guard let carrying = self as? any SourceRefCarrying else {
+            preconditionFailure("DataSourceProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use DataSource")
+        }
+        return carrying.collectionReference
+    }
 }
 
 /// A data source that can be given an alias (Couchbase Lite's `DataSourceAs`).
@@ -30,9 +43,10 @@ public protocol DataSourceAs: DataSourceProtocol {
 /// ```swift
 /// QueryBuilder.select(SelectResult.all()).from(DataSource.collection(hotels).as("hotel"))
 /// ```
-public struct DataSource: DataSourceAs {
+public struct DataSource: DataSourceAs, SourceRefCarrying {
     /// The collection reference, with its alias if one was given.
-    public let sourceRef: SourceRef
+    package let sourceRef: SourceRef
+    package var collectionReference: SourceRef { sourceRef }
     /// The database holding the collection.
     public let database: Database
 
@@ -63,9 +77,21 @@ public struct DataSource: DataSourceAs {
 // MARK: - Join
 
 /// A JOIN clause (Couchbase Lite's `JoinProtocol`).
-public protocol JoinProtocol: Sendable {
+public protocol JoinProtocol: Sendable {}
+
+/// What Settee's joins are: the SQL++ JOIN clause (Settee's own, not API).
+package protocol JoinClauseCarrying: JoinProtocol {
+    var clause: JoinClause { get }
+}
+
+extension JoinProtocol {
     /// The JOIN clause.
-    var joinClause: JoinClause { get }
+    package var joinClause: JoinClause {
+        guard let carrying = self as? any JoinClauseCarrying else {
+            preconditionFailure("JoinProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use Join")
+        }
+        return carrying.clause
+    }
 }
 
 /// A join that still needs its ON condition (Couchbase Lite's `JoinOnProtocol`).
@@ -75,21 +101,21 @@ public protocol JoinOnProtocol: JoinProtocol {
 }
 
 /// A finished JOIN clause.
-struct BuiltJoin: JoinProtocol {
-    let joinClause: JoinClause
+struct BuiltJoin: JoinClauseCarrying {
+    let clause: JoinClause
 }
 
 /// An inner or left outer join waiting for its ON condition.
-public struct JoinOn: JoinOnProtocol {
+public struct JoinOn: JoinOnProtocol, JoinClauseCarrying {
     let kind: JoinKind
     let source: SourceRef
 
     /// The join without a condition (every pair of rows, as a cross join).
-    public var joinClause: JoinClause { JoinClause(kind: kind, source: source, on: nil) }
+    package var clause: JoinClause { JoinClause(kind: kind, source: source, on: nil) }
 
     /// The join condition.
     public func on(_ expression: any ExpressionProtocol) -> any JoinProtocol {
-        BuiltJoin(joinClause: JoinClause(kind: kind, source: source, on: expression.sqlExpression))
+        BuiltJoin(clause: JoinClause(kind: kind, source: source, on: expression.sqlExpression))
     }
 }
 
@@ -125,7 +151,7 @@ public enum Join {
 
     /// `CROSS JOIN source`: every combination of rows.
     public static func crossJoin(_ dataSource: any DataSourceProtocol) -> any JoinProtocol {
-        BuiltJoin(joinClause: JoinClause(kind: .cross, source: dataSource.sourceRef, on: nil))
+        BuiltJoin(clause: JoinClause(kind: .cross, source: dataSource.sourceRef, on: nil))
     }
 }
 

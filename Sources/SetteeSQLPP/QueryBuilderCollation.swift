@@ -1,8 +1,20 @@
 /// A collation for ``ExpressionProtocol/collate(_:)`` (Couchbase Lite's `CollationProtocol`): ``Collation/ASCII``
 /// or ``Collation/Unicode``.
-public protocol CollationProtocol {
+public protocol CollationProtocol {}
+
+/// What Settee's collations are: their SQL++ `COLLATE` options (Settee's own, not API).
+package protocol StringCollationCarrying: CollationProtocol {
+    var collationOptions: StringCollation { get }
+}
+
+extension CollationProtocol {
     /// The collation as the SQL++ tree's `COLLATE` options.
-    var stringCollation: StringCollation { get }
+    package var stringCollation: StringCollation {
+        guard let carrying = self as? any StringCollationCarrying else {
+            preconditionFailure("CollationProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use Collation.ascii() or Collation.unicode()")
+        }
+        return carrying.collationOptions
+    }
 }
 
 /// Collations (Couchbase Lite's `Collation`): how a comparison or an ORDER BY key compares strings.
@@ -20,7 +32,7 @@ public final class Collation {
     public static func unicode() -> Unicode { Unicode() }
 
     /// Couchbase Lite's ASCII collation.
-    public final class ASCII: CollationProtocol {
+    public final class ASCII: CollationProtocol, StringCollationCarrying {
         private var ignoresCase = false
 
         /// Whether `A`–`Z` compare equal to `a`–`z`.
@@ -30,11 +42,11 @@ public final class Collation {
             return self
         }
 
-        public var stringCollation: StringCollation { StringCollation(unicode: false, ignoreCase: ignoresCase) }
+        package var collationOptions: StringCollation { StringCollation(unicode: false, ignoreCase: ignoresCase) }
     }
 
     /// Couchbase Lite's Unicode collation.
-    public final class Unicode: CollationProtocol {
+    public final class Unicode: CollationProtocol, StringCollationCarrying {
         private var ignoresCase = false
         private var ignoresAccents = false
         private var localeIdentifier: String?
@@ -60,7 +72,7 @@ public final class Collation {
             return self
         }
 
-        public var stringCollation: StringCollation {
+        package var collationOptions: StringCollation {
             StringCollation(unicode: true, ignoreCase: ignoresCase, ignoreAccents: ignoresAccents, locale: localeIdentifier)
         }
     }

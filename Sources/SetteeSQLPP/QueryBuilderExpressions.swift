@@ -17,15 +17,27 @@ public import struct Foundation.Date
 /// let hotels = Expression.property("type").equalTo(Expression.string("hotel"))
 ///     .and(Expression.property("geo.alt").greaterThanOrEqualTo(Expression.int(300)))
 /// ```
-public protocol ExpressionProtocol: Sendable {
+public protocol ExpressionProtocol: Sendable {}
+
+/// What every expression the builder makes is: the SQL++ tree it stands for (Settee's own, not API).
+package protocol SQLTreeExpression: ExpressionProtocol {
+    var tree: SQLExpression { get }
+}
+
+extension ExpressionProtocol {
     /// The SQL++ tree this expression stands for.
-    var sqlExpression: SQLExpression { get }
+    package var sqlExpression: SQLExpression {
+        guard let built = self as? any SQLTreeExpression else {
+            preconditionFailure("ExpressionProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); \(type(of: self)) is not one of its expressions")
+        }
+        return built.tree
+    }
 }
 
 /// The concrete value behind the `any ExpressionProtocol` results of the builder methods.
-struct BuiltExpression: ExpressionProtocol {
-    let sqlExpression: SQLExpression
-    init(_ sqlExpression: SQLExpression) { self.sqlExpression = sqlExpression }
+struct BuiltExpression: SQLTreeExpression {
+    let tree: SQLExpression
+    init(_ sqlExpression: SQLExpression) { tree = sqlExpression }
 }
 
 extension ExpressionProtocol {
@@ -137,17 +149,17 @@ public protocol MetaExpressionProtocol: ExpressionProtocol {
 }
 
 /// `Expression.property(path)`.
-struct PropertyExpression: PropertyExpressionProtocol {
+struct PropertyExpression: PropertyExpressionProtocol, SQLTreeExpression {
     let path: [PathComponent]
-    var sqlExpression: SQLExpression { .property(source: nil, path: path) }
+    var tree: SQLExpression { .property(source: nil, path: path) }
     func from(_ alias: String?) -> any ExpressionProtocol {
         BuiltExpression(.property(source: alias, path: path))
     }
 }
 
 /// `Expression.all()`: `*` (as in `COUNT(*)`); `.from(alias)` is the whole document of that source.
-struct AllExpression: PropertyExpressionProtocol {
-    var sqlExpression: SQLExpression { .star }
+struct AllExpression: PropertyExpressionProtocol, SQLTreeExpression {
+    var tree: SQLExpression { .star }
     func from(_ alias: String?) -> any ExpressionProtocol {
         guard let alias else { return self }
         return BuiltExpression(.property(source: alias, path: []))
@@ -155,9 +167,9 @@ struct AllExpression: PropertyExpressionProtocol {
 }
 
 /// `Meta.id`, `Meta.sequence`, ….
-struct MetaExpression: MetaExpressionProtocol {
+struct MetaExpression: MetaExpressionProtocol, SQLTreeExpression {
     let field: MetaField
-    var sqlExpression: SQLExpression { .meta(source: nil, field: field) }
+    var tree: SQLExpression { .meta(source: nil, field: field) }
     func from(_ alias: String) -> any ExpressionProtocol {
         BuiltExpression(.meta(source: alias, field: field))
     }

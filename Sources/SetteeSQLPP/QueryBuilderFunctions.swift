@@ -165,9 +165,9 @@ public protocol VariableExpressionProtocol: ExpressionProtocol {
 }
 
 /// `ArrayExpression.variable(name)`: reads as a property path whose first component is the variable.
-struct VariableExpression: VariableExpressionProtocol {
+struct VariableExpression: VariableExpressionProtocol, SQLTreeExpression {
     let name: String
-    var sqlExpression: SQLExpression { .property(source: nil, path: PathParser.components(name)) }
+    var tree: SQLExpression { .property(source: nil, path: PathParser.components(name)) }
 }
 
 /// Quantified expressions over arrays: `ANY`, `EVERY`, `ANY AND EVERY` … `SATISFIES` (Couchbase Lite's `ArrayExpression`).

@@ -6,9 +6,21 @@ import SetteeCore
 // MARK: - SelectResult
 
 /// An item of a query's SELECT list (Couchbase Lite's `SelectResultProtocol`).
-public protocol SelectResultProtocol: Sendable {
+public protocol SelectResultProtocol: Sendable {}
+
+/// What Settee's SELECT-list items are: the SQL++ item (Settee's own, not API).
+package protocol SelectItemCarrying: SelectResultProtocol {
+    var selectItem: SelectItem { get }
+}
+
+extension SelectResultProtocol {
     /// The SELECT-list item.
-    var item: SelectItem { get }
+    package var item: SelectItem {
+        guard let carrying = self as? any SelectItemCarrying else {
+            preconditionFailure("SelectResultProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use SelectResult")
+        }
+        return carrying.selectItem
+    }
 }
 
 /// A SELECT-list item that can be given a result key (Couchbase Lite's `SelectResultAs`).
@@ -34,12 +46,13 @@ public protocol SelectResultFrom: SelectResultProtocol {
 ///
 /// Without ``as(_:)``, a property's result key is the last component of its path (`"geo.alt"` → `"alt"`),
 /// and another expression's is `$1`, `$2`, … by position; the executor assigns these.
-public struct SelectResult: SelectResultAs, SelectResultFrom {
+public struct SelectResult: SelectResultAs, SelectResultFrom, SelectItemCarrying {
     /// The SELECT-list item.
-    public var item: SelectItem
+    package var item: SelectItem
+    package var selectItem: SelectItem { item }
 
     /// Wraps a SELECT-list item.
-    public init(_ item: SelectItem) { self.item = item }
+    package init(_ item: SelectItem) { self.item = item }
 
     /// All properties of the document (`*`), as one dictionary under the data source's alias or collection name.
     public static func all() -> SelectResult {
@@ -81,9 +94,21 @@ public struct SelectResult: SelectResultAs, SelectResultFrom {
 // MARK: - Ordering
 
 /// An ORDER BY item (Couchbase Lite's `OrderingProtocol`).
-public protocol OrderingProtocol: Sendable {
+public protocol OrderingProtocol: Sendable {}
+
+/// What Settee's ORDER BY items are: the SQL++ item (Settee's own, not API).
+package protocol OrderItemCarrying: OrderingProtocol {
+    var orderItem: OrderItem { get }
+}
+
+extension OrderingProtocol {
     /// The ORDER BY item.
-    var item: OrderItem { get }
+    package var item: OrderItem {
+        guard let carrying = self as? any OrderItemCarrying else {
+            preconditionFailure("OrderingProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use Ordering")
+        }
+        return carrying.orderItem
+    }
 }
 
 /// An ORDER BY item whose direction can be chosen (Couchbase Lite's `QuerySortOrder`).
@@ -99,12 +124,13 @@ public protocol QuerySortOrder: OrderingProtocol {
 /// ```swift
 /// .orderBy(Ordering.property("title").ascending(), Ordering.expression(Meta.sequence).descending())
 /// ```
-public struct Ordering: QuerySortOrder {
+public struct Ordering: QuerySortOrder, OrderItemCarrying {
     /// The ORDER BY item.
-    public var item: OrderItem
+    package var item: OrderItem
+    package var orderItem: OrderItem { item }
 
     /// Wraps an ORDER BY item.
-    public init(_ item: OrderItem) { self.item = item }
+    package init(_ item: OrderItem) { self.item = item }
 
     /// Orders by a property path (see ``Expression/property(_:)``).
     public static func property(_ property: String) -> Ordering {

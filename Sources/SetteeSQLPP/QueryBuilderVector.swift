@@ -9,8 +9,8 @@ import SetteeCore
 /// QueryBuilder.select(SelectResult.all()).from(DataSource.collection(collection))
 ///     .where(prediction.property("label").equalTo(Expression.string("car")))
 /// ```
-public struct PredictionExpression: ExpressionProtocol {
-    public let sqlExpression: SQLExpression
+public struct PredictionExpression: ExpressionProtocol, SQLTreeExpression {
+    package let tree: SQLExpression
 
     /// The member at `path` (`"label"`, `"scores.car"`) of the model's output.
     public func property(_ path: String) -> any ExpressionProtocol {
@@ -22,7 +22,7 @@ extension Function {
     /// `PREDICTION(model, input)`: runs the model registered under `model` (``Database/prediction``) on `input`, an
     /// object expression. A model that returns nil makes the value MISSING.
     public static func prediction(model: String, input: any ExpressionProtocol) -> PredictionExpression {
-        PredictionExpression(sqlExpression: .function(
+        PredictionExpression(tree: .function(
             PredictionFunction.functionName, [.property(source: nil, path: [.key(model)]), input.sqlExpression],
             distinct: false))
     }

@@ -1,9 +1,9 @@
-public import SetteeCore
+package import SetteeCore
 
 /// The change feed: each document's latest change, in sequence order.
 extension Collection {
     /// One row of the change feed.
-    public struct ChangeRow: Sendable {
+    package struct ChangeRow: Sendable {
         /// The sequence of the document's latest change.
         public let sequence: UInt64
         public let id: String
@@ -20,7 +20,7 @@ extension Collection {
     }
 
     /// What to read from the feed.
-    public struct ChangesOptions: Sendable {
+    package struct ChangesOptions: Sendable {
         /// Only changes after this sequence.
         public var since: UInt64 = 0
         public var limit: Int?
@@ -38,7 +38,7 @@ extension Collection {
     }
 
     /// Reads the change feed. Each document appears once, at its latest change; `_local` documents never do.
-    public func changes(_ options: ChangesOptions) throws -> [ChangeRow] {
+    package func changes(_ options: ChangesOptions) throws -> [ChangeRow] {
         try database.read { db in
             var rows: [ChangeRow] = []
             try self.scanChanges(options, db: db) { rows.append($0); return true }
@@ -47,7 +47,7 @@ extension Collection {
     }
 
     /// Streams the change feed to `body` row by row (no intermediate array); return false to stop.
-    public func forEachChange(_ options: ChangesOptions, _ body: (ChangeRow) throws -> Bool) throws {
+    package func forEachChange(_ options: ChangesOptions, _ body: (ChangeRow) throws -> Bool) throws {
         try database.read { db in
             try self.scanChanges(options, db: db, body)
         }

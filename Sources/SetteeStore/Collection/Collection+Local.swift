@@ -3,7 +3,7 @@ public import SetteeCore
 /// `_local` documents: per-node state (replication checkpoints) that is never replicated and never in the feed.
 extension Collection {
     /// A stored local document.
-    public struct LocalDocument: Sendable {
+    package struct LocalDocument: Sendable {
         /// The id including the `_local/` prefix.
         public let id: String
         /// `0-N`, counting the document's saves.
@@ -13,7 +13,7 @@ extension Collection {
     }
 
     /// The local document `id` (with or without the `_local/` prefix), or nil.
-    public func localDocument(id: String) throws -> LocalDocument? {
+    package func localDocument(id: String) throws -> LocalDocument? {
         let id = Collection.localID(id)
         return try database.read { db in
             let stmt = try db.prepare("SELECT rev, body FROM \(localTable) WHERE id = ?")
@@ -63,7 +63,7 @@ extension Collection {
 
     /// Local documents in id order, with `_all_docs`' range, order and paging options (`includeDocs` is ignored:
     /// bodies always come with them).
-    public func localDocuments(_ options: AllDocsOptions) throws -> [LocalDocument] {
+    package func localDocuments(_ options: AllDocsOptions) throws -> [LocalDocument] {
         var conditions: [String] = []
         var values: [SQLiteValue] = []
         let (low, high) = options.descending ? (options.endKey, options.startKey) : (options.startKey, options.endKey)

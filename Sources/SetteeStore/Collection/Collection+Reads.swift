@@ -90,7 +90,7 @@ extension Collection {
     }
 
     /// One row of `_all_docs`.
-    public struct AllDocsRow: Sendable {
+    package struct AllDocsRow: Sendable {
         public let id: String
         public let rev: RevID
         public let deleted: Bool
@@ -98,7 +98,7 @@ extension Collection {
     }
 
     /// Options of `_all_docs` (CouchDB's meaning: with `descending`, `startKey` is the upper bound).
-    public struct AllDocsOptions: Sendable {
+    package struct AllDocsOptions: Sendable {
         public var startKey: String?
         public var endKey: String?
         public var inclusiveEnd = true
@@ -112,7 +112,7 @@ extension Collection {
     }
 
     /// Live documents in id order (raw UTF-8 byte order, as CouchDB's `_all_docs`), and the total live count.
-    public func allDocs(_ options: AllDocsOptions) throws -> (totalRows: Int, offset: Int, rows: [AllDocsRow]) {
+    package func allDocs(_ options: AllDocsOptions) throws -> (totalRows: Int, offset: Int, rows: [AllDocsRow]) {
         try database.read { db in
             var conditions = [DocumentTable.live()]
             var binds: [SQLiteValue] = []
@@ -152,7 +152,7 @@ extension Collection {
 
     /// `_all_docs` with `keys`: one entry per key, nil where the document does not exist
     /// (deleted documents are returned with `deleted: true`).
-    public func allDocs(keys: [String], includeDocs: Bool) throws -> [AllDocsRow?] {
+    package func allDocs(keys: [String], includeDocs: Bool) throws -> [AllDocsRow?] {
         try database.read { db in
             let stmt = try db.prepare("SELECT rev, flags, body FROM \(docsTable) WHERE id = ?")
             return try keys.map { key in

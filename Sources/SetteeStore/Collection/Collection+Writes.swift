@@ -1,4 +1,4 @@
-public import SetteeCore
+package import SetteeCore
 
 /// Writing revisions: the one path every save, delete and replicated revision goes through.
 extension Collection {
@@ -49,7 +49,7 @@ extension Collection {
     typealias StoredWrite = (outcome: Result<RevID, SetteeError>, sequence: UInt64?)
 
     /// ``write(_:as:)`` made as the database's owner (``WriteContext/owner``), as Couchbase Lite's API writes.
-    public func write(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
+    package func write(_ writes: [RevisionWrite]) throws -> [Result<RevID, SetteeError>] {
         try write(writes, as: .owner)
     }
 
@@ -142,7 +142,7 @@ extension Collection {
     /// Stores one revision as the database's owner; throws its error (conflict, bad id, a refusal of the
     /// database's admission) instead of returning it.
     @discardableResult
-    public func write(_ write: RevisionWrite) throws -> RevID {
+    package func write(_ write: RevisionWrite) throws -> RevID {
         try self.write([write], as: .owner)[0].get()
     }
 

@@ -1,9 +1,9 @@
-public import SetteeCore
+package import SetteeCore
 
 /// A stored document as the store keeps it: the winning revision's body and, when asked for, the whole
 /// revision tree and the archived bodies of replaced revisions. The server builds CouchDB's responses
 /// (`_revisions`, `_conflicts`, `open_revs`, `revs_info`) from it.
-public struct DocumentRecord: Sendable {
+package struct DocumentRecord: Sendable {
     /// The document id.
     public let id: String
     /// The sequence of the document's latest change.

@@ -1,10 +1,10 @@
-public import SetteeCore
+package import SetteeCore
 
 /// One revision to store, the way CouchDB's `_bulk_docs` expresses a write.
 ///
 /// The body holds the document's properties (including `_attachments` stubs) but none of the other
 /// underscore fields: `_id`, `_rev`, `_deleted` and `_revisions` are carried by the other members.
-public struct RevisionWrite: Sendable {
+package struct RevisionWrite: Sendable {
     /// How the new revision relates to what the store already has.
     public enum Mode: Sendable, Equatable {
         /// A local edit of `parent` (nil: a new document, or a re-creation over a tombstone).

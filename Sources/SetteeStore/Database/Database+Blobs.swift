@@ -25,7 +25,7 @@ extension Database {
     }
 
     /// An attachment body as stored: its bytes and their encoding.
-    public struct StoredBlob: Sendable {
+    package struct StoredBlob: Sendable {
         /// The stored bytes (compressed when ``encoding`` is set).
         public var data: [UInt8]
         /// `gzip`, or nil for identity.
@@ -39,7 +39,7 @@ extension Database {
     }
 
     /// An attachment body as stored (compressed ones stay compressed), or nil if no revision stored it.
-    public func storedBlob(digest: String) throws -> StoredBlob? {
+    package func storedBlob(digest: String) throws -> StoredBlob? {
         try read { db in
             let stmt = try db.prepare("SELECT data, encoding FROM blobs WHERE digest = ?")
             defer { stmt.reset() }

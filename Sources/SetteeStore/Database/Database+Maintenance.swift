@@ -8,7 +8,7 @@ extension Database {
     /// Sizes in bytes: `file` is the SQLite file plus its WAL, `active` the live data in it — the bytes of every
     /// table's and index's rows (SQLite's `dbstat` payload), without free pages and the unused space of pages, as
     /// CouchDB's `sizes.active` counts the live part of its file.
-    public struct Sizes: Sendable {
+    package struct Sizes: Sendable {
         public let file: Int
         public let active: Int
         /// The documents' own size, as CouchDB's `sizes.external`: every document's winning revision's body
@@ -19,7 +19,7 @@ extension Database {
     /// Current on-disk sizes. `active` comes from a scan of every page (tens of milliseconds per 100 MB), so it is
     /// counted again only when the database changed — and, for a file of 8 MiB or more, when the last count is more
     /// than ``activeSizeMaxAge`` old — or after a compaction.
-    public func sizes() throws -> Sizes {
+    package func sizes() throws -> Sizes {
         let fm = FileManager.default
         var file = 0
         for suffix in ["", "-wal"] {
