@@ -209,7 +209,7 @@ public struct ValueIndexConfiguration: IndexConfiguration, IndexSpecifying {
 /// An index built from QueryBuilder items (Couchbase Lite's `IndexBuilder.valueIndex(items:)`).
 public struct ValueIndex: Index, IndexSpecifying {
     public let items: [ValueIndexItem]
-    public let whereExpression: SQLExpression?
+    package let whereExpression: SQLExpression?
 
     package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
         try IndexSpec(kind: .value, expressions: items.map(\.expression), whereClause: whereExpression)
@@ -310,7 +310,7 @@ public struct FullTextIndex: Index, IndexSpecifying {
 /// instead of running the model on every document; without properties, on the whole output.
 public struct PredictiveIndex: Index, IndexSpecifying {
     public let model: String
-    public let input: SQLExpression
+    package let input: SQLExpression
     public let properties: [String]?
 
     package func makeIndexSpec() throws(SetteeError) -> IndexSpec {
@@ -330,7 +330,7 @@ public struct PredictiveIndex: Index, IndexSpecifying {
 
 /// A full-text index item (Couchbase Lite's `FullTextIndexItem`).
 public struct FullTextIndexItem: Sendable {
-    public let expression: SQLExpression
+    package let expression: SQLExpression
     /// The property at `path` (`"description"`, `"info.text"`).
     public static func property(_ path: String) -> FullTextIndexItem {
         FullTextIndexItem(expression: .property(path))

@@ -23,7 +23,7 @@ import Synchronization
 public class Query: @unchecked Sendable {
     public let database: Database
     /// The statement this query runs.
-    public let statement: SelectStatement
+    package let statement: SelectStatement
     /// Values for `$name` parameters.
     public var parameters: Parameters? {
         get { state.withLock { $0.parameters } }

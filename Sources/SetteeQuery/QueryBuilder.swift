@@ -193,7 +193,7 @@ public enum QueryBuilder {
 /// The SELECT clause; add the data source with ``from(_:)`` to get a query (Couchbase Lite's `Select`).
 public struct Select: Sendable {
     /// The statement so far (results only).
-    public let statement: SelectStatement
+    package let statement: SelectStatement
 
     init(results: [any SelectResultProtocol], distinct: Bool) {
         var statement = SelectStatement()

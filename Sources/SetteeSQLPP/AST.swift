@@ -1,7 +1,7 @@
-public import SetteeCore
+package import SetteeCore
 
 /// One step of a property path: a member name or an array index (`a.b[2].c`).
-public enum PathComponent: Sendable, Hashable {
+package enum PathComponent: Sendable, Hashable {
     case key(String)
     case index(Int)
 }
@@ -16,7 +16,7 @@ public enum MetaField: String, Sendable, Hashable, CaseIterable {
 }
 
 /// Binary operators, in SQL++ spelling.
-public enum BinaryOperator: String, Sendable, Hashable {
+package enum BinaryOperator: String, Sendable, Hashable {
     case add = "+", subtract = "-", multiply = "*", divide = "/", modulo = "%"
     case concat = "||"
     case equal = "=", notEqual = "!="
@@ -27,17 +27,17 @@ public enum BinaryOperator: String, Sendable, Hashable {
 }
 
 /// `IS [NOT] NULL`, `IS [NOT] MISSING`, `IS [NOT] VALUED`.
-public enum NullCheck: String, Sendable, Hashable {
+package enum NullCheck: String, Sendable, Hashable {
     case null = "NULL", missing = "MISSING", valued = "VALUED"
 }
 
 /// `ANY`, `EVERY`, `ANY AND EVERY` … `SATISFIES`.
-public enum Quantifier: String, Sendable, Hashable {
+package enum Quantifier: String, Sendable, Hashable {
     case any = "ANY", every = "EVERY", anyAndEvery = "ANY AND EVERY"
 }
 
 /// A `WHEN … THEN …` arm of a `CASE` expression.
-public struct CaseArm: Sendable, Hashable {
+package struct CaseArm: Sendable, Hashable {
     public var when: SQLExpression
     public var then: SQLExpression
     public init(when: SQLExpression, then: SQLExpression) {
@@ -47,7 +47,7 @@ public struct CaseArm: Sendable, Hashable {
 }
 
 /// A member of an object literal `{"a": expr}`.
-public struct ObjectMember: Sendable, Hashable {
+package struct ObjectMember: Sendable, Hashable {
     public var key: String
     public var value: SQLExpression
     public init(key: String, value: SQLExpression) {
@@ -60,7 +60,7 @@ public struct ObjectMember: Sendable, Hashable {
 ///
 /// Properties are written as paths; which data source a path starts from is decided when the query is
 /// bound (a first component equal to a source alias or a bound `ANY` variable names that source or variable).
-public indirect enum SQLExpression: Sendable, Hashable {
+package indirect enum SQLExpression: Sendable, Hashable {
     /// A constant: null, a boolean, a number or a string.
     case literal(JSON)
     /// The `MISSING` literal.
@@ -107,7 +107,7 @@ public indirect enum SQLExpression: Sendable, Hashable {
 
 /// How a `COLLATE` clause compares strings (Couchbase Lite's collations). Without it, strings compare by code
 /// point and case and accents count.
-public struct StringCollation: Sendable, Hashable {
+package struct StringCollation: Sendable, Hashable {
     /// The Unicode Collation Algorithm (`UNICODE`, for `locale` or the root locale: `"a" < "B" < "c"`); false
     /// compares code points (`NOUNICODE`, Couchbase Lite's ASCII collation: `"B" < "a"`).
     public var unicode = false
@@ -142,7 +142,7 @@ public struct StringCollation: Sendable, Hashable {
 }
 
 /// Compares two strings under a collation: negative, zero or positive.
-public typealias StringCollator = @Sendable (StringCollation, String, String) -> Int
+package typealias StringCollator = @Sendable (StringCollation, String, String) -> Int
 
 extension SQLExpression {
     /// An unqualified property from a dotted path string, as QueryBuilder's `Expression.property("geo.alt")`.
@@ -155,7 +155,7 @@ extension SQLExpression {
 }
 
 /// One item of the SELECT list.
-public struct SelectItem: Sendable, Hashable {
+package struct SelectItem: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
         /// `*` or `alias.*`: the whole document under its source's name.
         case all(source: String?)
@@ -171,7 +171,7 @@ public struct SelectItem: Sendable, Hashable {
 }
 
 /// A collection in FROM or JOIN: `[scope.]collection [AS alias]`.
-public struct SourceRef: Sendable, Hashable {
+package struct SourceRef: Sendable, Hashable {
     /// Scope name, or nil for the default scope.
     public var scope: String?
     /// Collection name as written (`_` and `_default` mean the default collection).
@@ -186,11 +186,11 @@ public struct SourceRef: Sendable, Hashable {
     public var name: String { alias ?? collection }
 }
 
-public enum JoinKind: String, Sendable, Hashable {
+package enum JoinKind: String, Sendable, Hashable {
     case inner = "JOIN", leftOuter = "LEFT OUTER JOIN", cross = "CROSS JOIN"
 }
 
-public struct JoinClause: Sendable, Hashable {
+package struct JoinClause: Sendable, Hashable {
     public var kind: JoinKind
     public var source: SourceRef
     public var on: SQLExpression?
@@ -202,7 +202,7 @@ public struct JoinClause: Sendable, Hashable {
 }
 
 /// `UNNEST path AS alias` after FROM.
-public struct UnnestClause: Sendable, Hashable {
+package struct UnnestClause: Sendable, Hashable {
     public var expression: SQLExpression
     public var alias: String
     public init(expression: SQLExpression, alias: String) {
@@ -211,7 +211,7 @@ public struct UnnestClause: Sendable, Hashable {
     }
 }
 
-public struct OrderItem: Sendable, Hashable {
+package struct OrderItem: Sendable, Hashable {
     public var expression: SQLExpression
     public var descending: Bool
     public init(_ expression: SQLExpression, descending: Bool = false) {
@@ -221,7 +221,7 @@ public struct OrderItem: Sendable, Hashable {
 }
 
 /// A whole `SELECT` statement.
-public struct SelectStatement: Sendable, Hashable {
+package struct SelectStatement: Sendable, Hashable {
     public var distinct = false
     public var results: [SelectItem] = []
     public var from: SourceRef?
@@ -237,7 +237,7 @@ public struct SelectStatement: Sendable, Hashable {
 }
 
 /// Splits `a.b[2].c` into path components (`\.` escapes a dot inside a name).
-public enum PathParser {
+package enum PathParser {
     public static func components(_ path: String) -> [PathComponent] {
         var out: [PathComponent] = []
         var current = ""

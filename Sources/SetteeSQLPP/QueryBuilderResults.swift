@@ -162,10 +162,10 @@ public struct Ordering: QuerySortOrder, OrderItemCarrying {
 /// A key of a value index (Couchbase Lite's `ValueIndexItem`).
 public struct ValueIndexItem: Sendable, Hashable {
     /// The indexed expression.
-    public let expression: SQLExpression
+    package let expression: SQLExpression
 
     /// Wraps an indexed expression.
-    public init(_ expression: SQLExpression) { self.expression = expression }
+    package init(_ expression: SQLExpression) { self.expression = expression }
 
     /// Indexes a property path (see ``Expression/property(_:)``).
     public static func property(_ property: String) -> ValueIndexItem {
