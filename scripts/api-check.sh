@@ -9,7 +9,10 @@
 #
 # Why not `swift package diagnose-api-breaking-changes <tag>` itself: it rebuilds the baseline revision in a
 # worktree and the whole package again with its own flags (~5 minutes here, twice the cost in CI), while the
-# baseline it would compute is exactly what api/ holds. This reuses the debug build `scripts/test.sh` made, with
+# baseline it would compute is exactly what api/ holds.
+#
+# Then the surface: every public type must be listed in docs/api.md, as Couchbase Lite's API or as one of Settee's
+# extensions (scripts/api-surface.py). This reuses the debug build `scripts/test.sh` made, with
 # the compiler flags SwiftPM used for it (read from .build/debug.yaml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,6 +85,10 @@ for m in "${modules[@]}"; do
         status=1
     fi
 done
+# Every public type is Couchbase Lite's API or one of Settee's extensions, as docs/api.md lists them.
+surface="$work"
+[[ $update -eq 1 ]] && surface=api
+python3 scripts/api-surface.py "$surface" docs/api.md || status=1
 if [[ $status -ne 0 ]]; then
     echo "api-check: FAILED. If the change is meant (a new major version, or API not yet released), run" >&2
     echo "  scripts/api-check.sh --update  and commit api/ with it, saying why in the commit message." >&2

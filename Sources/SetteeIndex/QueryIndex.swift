@@ -117,10 +117,8 @@ package struct LazyVectorEntry: Sendable, Hashable {
 /// then ``finish()``.
 ///
 /// It is an array of the values to embed (Couchbase Lite's `ArrayProtocol` getters, subscripts and iteration).
-/// Not thread-safe: one updater is used by one thread at a time.
-// @unchecked: an updater is handed to one thread at a time (Couchbase Lite's contract); `outcomes` and `finished`
-// are not locked.
-public final class IndexUpdater: ArrayProtocol, Sequence, @unchecked Sendable {
+/// Not thread-safe, and not `Sendable`, as Couchbase Lite's: one updater is used by one thread at a time.
+public final class IndexUpdater: ArrayProtocol, Sequence {
     private enum Outcome {
         case vector([Float])
         case noVector

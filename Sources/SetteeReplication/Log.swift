@@ -48,18 +48,50 @@ public protocol CustomLogger {
 }
 
 /// Where log files go (Couchbase Lite's `LogFileConfiguration`, a class as there: set its members after making it).
-// @unchecked: a configuration is set up, then handed to `Database.log.file.config`; the file sink reads it under
-// its lock.
-public final class LogFileConfiguration: @unchecked Sendable {
+/// Once handed to ``FileLogger/config`` it is read-only, as in Couchbase Lite: a later change is a programming
+/// error (Couchbase Lite raises an exception; here it stops the process with that message).
+public final class LogFileConfiguration: Sendable {
+    private struct Settings {
+        var maxSize = LogFileConfiguration.defaultMaxSize
+        var maxRotateCount = LogFileConfiguration.defaultMaxRotateCount
+        var usePlainText = LogFileConfiguration.defaultUsePlaintext
+        var readOnly = false
+    }
+    private let settings = Mutex(Settings())
+
     public let directory: String
     /// Rotate the file when it reaches this many bytes.
-    public var maxSize: UInt64 = LogFileConfiguration.defaultMaxSize
+    public var maxSize: UInt64 {
+        get { settings.withLock { $0.maxSize } }
+        set { change { $0.maxSize = newValue } }
+    }
     /// Rotated files kept besides the current one.
-    public var maxRotateCount = LogFileConfiguration.defaultMaxRotateCount
+    public var maxRotateCount: Int {
+        get { settings.withLock { $0.maxRotateCount } }
+        set { change { $0.maxRotateCount = newValue } }
+    }
     /// Plain text. Settee's files always are: Couchbase Lite's binary format is not written, so `false` (its
     /// default) writes text too.
-    public var usePlainText = LogFileConfiguration.defaultUsePlaintext
+    public var usePlainText: Bool {
+        get { settings.withLock { $0.usePlainText } }
+        set { change { $0.usePlainText = newValue } }
+    }
     public init(directory: String) { self.directory = directory }
+
+    private func change(_ body: (inout Settings) -> Void) {
+        settings.withLock { s in
+            precondition(!s.readOnly, "This LogFileConfiguration is read-only: it was set as Database.log.file.config")
+            body(&s)
+        }
+    }
+
+    /// The values now, the configuration read-only from here on (it was handed to the file logger).
+    func freeze() -> (maxSize: UInt64, maxRotateCount: Int) {
+        settings.withLock { s in
+            s.readOnly = true
+            return (s.maxSize, s.maxRotateCount)
+        }
+    }
 
     /// Couchbase Lite's defaults.
     public static let defaultUsePlaintext = false
@@ -140,7 +172,8 @@ public final class FileLogger: Sendable {
         set {
             state.withLock { $0.config = newValue }
             writer.configure(newValue.map {
-                .init(directory: $0.directory, maxSize: $0.maxSize, keptFiles: $0.maxRotateCount)
+                let values = $0.freeze()
+                return .init(directory: $0.directory, maxSize: values.maxSize, keptFiles: values.maxRotateCount)
             })
         }
     }

@@ -7,7 +7,7 @@ package enum PathComponent: Sendable, Hashable {
 }
 
 /// The fields of `META()`.
-public enum MetaField: String, Sendable, Hashable, CaseIterable {
+package enum MetaField: String, Sendable, Hashable, CaseIterable {
     case id
     case sequence
     case revisionID

@@ -19,7 +19,7 @@ public enum VectorEncoding: Sendable, Hashable {
     /// Throws ``VectorError/invalidConfiguration(_:)`` when `dimensions < 1`, a scalar quantizer's bits are not
     /// 4, 6 or 8, or a product quantizer's bits are outside 4...12 or its subquantizer count does not divide
     /// `dimensions`.
-    public func validate(dimensions: Int) throws(VectorError) {
+    package func validate(dimensions: Int) throws(VectorError) {
         guard dimensions >= 1 else {
             throw .invalidConfiguration("dimensions must be at least 1, not \(dimensions)")
         }

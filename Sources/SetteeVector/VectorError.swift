@@ -1,7 +1,7 @@
 /// Why a vector-index operation failed.
 ///
 /// Every throwing API in `SetteeVector` throws this type (typed throws), so callers can switch over it exhaustively.
-public enum VectorError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum VectorError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The index or quantizer configuration is not allowed; the string names the offending setting.
     case invalidConfiguration(String)
     /// A vector (or a buffer of vectors) whose length does not match the index's dimensions.
