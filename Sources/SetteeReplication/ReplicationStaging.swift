@@ -1,4 +1,5 @@
 import Foundation
+import SetteeStore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +29,8 @@ enum ReplicationStaging {
         let name = "\(getpid()).\(String(UInt32.random(in: .min ... .max), radix: 16))"
         let path = (root as NSString).appendingPathComponent(name)
         claim(path, name: name, root: root)
-        DispatchQueue.global(qos: .utility).async { sweepStale(in: root, keeping: name) }
+        // On the store's background threads (file-system work, not for the cooperative pool).
+        BackgroundWork.run { sweepStale(in: root, keeping: name) }
         return path
     }
 
