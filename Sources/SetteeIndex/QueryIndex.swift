@@ -54,7 +54,7 @@ public final class QueryIndex: Sendable {
         let pending = IndexManager.vectorTables(info.table).pending
         return try collection.database.read { db -> [LazyVectorEntry] in
             let stmt = try db.prepare("SELECT p.doc, p.seq, p.value, \(DocumentTable.column(.id, "d")) FROM \(pending) AS p"
-                                      + " \(DocumentTable.join(collection, as: "d", onRowID: "p.doc")) ORDER BY p.seq LIMIT ?")
+                                      + " \(DocumentTable.join(collection, as: "d", onRowID: "p.doc", readingOtherFirst: false)) ORDER BY p.seq LIMIT ?")
             defer { stmt.reset() }
             stmt.bind(limit, at: 1)
             var out: [LazyVectorEntry] = []
@@ -93,7 +93,7 @@ public final class QueryIndex: Sendable {
         let pending = IndexManager.vectorTables(info.table).pending
         return try collection.database.read { db -> LazyVectorEntry? in
             let stmt = try db.prepare("SELECT p.doc, p.seq, p.value FROM \(pending) AS p"
-                                      + " \(DocumentTable.join(collection, as: "d", onRowID: "p.doc")) WHERE \(DocumentTable.column(.id, "d")) = ?")
+                                      + " \(DocumentTable.join(collection, as: "d", onRowID: "p.doc", readingOtherFirst: false)) WHERE \(DocumentTable.column(.id, "d")) = ?")
             defer { stmt.reset() }
             stmt.bind(documentID, at: 1)
             guard try stmt.step(), UInt64(stmt.int64(1)) == sequence else { return nil }

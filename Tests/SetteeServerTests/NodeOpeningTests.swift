@@ -48,6 +48,37 @@ import Testing
         node.closeAll()
     }
 
+    /// Requests waiting for a slow open are suspended, not parked on the store's threads: more of them than the
+    /// store has threads leave its other work running.
+    @Test func waitersForASlowOpenHoldNoStoreThread() async throws {
+        let dir = TempDataDir()
+        let node = try makeNode(dir: dir)
+        let slowPath = try #require(try node.createDatabase("slow").path)
+        try node.createDatabase("fast")
+        node.closeAll()
+        let holder = try Connection(path: slowPath)
+        try holder.execute("PRAGMA user_version = 5")
+        try holder.execute("BEGIN IMMEDIATE")
+
+        let waiters = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<(Database.offloadWidth + 16) { group.addTask { await node.openOffTheCallersThread("slow") } }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let clock = ContinuousClock()
+        let elapsed = try await clock.measure {
+            await node.openOffTheCallersThread("fast")
+            _ = try await Database.offload { try node.database("fast").defaultCollection().count }
+        }
+        #expect(elapsed < .seconds(5), "the store's threads were all waiting for the slow open: \(elapsed)")
+        try holder.execute("ROLLBACK")
+        holder.close()
+        await waiters.value
+        #expect(try node.database("slow").name == "slow")
+        node.closeAll()
+    }
+
     /// Over HTTP, a real `settee serve` process on real sockets: requests to a database whose open is slow wait
     /// for it (holding none of the server's cooperative threads), and requests to another database answer
     /// meanwhile.

@@ -13,7 +13,7 @@ public typealias ReduceBlock = @Sendable (_ keys: [JSON], _ values: [JSON], _ re
 
 /// A full-text key: emitting one (`emit(TextKey(body), title)`) makes the view a full-text view, queried with
 /// ``ViewQuery/fullTextQuery``. Don't emit full-text and regular keys from the same view.
-package struct TextKey: Sendable, Hashable {
+public struct TextKey: Sendable, Hashable {
     public let text: String
     public init(_ text: String) { self.text = text }
 }
@@ -44,7 +44,7 @@ public final class Emitter {
     }
 
     /// Emits a full-text row: the text is indexed for ``ViewQuery/fullTextQuery``.
-    package func callAsFunction(_ key: TextKey, _ value: JSON? = nil) {
+    public func callAsFunction(_ key: TextKey, _ value: JSON? = nil) {
         rows.append(Row(key: .string(key.text), value: value, text: key.text))
     }
 }

@@ -132,53 +132,80 @@ public final class Node: Sendable {
     /// Opening happens outside the node's lock: a caller for a database being opened waits for that open (and gets
     /// its database or its error); callers for any other database don't wait at all.
     public func database(_ name: String) throws -> Database {
-        enum Step { case open(Database), wait(Opening), mine(Opening) }
-        let step: Step = state.withLock { s in
+        switch claim(name) {
+        case .open(let db): return db
+        case .wait(let opening): return try opening.wait()
+        case .mine(let opening): return try open(name, opening)
+        }
+    }
+
+    /// Opens `name` if it is not open yet, without holding a thread of the cooperative pool: the open itself runs
+    /// on the store's threads, and a wait for another caller's open is a suspension. Errors are left to the
+    /// caller's own ``database(_:)`` (a missing database is 404 there).
+    func openOffTheCallersThread(_ name: String) async {
+        switch claim(name) {
+        case .open: return
+        case .wait(let opening): await opening.finished()
+        case .mine(let opening): _ = try? await blocking { try self.open(name, opening) }
+        }
+    }
+
+    private enum Claim { case open(Database), wait(Opening), mine(Opening) }
+
+    /// What a caller for `name` does: use the open database, wait for the open under way, or open it (having left
+    /// the placeholder others wait on).
+    private func claim(_ name: String) -> Claim {
+        state.withLock { s in
             if let db = s.open[name] { return .open(db) }
             if let opening = s.opening[name] { return .wait(opening) }
             let opening = Opening()
             s.opening[name] = opening
             return .mine(opening)
         }
-        switch step {
-        case .open(let db): return db
-        case .wait(let opening): return try opening.wait()
-        case .mine(let opening):
-            let result = Result { () throws -> Database in
-                guard Database.exists(name: name, inDirectory: configuration.dataDirectory) else {
-                    throw SetteeError(.notFound, "Database does not exist.")
-                }
-                let db = try Database(name: name, config: databaseConfiguration, create: false)
-                limitPartitions(db)
-                // Keep this database's indexes current in the background from now on.
-                do { _ = try IndexManager.shared(for: db) } catch { db.close(); throw error }
-                return db
-            }
-            publish(name, result, opening)
-            if case .success(let db) = result { watchCommits(db) }
-            return try result.get()
-        }
     }
 
-    /// Opens `name` on the store's threads if it is not open yet, so that a slow open (a migration, a file another
-    /// process holds) or the wait for one holds none of the cooperative pool's threads. Errors are left to the
-    /// caller's own ``database(_:)`` (a missing database is 404 there).
-    func openOffTheCallersThread(_ name: String) async {
-        guard state.withLock({ $0.open[name] == nil }) else { return }
-        _ = try? await blocking { try self.database(name) }
+    /// Opens the file of `name` under the placeholder `opening` (claimed by this caller), and publishes it.
+    private func open(_ name: String, _ opening: Opening) throws -> Database {
+        let result = Result { () throws -> Database in
+            guard Database.exists(name: name, inDirectory: configuration.dataDirectory) else {
+                throw SetteeError(.notFound, "Database does not exist.")
+            }
+            let db = try Database(name: name, config: databaseConfiguration, create: false)
+            limitPartitions(db)
+            do {
+                // Keep this database's indexes current in the background from now on.
+                _ = try IndexManager.shared(for: db)
+            } catch {
+                db.close()
+                throw error
+            }
+            // (Watched before it is published: a delete waiting for this open closes it only after.)
+            watchCommits(db)
+            return db
+        }
+        return try publish(name, result, opening).get()
     }
 
     /// Ends an open or create of `name`: its database (if it succeeded) joins the open ones, and whoever waits on
-    /// it is told.
-    private func publish(_ name: String, _ result: Result<Database, any Error>, _ opening: Opening) {
+    /// it is told. Should a database of the name have been put in place meanwhile (``serve(_:readOnly:)``), that
+    /// one stays and this one closes.
+    private func publish(_ name: String, _ result: Result<Database, any Error>, _ opening: Opening) -> Result<Database, any Error> {
+        var outcome = result
+        var superseded: Database?
         state.withLock { s in
             s.opening[name] = nil
-            if case .success(let db) = result {
+            guard case .success(let db) = result else { return }
+            if let existing = s.open[name] {
+                superseded = db
+                outcome = .success(existing)
+            } else {
                 s.open[name] = db
                 metrics.openDatabases(s.open.count)
             }
         }
-        opening.finish(result)
+        superseded?.close()
+        opening.finish(outcome)
+        return outcome
     }
 
     /// Waits until no open or create of `name` is under way, then runs `body` under the node's lock (with none
@@ -218,8 +245,9 @@ public final class Node: Sendable {
         if partitioned && Node.isSystemDatabase(name) {
             throw SetteeError(.badRequest, "Cannot partition a system database")
         }
-        let opening: Opening = try state.withLock { s in
-            if s.open[name] != nil || s.opening[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
+        // (An open of the name under way, for a request that came first, ends before the create decides.)
+        let opening: Opening = try withNoOpening(name) { s in
+            if s.open[name] != nil || Database.exists(name: name, inDirectory: configuration.dataDirectory) {
                 throw SetteeError(.fileExists, "The database could not be created, the file already exists.")
             }
             let opening = Opening()
@@ -240,13 +268,14 @@ public final class Node: Sendable {
                 try? Database.delete(name: name, inDirectory: configuration.dataDirectory)
                 throw error
             }
+            // (Recorded and watched before it is published: a delete waiting for this create comes after both.)
+            databaseUpdates.record(name, .created)
+            watchCommits(db)
             return db
         }
-        publish(name, result, opening)
-        let db = try result.get()
+        let db = try publish(name, result, opening).get()
         if name != UserDirectory.database && name == configuration.security.authenticationDB { scheduleAuthDesignDocument() }
-        databaseUpdates.record(name, .created)
-        watchCommits(db)
+        // (After it is published: these read the new database through the node.)
         replications.databaseCreated(name)
         if name == UserDirectory.database { perUser.refresh() }
         return db
@@ -348,6 +377,8 @@ public final class Node: Sendable {
     /// Closes every open database (graceful shutdown); databases given with ``serve(_:)`` stay open (their
     /// owner closes them).
     public func closeAll() {
+        // (Opens under way end first, so none adds a database after this.)
+        while let pending = state.withLock({ $0.opening.values.first }) { _ = try? pending.wait() }
         let dbs = state.withLock { s in
             let owned = Array(s.open.values).filter { db in !s.served.contains { $0 === db } }
             s.open.removeAll()
@@ -437,22 +468,43 @@ final class ShutdownNotice: Sendable {
     }
 }
 
-/// A database being opened or created: its callers wait on it and get its outcome (``Node/database(_:)``).
-/// The outcome is set once, before the group is left.
+/// A database being opened or created: its callers wait on it and get its outcome (``Node/database(_:)``), on a
+/// thread (``wait()``) or as a suspended task (``finished()``).
 private final class Opening: Sendable {
+    private struct State {
+        var outcome: Result<Database, any Error>?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
     private let done = DispatchGroup()
-    private let outcome = Mutex<Result<Database, any Error>?>(nil)
+    private let state = Mutex(State())
 
     init() { done.enter() }
 
     func finish(_ result: Result<Database, any Error>) {
-        outcome.withLock { $0 = result }
+        let waiters = state.withLock { s in
+            s.outcome = result
+            defer { s.waiters = [] }
+            return s.waiters
+        }
         done.leave()
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Blocks until the open ends; its database, or its error.
     func wait() throws -> Database {
         done.wait()
-        return try outcome.withLock { $0! }.get()
+        return try state.withLock { $0.outcome! }.get()
+    }
+
+    /// Suspends until the open ends.
+    func finished() async {
+        await withCheckedContinuation { continuation in
+            let ended = state.withLock { s in
+                if s.outcome != nil { return true }
+                s.waiters.append(continuation)
+                return false
+            }
+            if ended { continuation.resume() }
+        }
     }
 }

@@ -129,11 +129,13 @@ enum DatabaseRoutes {
             // A compaction already running on the database is the one this request asked for.
             if name == "_compact", let done = call.node.tasks.begin(.databaseCompaction, database: db.name) {
                 let logger = call.node.tasks.logger
-                // A task of the node's background work: shutdown waits for it before closing the databases.
-                let started = call.node.background.runBlocking {
+                // A task of the node's background work: shutdown waits for it before closing the databases (and
+                // one cancelled before it began ends its active task all the same).
+                let started = call.node.background.run {
                     defer { done() }
+                    guard !Task.isCancelled else { return }
                     do {
-                        try db.compact()
+                        try await blocking { try db.compact() }
                     } catch {
                         logger.error("compaction of \(db.name) failed: \(error)")
                     }

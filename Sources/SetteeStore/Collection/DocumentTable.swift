@@ -76,9 +76,12 @@ package enum DocumentTable {
     package static func column(_ column: Column, _ alias: String) -> String { "\(alias).\(column.rawValue)" }
 
     /// The document rows that `reference` (another table's column holding a document row's `rowid`) points at:
-    /// `CROSS JOIN docs_3 AS d ON d.rowid = i.doc` (the cross join keeps SQLite reading the other table first).
-    package static func join(_ collection: Collection, as alias: String, onRowID reference: String) -> String {
-        "CROSS JOIN \(table(collection, as: alias)) ON \(column(.rowid, alias)) = \(reference)"
+    /// `CROSS JOIN docs_3 AS d ON d.rowid = i.doc`. `readingOtherFirst` (the default) makes it a cross join, which
+    /// keeps SQLite reading the other table first (an index's order is the answer's); false leaves the order to
+    /// SQLite's planner (a plain `JOIN`: a condition on the document's id then reads the document first).
+    package static func join(_ collection: Collection, as alias: String, onRowID reference: String,
+                             readingOtherFirst: Bool = true) -> String {
+        "\(readingOtherFirst ? "CROSS JOIN" : "JOIN") \(table(collection, as: alias)) ON \(column(.rowid, alias)) = \(reference)"
     }
 
     /// Every document row's `rowid`, as a subquery (`… WHERE doc NOT IN (<this>)` removes what points at purged
