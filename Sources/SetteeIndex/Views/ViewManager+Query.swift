@@ -38,8 +38,8 @@ extension ViewManager {
         defer {
             if q.indexUpdateMode == .after {
                 let name = q.view.name
-                // A task of the database's background work, on the store's offload threads (the update waits for
-                // its map pieces on the background threads); cancelled if the database closes first.
+                // A task of the database's background work, on its threads (the update waits for its map pieces
+                // on BackgroundWork's); cancelled if the database closes first.
                 collection.database.background.runBlocking { [weak self] in
                     guard let manager = self else { return }
                     do {

@@ -1,9 +1,14 @@
+import Dispatch
 import Synchronization
 
 /// The one way Settee runs background work: each piece a Swift task owned by a scope — a database's (its index
 /// catch-ups, view updates after stale queries) or a node's (compactions, `_db_updates` watchers, scheduled
 /// installs) — that ends with its owner. Blocking parts go to the store's bounded threads
-/// (``Database/offload(_:)``), never the cooperative pool or libdispatch's threads.
+/// go to ``blockingWidth`` serial dispatch queues, never the cooperative pool: libdispatch's worker threads, which
+/// every process has anyway, so an app that embeds the store gets no threads of Settee's for its index catch-ups
+/// (a thread pool of their own cost an app 6–9 MB of RSS in new malloc arenas; the server's 64 offload threads
+/// more). At most ``blockingWidth`` such pieces block at once. Work there may wait for ``BackgroundWork`` (a view
+/// update waits for its map pieces), never for other work of these queues.
 ///
 /// Ending the scope cancels every task in it: ``close()`` (async) also waits for them, so nothing outlives a
 /// node's shutdown; ``cancelAll()`` is for a synchronous close (a database's), whose tasks see the database closed
@@ -34,16 +39,30 @@ package final class BackgroundTasks: Sendable {
         }
     }
 
-    /// Starts, after `delay`, blocking `work` on the store's threads, unless the scope ends first. Returns false,
-    /// running nothing, once the scope has ended.
+    /// Starts, after `delay`, blocking `work` on the background threads, unless the scope ends first. Returns
+    /// false, running nothing, once the scope has ended.
     @discardableResult
     package func runBlocking(after delay: Duration = .zero, _ work: @escaping @Sendable () -> Void) -> Bool {
         run {
             if delay > .zero { try? await Task.sleep(for: delay) }
             guard !Task.isCancelled else { return }
-            _ = try? await Database.offload(work)
+            let queue = Self.queues[Self.nextQueue.wrappingAdd(1, ordering: .relaxed).oldValue % Self.blockingWidth]
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                queue.async {
+                    work()
+                    continuation.resume()
+                }
+            }
         }
     }
+
+    /// How many pieces of blocking background work run at once, process-wide (a catch-up or view update more
+    /// waits for one to end; queries catch up by themselves meanwhile).
+    package static let blockingWidth = 4
+
+    /// The queues of blocking background work, taken in turn.
+    private static let queues = (0..<blockingWidth).map { DispatchQueue(label: "settee.background.\($0)", qos: .utility) }
+    private static let nextQueue = Atomic<Int>(0)
 
     /// How many tasks are running now.
     package var count: Int { state.withLock { $0.running.count } }
