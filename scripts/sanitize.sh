@@ -41,6 +41,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+// As the main manifest builds them: an `import` is internal unless it says otherwise.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("InternalImportsByDefault")]
+}
 MANIFEST
 # Rewrite the manifest only when it changed, so SwiftPM keeps its build plan.
 cmp -s "$pkg/Package.swift.new" "$pkg/Package.swift" 2>/dev/null || mv "$pkg/Package.swift.new" "$pkg/Package.swift"

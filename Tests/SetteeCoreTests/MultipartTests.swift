@@ -500,6 +500,8 @@ struct MultipartParseErrorTests {
 
     @Test func emptyBoundary() {
         expectParseError(bytes("--\r\n\r\nx\r\n----"), boundary: "", mentioning: "boundary must not be empty")
+        // A boundary with a line break in it (found by the fuzzer: it parsed as one part and wrote back as two).
+        expectParseError(bytes("--q\r\r\n\r\n.\r\n--q\r--"), boundary: "q\r", mentioning: "must not contain a line break")
     }
 }
 

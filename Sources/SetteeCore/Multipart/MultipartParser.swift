@@ -35,6 +35,11 @@ extension Multipart {
         guard !boundary.isEmpty else {
             throw MultipartError("multipart boundary must not be empty")
         }
+        // RFC 2046's boundary characters exclude line breaks: a boundary holding one would end a delimiter line
+        // inside itself, and no body could be written with it that parses back to the same parts.
+        guard !boundary.utf8.contains(where: { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }) else {
+            throw MultipartError("multipart boundary must not contain a line break")
+        }
         let dashBoundary: [UInt8] = Array("--\(boundary)".utf8)
         let searcher = DelimiterSearcher(pattern: [UInt8(ascii: "\n")] + dashBoundary)
         let scanner = Scanner(buffer: buffer, dashBoundary: dashBoundary, searcher: searcher)

@@ -77,6 +77,9 @@ public final class Node: Sendable {
         /// request), kept beside it rather than made per request.
         var defaultCollections: [String: SetteeStore.Collection] = [:]
         var securityObjects: [String: SecurityObject] = [:]
+        /// Bumped by every `_security` change and delete of a database: a load that started before one doesn't
+        /// put what it read into the cache.
+        var securityGeneration = 0
     }
     private let state = Mutex(State())
 
@@ -298,6 +301,7 @@ public final class Node: Sendable {
             if let db = s.open.removeValue(forKey: name) { db.close() }
             s.defaultCollections[name] = nil
             s.securityObjects[name] = nil
+            s.securityGeneration += 1
             validation.invalidate(name)
             try Database.delete(name: name, inDirectory: configuration.dataDirectory)
             databaseUpdates.record(name, .deleted)
@@ -340,9 +344,13 @@ public final class Node: Sendable {
 
     /// A database's `_security` object (cached; CouchDB 3's admin-only default when none was set).
     func securityObject(_ db: Database) throws -> SecurityObject {
-        if let cached = state.withLock({ $0.securityObjects[db.name] }) { return cached }
+        let (cached, generation) = state.withLock { ($0.securityObjects[db.name], $0.securityGeneration) }
+        if let cached { return cached }
         let object = try db.metadata("security").map(SecurityObject.init) ?? .adminOnly
-        state.withLock { $0.securityObjects[db.name] = object }
+        // (Cached only if no change or delete came meanwhile, and the database is still the one open.)
+        state.withLock { s in
+            if s.securityGeneration == generation && s.open[db.name] === db { s.securityObjects[db.name] = object }
+        }
         return object
     }
 
@@ -357,7 +365,10 @@ public final class Node: Sendable {
     /// node's peers merge it at once (``PeerSync/syncSecurity(_:_:)``).
     func setSecurityObject(_ db: Database, _ body: JSONObject) throws {
         try db.setMetadata("security", .object(body))
-        state.withLock { $0.securityObjects[db.name] = SecurityObject(.object(body)) }
+        state.withLock { s in
+            s.securityGeneration += 1
+            s.securityObjects[db.name] = SecurityObject(.object(body))
+        }
         databaseUpdates.record(db.name, .updated)
     }
 
@@ -377,13 +388,21 @@ public final class Node: Sendable {
     /// Closes every open database (graceful shutdown); databases given with ``serve(_:)`` stay open (their
     /// owner closes them).
     public func closeAll() {
-        // (Opens under way end first, so none adds a database after this.)
-        while let pending = state.withLock({ $0.opening.values.first }) { _ = try? pending.wait() }
-        let dbs = state.withLock { s in
-            let owned = Array(s.open.values).filter { db in !s.served.contains { $0 === db } }
-            s.open.removeAll()
-            s.defaultCollections.removeAll()
-            return owned
+        // (Opens under way end first — checked in the same lock that takes the databases — so none adds a database
+        // after this.)
+        var dbs: [Database] = []
+        while true {
+            enum Step { case wait(Opening), take([Database]) }
+            let step: Step = state.withLock { s in
+                if let pending = s.opening.values.first { return .wait(pending) }
+                let owned = Array(s.open.values).filter { db in !s.served.contains { $0 === db } }
+                s.open.removeAll()
+                s.defaultCollections.removeAll()
+                return .take(owned)
+            }
+            if case .wait(let pending) = step { _ = try? pending.wait(); continue }
+            if case .take(let owned) = step { dbs = owned }
+            break
         }
         for db in dbs { db.close() }
     }
@@ -393,12 +412,20 @@ public final class Node: Sendable {
     /// - Parameter readOnly: Callers, admins included, get at most reader access: they read documents, changes
     ///   and queries and write only `_local` (replication checkpoint) documents.
     public func serve(_ database: Database, readOnly: Bool = false) {
-        state.withLock { s in
+        let replaced: Database? = state.withLock { s in
+            let name = database.name
+            // A file of the same name the node had open gives way (closed below), with what was cached beside it.
+            let previous = s.open[name].flatMap { db in s.served.contains { $0 === db } ? nil : db }
             s.served.append(database)
-            if readOnly { s.servedReadOnly.insert(database.name) }
-            s.open[database.name] = database
+            if readOnly { s.servedReadOnly.insert(name) }
+            s.open[name] = database
+            s.defaultCollections[name] = nil
+            s.securityObjects[name] = nil
+            s.securityGeneration += 1
             metrics.openDatabases(s.open.count)
+            return previous
         }
+        replaced?.close()
         // Writes that reach it through the node pass the node's rules (an app's own rules, if it set some, stay).
         database.install(admission: WriteRules(config: config, validation: validation))
         _ = try? IndexManager.shared(for: database)
