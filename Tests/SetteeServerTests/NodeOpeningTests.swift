@@ -3,6 +3,7 @@ import Foundation
 import SetteeCore
 @testable import SetteeStore
 import SetteeTestSupport
+import Synchronization
 import Testing
 
 /// A database is opened outside the node's lock: one slow open delays nobody else, and callers for the same
@@ -122,6 +123,36 @@ import Testing
         holder.close()
         #expect(try await waiting.value == [200, 200, 200, 200])
         try await client.shutdown()
+    }
+
+    /// A delete whose close waits (here for a long read of the database) delays nobody else; a caller for the
+    /// deleted name waits for the delete and finds it gone.
+    @Test func aSlowDeleteOfOneDatabaseDoesNotDelayAnother() async throws {
+        let dir = TempDataDir()
+        let node = try makeNode(dir: dir)
+        let doomed = try node.createDatabase("doomed")
+        try node.createDatabase("other")
+        let reading = Mutex(false)
+        async let read: Void = onThread {
+            try doomed.read { _ in
+                reading.withLock { $0 = true }
+                usleep(3_000_000)
+            }
+        }
+        while !reading.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        async let deleted: Void = onThread { try node.deleteDatabase("doomed") }
+        try await Task.sleep(for: .milliseconds(300))
+        let clock = ContinuousClock()
+        let elapsed = try await clock.measure {
+            _ = try await onThread { try node.database("other").defaultCollection().count }
+        }
+        // (The read holds the close for 3 s: behind it, this would wait that long.)
+        #expect(elapsed < .seconds(2), "another database waited \(elapsed) behind a slow delete")
+        try await read
+        try await deleted
+        #expect(throws: SetteeError.self) { try node.database("doomed") }
+        #expect(!Database.exists(name: "doomed", inDirectory: dir.path))
+        node.closeAll()
     }
 
     /// A database deleted while it is being opened is deleted after that open, not under it; a create of a name

@@ -296,17 +296,32 @@ public final class Node: Sendable {
         }
         replications.databaseDeleted(name)
         defer { if name == UserDirectory.database { perUser.refresh() } }
-        // (An open or create of it under way ends first: the files are not removed under it.)
-        try withNoOpening(name) { s in
-            if let db = s.open.removeValue(forKey: name) { db.close() }
+        // Under the lock (once no open or create of it is under way: the files are not removed under one): the
+        // database taken out, and a placeholder left that callers for the name wait on. The close (which waits for
+        // reads under way) and the removal happen outside the lock, so a slow one delays nobody else.
+        let (db, opening): (Database?, Opening) = withNoOpening(name) { s in
+            let db = s.open.removeValue(forKey: name)
             s.defaultCollections[name] = nil
             s.securityObjects[name] = nil
             s.securityGeneration += 1
-            validation.invalidate(name)
+            metrics.openDatabases(s.open.count)
+            let opening = Opening()
+            s.opening[name] = opening
+            return (db, opening)
+        }
+        validation.invalidate(name)
+        let result = Result { () throws -> Void in
+            db?.close()
             try Database.delete(name: name, inDirectory: configuration.dataDirectory)
             databaseUpdates.record(name, .deleted)
-            metrics.openDatabases(s.open.count)
         }
+        state.withLock { _ = $0.opening.removeValue(forKey: name) }
+        // Who waited for it finds it gone (or, should the removal have failed, that failure).
+        switch result {
+        case .success: opening.finish(.failure(SetteeError(.notFound, "Database does not exist.")))
+        case .failure(let error): opening.finish(.failure(error))
+        }
+        try result.get()
     }
 
     /// Adds `_design/_auth` to the configured authentication database after a few seconds (when it exists and has
