@@ -24,10 +24,7 @@ package protocol SourceRefCarrying: DataSourceProtocol {
 extension DataSourceProtocol {
     /// The collection reference, with its alias if one was given.
     package var sourceRef: SourceRef {
-        guard let carrying = self as? any SourceRefCarrying else {
-            preconditionFailure("DataSourceProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use DataSource")
-        }
-        return carrying.collectionReference
+        builderConformance(of: self, as: (any SourceRefCarrying).self, "DataSourceProtocol", use: "DataSource").collectionReference
     }
 }
 
@@ -87,10 +84,7 @@ package protocol JoinClauseCarrying: JoinProtocol {
 extension JoinProtocol {
     /// The JOIN clause.
     package var joinClause: JoinClause {
-        guard let carrying = self as? any JoinClauseCarrying else {
-            preconditionFailure("JoinProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use Join")
-        }
-        return carrying.clause
+        builderConformance(of: self, as: (any JoinClauseCarrying).self, "JoinProtocol", use: "Join").clause
     }
 }
 

@@ -10,10 +10,8 @@ package protocol StringCollationCarrying: CollationProtocol {
 extension CollationProtocol {
     /// The collation as the SQL++ tree's `COLLATE` options.
     package var stringCollation: StringCollation {
-        guard let carrying = self as? any StringCollationCarrying else {
-            preconditionFailure("CollationProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use Collation.ascii() or Collation.unicode()")
-        }
-        return carrying.collationOptions
+        builderConformance(of: self, as: (any StringCollationCarrying).self, "CollationProtocol",
+                           use: "Collation.ascii() or Collation.unicode()").collationOptions
     }
 }
 

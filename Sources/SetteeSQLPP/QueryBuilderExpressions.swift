@@ -24,13 +24,20 @@ package protocol SQLTreeExpression: ExpressionProtocol {
     var tree: SQLExpression { get }
 }
 
+/// The builder's own conformance behind a value of one of its public protocols (`as: (any SQLTreeExpression).self`
+/// for an `ExpressionProtocol`, …). Only Settee's values conform to those protocols, as only Couchbase Lite's do
+/// to its own; an app's type is a programming error, stopped with a message naming what to use instead.
+package func builderConformance<Carrier>(of value: Any, as _: Carrier.Type, _ publicProtocol: String, use: String) -> Carrier {
+    guard let carrier = value as? Carrier else {
+        preconditionFailure("\(publicProtocol) is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use \(use), not \(type(of: value))")
+    }
+    return carrier
+}
+
 extension ExpressionProtocol {
     /// The SQL++ tree this expression stands for.
     package var sqlExpression: SQLExpression {
-        guard let built = self as? any SQLTreeExpression else {
-            preconditionFailure("ExpressionProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); \(type(of: self)) is not one of its expressions")
-        }
-        return built.tree
+        builderConformance(of: self, as: (any SQLTreeExpression).self, "ExpressionProtocol", use: "Expression, Function or Meta").tree
     }
 }
 

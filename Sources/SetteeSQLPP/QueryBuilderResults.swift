@@ -16,10 +16,7 @@ package protocol SelectItemCarrying: SelectResultProtocol {
 extension SelectResultProtocol {
     /// The SELECT-list item.
     package var item: SelectItem {
-        guard let carrying = self as? any SelectItemCarrying else {
-            preconditionFailure("SelectResultProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use SelectResult")
-        }
-        return carrying.selectItem
+        builderConformance(of: self, as: (any SelectItemCarrying).self, "SelectResultProtocol", use: "SelectResult").selectItem
     }
 }
 
@@ -104,10 +101,7 @@ package protocol OrderItemCarrying: OrderingProtocol {
 extension OrderingProtocol {
     /// The ORDER BY item.
     package var item: OrderItem {
-        guard let carrying = self as? any OrderItemCarrying else {
-            preconditionFailure("OrderingProtocol is implemented by Settee's query builder only (as in Couchbase Lite, an app uses its values rather than conforming); use Ordering")
-        }
-        return carrying.orderItem
+        builderConformance(of: self, as: (any OrderItemCarrying).self, "OrderingProtocol", use: "Ordering").orderItem
     }
 }
 

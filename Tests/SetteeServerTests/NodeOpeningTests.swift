@@ -11,16 +11,28 @@ import Testing
 /// last migration must run again, as after an upgrade) while another connection holds its write lock, so the
 /// migration waits for it (SQLite's busy timeout).
 @Suite struct NodeOpeningTests {
+    /// Makes `name` (and `other`, if given) in `node`, closes them, and makes `name`'s next open slow: its schema a
+    /// version behind, so the open runs its last migration again, while the returned connection holds the write
+    /// lock that migration waits for (until `ROLLBACK`).
+    static func slowToOpen(_ name: String, besides other: String? = nil, in node: Node) throws -> Connection {
+        let path = try #require(try node.createDatabase(name).path)
+        if let other { try node.createDatabase(other) }
+        node.closeAll()
+        return try holdForMigration(path)
+    }
+
+    /// A connection to the file at `path` that puts its schema a version behind and holds its write lock.
+    static func holdForMigration(_ path: String) throws -> Connection {
+        let holder = try Connection(path: path)
+        try holder.execute("PRAGMA user_version = 5")
+        try holder.execute("BEGIN IMMEDIATE")
+        return holder
+    }
+
     @Test func aSlowOpenOfOneDatabaseDoesNotDelayAnother() async throws {
         let dir = TempDataDir()
         let node = try makeNode(dir: dir)
-        let slowPath = try #require(try node.createDatabase("slow").path)
-        try node.createDatabase("fast")
-        node.closeAll()
-
-        let holder = try Connection(path: slowPath)
-        try holder.execute("PRAGMA user_version = 5")
-        try holder.execute("BEGIN IMMEDIATE")
+        let holder = try Self.slowToOpen("slow", besides: "fast", in: node)
 
         let started = ContinuousClock.now
         async let first = onThread { try node.database("slow") }
@@ -54,12 +66,7 @@ import Testing
     @Test func waitersForASlowOpenHoldNoStoreThread() async throws {
         let dir = TempDataDir()
         let node = try makeNode(dir: dir)
-        let slowPath = try #require(try node.createDatabase("slow").path)
-        try node.createDatabase("fast")
-        node.closeAll()
-        let holder = try Connection(path: slowPath)
-        try holder.execute("PRAGMA user_version = 5")
-        try holder.execute("BEGIN IMMEDIATE")
+        let holder = try Self.slowToOpen("slow", besides: "fast", in: node)
 
         let waiters = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -94,9 +101,7 @@ import Testing
         // Restarted with neither open; the slow one's file held by this process meanwhile.
         server = try ServerProcess(dataDirectory: dir.path)
         defer { server.stop() }
-        let holder = try Connection(path: Database.filePath(name: "slow", directory: dir.path))
-        try holder.execute("PRAGMA user_version = 5")
-        try holder.execute("BEGIN IMMEDIATE")
+        let holder = try Self.holdForMigration(Database.filePath(name: "slow", directory: dir.path))
 
         // More waiting requests than the machine has cooperative threads, each on a connection of its own.
         let port = server
@@ -160,11 +165,7 @@ import Testing
     @Test func deleteWaitsForAnOpenAndCreateRefusesAConcurrentCreate() async throws {
         let dir = TempDataDir()
         let node = try makeNode(dir: dir)
-        let path = try #require(try node.createDatabase("held").path)
-        node.closeAll()
-        let holder = try Connection(path: path)
-        try holder.execute("PRAGMA user_version = 5")
-        try holder.execute("BEGIN IMMEDIATE")
+        let holder = try Self.slowToOpen("held", in: node)
 
         async let opened = onThread { try node.database("held") }
         try await Task.sleep(for: .milliseconds(200))
