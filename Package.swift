@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
@@ -104,6 +105,8 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                // `--http2`: ALPN between HTTP/2 and Settee's own HTTP/1.1 (HTTP/HTTP2UpgradeChannel.swift).
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 // `/{db}/_blipsync`: Couchbase Lite's replication protocol over WebSocket frames (BLIP/WebSocketSession.swift).
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 // Settee's own HTTP/1.1 connection handling (HTTP/HTTP1Connection.swift).

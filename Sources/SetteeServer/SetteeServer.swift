@@ -22,8 +22,8 @@ public enum SetteeServer {
     /// The Hummingbird application for a node.
     ///
     /// With ``ServerConfiguration/tlsCertificatePath`` and ``ServerConfiguration/tlsKeyPath`` it serves HTTP/1.1
-    /// over TLS, and with ``ServerConfiguration/http2`` also HTTP/2 (ALPN); plain HTTP/1.1 is served by Settee's own
-    /// connection handling, or Hummingbird's channel (``ServerConfiguration/http1Channel``).
+    /// over TLS, and with ``ServerConfiguration/http2`` also HTTP/2 (ALPN). HTTP/1.1, plain or over TLS, is served by
+    /// Settee's own connection handling, or Hummingbird's channel (``ServerConfiguration/http1Channel``).
     ///
     /// - Throws: ``SetteeError`` `.badRequest` when no admin is configured and the host is not loopback, or when
     ///   the TLS certificate or key is missing, unreadable, not PEM, or the two do not match.
@@ -50,15 +50,24 @@ public enum SetteeServer {
         return Application(
             responder: responder,
             server: try tls.map { tlsConfiguration in
-                if config.http2 { return try .http2Upgrade(tlsConfiguration: tlsConfiguration, configuration: http2) }
-                switch config.http1Channel {
-                case .settee:
+                switch (config.http1Channel, config.http2) {
+                case (.settee, true):
+                    // ALPN: HTTP/2 by Hummingbird's channel, HTTP/1.1 by Settee's (so `_blipsync` is served beside h2).
+                    return HTTPServerBuilder { applicationResponder in
+                        try SetteeHTTP2UpgradeChannel(
+                            tlsConfiguration: tlsConfiguration,
+                            http1: SetteeHTTP1Channel(exchange: exchange, idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000))),
+                            http2: HTTP2Channel(responder: applicationResponder, configuration: http2))
+                    }
+                case (.hummingbird, true):
+                    return try .http2Upgrade(tlsConfiguration: tlsConfiguration, configuration: http2)
+                case (.settee, false):
                     // HTTPS/1.1: Settee's own connection handling behind TLS, as on plain HTTP (so `_blipsync` upgrades
                     // to a WebSocket over TLS too: `wss://`).
                     return try .tls(HTTPServerBuilder { _ in
                         SetteeHTTP1Channel(exchange: exchange, idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000)))
                     }, tlsConfiguration: tlsConfiguration)
-                case .hummingbird:
+                case (.hummingbird, false):
                     return try .tls(.http1(configuration: http1), tlsConfiguration: tlsConfiguration)
                 }
             } ?? HTTPServerBuilder { applicationResponder in

@@ -225,6 +225,34 @@ struct TLSReplicationTests {
         try await client.shutdown()
     }
 
+    /// With `--http2`, HTTP/1.1 clients still get Settee's own connection handling, so Couchbase Lite's protocol
+    /// (a WebSocket upgrade over HTTP/1.1) is served beside HTTP/2 (it answered 501 when Hummingbird's channel
+    /// served HTTP/1.1 there).
+    @Test func couchbaseLitesProtocolIsServedBesideHTTP2() async throws {
+        let pki = try TestPKI()
+        let dir = TempDir(), dirL = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path, extraArguments: [
+            "--tls-cert", pki.serverCertificate, "--tls-key", pki.serverKey, "--http2",
+        ])
+        defer { server.stop() }
+        let db = try Self.localDatabase(dirL, count: 50)
+        defer { db.close() }
+        let client = try RemoteEndpoint.client(trustingRootCertificatesAt: pki.caCertificate)
+        #expect(try await Self.send(client, .PUT, "https://127.0.0.1:\(server.port)/target").status == 201)
+        #expect(try await Self.send(client, .PUT, "https://127.0.0.1:\(server.port)/target/from-server", #"{"v":1}"#).status == 201)
+        var config = ReplicatorConfiguration(
+            database: db, target: URLEndpoint(url: URL(string: "wss://127.0.0.1:\(server.port)/target")!))
+        config.authenticator = BasicAuthenticator(username: "admin", password: "secret")
+        config.trustedRootCertificatesPath = pki.caCertificate
+        config.maxAttempts = 2
+        let replicator = Replicator(config: config)
+        replicator.start()
+        let status = await stopped(replicator)
+        #expect(status.error == nil, "\(String(describing: status.error))")
+        #expect(try await Self.send(client, .GET, "https://127.0.0.1:\(server.port)/target").json?["doc_count"] == .int(51))
+        #expect(try db.defaultCollection().record(id: "from-server") != nil)
+    }
+
     func http2Checks(_ client: HTTPClient, _ server: ServerProcess, _ pki: TestPKI) async throws {
         var request = HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/")
         request.method = .GET

@@ -16,8 +16,9 @@ import SetteeStore
 /// answer is `101 Switching Protocols` naming the first of those the client listed, and the connection then
 /// carries BLIP frames (``BLIPSession``) for ``BLIPSyncHandler``.
 ///
-/// Served on HTTP/1.1, plain (`ws://`) or over TLS (`wss://`), by Settee's own connection handling
-/// (``SetteeHTTP1Channel``); with HTTP/2 (ALPN) or Hummingbird's channel the route answers 501.
+/// Served on HTTP/1.1, plain (`ws://`) or over TLS (`wss://`, with or without HTTP/2 offered beside it), by Settee's
+/// own connection handling (``SetteeHTTP1Channel``); with Hummingbird's channel (`--http1-channel hummingbird`) the
+/// route answers 501. A WebSocket over HTTP/2 (RFC 8441) is not served; Couchbase Lite's replicator uses HTTP/1.1.
 enum BLIPRoutes {
     /// The sub-protocols served, best first.
     static let subprotocols = ["BLIP_3+CBMobile_3", "BLIP_3+CBMobile_2"]
@@ -25,9 +26,9 @@ enum BLIPRoutes {
     static func sync(_ call: inout Call, _ target: Keyspace) async throws -> Response {
         guard call.method == .get else { throw CouchError.methodNotAllowed("GET") }
         let config = call.node.configuration
-        guard config.http1Channel == .settee, !(config.usesTLS && config.http2) else {
+        guard config.http1Channel == .settee else {
             throw CouchError(.notImplemented, "not_implemented",
-                             "_blipsync is served on HTTP/1.1 (plain or TLS) by Settee's own connection handling, not with --http2 or --http1-channel hummingbird")
+                             "_blipsync is served by Settee's own HTTP/1.1 connection handling, not with --http1-channel hummingbird")
         }
         guard call.header(.upgrade)?.lowercased().contains("websocket") == true,
               let key = call.header(.secWebSocketKey), !key.isEmpty else {
