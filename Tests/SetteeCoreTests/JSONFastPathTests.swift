@@ -113,4 +113,33 @@ import Testing
         // A body that repeats a key is not a stored body: parse(_:) keeps the last value.
         #expect(try parse(#"{"age":1,"city":"A","age":2}"#, stored: false) == JSON.object(["age": 2, "city": "A"]))
     }
+
+    /// Strings are skipped eight bytes at a time: a quote or backslash at every offset from a word's start, escaped
+    /// quotes and backslashes, and strings ending near the buffer's end find the same members as the full parser.
+    @Test func skippingStringsWordWiseFindsEveryQuoteAndEscape() throws {
+        let pieces = ["", "a", "\\\"", "\\\\", "\\n", "é", "\\u00e9", "xyz\\\"w", "\\\\\\\""]
+        for pad in 0..<17 {
+            for piece in pieces {
+                let value = String(repeating: "p", count: pad) + piece + String(repeating: "q", count: (pad * 3) % 11)
+                let text = #"{"text":"\#(value)","n":\#(pad),"after":"\#(piece)"}"#
+                let bytes = Array(text.utf8)
+                let full = try JSON.parse(bytes)
+                let fast = try bytes.withUnsafeBytes { try JSONMemberSelector(["n", "after"]).parseStored($0) }
+                #expect(fast == JSON.object(["n": full["n"]!, "after": full["after"]!]), "\(text)")
+                bytes.withUnsafeBytes { raw in
+                    let key = Array("n".utf8)
+                    key.withUnsafeBytes { k in
+                        guard case .value(let range) = JSON.locateStoredMember(raw, path: [k]) else {
+                            Issue.record("n not found in \(text)")
+                            return
+                        }
+                        #expect(String(decoding: raw[range], as: UTF8.self) == "\(pad)")
+                    }
+                }
+            }
+        }
+        // An unterminated string is not followed past the end.
+        let cut = Array(#"{"text":"abcdefghijklmnop\"#.utf8)
+        #expect(throws: JSONError.self) { try cut.withUnsafeBytes { try JSONMemberSelector(["n"]).parseStored($0) } }
+    }
 }

@@ -65,15 +65,23 @@ extension JSON {
     /// ``JSONObject``, so no key repeats and the scan stops at the key — without building any value. SQL
     /// functions over stored bodies use it.
     package static func locateStoredMember(_ bytes: UnsafeRawBufferPointer, path: [UnsafeRawBufferPointer]) -> StoredMember {
-        var range = 0..<bytes.count
+        var found = StoredMember.value(0..<bytes.count)
         for key in path {
-            var scanner = MemberScanner(bytes: UnsafeRawBufferPointer(rebasing: bytes[range]))
-            switch scanner.find(key) {
-            case .value(let found): range = (range.lowerBound + found.lowerBound)..<(range.lowerBound + found.upperBound)
-            case let other: return other
-            }
+            guard case .value(let range) = found else { return found }
+            found = locateStoredMember(bytes, in: range, key: key)
         }
-        return .value(range)
+        return found
+    }
+
+    /// ``locateStoredMember(_:path:)`` one step at a time: the member `key` of the object at `range` of `bytes`
+    /// (a range of `bytes` too), for callers that walk a path without building an array of its keys.
+    package static func locateStoredMember(_ bytes: UnsafeRawBufferPointer, in range: Range<Int>,
+                                           key: UnsafeRawBufferPointer) -> StoredMember {
+        var scanner = MemberScanner(bytes: UnsafeRawBufferPointer(rebasing: bytes[range]))
+        switch scanner.find(key) {
+        case .value(let found): return .value((range.lowerBound + found.lowerBound)..<(range.lowerBound + found.upperBound))
+        case let other: return other
+        }
     }
 }
 
@@ -223,19 +231,42 @@ private struct MemberScanner {
         var j = i + 1
         let end = bytes.count
         while j < end {
-            let c = base[j]
-            if c == UInt8(ascii: "\"") {
+            j = Self.quoteOrBackslash(base, from: j, end: end)
+            guard j < end else { return nil }
+            if base[j] == UInt8(ascii: "\"") {
                 i = j + 1
                 return escaped
             }
-            if c == UInt8(ascii: "\\") {
-                escaped = true
-                j += 2
-                continue
-            }
-            j += 1
+            escaped = true
+            j += 2
         }
         return nil
+    }
+
+    /// The index of the first `"` or `\\` at or after `j` (before `end`), else `end`. Eight bytes at a time: a
+    /// stored body is mostly string contents (a tenth of a scan's time went to this byte by byte).
+    @inline(__always)
+    static func quoteOrBackslash(_ base: UnsafePointer<UInt8>, from start: Int, end: Int) -> Int {
+        var j = start
+        #if _endian(little)
+        let raw = UnsafeRawPointer(base)
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        while j + 8 <= end {
+            let word = raw.loadUnaligned(fromByteOffset: j, as: UInt64.self)
+            let quotes = word ^ 0x2222_2222_2222_2222, backslashes = word ^ 0x5C5C_5C5C_5C5C_5C5C
+            // A byte of x is zero → its high bit set here; the lowest set bit is always a true match (a false
+            // one can only follow a true one, through the borrow), so little-endian order finds the first.
+            let found = ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes) & highs
+            if found != 0 { return j + found.trailingZeroBitCount >> 3 }
+            j += 8
+        }
+        #endif
+        while j < end {
+            let c = base[j]
+            if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { return j }
+            j += 1
+        }
+        return end
     }
 
     mutating func skipValue() -> Bool {

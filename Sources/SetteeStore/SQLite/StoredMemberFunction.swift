@@ -43,14 +43,16 @@ enum StoredMemberFunction {
             sqlite3_result_null(context)
             return
         }
-        var keys: [UnsafeRawBufferPointer] = []
+        // The path's keys walked in place (no array of them per row).
+        let bytes = UnsafeRawBufferPointer(start: bodyBytes, count: bodyCount)
+        var found = StoredMember.value(0..<bodyCount)
         var start = 2
         for i in 2...pathBytes.count where i == pathBytes.count || pathBytes[i] == UInt8(ascii: ".") {
-            keys.append(UnsafeRawBufferPointer(rebasing: pathBytes[start..<i]))
+            guard case .value(let range) = found else { break }
+            found = JSON.locateStoredMember(bytes, in: range, key: UnsafeRawBufferPointer(rebasing: pathBytes[start..<i]))
             start = i + 1
         }
-        let bytes = UnsafeRawBufferPointer(start: bodyBytes, count: bodyCount)
-        switch JSON.locateStoredMember(bytes, path: keys) {
+        switch found {
         case .missing:
             sqlite3_result_null(context)
         case .value(let range):
@@ -62,7 +64,7 @@ enum StoredMemberFunction {
                 return
             }
             var value: JSON? = .object(object)
-            for key in keys {
+            for key in pathBytes[2...].split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
                 guard case .object(let o)? = value else { value = nil; break }
                 value = o[String(decoding: key, as: UTF8.self)]
             }
