@@ -85,6 +85,34 @@ extension JSON {
     }
 }
 
+/// A member of a stored body read by itself (``JSON/storedMember(_:key:)``).
+package enum StoredMemberValue: Equatable {
+    /// The body has no such member.
+    case missing
+    /// The member's value.
+    case value(JSON)
+    /// The fast scan can't tell: parse the body in full.
+    case undecided
+}
+
+extension JSON {
+    /// The member `key` of a stored body, parsed alone (the rest of the body is skipped, not built): what a typed
+    /// getter of a document read from the store needs before anything asks for the whole body.
+    package static func storedMember(_ bytes: UnsafeRawBufferPointer, key: String) -> StoredMemberValue {
+        var key = key
+        return key.withUTF8 { utf8 in
+            let found = locateStoredMember(bytes, in: 0..<bytes.count, key: UnsafeRawBufferPointer(utf8))
+            switch found {
+            case .missing: return .missing
+            case .undecided: return .undecided
+            case .value(let range):
+                guard let value = MemberScanner(bytes: bytes).parseValue(range) else { return .undecided }
+                return .value(value)
+            }
+        }
+    }
+}
+
 /// A lenient forward scanner over a top-level object (the bytes were validated when they were stored).
 private struct MemberScanner {
     let bytes: UnsafeRawBufferPointer

@@ -12,22 +12,18 @@ public enum ConcurrencyControl: UInt8, Sendable {
 extension Collection {
     /// The document's current winning revision, or nil if it does not exist or is deleted.
     public func document(id: String) throws -> Document? {
-        // The row read straight into the snapshot: the revision id as stored (not parsed and printed again), the
-        // body parsed from the row's bytes (not copied first).
-        let row = try database.read { db -> (rev: String, sequence: UInt64, properties: JSONObject)? in
+        // The row read straight into the snapshot: the revision id as stored (not parsed and printed again).
+        let row = try database.read { db -> (rev: String, sequence: UInt64, body: [UInt8])? in
             let stmt = try db.prepare(sql.record)
             defer { stmt.reset() }
             stmt.bind(id, at: 1)
             guard try stmt.step(), !DocFlags(rawValue: stmt.int64(2)).contains(.deleted) else { return nil }
             guard let rev = stmt.string(1), !rev.isEmpty else { throw SetteeError(.internalError, "Corrupt revision id for \(id)") }
-            let properties = try stmt.withTextBytes(3) { bytes in
-                bytes.isEmpty ? JSONObject() : try DocumentRecord.parseBody(bytes)
-            }
-            return (rev, UInt64(stmt.int64(0)), properties)
+            return (rev, UInt64(stmt.int64(0)), stmt.withTextBytes(3) { Array($0) })
         }
         guard let row else { return nil }
-        return Document(id: id, revisionID: row.rev, sequence: row.sequence, deleted: false, properties: row.properties,
-                        collection: self)
+        // The body's bytes, parsed as properties are asked for (a read of one property builds no other).
+        return try Document(id: id, revisionID: row.rev, sequence: row.sequence, storedBody: row.body, collection: self)
     }
 
     /// A specific revision of a document (a conflict's losing branch, say), or nil if the store lacks it or its

@@ -57,15 +57,58 @@ public protocol MutableDictionaryProtocol: DictionaryProtocol, MutableDictionary
 /// ```
 public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence, CustomStringConvertible {
     /// The members as stored. A mutable dictionary keeps a placeholder here for each member in ``live``.
-    var object: JSONObject
+    ///
+    /// A document read from the store starts from its body's bytes (``init(storedBody:database:)``): a getter
+    /// for one member reads that member from the bytes, and the body is parsed once something needs every member
+    /// (its keys, its count, a mutable copy, equality). Couchbase Lite reads a document's properties from its
+    /// stored Fleece the same way; a read that looks at a property or two never builds the rest.
+    var object: JSONObject {
+        get { parsedObject ?? materialized() }
+        _modify {
+            if parsedObject == nil { parsedObject = materialized() }
+            yield &parsedObject!
+        }
+        set {
+            parsedObject = newValue
+            storedBody = nil
+        }
+    }
+    private var parsedObject: JSONObject?
+    /// A stored body not parsed yet (without `_attachments`, which a document takes apart when it is read).
+    private var storedBody: [UInt8]?
     /// Members handed out or set as objects: nested mutable containers edited in place, blobs.
     var live: [String: DocumentItem] = [:]
     /// The database blobs read their content from (the document's), if any.
     let database: Database?
 
     package init(_ object: JSONObject, database: Database?) {
-        self.object = object
+        parsedObject = object
         self.database = database
+    }
+
+    /// A dictionary over a stored body's bytes, parsed when first needed whole. The store validated the body when
+    /// it wrote it; one that no longer parses (a damaged file) reads as empty.
+    init(storedBody: [UInt8], database: Database?) {
+        self.storedBody = storedBody
+        self.database = database
+    }
+
+    private func materialized() -> JSONObject {
+        let parsed = storedBody.flatMap { try? DocumentRecord.parseBody($0) } ?? JSONObject()
+        parsedObject = parsed
+        storedBody = nil
+        return parsed
+    }
+
+    /// The member read from the stored bytes alone, while the body is not parsed; nil once it is (or when the
+    /// scan can't tell), for the caller to look in ``object``.
+    private func storedMember(_ key: String) -> JSON?? {
+        guard parsedObject == nil, let storedBody else { return nil }
+        switch storedBody.withUnsafeBytes({ JSON.storedMember($0, key: key) }) {
+        case .missing: return .some(nil)
+        case .value(let value): return .some(value)
+        case .undecided: return nil
+        }
     }
 
     /// The members as JSON, nested edits included (Settee's, beside Couchbase Lite's ``toDictionary()``).
@@ -79,17 +122,22 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
     /// A member as stored JSON (Settee's), or nil when absent.
     public func json(forKey key: String) -> JSON? {
         if let item = live[key] { return item.json }
+        if let stored = storedMember(key) { return stored }
         return object[key]
     }
 
     public var count: Int { object.count }
     public var keys: [String] { object.keys }
-    public func contains(key: String) -> Bool { object.contains(key: key) }
+    public func contains(key: String) -> Bool {
+        if let stored = storedMember(key) { return stored != nil }
+        return object.contains(key: key)
+    }
 
     /// The member as Couchbase Lite returns it: `String`, `Int`, `Double`, `Bool`, ``Blob``, ``ArrayObject``,
     /// ``DictionaryObject``; nil when absent or null.
     public func value(forKey key: String) -> Any? {
         if let item = live[key] { return DocumentValue.read(item, database: database) }
+        if let stored = storedMember(key) { return stored.flatMap { DocumentValue.read($0, database: database) } }
         return object[key].flatMap { DocumentValue.read($0, database: database) }
     }
     public func string(forKey key: String) -> String? { DocumentValue.string(json(forKey: key)) }

@@ -46,6 +46,37 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
         content = mutable ? MutableDictionaryObject(body, database: database) : DictionaryObject(body, database: database)
     }
 
+    /// A document over its stored body's bytes, read by ``Collection/document(id:)``: its properties are read from
+    /// the bytes as they are asked for (see ``DictionaryObject``). A body with attachments is parsed now, to take
+    /// its `_attachments` apart.
+    /// - Throws: ``SetteeError`` `.internalError` when such a body is not a JSON object.
+    convenience init(id: String, revisionID: String, sequence: UInt64, storedBody: [UInt8], collection: Collection) throws {
+        let attachments = storedBody.withUnsafeBytes { JSON.locateStoredMember($0, in: 0..<$0.count, key: Self.attachmentsKey) }
+        if case .missing = attachments, !storedBody.isEmpty {
+            self.init(id: id, revisionID: revisionID, sequence: sequence,
+                      content: DictionaryObject(storedBody: storedBody, database: collection.database), collection: collection)
+        } else {
+            self.init(id: id, revisionID: revisionID, sequence: sequence, deleted: false,
+                      properties: storedBody.isEmpty ? JSONObject() : try DocumentRecord.parseBody(storedBody),
+                      collection: collection)
+        }
+    }
+
+    private init(id: String, revisionID: String, sequence: UInt64, content: DictionaryObject, collection: Collection) {
+        self.id = id
+        self.revisionID = revisionID
+        self.sequence = sequence
+        isDeleted = false
+        self.collection = collection
+        self.content = content
+    }
+
+    /// `_attachments`, as bytes that live as long as the program (a static string's).
+    private static var attachmentsKey: UnsafeRawBufferPointer {
+        let key: StaticString = "_attachments"
+        return UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+    }
+
     init(copying doc: Document, mutable: Bool) {
         id = doc.id
         revisionID = doc.revisionID
