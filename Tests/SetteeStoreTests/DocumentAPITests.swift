@@ -26,6 +26,41 @@ import SetteeCore
         #expect(read.keys == ["name", "stars", "price", "open", "amenities"])
     }
 
+    /// A document read by id answers from its stored bytes until something needs every member: each getter gives
+    /// what the parsed body gives, before and after it is parsed, escaped keys and nulls included.
+    @Test func propertiesReadFromStoredBytesMatchTheParsedBody() throws {
+        let dir = TempDir()
+        let db = try dir.open()
+        defer { db.close() }
+        let c = try db.defaultCollection()
+        let body: JSONObject = ["name": "Grand \"Hôtel\"", "stars": 4, "price": 99.5, "open": false, "none": .null,
+                                "tab\tkey": "escaped key", "address": ["city": "Lyon", "zip": "69001"],
+                                "amenities": ["pool", "spa"], "big": .int(1 << 60)]
+        try c.save(document: MutableDocument(id: "h", data: body))
+        let keys = ["name", "stars", "price", "open", "none", "tab\tkey", "address", "amenities", "big", "missing"]
+        func check(_ read: Document, _ label: String) {
+            for key in keys {
+                #expect(read.json(forKey: key) == body[key], "\(label): \(key)")
+                #expect(read.contains(key: key) == (body[key] != nil), "\(label): contains \(key)")
+                #expect(read.string(forKey: key) == body[key]?.stringValue, "\(label): string \(key)")
+                #expect(read.int64(forKey: key) == DocumentValue.int64(body[key]), "\(label): int64 \(key)")
+                #expect(read.boolean(forKey: key) == DocumentValue.boolean(body[key]), "\(label): boolean \(key)")
+            }
+            #expect(read.dictionary(forKey: "address")?.string(forKey: "city") == "Lyon", "\(label)")
+            #expect(read["address"]["zip"].string == "69001", "\(label)")
+        }
+        let lazy = try #require(try c.document(id: "h"))
+        check(lazy, "from the bytes")
+        #expect(lazy.keys == Array(body.keys))  // parses the body
+        check(lazy, "parsed")
+        let other = try #require(try c.document(id: "h"))
+        #expect(other == lazy)
+        let edited = try #require(try c.document(id: "h")).toMutable().setInt(5, forKey: "stars")
+        #expect(edited.string(forKey: "name") == "Grand \"Hôtel\"" && edited.int(forKey: "stars") == 5)
+        try c.save(document: edited)
+        #expect(try c.document(id: "h")?.int(forKey: "stars") == 5)
+    }
+
     @Test func failOnConflictReturnsFalseLastWriteWinsOverwrites() throws {
         let dir = TempDir()
         let db = try dir.open()
