@@ -26,7 +26,7 @@ import Testing
         "SetteeReplication": ["SetteeCore", "SetteeStore", "SetteeBLIP", "AsyncHTTPClient", "NIOCore", "NIOPosix", "NIOHTTP1",
                               "NIOWebSocket", "NIOSSL", "Crypto", "Logging", "Metrics"],
         "SetteeServer": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeIndex", "SetteeQuery", "SetteeReplication",
-                         "SetteeBLIP", "NIOWebSocket", "Hummingbird", "HummingbirdCore", "HummingbirdTLS", "HummingbirdHTTP2", "NIOCore", "NIOHTTP1",
+                         "SetteeBLIP", "NIOWebSocket", "Hummingbird", "HummingbirdCore", "HummingbirdTLS", "HummingbirdHTTP2", "NIOHTTP2", "NIOCore", "NIOHTTP1",
                          "NIOHTTPTypes", "NIOHTTPTypesHTTP1", "NIOSSL", "HTTPTypes", "ServiceLifecycle", "Logging",
                          "Metrics", "Prometheus", "Crypto", "CryptoExtras", "JWTKit", "Mustache"],
         "Settee": ["SetteeCore", "SetteeStore", "SetteeSQLPP", "SetteeVector", "SetteeIndex", "SetteeQuery",
