@@ -53,11 +53,14 @@ public enum SetteeServer {
                 switch (config.http1Channel, config.http2) {
                 case (.settee, true):
                     // ALPN: HTTP/2 by Hummingbird's channel, HTTP/1.1 by Settee's (so `_blipsync` is served beside h2).
+                    // Graceful shutdown tells the node (open feeds end) for HTTP/2 connections too.
                     return HTTPServerBuilder { applicationResponder in
-                        try SetteeHTTP2UpgradeChannel(
+                        ShutdownNoticeChannel(base: try SetteeHTTP2UpgradeChannel(
                             tlsConfiguration: tlsConfiguration,
                             http1: SetteeHTTP1Channel(exchange: exchange, idleTimeout: .milliseconds(Int64(config.idleTimeout * 1000))),
-                            http2: HTTP2Channel(responder: applicationResponder, configuration: http2))
+                            http2: HTTP2Channel(responder: applicationResponder, configuration: http2),
+                            handshakeTimeout: .milliseconds(Int64(config.idleTimeout * 1000))),
+                                              notice: node.shutdownNotice)
                     }
                 case (.hummingbird, true):
                     return try .http2Upgrade(tlsConfiguration: tlsConfiguration, configuration: http2)

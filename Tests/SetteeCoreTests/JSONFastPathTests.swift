@@ -117,7 +117,9 @@ import Testing
     /// Strings are skipped eight bytes at a time: a quote or backslash at every offset from a word's start, escaped
     /// quotes and backslashes, and strings ending near the buffer's end find the same members as the full parser.
     @Test func skippingStringsWordWiseFindsEveryQuoteAndEscape() throws {
-        let pieces = ["", "a", "\\\"", "\\\\", "\\n", "é", "\\u00e9", "xyz\\\"w", "\\\\\\\""]
+        // (`#` and `]` are one above `"` and `\\`: after a match, they are where the word-wise test's borrow can
+        // raise a false one.)
+        let pieces = ["", "a", "\\\"", "\\\\", "\\n", "é", "\\u00e9", "xyz\\\"w", "\\\\\\\"", "\\\"#", "\\\\]#", "#]"]
         for pad in 0..<17 {
             for piece in pieces {
                 let value = String(repeating: "p", count: pad) + piece + String(repeating: "q", count: (pad * 3) % 11)
@@ -138,8 +140,31 @@ import Testing
                 }
             }
         }
-        // An unterminated string is not followed past the end.
-        let cut = Array(#"{"text":"abcdefghijklmnop\"#.utf8)
-        #expect(throws: JSONError.self) { try cut.withUnsafeBytes { try JSONMemberSelector(["n"]).parseStored($0) } }
+        // An unterminated string is not followed past the end: the scan can't decide.
+        for cut in [#"{"text":"abcdefghijklmnop\"#, #"{"text":"abcdefghijklmno"#, #"{"text":"abc\"#] {
+            let bytes = Array(cut.utf8)
+            let found = bytes.withUnsafeBytes { raw in
+                Array("n".utf8).withUnsafeBytes { JSON.locateStoredMember(raw, path: [$0]) }
+            }
+            #expect(found == .undecided, "\(cut)")
+            #expect(throws: JSONError.self) { try bytes.withUnsafeBytes { try JSONMemberSelector(["n"]).parseStored($0) } }
+        }
+    }
+
+    /// A key that is not ASCII can equal another as Swift strings compare without equal bytes (a decomposed "é",
+    /// the Kelvin sign and "K"): the byte scan leaves those to the parser, so both find the member.
+    @Test func canonicallyEquivalentKeysAreFoundAsTheParserFindsThem() throws {
+        for (stored, asked) in [("cafe\u{301}", "café"), ("café", "cafe\u{301}"), ("\u{212A}elvin", "Kelvin")] {
+            let text = #"{"a":1,"\#(stored)":2,"z":3}"#
+            let bytes = Array(text.utf8)
+            let parsed = try JSON.parse(bytes)
+            #expect(parsed[asked] == .int(2), "\(asked)")
+            let member = bytes.withUnsafeBytes { JSON.storedMember($0, key: asked) }
+            #expect(member == .undecided, "\(asked)")
+            let selected = try bytes.withUnsafeBytes { try JSONMemberSelector([asked]).parseStored($0) }
+            #expect(selected[asked] == .int(2), "\(asked)")
+            // An ASCII key is still found from the bytes.
+            #expect(bytes.withUnsafeBytes { JSON.storedMember($0, key: "z") } == .value(.int(3)))
+        }
     }
 }

@@ -253,6 +253,37 @@ struct TLSReplicationTests {
         #expect(try db.defaultCollection().record(id: "from-server") != nil)
     }
 
+    /// With `--http2`, a client that connects and never starts its TLS handshake is closed after the idle
+    /// timeout, as on every other listener (it held a connection slot for good).
+    @Test func aSilentClientIsClosedBesideHTTP2() throws {
+        let pki = try TestPKI()
+        let dir = TempDir()
+        let server = try ServerProcess(dataDirectory: dir.path, extraArguments: [
+            "--tls-cert", pki.serverCertificate, "--tls-key", pki.serverKey, "--http2", "--idle-timeout", "1",
+        ])
+        defer { server.stop() }
+        #expect(try Self.silentConnectionIsClosed(port: server.port, within: 6))
+    }
+
+    /// Connects to 127.0.0.1:`port`, sends nothing, and waits up to `seconds` for the server to close.
+    static func silentConnectionIsClosed(port: Int, within seconds: Int) throws -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var limit = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 64)
+        return recv(fd, &buffer, buffer.count, 0) == 0  // end of stream; -1 (EAGAIN) when the wait ran out
+    }
+
     func http2Checks(_ client: HTTPClient, _ server: ServerProcess, _ pki: TestPKI) async throws {
         var request = HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/")
         request.method = .GET

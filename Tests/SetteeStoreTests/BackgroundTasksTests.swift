@@ -9,19 +9,22 @@ import Testing
     @Test func closeCancelsAndWaitsForEveryTask() async throws {
         let tasks = BackgroundTasks()
         let ended = Mutex(0)
+        // (Sleeps far longer than the bound below: a task the cancellation didn't wake would hold close() past it,
+        // while a test process whose cooperative threads other tests keep busy — CI under load took 38 s to run
+        // the cancelled tasks once — stays well inside it.)
         for _ in 0..<3 {
             #expect(tasks.run {
-                try? await Task.sleep(for: .seconds(60))
+                try? await Task.sleep(for: .seconds(180))
                 ended.withLock { $0 += 1 }
             })
         }
         // Blocking work on the store's threads, delayed: cancelled before it starts, it never runs.
         let ran = Mutex(false)
-        #expect(tasks.runBlocking(after: .seconds(60)) { ran.withLock { $0 = true } })
+        #expect(tasks.runBlocking(after: .seconds(180)) { ran.withLock { $0 = true } })
         #expect(tasks.count == 4)
         let clock = ContinuousClock()
         let elapsed = await clock.measure { await tasks.close() }
-        #expect(elapsed < .seconds(30))  // woken by the cancellation, not by their 60 s sleeps
+        #expect(elapsed < .seconds(150))  // woken by the cancellation, not by their 180 s sleeps
         #expect(ended.withLock { $0 } == 3)  // each woke, cancelled, and ended before close returned
         #expect(!ran.withLock { $0 })
         #expect(tasks.count == 0)

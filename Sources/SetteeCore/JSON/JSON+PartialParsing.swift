@@ -128,6 +128,7 @@ private struct MemberScanner {
     /// it stops once every wanted member is found.
     mutating func members(_ keys: [[UInt8]], _ names: [String], uniqueKeys: Bool) -> JSONObject? {
         guard let base else { return nil }
+        let spelledOtherwise = keys.contains { $0.withUnsafeBytes(Self.mayBeSpelledOtherwise) }
         let n = bytes.count
         skipSpace()
         guard i < n, base[i] == UInt8(ascii: "{") else { return nil }
@@ -147,6 +148,8 @@ private struct MemberScanner {
                 for (offset, byte) in key.enumerated() where base[keyStart + offset] != byte { same = false; break }
                 if same { match = k; break }
             }
+            // (As in ``find(_:)``: a non-ASCII key may equal a wanted one as strings compare; the parser decides.)
+            if match < 0 && spelledOtherwise && Self.hasNonASCII(base, keyStart..<(keyStart + keyLength)) { return nil }
             skipSpace()
             guard i < n, base[i] == UInt8(ascii: ":") else { return nil }
             i += 1
@@ -170,6 +173,8 @@ private struct MemberScanner {
     /// The value of `key` in the object at the start (a body with no repeated keys: the first one found).
     mutating func find(_ key: UnsafeRawBufferPointer) -> StoredMember {
         guard let base else { return .undecided }
+        let spelledOtherwise = Self.mayBeSpelledOtherwise(key)
+        var nonASCIIKey = false
         let n = bytes.count
         skipSpace()
         guard i < n else { return .undecided }
@@ -190,6 +195,11 @@ private struct MemberScanner {
                     break
                 }
             }
+            // A key that is not ASCII may equal the wanted one as Swift strings compare (canonical equivalence:
+            // "é" precomposed or not, the Kelvin sign and "K") without equal bytes: then only the parser can tell.
+            if spelledOtherwise && !match && !nonASCIIKey && Self.hasNonASCII(base, keyStart..<(keyStart + keyLength)) {
+                nonASCIIKey = true
+            }
             skipSpace()
             guard i < n, base[i] == UInt8(ascii: ":") else { return .undecided }
             i += 1
@@ -200,9 +210,23 @@ private struct MemberScanner {
             skipSpace()
             guard i < n else { return .undecided }
             if base[i] == UInt8(ascii: ",") { i += 1; continue }
-            if base[i] == UInt8(ascii: "}") { return .missing }
+            if base[i] == UInt8(ascii: "}") { return nonASCIIKey ? .undecided : .missing }
             return .undecided
         }
+    }
+
+    /// Whether a key may equal, as Swift strings compare (canonical equivalence), a key with other bytes that is
+    /// not ASCII: when it is not ASCII itself, or holds one of the three ASCII characters a non-ASCII character
+    /// decomposes to (`K`, the Kelvin sign's; `;`, the Greek question mark's; `` ` ``, the Greek varia's). Any other
+    /// ASCII key equals only itself, so a scan that passes non-ASCII keys can still say it is missing.
+    static func mayBeSpelledOtherwise(_ key: UnsafeRawBufferPointer) -> Bool {
+        key.contains { $0 >= 0x80 || $0 == UInt8(ascii: "K") || $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: "`") }
+    }
+
+    /// Whether any byte of `range` is outside ASCII.
+    static func hasNonASCII(_ base: UnsafePointer<UInt8>, _ range: Range<Int>) -> Bool {
+        for j in range where base[j] >= 0x80 { return true }
+        return false
     }
 
     /// A value: plain strings and small integers directly, anything else through the full parser.

@@ -62,7 +62,7 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
     /// for one member reads that member from the bytes, and the body is parsed once something needs every member
     /// (its keys, its count, a mutable copy, equality). Couchbase Lite reads a document's properties from its
     /// stored Fleece the same way; a read that looks at a property or two never builds the rest.
-    var object: JSONObject {
+    final var object: JSONObject {
         get { parsedObject ?? materialized() }
         _modify {
             if parsedObject == nil { parsedObject = materialized() }
@@ -86,14 +86,19 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
         self.database = database
     }
 
-    /// A dictionary over a stored body's bytes, parsed when first needed whole. The store validated the body when
-    /// it wrote it; one that no longer parses (a damaged file) reads as empty.
+    /// A dictionary over a stored body's bytes, parsed when first needed whole. The store wrote the body from a
+    /// parsed object, so it parses; bytes damaged since (a file changed outside SQLite) that the member scan still
+    /// follows can answer a getter and then, once parsed, read as an empty dictionary — where the eager read threw
+    /// `.internalError` — since a getter has no way to throw.
     init(storedBody: [UInt8], database: Database?) {
         self.storedBody = storedBody
         self.database = database
     }
 
-    private func materialized() -> JSONObject {
+    /// Whether the stored body has been parsed (or there was none): tests check that getters don't parse it.
+    final var isParsed: Bool { parsedObject != nil }
+
+    private final func materialized() -> JSONObject {
         let parsed = storedBody.flatMap { try? DocumentRecord.parseBody($0) } ?? JSONObject()
         parsedObject = parsed
         storedBody = nil
@@ -102,7 +107,7 @@ public class DictionaryObject: DictionaryProtocol, Equatable, Hashable, Sequence
 
     /// The member read from the stored bytes alone, while the body is not parsed; nil once it is (or when the
     /// scan can't tell), for the caller to look in ``object``.
-    private func storedMember(_ key: String) -> JSON?? {
+    private final func storedMember(_ key: String) -> JSON?? {
         guard parsedObject == nil, let storedBody else { return nil }
         switch storedBody.withUnsafeBytes({ JSON.storedMember($0, key: key) }) {
         case .missing: return .some(nil)

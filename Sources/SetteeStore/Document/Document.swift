@@ -52,7 +52,8 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
     /// - Throws: ``SetteeError`` `.internalError` when such a body is not a JSON object.
     convenience init(id: String, revisionID: String, sequence: UInt64, storedBody: [UInt8], collection: Collection) throws {
         let attachments = storedBody.withUnsafeBytes { JSON.locateStoredMember($0, in: 0..<$0.count, key: Self.attachmentsKey) }
-        if case .missing = attachments, !storedBody.isEmpty {
+        // (`.missing` also answers for a body that is not an object: the store writes objects, starting with `{`.)
+        if case .missing = attachments, storedBody.first == UInt8(ascii: "{") {
             self.init(id: id, revisionID: revisionID, sequence: sequence,
                       content: DictionaryObject(storedBody: storedBody, database: collection.database), collection: collection)
         } else {
