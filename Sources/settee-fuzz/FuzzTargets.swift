@@ -86,6 +86,21 @@ extension FuzzTarget {
             }
             let expected = JSON.object(JSONObject(object.filter { keys.contains($0.key) }.map { ($0.key, $0.value) }))
             guard partial == expected else { violated(.json, "parseMembers(\(keys.sorted())) = \(partial), expected \(expected)") }
+            // The same object as the store writes it (no repeated keys): members read from its bytes alone — by the
+            // selector, and one at a time as a lazily read document and `settee_member` read them — agree too.
+            text.withUnsafeBytes { stored in
+                guard let fromStored = try? JSONMemberSelector(keys).parseStored(stored), fromStored == expected else {
+                    violated(.json, "parseStored(\(keys.sorted())) disagrees with the full parse: \(show(text))")
+                }
+                for key in keys.union(["missing", "K", "caf\u{E9}"]) {
+                    switch JSON.storedMember(stored, key: key) {
+                    case .value(let found) where found == object[key]: break
+                    case .missing where object[key] == nil: break
+                    case .undecided: break
+                    case let other: violated(.json, "storedMember(\(key)) = \(other), the object has \(String(describing: object[key])): \(show(text))")
+                    }
+                }
+            }
         }
     }
 

@@ -167,4 +167,28 @@ import Testing
             #expect(bytes.withUnsafeBytes { JSON.storedMember($0, key: "z") } == .value(.int(3)))
         }
     }
+
+    /// Keys that are equal strings but not equal bytes (canonical equivalence) are one key, as JSONObject compares
+    /// keys: the first spelling's place, the last value — in small objects (the parser's own duplicate check) and
+    /// large ones (the hashed index) alike, so parse → serialize → parse gives the same object.
+    @Test func canonicallyEquivalentKeysAreOneKey() throws {
+        let filler = (0..<20).map { #""f\#($0)":\#($0)"# }.joined(separator: ",")
+        for extra in ["", filler + ","] {
+            for (first, second) in [("cafe\\u0301", "caf\\u00e9"), ("K", "\\u212A"), ("Kelvin", "\\u212Aelvin"),
+                                    ("a;", "a\\u037E"), ("cafe\u{301}", "café")] {
+                let text = #"{\#(extra)"\#(first)":1,"x":0,"\#(second)":2}"#
+                let parsed = try JSON.parse(Array(text.utf8))
+                guard case .object(let object) = parsed else { Issue.record("not an object: \(text)"); continue }
+                #expect(object.count == (extra.isEmpty ? 2 : 22), "\(text)")
+                let firstKey = try JSON.parse(Array(#""\#(first)""#.utf8)).stringValue!
+                #expect(object[firstKey] == .int(2), "\(text)")
+                #expect(object.keys.firstIndex(of: firstKey) == (extra.isEmpty ? 0 : 20), "\(text)")
+                let again = try JSON.parse(parsed.serializedBytes)
+                #expect(again == parsed, "\(text)")
+            }
+        }
+        // Keys that only look alike stay apart.
+        let apart = try JSON.parse(Array(#"{"K":1,"k":2,"e\u0301":3,"é":4,"e":5}"#.utf8))
+        #expect(apart.objectValue?.count == 4)
+    }
 }

@@ -244,8 +244,15 @@ struct JSONParser: ~Copyable {
 
     /// A cheap 64-bit summary of the decoded key bytes: keys with different fingerprints differ.
     /// Up to 8 bytes it is the bytes themselves; longer keys mix the first and last 8 bytes and the length.
+    ///
+    /// Keys compare as Swift strings (canonical equivalence), so two keys with different bytes can be the same key
+    /// (a precomposed "é" and "e" with a combining accent; the Kelvin sign and "K"). Every key that may be spelled
+    /// otherwise — one that is not ASCII, or holds `K`, `;` or `` ` ``, the only ASCII characters a non-ASCII
+    /// character decomposes to — gets one shared fingerprint, so the duplicate check compares those as strings and
+    /// an object never holds two keys that are equal strings.
     @inline(__always)
     private static func fingerprint(_ raw: UnsafeRawBufferPointer) -> UInt64 {
+        if mayBeSpelledOtherwise(raw) { return spelledOtherwise }
         let n = raw.count
         if n >= 8 {
             let first = raw.loadUnaligned(as: UInt64.self)
@@ -257,6 +264,33 @@ struct JSONParser: ~Copyable {
             value = value << 8 | UInt64(b)
         }
         return value ^ (UInt64(n) << 56)
+    }
+
+    /// The fingerprint shared by keys that may equal a key with other bytes (``fingerprint(_:)``).
+    private static let spelledOtherwise: UInt64 = 0xFFFF_FFFF_FFFF_FFFF
+
+    /// Whether a key's bytes hold a non-ASCII byte, `K`, `;` or `` ` `` (eight bytes at a time).
+    @inline(__always)
+    private static func mayBeSpelledOtherwise(_ raw: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        let n = raw.count
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasByte(_ word: UInt64, _ pattern: UInt64) -> Bool {
+            let x = word ^ pattern
+            return (x &- ones) & ~x & highs != 0
+        }
+        while i + 8 <= n {
+            let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if word & highs != 0 || hasByte(word, 0x4B4B_4B4B_4B4B_4B4B) || hasByte(word, 0x3B3B_3B3B_3B3B_3B3B)
+                || hasByte(word, 0x6060_6060_6060_6060) { return true }
+            i += 8
+        }
+        while i < n {
+            let b = raw[i]
+            if b >= 0x80 || b == UInt8(ascii: "K") || b == UInt8(ascii: ";") || b == UInt8(ascii: "`") { return true }
+            i += 1
+        }
+        return false
     }
 
     /// Scans the string whose opening quote is at `pos` and leaves `pos` after its closing quote.
