@@ -13,17 +13,20 @@ extension Collection {
     /// The document's current winning revision, or nil if it does not exist or is deleted.
     public func document(id: String) throws -> Document? {
         // The row read straight into the snapshot: the revision id as stored (not parsed and printed again).
-        let row = try database.read { db -> (rev: String, sequence: UInt64, body: [UInt8])? in
+        let row = try database.read { db -> (rev: String, sequence: UInt64, flags: DocFlags, body: [UInt8])? in
             let stmt = try db.prepare(sql.record)
             defer { stmt.reset() }
             stmt.bind(id, at: 1)
-            guard try stmt.step(), !DocFlags(rawValue: stmt.int64(2)).contains(.deleted) else { return nil }
+            let flags = try stmt.step() ? DocFlags(rawValue: stmt.int64(2)) : .deleted
+            guard !flags.contains(.deleted) else { return nil }
             guard let rev = stmt.string(1), !rev.isEmpty else { throw SetteeError(.internalError, "Corrupt revision id for \(id)") }
-            return (rev, UInt64(stmt.int64(0)), stmt.withTextBytes(3) { Array($0) })
+            return (rev, UInt64(stmt.int64(0)), flags, stmt.withTextBytes(3) { Array($0) })
         }
         guard let row else { return nil }
-        // The body's bytes, parsed as properties are asked for (a read of one property builds no other).
-        return try Document(id: id, revisionID: row.rev, sequence: row.sequence, storedBody: row.body, collection: self)
+        // The body's bytes, parsed as properties are asked for (a read of one property builds no other); the row's
+        // flags say whether it has attachments to take apart.
+        return try Document(id: id, revisionID: row.rev, sequence: row.sequence, storedBody: row.body,
+                            hasAttachments: row.flags.contains(.hasAttachments), collection: self)
     }
 
     /// A specific revision of a document (a conflict's losing branch, say), or nil if the store lacks it or its

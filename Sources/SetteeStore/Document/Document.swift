@@ -47,13 +47,13 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
     }
 
     /// A document over its stored body's bytes, read by ``Collection/document(id:)``: its properties are read from
-    /// the bytes as they are asked for (see ``DictionaryObject``). A body with attachments is parsed now, to take
-    /// its `_attachments` apart.
+    /// the bytes as they are asked for (see ``DictionaryObject``). A body with attachments (`hasAttachments`: the
+    /// row's flag, which every write keeps) is parsed now, to take its `_attachments` apart.
     /// - Throws: ``SetteeError`` `.internalError` when such a body is not a JSON object.
-    convenience init(id: String, revisionID: String, sequence: UInt64, storedBody: [UInt8], collection: Collection) throws {
-        let attachments = storedBody.withUnsafeBytes { JSON.locateStoredMember($0, in: 0..<$0.count, key: Self.attachmentsKey) }
-        // (`.missing` also answers for a body that is not an object: the store writes objects, starting with `{`.)
-        if case .missing = attachments, storedBody.first == UInt8(ascii: "{") {
+    convenience init(id: String, revisionID: String, sequence: UInt64, storedBody: [UInt8], hasAttachments: Bool,
+                     collection: Collection) throws {
+        // (The store writes objects, starting with `{`; anything else is left to the parser, which says what is wrong.)
+        if !hasAttachments, storedBody.first == UInt8(ascii: "{") {
             self.init(id: id, revisionID: revisionID, sequence: sequence,
                       content: DictionaryObject(storedBody: storedBody, database: collection.database), collection: collection)
         } else {
@@ -70,12 +70,6 @@ public class Document: DictionaryProtocol, Equatable, Hashable, Sequence, Custom
         isDeleted = false
         self.collection = collection
         self.content = content
-    }
-
-    /// `_attachments`, as bytes that live as long as the program (a static string's).
-    private static var attachmentsKey: UnsafeRawBufferPointer {
-        let key: StaticString = "_attachments"
-        return UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
     }
 
     init(copying doc: Document, mutable: Bool) {
