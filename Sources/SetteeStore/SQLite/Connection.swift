@@ -20,6 +20,9 @@ package final class Connection {
     private var statementCache: [String: Statement] = [:]
     private var isClosed = false
 
+    /// How long a statement waits for a lock another connection holds before `SQLITE_BUSY`.
+    static let busyTimeoutMilliseconds: Int32 = 10_000
+
     /// Opens (creating if needed, unless read-only) the database at `path`.
     ///
     /// Sets a 10 s busy timeout and turns on extended result codes.
@@ -42,7 +45,7 @@ package final class Connection {
         self.handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Connection.busyTimeoutMilliseconds)
         StoredMemberFunction.register(on: db)
     }
 
