@@ -14,6 +14,42 @@ import SetteeCore
         }.count
     }
 
+    /// A bulk write followed by no other write leaves no WAL of its size behind: once the background checkpoint has
+    /// copied it all back, it truncates the file (when nobody is using the WAL). (In this serialized suite: the
+    /// others change the open-pool limit, and a hibernated pool leaves its WAL as it is.)
+    @Test func theWALIsCutBackWithoutAnotherWrite() throws {
+        let dir = TempDir()
+        let path = dir.path + "/wal.sqlite"
+        var configuration = PoolConfiguration()
+        configuration.walAutocheckpointPages = 40
+        configuration.walSizeLimitBytes = 64 * 1024
+        let pool = try DatabasePool(path: path, configuration: configuration) { db in
+            try db.execute("CREATE TABLE IF NOT EXISTS t(x BLOB)")
+        }
+        defer { pool.close() }
+        func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 }
+        let blob = [UInt8](repeating: 7, count: 6_000)
+        // ~1 MB in one transaction (one commit): past the checkpoint threshold, under the eightfold one the writer
+        // handles itself.
+        try pool.write { db in
+            try db.transaction {
+                let insert = try db.prepare("INSERT INTO t(x) VALUES (?)")
+                for _ in 0..<120 {
+                    insert.bind(bytes: blob, at: 1)
+                    try insert.run()
+                }
+            }
+        }
+        #expect(walSize() > 128 * 1024)
+        // Reads go on meanwhile: they don't hold the cut back (they read the database file once the WAL is copied).
+        let deadline = Date().addingTimeInterval(20)
+        while walSize() > 128 * 1024, Date() < deadline {
+            #expect(try pool.read { try $0.scalarInt("SELECT count(*) FROM t") } == 120)
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(walSize() <= 128 * 1024, "the WAL stayed at \(walSize()) bytes")
+    }
+
     @Test func leastRecentlyUsedPoolsHibernateAndOpenAgainWhenUsed() async throws {
         let dir = TempDir()
         let previous = OpenPools.shared.limit

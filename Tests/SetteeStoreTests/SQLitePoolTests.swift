@@ -201,36 +201,6 @@ import Testing
         #expect(try pool.read { try $0.scalarInt("SELECT count(*) FROM t") } == 500)
     }
 
-    /// A bulk write followed by no other write leaves no WAL of its size behind either: once the background
-    /// checkpoint has copied it all back, it truncates the file (when nobody is using the WAL).
-    @Test func theWALIsCutBackWithoutAnotherWrite() throws {
-        var configuration = PoolConfiguration()
-        configuration.walAutocheckpointPages = 40
-        configuration.walSizeLimitBytes = 64 * 1024
-        let pool = try makePool(configuration)
-        defer { pool.close() }
-        let walPath = dir.path() + "-wal"
-        func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? 0 }
-        let blob = [UInt8](repeating: 7, count: 6_000)
-        // ~1 MB in one transaction: past the checkpoint threshold, under the eightfold one the writer handles itself.
-        try pool.write { db in
-            let insert = try db.prepare("INSERT INTO t(x) VALUES (?)")
-            for _ in 0..<120 {
-                insert.bind(bytes: blob, at: 1)
-                try insert.run()
-            }
-        }
-        // Reads go on meanwhile (they don't hold the cut back: they read the database file once the WAL is copied),
-        // which also keeps this pool among the recently used ones: with many databases open (the whole test suite),
-        // the least recently used pools hibernate, and a hibernated pool leaves its WAL as it is.
-        let deadline = Date().addingTimeInterval(20)
-        while walSize() > 128 * 1024, Date() < deadline {
-            #expect(try pool.read { try $0.scalarInt("SELECT count(*) FROM t") } == 120)
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        #expect(walSize() <= 128 * 1024, "the WAL stayed at \(walSize()) bytes")
-    }
-
     @Test func closeWaitsForInFlightRead() throws {
         let pool = try makePool()
         let started = DispatchSemaphore(value: 0)

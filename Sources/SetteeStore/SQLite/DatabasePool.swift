@@ -57,6 +57,7 @@ package final class DatabasePool: @unchecked Sendable {
         self.path = path
         self.configuration = configuration
 
+        checkpointQueue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
         self.writer = try openWriter(prepare: prepareWriter)
         touch()
         connectionOpened()
@@ -135,6 +136,8 @@ package final class DatabasePool: @unchecked Sendable {
     // MARK: - WAL checkpoints
 
     private let checkpointQueue = DispatchQueue(label: "settee.db.checkpoint", qos: .utility)
+    /// Marks `checkpointQueue` as this pool's, so that work on it can tell (``onCheckpointQueue(_:)``).
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
     private let checkpointLock = NSLock()
     private var checkpointRunning = false
     private var checkpointer: Connection?
@@ -170,12 +173,14 @@ package final class DatabasePool: @unchecked Sendable {
                 self.connectionOpened(inline: false)
             }
             guard let checkpointer = self.checkpointer else { return }
+            // (Counted before the checkpoint: a commit while it runs leaves pages it did not copy, so it must stop the
+            // cut-back below.)
+            let seen = self.commits.load(ordering: .relaxed)
             // (The PRAGMA, not `sqlite3_wal_checkpoint_v2`: on a connection that has read nothing yet, the C call finds
             // no WAL open and does nothing.)
             guard let (_, logPages, copiedPages) = try? Self.checkpoint(checkpointer, "PASSIVE") else { return }
-            if logPages >= 0, logPages == copiedPages,
-               logPages * Int64(max(self.configuration.pageSize, 512)) > 2 * Int64(self.configuration.walSizeLimitBytes) {
-                self.truncateWAL(after: self.commits.load(ordering: .relaxed), attemptsLeft: 40)
+            if logPages >= 0, logPages == copiedPages, self.walFileSize() > 2 * self.configuration.walSizeLimitBytes {
+                self.truncateWAL(after: seen, attemptsLeft: 40)
             }
         }
     }
@@ -201,6 +206,21 @@ package final class DatabasePool: @unchecked Sendable {
             guard let outcome, outcome.busy else { return }
             self.truncateWAL(after: commitsSeen, attemptsLeft: attemptsLeft - 1)
         }
+    }
+
+    /// Runs `body` on the checkpoint queue and waits for it — inline when already on it (the pool's last reference
+    /// can go away in a checkpoint task, and `deinit` closes the pool there: a `sync` would wait for itself).
+    private func onCheckpointQueue(_ body: () -> Void) {
+        if DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) {
+            body()
+        } else {
+            checkpointQueue.sync(execute: body)
+        }
+    }
+
+    /// The `-wal` file's size in bytes (0 when there is none).
+    private func walFileSize() -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? NSNumber)?.intValue ?? 0
     }
 
     /// Runs `PRAGMA wal_checkpoint(mode)` on `connection`: whether it gave up on a lock (busy), the WAL's size and
@@ -366,7 +386,7 @@ package final class DatabasePool: @unchecked Sendable {
         }
         // (Out of the open pools first: a background checkpoint starting now sees it and opens no connection.)
         OpenPools.shared.closed(self)
-        checkpointQueue.sync {
+        onCheckpointQueue {
             checkpointer?.close()
             checkpointer = nil
         }
@@ -403,7 +423,7 @@ package final class DatabasePool: @unchecked Sendable {
         readerCondition.unlock()
         for reader in readers { reader.close() }
 
-        checkpointQueue.sync {
+        onCheckpointQueue {
             checkpointer?.close()
             checkpointer = nil
         }
