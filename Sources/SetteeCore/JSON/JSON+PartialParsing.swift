@@ -128,7 +128,7 @@ private struct MemberScanner {
     /// it stops once every wanted member is found.
     mutating func members(_ keys: [[UInt8]], _ names: [String], uniqueKeys: Bool) -> JSONObject? {
         guard let base else { return nil }
-        let spelledOtherwise = keys.contains { $0.withUnsafeBytes(Self.mayBeSpelledOtherwise) }
+        let spelledOtherwise = keys.contains { $0.withUnsafeBytes(JSONKeySpelling.mayBeSpelledOtherwise) }
         let n = bytes.count
         skipSpace()
         guard i < n, base[i] == UInt8(ascii: "{") else { return nil }
@@ -173,7 +173,7 @@ private struct MemberScanner {
     /// The value of `key` in the object at the start (a body with no repeated keys: the first one found).
     mutating func find(_ key: UnsafeRawBufferPointer) -> StoredMember {
         guard let base else { return .undecided }
-        let spelledOtherwise = Self.mayBeSpelledOtherwise(key)
+        let spelledOtherwise = JSONKeySpelling.mayBeSpelledOtherwise(key)
         var nonASCIIKey = false
         let n = bytes.count
         skipSpace()
@@ -213,14 +213,6 @@ private struct MemberScanner {
             if base[i] == UInt8(ascii: "}") { return nonASCIIKey ? .undecided : .missing }
             return .undecided
         }
-    }
-
-    /// Whether a key may equal, as Swift strings compare (canonical equivalence), a key with other bytes that is
-    /// not ASCII: when it is not ASCII itself, or holds one of the three ASCII characters a non-ASCII character
-    /// decomposes to (`K`, the Kelvin sign's; `;`, the Greek question mark's; `` ` ``, the Greek varia's). Any other
-    /// ASCII key equals only itself, so a scan that passes non-ASCII keys can still say it is missing.
-    static func mayBeSpelledOtherwise(_ key: UnsafeRawBufferPointer) -> Bool {
-        key.contains { $0 >= 0x80 || $0 == UInt8(ascii: "K") || $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: "`") }
     }
 
     /// Whether any byte of `range` is outside ASCII.
@@ -353,5 +345,36 @@ private struct MemberScanner {
             }
             return false
         }
+    }
+}
+
+/// How a JSON object key may be spelled: what the parser and the stored-body scans need to agree with Swift's string
+/// equality.
+enum JSONKeySpelling {
+    /// Whether a key may equal, as Swift strings compare (canonical equivalence), a key with other bytes: when it
+    /// holds a byte outside ASCII, or one of the three ASCII characters a non-ASCII character decomposes to (`K`, the
+    /// Kelvin sign's; `;`, the Greek question mark's; `` ` ``, the Greek varia's). Any other ASCII key equals only
+    /// itself. The parser's duplicate check and the stored-body scans ask it (eight bytes at a time).
+    @inline(__always)
+    static func mayBeSpelledOtherwise(_ raw: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        let n = raw.count
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasByte(_ word: UInt64, _ pattern: UInt64) -> Bool {
+            let x = word ^ pattern
+            return (x &- ones) & ~x & highs != 0
+        }
+        while i + 8 <= n {
+            let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if word & highs != 0 || hasByte(word, 0x4B4B_4B4B_4B4B_4B4B) || hasByte(word, 0x3B3B_3B3B_3B3B_3B3B)
+                || hasByte(word, 0x6060_6060_6060_6060) { return true }
+            i += 8
+        }
+        while i < n {
+            let b = raw[i]
+            if b >= 0x80 || b == UInt8(ascii: "K") || b == UInt8(ascii: ";") || b == UInt8(ascii: "`") { return true }
+            i += 1
+        }
+        return false
     }
 }

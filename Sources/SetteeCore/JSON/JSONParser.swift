@@ -252,7 +252,7 @@ struct JSONParser: ~Copyable {
     /// an object never holds two keys that are equal strings.
     @inline(__always)
     private static func fingerprint(_ raw: UnsafeRawBufferPointer) -> UInt64 {
-        if mayBeSpelledOtherwise(raw) { return spelledOtherwise }
+        if JSONKeySpelling.mayBeSpelledOtherwise(raw) { return spelledOtherwise }
         let n = raw.count
         if n >= 8 {
             let first = raw.loadUnaligned(as: UInt64.self)
@@ -268,30 +268,6 @@ struct JSONParser: ~Copyable {
 
     /// The fingerprint shared by keys that may equal a key with other bytes (``fingerprint(_:)``).
     private static let spelledOtherwise: UInt64 = 0xFFFF_FFFF_FFFF_FFFF
-
-    /// Whether a key's bytes hold a non-ASCII byte, `K`, `;` or `` ` `` (eight bytes at a time).
-    @inline(__always)
-    private static func mayBeSpelledOtherwise(_ raw: UnsafeRawBufferPointer) -> Bool {
-        var i = 0
-        let n = raw.count
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        @inline(__always) func hasByte(_ word: UInt64, _ pattern: UInt64) -> Bool {
-            let x = word ^ pattern
-            return (x &- ones) & ~x & highs != 0
-        }
-        while i + 8 <= n {
-            let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            if word & highs != 0 || hasByte(word, 0x4B4B_4B4B_4B4B_4B4B) || hasByte(word, 0x3B3B_3B3B_3B3B_3B3B)
-                || hasByte(word, 0x6060_6060_6060_6060) { return true }
-            i += 8
-        }
-        while i < n {
-            let b = raw[i]
-            if b >= 0x80 || b == UInt8(ascii: "K") || b == UInt8(ascii: ";") || b == UInt8(ascii: "`") { return true }
-            i += 1
-        }
-        return false
-    }
 
     /// Scans the string whose opening quote is at `pos` and leaves `pos` after its closing quote.
     /// Returns the byte range of its content when it has no escapes; otherwise decodes it into

@@ -141,7 +141,7 @@ package final class DatabasePool: @unchecked Sendable {
     private let checkpointLock = NSLock()
     private var checkpointRunning = false
     private var checkpointer: Connection?
-    /// Commits on the writer so far (a WAL is cut down only once writes have paused: ``truncateWAL(after:)``).
+    /// Commits on the writer so far (a WAL is cut down only once writes have paused: ``truncateWAL(after:attemptsLeft:)``).
     private let commits = Atomic<UInt64>(0)
 
     /// Called by SQLite after each commit on the writer with the WAL's size in pages. Past the threshold a
