@@ -1,4 +1,4 @@
-// The runtime, part 3: design documents, the command loop and the lockdown; closes the function expression.
+// The runtime, part 4: design documents, the command loop and the lockdown; closes the function expression.
 // Part of the runtime's text (see RuntimeSource.h): not valid JavaScript alone.
 
 #pragma once
@@ -133,6 +133,11 @@ function dispatch(line) {
       mapDoc(line.slice(MAP_PREFIX.length, line.length - 1));
       return 0;
     }
+    if (line.startsWith(SYNC_BATCH_PREFIX)) {
+      lastDdoc = null;
+      syncBatch(line);
+      return 0;
+    }
     if (line.startsWith(VALIDATE_BATCH_PREFIX)) {
       lastDdoc = null;
       validateBatch(line);
@@ -185,6 +190,7 @@ function aborted() {
   render = null;
   emitMode = 0;
   reduceCache.clear();
+  syncFunctions.clear();
   lastDdoc = null;
   ddocs.forEach(function (entry) {
     entry.box = null;

@@ -1,7 +1,7 @@
 // The JavaScript half of settee-js, kept here as C++ raw string literals so the executable builds with one compiler
 // command and no generator.
 //
-// The runtime (runtimeSource(): RuntimeCore.h, RuntimeFunctions.h and RuntimeDesign.h joined) runs in the host realm.
+// The runtime (runtimeSource(): RuntimeCore.h, RuntimeFunctions.h, RuntimeSync.h and RuntimeDesign.h joined) runs in the host realm.
 // It is a function expression; main.cpp calls it with the natives and gets
 // back {dispatch(line), aborted()}. dispatch handles one command line of CouchDB's
 // query-server protocol and writes the answer (and any log lines) with natives.print; it returns a non-zero exit
@@ -20,11 +20,12 @@
 // The runtime's text, in three parts (one function expression across them), joined by runtimeSource().
 #include "RuntimeCore.h"
 #include "RuntimeFunctions.h"
+#include "RuntimeSync.h"
 #include "RuntimeDesign.h"
 
 #include <string>
 
 inline const std::string& runtimeSource() {
-    static const std::string source = std::string(kRuntimeCore) + kRuntimeFunctions + kRuntimeDesign;
+    static const std::string source = std::string(kRuntimeCore) + kRuntimeFunctions + kRuntimeSync + kRuntimeDesign;
     return source;
 }

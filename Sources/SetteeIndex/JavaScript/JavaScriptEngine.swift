@@ -316,6 +316,83 @@ package final class JavaScriptEngine: Sendable {
         }
     }
 
+    /// Runs a sync function (Sync Gateway's `function (doc, oldDoc, meta)`, with its helpers `channel`, `access`,
+    /// `role`, `expiry`, `requireUser`, `requireRole`, `requireAccess`, `requireAdmin`) on many writes: for each,
+    /// the outcome's JSON text (`{"channels":[…],"access":{user:[…]},"roles":{user:[…]},"expiry":…}`) or the
+    /// refusal (``JavaScriptError/forbidden(_:)``, ``JavaScriptError/unauthorized(_:)``, what else it threw as
+    /// ``JavaScriptError/thrown(name:reason:)``). A failure of the engine (time limit, memory, a crash, a source
+    /// that does not compile) is thrown and judges none of them.
+    ///
+    /// `documents` are each call's `doc,oldDoc` as JSON text; `userContext` is `{name, roles, channels, admin}`.
+    public func syncBatch(source: String, documents: [[UInt8]],
+                          userContext: JSON) throws(JavaScriptError) -> [Result<[UInt8], JavaScriptError>] {
+        if documents.isEmpty { return [] }
+        var prefix: [UInt8] = Array(#"["sync_batch","#.utf8)
+        JSON.string(source).serialize(into: &prefix)
+        prefix.append(contentsOf: ",[".utf8)
+        userContext.serialize(into: &prefix)
+        prefix.append(contentsOf: ",[".utf8)
+        let suffix: [UInt8] = Array("]]]\n".utf8)
+        let lineBytes = 1 << 20, lineWrites = 100
+        var lines: [UInt8] = []
+        var counts: [Int] = []
+        var inLine = 0, lineStart = 0
+        for arguments in documents {
+            if inLine > 0 && (inLine == lineWrites || lines.count - lineStart + arguments.count > lineBytes) {
+                lines.append(contentsOf: suffix)
+                counts.append(inLine)
+                inLine = 0
+            }
+            if inLine == 0 {
+                lineStart = lines.count
+                lines.append(contentsOf: prefix)
+            } else {
+                lines.append(UInt8(ascii: ","))
+            }
+            lines.append(contentsOf: arguments)
+            inLine += 1
+        }
+        lines.append(contentsOf: suffix)
+        counts.append(inLine)
+        let owner = Self.owner([source])
+        return try withProcess(owner: owner, prefer: { _ in true }) { p, config throws(JavaScriptError) in
+            let answers = try p.callPipelined(serialized: lines, count: counts.count,
+                                              timeout: config.timeout * (counts.max() ?? 1), log: log)
+            var outcomes: [Result<[UInt8], JavaScriptError>] = []
+            outcomes.reserveCapacity(documents.count)
+            for (answer, count) in zip(answers, counts) {
+                guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true),
+                      case .array(let each) = items[1], each.count == count else {
+                    if let error = JavaScriptError.from(answer: answer) { throw error }
+                    throw .protocolError("sync_batch answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
+                }
+                for item in each {
+                    guard case .array(let pair) = item, pair.count == 2, case .bool(let accepted) = pair[0] else {
+                        throw .protocolError("sync_batch answered \(String(decoding: item.serializedBytes.prefix(200), as: UTF8.self))")
+                    }
+                    if accepted {
+                        outcomes.append(.success(pair[1].serializedBytes))
+                        continue
+                    }
+                    let refusal = pair[1]
+                    if let error = JavaScriptError.from(answer: refusal) {
+                        switch error {
+                        case .forbidden, .unauthorized, .thrown: outcomes.append(.failure(error))
+                        case .notFound(let reason): outcomes.append(.failure(.thrown(name: "not_found", reason: reason)))
+                        default: throw error
+                        }
+                    } else if case .string(let message) = refusal {
+                        outcomes.append(.failure(.forbidden(message)))
+                    } else {
+                        outcomes.append(.failure(.thrown(name: "unknown_error",
+                                                         reason: String(decoding: refusal.serializedBytes.prefix(500), as: UTF8.self))))
+                    }
+                }
+            }
+            return outcomes
+        }
+    }
+
     /// One validation's answer: nil when it accepted the write, the refusal (a plain thrown string too, as CouchDB's
     /// `unknown_error`), or thrown when the engine failed.
     private static func verdict(_ answer: JSON) throws(JavaScriptError) -> JavaScriptError? {

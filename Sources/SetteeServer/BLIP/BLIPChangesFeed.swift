@@ -21,6 +21,8 @@ struct BLIPChangesFeed: Sendable {
         var activeOnly = false
         var batch = 200
         var documentIDs: [String]?
+        /// `filter=sync_gateway/bychannel`'s `channels`: only documents in these (of the reader's).
+        var channels: Set<String>?
     }
 
     let context: BLIPSyncHandler.Context
@@ -57,6 +59,7 @@ struct BLIPChangesFeed: Sendable {
     }
 
     private func feed() async throws {
+        if context.limitedReader != nil || options.channels != nil { return try await channelFeed() }
         let commits = context.database.commits()  // subscribed before the first read
         var since = options.since
         var caughtUp = false
@@ -87,6 +90,69 @@ struct BLIPChangesFeed: Sendable {
         throw CancellationError()
     }
 
+    /// The feed through the channel index (``ChannelIndex/changes(in:for:since:options:limit:)``): a reader limited
+    /// to its channels, or a client naming channels (`filter=sync_gateway/bychannel`). The reader's grants are read
+    /// again for every batch, so a grant or a revocation reaches a continuous pull at its next commit.
+    private func channelFeed() async throws {
+        let commits = context.database.commits()
+        var iterator = commits.makeAsyncIterator()
+        let index = ChannelIndex.of(context.database)
+        var since = options.since
+        var caughtUp = false
+        while !Task.isCancelled {
+            let c = collection, from = since, opts = options, who = context.limitedReader
+            let (entries, through) = try await blocking { () -> ([ChannelIndex.Entry], UInt64) in
+                var reader: ChannelIndex.Reader
+                if let who {
+                    reader = try index.reader(user: who.user, roles: who.roles, in: c)
+                } else {
+                    reader = .everything
+                    reader.through = try index.catchUp(c)
+                }
+                if let channels = opts.channels { reader = reader.restricted(to: channels) }
+                var scan = SetteeStore.Collection.ChangesOptions(since: from)
+                scan.allLeaves = true
+                if reader.all {
+                    // (A user granted `*`, and no channels named: every document.)
+                    scan.limit = opts.batch
+                    scan.documentIDs = opts.documentIDs
+                    let rows = try c.changes(scan)
+                    return (rows.map { .change($0) }, rows.last?.sequence ?? from)
+                }
+                var (entries, through) = try index.changes(in: c, for: reader, since: from, options: scan, limit: nil)
+                if let ids = opts.documentIDs.map(Set.init) {
+                    entries.removeAll { entry in
+                        switch entry {
+                        case .change(let row): return !ids.contains(row.id)
+                        case .removed(_, let id, _, _): return !ids.contains(id)
+                        }
+                    }
+                }
+                return (entries, max(through, from))
+            }
+            since = through
+            let sent = options.activeOnly && !caughtUp
+                ? entries.filter { if case .change(let row) = $0 { return !row.deleted } else { return false } }
+                : entries
+            if sent.isEmpty {
+                if !caughtUp {
+                    _ = try await session.request(.request(profile: "changes", properties: collectionProperty, body: Array("[]".utf8)))
+                    caughtUp = true
+                }
+                guard options.continuous else { return }
+                guard await iterator.next() != nil else { return }
+                continue
+            }
+            var start = 0
+            while start < sent.count {
+                let end = min(sent.count, start + options.batch)
+                try await send(Array(sent[start..<end]))
+                start = end
+            }
+        }
+        throw CancellationError()
+    }
+
     /// One revision offered in a `changes` batch: a document's winner, or another leaf of it (a conflict).
     struct Offer {
         var row: SetteeStore.Collection.ChangeRow
@@ -94,11 +160,27 @@ struct BLIPChangesFeed: Sendable {
     }
 
     private func send(_ rows: [SetteeStore.Collection.ChangeRow]) async throws {
-        let offers = rows.flatMap { row in (row.leaves ?? [row.rev]).map { Offer(row: row, rev: $0) } }
-        let items: [JSON] = offers.map { offer in
-            offer.rev == offer.row.rev && offer.row.deleted
-                ? [.int(Int64(offer.row.sequence)), .string(offer.row.id), .string(offer.rev.description), .bool(true)]
-                : [.int(Int64(offer.row.sequence)), .string(offer.row.id), .string(offer.rev.description)]
+        try await send(rows.map { ChannelIndex.Entry.change($0) })
+    }
+
+    /// Sends a `changes` batch, then the revisions the client asks for. A document that left the reader's
+    /// channels goes as `[sequence, docID, revID, 4]` (Sync Gateway's removal flag: Couchbase Lite purges its copy).
+    private func send(_ entries: [ChannelIndex.Entry]) async throws {
+        var offers: [Offer?] = []
+        var items: [JSON] = []
+        for entry in entries {
+            switch entry {
+            case .change(let row):
+                for rev in row.leaves ?? [row.rev] {
+                    offers.append(Offer(row: row, rev: rev))
+                    items.append(rev == row.rev && row.deleted
+                        ? [.int(Int64(row.sequence)), .string(row.id), .string(rev.description), .bool(true)]
+                        : [.int(Int64(row.sequence)), .string(row.id), .string(rev.description)])
+                }
+            case .removed(let seq, let id, let rev, _):
+                offers.append(nil)
+                items.append([.int(Int64(seq)), .string(id), .string(rev.description), .int(4)])
+            }
         }
         let reply = try await session.request(.request(profile: "changes", properties: collectionProperty,
                                                        body: JSON.array(items).serializedBytes))
@@ -107,7 +189,7 @@ struct BLIPChangesFeed: Sendable {
         let maxHistory = reply.properties["maxHistory"].flatMap(Int.init) ?? Int.max
         var wanted: [(offer: Offer, known: Set<String>)] = []
         for (i, answer) in answers.enumerated() where i < offers.count {
-            if let known = answer.arrayValue { wanted.append((offers[i], Set(known.compactMap(\.stringValue)))) }
+            if let offer = offers[i], let known = answer.arrayValue { wanted.append((offer, Set(known.compactMap(\.stringValue)))) }
         }
         guard !wanted.isEmpty else { return }
         let c = collection, ids = wanted.map(\.offer.row.id), revs = wanted.map(\.offer.rev)

@@ -49,9 +49,13 @@ enum BLIPRoutes {
         headers[.connection] = "Upgrade"
         headers[.secWebSocketAccept] = accept
         headers[.secWebSocketProtocol] = chosen
-        let context = BLIPSyncHandler.Context(node: call.node, database: db, collection: collection, writer: call.writer,
-                                              canPush: call.access >= .member, canWriteDesign: call.access >= .admin,
-                                              logger: Logger(label: "settee.blip"))
+        var made = BLIPSyncHandler.Context(node: call.node, database: db, collection: collection, writer: call.writer,
+                                           canPush: call.access >= .member, canWriteDesign: call.access >= .admin,
+                                           logger: Logger(label: "settee.blip"))
+        if call.reader != nil {
+            made.limitedReader = BLIPSyncHandler.ChannelReader(user: call.user, roles: call.userCtx.roles)
+        }
+        let context = made
         let body = ResponseBody { writer in
             guard let channelWriter = writer as? ChannelResponseWriter else { return }
             let channel = try await channelWriter.switchToWebSocket(maxFrameSize: 1 << 24)

@@ -28,6 +28,14 @@ final class BLIPSyncHandler: Sendable {
         /// Database admins may push design documents, as `_bulk_docs` allows them.
         let canWriteDesign: Bool
         let logger: Logger
+        /// On a database with a sync function, the caller who is not its admin: pulls see only its channels.
+        var limitedReader: ChannelReader? = nil
+    }
+
+    /// Who reads a database's channels (``ChannelIndex/reader(user:roles:in:)``).
+    struct ChannelReader: Sendable {
+        let user: String?
+        let roles: [String]
     }
 
     let context: Context
@@ -242,8 +250,18 @@ final class BLIPSyncHandler: Sendable {
         if !request.body.isEmpty, let ids = try json(request)["docIDs"]?.arrayValue {
             options.documentIDs = ids.compactMap(\.stringValue)
         }
-        if let filter = request.properties["filter"], filter != "sync_gateway/bychannel" {
-            throw BLIPSyncError(domain: .http, code: 501, "filter \(filter) is not served")
+        if let filter = request.properties["filter"] {
+            guard filter == ChangesRoutes.byChannelFilter else {
+                throw BLIPSyncError(domain: .http, code: 501, "filter \(filter) is not served")
+            }
+            let names = (request.properties["channels"] ?? "").split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
+            guard !names.isEmpty else {
+                throw BLIPSyncError(domain: .http, code: 400, "filter \(filter) needs a `channels` property")
+            }
+            guard try ChannelIndex.of(context.database).syncFunction() != nil else {
+                throw BLIPSyncError(domain: .http, code: 400, "filter \(filter) needs a database with a sync function")
+            }
+            options.channels = Set(names)
         }
         let target = try self.target(request)
         session.send(.response(to: request.number))

@@ -259,7 +259,8 @@ enum Auth {
         switch s[1] {
         case "_security", "_revs_limit", "_index", "_indexes":
             return read ? .reader : .admin
-        case "_compact", "_view_cleanup", "_purge":
+        case "_compact", "_view_cleanup", "_purge", "_config", "_user", "_role", "_resync":
+            // (`_config`, `_user`, `_role`, `_resync`: the sync function and its users and roles.)
             return .admin
         case "_design":
             if read || (m == .post && s.count == 5 && s[3] == "_view") { return .reader }

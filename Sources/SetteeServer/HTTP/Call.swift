@@ -18,6 +18,9 @@ struct Call: Sendable {
     let remoteAddress: String
     /// What the caller may do in the database of this request (set by ``Auth/authorize(_:_:)``).
     var access: Access = .none
+    /// On a database with a sync function, the channels a caller who is not its admin may read (``SyncGate``);
+    /// nil: every document.
+    var reader: ChannelIndex.Reader?
     /// A re-issued session cookie to send with the response.
     var setCookie: String?
     /// The authenticated user's name (nil when anonymous).

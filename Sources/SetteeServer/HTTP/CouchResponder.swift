@@ -164,6 +164,7 @@ struct CouchResponder: HTTPResponder {
         let target = try Keyspace(s[0])
         await call.node.openOffTheCallersThread(target.database)
         try Auth.authorize(&call, target)
+        try await SyncGate.admit(&call, target)
         if s.count == 1 {
             return try await DatabaseRoutes.handle(&call, target)
         }
@@ -219,6 +220,7 @@ struct CouchResponder: HTTPResponder {
         case .index: return try await MangoRoutes.index(&call, target, s)
         case .find: return try await MangoRoutes.find(&call, target, explain: false)
         case .explain: return try await MangoRoutes.find(&call, target, explain: true)
+        case .sync: return try await SyncRoutes.handle(&call, target, s)
         case .revsLimit, .compact, .ensureFullCommit, .purge, .security, .viewCleanup:
             return try await DatabaseRoutes.handleSub(&call, target, second)
         default:

@@ -23,6 +23,9 @@ enum Route: String, Sendable, CaseIterable {
     // A database's maintenance endpoints (`/{db}/_compact`, …).
     case revsLimit = "revs_limit", compact, ensureFullCommit = "ensure_full_commit", purge, security
     case viewCleanup = "view_cleanup"
+    /// A database's sync function and its users and roles (`/{db}/_config/sync`, `/{db}/_user/…`, `/{db}/_role/…`,
+    /// `/{db}/_resync`).
+    case sync
 
     /// The server endpoints routed by their first segment (`/_up`, `/_all_dbs`, …).
     static let serverEndpoints: [Route] = [.up, .allDbs, .dbsInfo, .uuids, .activeTasks, .metrics, .session, .replicate,
@@ -92,6 +95,8 @@ extension Route {
         case "_purge": return .purge
         case "_security": return .security
         case "_view_cleanup": return .viewCleanup
+        case "_config" where s.count == 3 && s[2] == "sync": return .sync
+        case "_user" where s.count <= 3, "_role" where s.count <= 3, "_resync" where s.count == 2: return .sync
         default:
             if second.hasPrefix("_") { return s.count == 2 ? .other : .attachment }
             return s.count == 2 ? .doc : .attachment

@@ -17,6 +17,7 @@ package import SetteeStore
 ///    (not the database's owner's own: ``WriteContext/owner``).
 /// 4. The database's `validate_doc_update` functions, every write of the batch in one exchange per function, with
 ///    the writer's `userCtx` and the database's `_security`.
+/// 5. The database's sync function, if it has one (``SyncAdmission``): Sync Gateway's channels and grants.
 ///
 /// A refusal is that write's ``SetteeError`` (its ``SetteeError/underlying`` error, a ``CouchError`` or a
 /// ``JavaScriptError``, says exactly how CouchDB answers it); a design function's process failing fails the batch.
@@ -114,14 +115,28 @@ struct WriteRules: WriteAdmission {
             verdicts.append(.success(write))
             bodyTexts.append(text)
         }
-        guard !validators.isEmpty else { return verdicts }
+        if !validators.isEmpty {
+            try validate(&verdicts, validators: validators, bodyTexts: bodyTexts, in: collection, caller: caller,
+                         security: try securityObject())
+        }
+        // The sync function (Sync Gateway's) last, on what every other rule admitted.
+        if !usersDatabase, let source = try ChannelIndex.of(db).syncFunction() {
+            try SyncAdmission.route(&verdicts, source: source, in: collection, context: context,
+                                    isAdmin: context.isOwner || (try callerAccess()) >= .admin)
+        }
+        return verdicts
+    }
 
-        // validate_doc_update on the writes still standing, in one exchange per function.
+    /// validate_doc_update on the writes still standing, in one exchange per function.
+    private func validate(_ verdicts: inout [Result<RevisionWrite, SetteeError>], validators: [ValidationGuard.Validator],
+                          bodyTexts: [[UInt8]?], in collection: SetteeStore.Collection, caller: UserContext,
+                          security: JSON) throws {
+        let db = collection.database
         let standing = verdicts.indices.filter { if case .success = verdicts[$0] { return true } else { return false } }
-        guard !standing.isEmpty else { return verdicts }
+        guard !standing.isEmpty else { return }
         var context = caller.json.objectValue ?? [:]
         context["db"] = .string(db.name)
-        let validator = DocumentValidator(validators: validators, userContext: .object(context), security: try securityObject())
+        let validator = DocumentValidator(validators: validators, userContext: .object(context), security: security)
         let judged = standing.map { i -> RevisionWrite in
             guard case .success(let w) = verdicts[i] else { preconditionFailure() }
             return w
@@ -134,7 +149,6 @@ struct WriteRules: WriteAdmission {
             if CouchError.from(any: outcome).status == .internalServerError { throw outcome }
             verdicts[standing[k]] = .failure(Self.refusal(outcome))
         }
-        return verdicts
     }
 
     /// The user-document rules of the authentication database: who may write which user document and its roles,

@@ -11,6 +11,10 @@ enum AttachmentRoutes {
         let (db, c) = try target.open(call.node)
         switch call.method {
         case .get, .head:
+            if call.reader != nil {
+                let caller = call
+                try await blocking { try SyncGate.checkVisible(caller, id: id, in: c) }
+            }
             let rev = try call.query["rev"].map { s in
                 guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
                 return r

@@ -110,6 +110,7 @@ enum BulkRoutes {
         output.revs = try call.query.bool("revs")
         let baseOutput = output
         let metrics = call.node.metrics
+        let reader = call.reader
         // The answer is assembled as bytes: a plain revision (no attachments, no extra metadata) is spliced
         // from its stored body without parsing it; anything else is rendered as a JSON tree.
         let answer: [UInt8] = try await blocking {
@@ -119,6 +120,8 @@ enum BulkRoutes {
             // A requested revision that is no longer a leaf is served from the archive until compaction.
             let archived = requests.map { r in baseOutput.archived(r["rev"]?.stringValue.flatMap(RevID.init).map { [$0] } ?? []) }
             let records = try c.records(ids: ids, withTree: true, archived: archived)
+            // On a database with a sync function, a reader gets only the documents in its channels.
+            let visible = try reader.map { try ChannelIndex.of(db).visible(ids, in: c, to: $0) }
             var read = 0
             for (n, request) in requests.enumerated() {
                 if n > 0 { out.append(UInt8(ascii: ",")) }
@@ -159,6 +162,8 @@ enum BulkRoutes {
                 if let invalidID {
                     let e = CouchError.from(invalidID)
                     error(revText, e.error, e.reason)
+                } else if let visible, !visible.contains(id) {
+                    error(revText, "forbidden", "You are not allowed to see this document.")
                 } else if let record = records[n] {
                     if let revText {
                         if let rev = RevID(revText) {
@@ -207,7 +212,20 @@ enum BulkRoutes {
             }))
         }
         let req = request
-        let diff = try await blocking { try c.revsDiff(req) }
+        let reader = call.reader
+        let diff = try await blocking {
+            var diff = try c.revsDiff(req)
+            if let reader {
+                // A document outside the reader's channels is answered as unknown: all of its revisions missing.
+                let visible = try ChannelIndex.of(c.database).visible(req.map(\.id), in: c, to: reader)
+                diff.removeAll { !visible.contains($0.id) }
+                for (id, revs) in req where !visible.contains(id) && !revs.isEmpty {
+                    var seen = Set<RevID>()
+                    diff.append((id, RevTree.RevsDiff(missing: revs.filter { seen.insert($0).inserted }, possibleAncestors: [])))
+                }
+            }
+            return diff
+        }
         if missingRevs {
             var out = JSONObject()
             for (id, d) in diff where !d.missing.isEmpty { out[id] = .array(d.missing.map { .string($0.description) }) }
@@ -332,8 +350,11 @@ enum BulkRoutes {
         let sequences = call.sequences(db.uuid)
         let opts = options
         let keyList = keys
+        let reader = call.reader
         let bytes: [UInt8] = try await blocking {
             var out: [UInt8] = []
+            // On a database with a sync function, a reader lists only the documents in its channels.
+            let visible = try reader.map { try ChannelIndex.of(db).visibleIDs(in: c, to: $0) }
             func row(_ r: SetteeStore.Collection.AllDocsRow, into out: inout [UInt8]) throws {
                 out.append(contentsOf: #"{"id":"#.utf8)
                 JSON.appendString(r.id, to: &out)
@@ -357,15 +378,36 @@ enum BulkRoutes {
                 }
                 out.append(UInt8(ascii: "}"))
             }
-            if let keyList {
+            if let visible, keyList == nil {
+                // The reader's documents in the asked range, in id order.
+                func inRange(_ id: String) -> Bool {
+                    let (low, high) = opts.descending ? (opts.endKey, opts.startKey) : (opts.startKey, opts.endKey)
+                    let lowInclusive = opts.descending ? opts.inclusiveEnd : true
+                    let highInclusive = opts.descending ? true : opts.inclusiveEnd
+                    if let low, id < low || (!lowInclusive && id == low) { return false }
+                    if let high, id > high || (!highInclusive && id == high) { return false }
+                    return true
+                }
+                var ids = visible.sorted()
+                let live = try c.allDocs(keys: ids, includeDocs: false).compactMap { $0 }.filter { !$0.deleted }
+                ids = live.map(\.id).filter(inRange)
+                if opts.descending { ids.reverse() }
+                let page = Array(ids.dropFirst(opts.skip).prefix(opts.limit ?? Int.max))
+                out.append(contentsOf: "{\"total_rows\":\(live.count),\"offset\":\(min(opts.skip, ids.count)),\"rows\":[".utf8)
+                for (i, r) in try c.allDocs(keys: page, includeDocs: opts.includeDocs).compactMap({ $0 }).enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    try row(r, into: &out)
+                }
+            } else if let keyList {
                 let found = try c.allDocs(keys: keyList, includeDocs: opts.includeDocs)
-                let total = try c.documentCounts().live
+                let total = try visible.map { try c.allDocs(keys: $0.sorted(), includeDocs: false).compactMap { $0 }.filter { !$0.deleted }.count }
+                    ?? c.documentCounts().live
                 out.append(contentsOf: "{\"total_rows\":\(total),\"offset\":null,\"rows\":[".utf8)
                 var ordered = Array(zip(keyList, found))
                 if opts.descending { ordered.reverse() }
                 for (i, (key, r)) in ordered.dropFirst(opts.skip).prefix(opts.limit ?? Int.max).enumerated() {
                     if i > 0 { out.append(UInt8(ascii: ",")) }
-                    if let r { try row(r, into: &out) } else {
+                    if let r, visible?.contains(r.id) ?? true { try row(r, into: &out) } else {
                         out.append(contentsOf: #"{"key":"#.utf8)
                         JSON.appendString(key, to: &out)
                         out.append(contentsOf: #","error":"not_found"}"#.utf8)

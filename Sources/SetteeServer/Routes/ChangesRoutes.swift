@@ -36,6 +36,10 @@ enum ChangesRoutes {
         var timeout: Int = 60_000     // milliseconds
         /// How sequences are written (set for the feed's database).
         var sequences = CouchSequence(node: "", databaseUUID: "")
+        /// A feed read through the channel index (a database with a sync function), or nil.
+        var channelFeed: ChannelFeed?
+        /// `filter=sync_gateway/bychannel`: the channels asked for.
+        var channels: Set<String>?
     }
 
     static func handle(_ call: inout Call, _ target: Keyspace) async throws -> Response {
@@ -55,6 +59,14 @@ enum ChangesRoutes {
         }
         var options = try parse(call.query, body: body)
         options.sequences = call.sequences(db.uuid)
+        if call.reader != nil || options.channels != nil {
+            let index = ChannelIndex.of(db)
+            if options.channels != nil, call.reader == nil, try index.syncFunction() == nil {
+                throw CouchError.badRequest("filter=\(byChannelFilter) needs a database with a sync function.")
+            }
+            options.channelFeed = ChannelFeed(index: index, user: call.user, roles: call.userCtx.roles,
+                                              limited: call.reader != nil, requested: options.channels)
+        }
         if let (spec, view) = options.javascriptFilterName {
             let request = JavaScriptRequest.make(call, database: db, body: body.isEmpty ? nil : JSON.object(body).serializedBytes,
                                                  security: (try? db.metadata("security")) ?? SecurityObject.adminOnlyJSON)
@@ -147,6 +159,8 @@ enum ChangesRoutes {
             case "_view":
                 guard let view = q["view"] else { throw CouchError.badRequest("`view` filter parameter is not provided.") }
                 o.javascriptFilterName = (view, true)
+            case byChannelFilter:
+                o.channels = try requestedChannels(q, body: body)
             default:
                 o.javascriptFilterName = (filter, false)
             }
@@ -162,6 +176,7 @@ enum ChangesRoutes {
 
     /// Reads rows after `since`; returns rendered rows, the feed's last_seq and pending count.
     static func scan(_ c: SetteeStore.Collection, _ db: Database, _ o: Options, since: UInt64) throws -> ([[UInt8]], UInt64, Int) {
+        if let feed = o.channelFeed { return try scanChannels(c, db, o, feed: feed, since: since) }
         let dbSeq = db.lastSequence
         var opts = SetteeStore.Collection.ChangesOptions(since: since)
         opts.descending = o.descending

@@ -16,6 +16,10 @@ enum DocumentRoutes {
         if db.isPartitioned {
             do { try DocumentIDs.requirePartition(id) } catch { throw CouchError.from(error) }
         }
+        if call.reader != nil, [.get, .head, DocumentRoutes.copyMethod].contains(call.method) {
+            let caller = call
+            try await blocking { try SyncGate.checkVisible(caller, id: id, in: c) }
+        }
         switch call.method {
         case .get, .head: return try await get(call, db, c, id: id)
         case .put: return try await put(&call, db, c, id: id)

@@ -36,6 +36,7 @@ extension Collection {
             try db.prepare("INSERT INTO purges(seq, collection, id) VALUES (?, ?, ?)")
                 .run([.integer(seq), .integer(self.id), .text(id)])
             try db.prepare("DELETE FROM expiry WHERE collection = ? AND id = ?").run([.integer(self.id), .text(id)])
+            try db.prepare("DELETE FROM routes WHERE collection = ? AND id = ?").run([.integer(self.id), .text(id)])
         } else {
             let winner = tree.winner!
             let body = winner.body ?? Array("{}".utf8)

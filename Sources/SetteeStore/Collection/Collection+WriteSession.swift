@@ -12,6 +12,8 @@ extension Collection {
         let insert: Statement
         private let sql: SQL
         var changed: [String] = []
+        /// Whether the last write applied was a replicated revision the document had already (nothing stored).
+        var lastWasAlreadyStored = false
         var body: [UInt8] = []
         var tree: [UInt8] = []
         var rev: [UInt8] = []

@@ -65,7 +65,13 @@ extension Collection {
                 if refused.contains(i) {
                     return (.failure(SetteeError(.partitionOverflow, "Partition limit exceeded due to update on '\(w.id)'")), nil)
                 }
+                session.lastWasAlreadyStored = false
                 let outcome = try self.apply(w, session)
+                // (A revision the document had already keeps the routing it was stored with: the body sent with it
+                // again is not what was stored.)
+                if case .success(let rev) = outcome, let routing = w.routing, !session.lastWasAlreadyStored {
+                    try self.storeRouting(routing, id: w.id, rev: rev, db: db)
+                }
                 // A local edit that succeeded stored its row with the last sequence allocated (a replicated
                 // revision's tree may still be held in memory).
                 guard case .success = outcome else { return (outcome, nil) }
@@ -268,6 +274,7 @@ extension Collection {
         case .added(let rev):
             newRev = rev
         case .alreadyStored(let rev):
+            session.lastWasAlreadyStored = true
             keepCarried(tree)
             return .success(rev)  // replication is idempotent
         case .refused(let error):

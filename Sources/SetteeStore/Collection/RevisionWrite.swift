@@ -32,6 +32,10 @@ package struct RevisionWrite: Sendable {
     /// Couchbase Lite's names (`sha1-<base64>` of the bytes) of attachment bodies, by digest: recorded with the
     /// bodies in the revision's transaction (``Database/blobDigest(sha1:)`` finds them by it).
     public var blobSHA1: [String: String] = [:]
+    /// What the database's sync function made of this revision (its channels and grants, as JSON text), stored
+    /// with the revision in its transaction (``Collection/routing(id:revisions:)`` reads it back). Nil when the
+    /// database has no sync function: nothing is stored.
+    package var routing: [UInt8]?
 
     public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode,
                 blobs: [(digest: String, data: [UInt8])] = []) {

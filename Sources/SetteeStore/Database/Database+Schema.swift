@@ -16,6 +16,7 @@ import SetteeCore
 ///                                            recorded once a `_blipsync` exchange needed it (blobs_sha1 indexes it)
 /// purges(seq, collection, id)                purged documents, so feed followers (indexes) can drop them
 /// expiry(collection, id, expires)            documents' expiration times (ms since 1970), purged when reached
+/// routes(collection, id, rev, data)          what a sync function made of each revision (channels, grants; JSON)
 /// ```
 extension Database {
     static func migrator(revsLimit: Int) -> Migrator {
@@ -67,6 +68,13 @@ extension Database {
                 try db.execute("ALTER TABLE blobs ADD COLUMN sha1 TEXT")
             }
             try db.execute("CREATE INDEX IF NOT EXISTS blobs_sha1 ON blobs(sha1) WHERE sha1 IS NOT NULL")
+        }
+        migrator.register(7) { db in
+            // A sync function's outcome for each revision (Sync Gateway's channels and grants), written with it.
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS routes(collection INTEGER NOT NULL, id TEXT NOT NULL, rev TEXT NOT NULL,
+                                                  data BLOB NOT NULL, PRIMARY KEY(collection, id, rev)) WITHOUT ROWID;
+                """)
         }
         return migrator
     }

@@ -409,6 +409,7 @@ public final class Database: Sendable {
         try write { db in
             try db.execute("DROP TABLE docs_\(c.id); DROP TABLE local_\(c.id); DROP TABLE \(c.archiveTable);")
             try db.prepare("DELETE FROM expiry WHERE collection = ?").run([.integer(c.id)])
+            try db.prepare("DELETE FROM routes WHERE collection = ?").run([.integer(c.id)])
             try db.prepare("DELETE FROM collections WHERE id = ?").run([.integer(c.id)])
         }
         state.withLock { $0.collections["\(scope).\(name)"] = nil }
@@ -495,8 +496,10 @@ public final class Database: Sendable {
         return SetteeError(.storage, "Storage error: \(error)", underlying: Database.sendable(error))
     }
 
-    /// Allocates the next sequence number (writer only).
-    func nextSequence() -> UInt64 {
+    /// Allocates the next sequence number (writer only: inside ``write(_:)``; a rollback gives it back). A change
+    /// that is not a document's (a sync-function principal's grants) takes one so feed readers can tell before
+    /// from after.
+    package func nextSequence() -> UInt64 {
         writerState.withLock { writer in
             writer.sequence += 1
             return writer.sequence

@@ -1,0 +1,120 @@
+import Foundation
+import SetteeCore
+import SetteeIndex
+import SetteeStore
+
+/// The change feed of a database with a sync function, for a reader limited to channels, or for anyone asking for
+/// some channels (Sync Gateway's `filter=sync_gateway/bychannel&channels=a,b`).
+extension ChangesRoutes {
+    /// Who reads a channel feed, and which channels it asked for.
+    struct ChannelFeed: Sendable {
+        let index: ChannelIndex
+        let user: String?
+        let roles: [String]
+        /// Whether the reader is limited to its channels (not a database admin).
+        let limited: Bool
+        /// `channels=…` of `filter=sync_gateway/bychannel`, or nil: every channel of the reader's.
+        let requested: Set<String>?
+    }
+
+    /// Sync Gateway's channel filter.
+    static let byChannelFilter = "sync_gateway/bychannel"
+
+    /// The channels a `filter=sync_gateway/bychannel` request names (`channels=a,b`, or a `channels` array or
+    /// string in a POST body).
+    static func requestedChannels(_ q: QueryOptions, body: JSONObject) throws -> Set<String> {
+        var names: [String] = []
+        if let text = q["channels"] {
+            names = text.split(separator: ",").map { String($0) }
+        } else if let list = body["channels"]?.arrayValue {
+            names = list.compactMap(\.stringValue)
+        } else if let text = body["channels"]?.stringValue {
+            names = text.split(separator: ",").map { String($0) }
+        }
+        guard !names.isEmpty else {
+            throw CouchError.badRequest("filter=\(byChannelFilter) needs a `channels` parameter (a comma-separated list).")
+        }
+        return Set(names)
+    }
+
+    /// ``scan(_:_:_:since:)`` through the channel index: the reader's documents, the backfill of channels granted
+    /// after `since`, and `removed` rows for documents that left the reader's channels. With a backfill, the whole
+    /// feed up to the index's sequence is answered (no `limit`): its rows sort below `since`, and a page of them
+    /// could not be resumed from a sequence.
+    static func scanChannels(_ c: SetteeStore.Collection, _ db: Database, _ o: Options, feed: ChannelFeed,
+                             since: UInt64) throws -> ([[UInt8]], UInt64, Int) {
+        var reader: ChannelIndex.Reader
+        if feed.limited {
+            reader = try feed.index.reader(user: feed.user, roles: feed.roles, in: c)
+        } else {
+            reader = .everything
+            reader.through = try feed.index.catchUp(c)
+        }
+        if let requested = feed.requested { reader = reader.restricted(to: requested) }
+        if reader.all {
+            var unfiltered = o
+            unfiltered.channelFeed = nil
+            return try scan(c, db, unfiltered, since: since)
+        }
+        var opts = SetteeStore.Collection.ChangesOptions(since: since)
+        opts.allLeaves = o.allLeaves
+        opts.conflicts = o.conflicts && o.includeDocs
+        opts.includeDocs = o.includeDocs || o.selector != nil || o.javascript != nil
+        let backfill = reader.channels.values.contains { $0 > since }
+        let filtered = o.selector != nil || o.designOnly || o.javascript != nil
+        let (entries, through) = try feed.index.changes(in: c, for: reader, since: since, options: opts, limit: nil)
+        var rows: [[UInt8]] = []
+        var last = through
+        let ordered = o.descending ? entries.reversed() : entries
+        for entry in ordered {
+            switch entry {
+            case .change(let row):
+                if o.designOnly && !row.id.hasPrefix("_design/") { continue }
+                var docBytes: [UInt8]?
+                if let body = row.body {
+                    docBytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: body)
+                }
+                if let selector = o.selector {
+                    guard let bytes = docBytes, let doc = try? JSON.parse(bytes), ViewCollator.matches(selector, doc) else { continue }
+                }
+                if let js = o.javascript {
+                    let bytes = docBytes ?? DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted,
+                                                                 body: Array("{}".utf8))
+                    guard let doc = try? JSON.parse(bytes), try js.passes(doc) else { continue }
+                }
+                rows.append(try render(row, doc: o.includeDocs ? docBytes : nil, db: db, o: o))
+            case .removed(let seq, let id, let rev, let channels):
+                if filtered { continue }
+                rows.append(renderRemoved(seq: seq, id: id, rev: rev, channels: channels, includeDoc: o.includeDocs, o: o))
+            }
+            if !backfill && !o.descending, let limit = o.limit, rows.count >= limit {
+                last = max(since, entry.sequence)
+                break
+            }
+        }
+        return (rows, last, 0)
+    }
+
+    /// A document that left the reader's channels, as Sync Gateway writes it: `removed` names the channels, and
+    /// the document, when asked for, is only `{"_id", "_rev", "_removed": true}`.
+    static func renderRemoved(seq: UInt64, id: String, rev: RevID, channels: [String], includeDoc: Bool, o: Options) -> [UInt8] {
+        var out: [UInt8] = Array(#"{"seq":"#.utf8)
+        o.sequences.append(seq, to: &out)
+        out.append(contentsOf: #","id":"#.utf8)
+        JSON.appendString(id, to: &out)
+        out.append(contentsOf: #","removed":"#.utf8)
+        JSON.array(channels.map(JSON.string)).serialize(into: &out)
+        out.append(contentsOf: #","changes":[{"rev":"#.utf8)
+        JSON.appendString(rev.description, to: &out)
+        out.append(contentsOf: "}]".utf8)
+        if includeDoc {
+            out.append(contentsOf: #","doc":{"_id":"#.utf8)
+            JSON.appendString(id, to: &out)
+            out.append(contentsOf: #","_rev":"#.utf8)
+            JSON.appendString(rev.description, to: &out)
+            out.append(contentsOf: #","_removed":true}"#.utf8)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}

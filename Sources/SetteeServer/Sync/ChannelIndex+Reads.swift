@@ -1,0 +1,129 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// Reads through the channel index: which documents a reader may see, and a reader's change feed.
+extension ChannelIndex {
+    /// Of `ids`, those whose current revision is in one of the reader's channels.
+    func visible(_ ids: [String], in c: SetteeStore.Collection, to reader: Reader) throws -> Set<String> {
+        if reader.all { return Set(ids) }
+        if ids.isEmpty || reader.channels.isEmpty { return [] }
+        try catchUp(c)
+        return try database.read { db in
+            var out: Set<String> = []
+            try db.withStatement("SELECT channel FROM sync_channels WHERE collection = ? AND id = ? AND removed = 0") { stmt in
+                for id in Set(ids) {
+                    stmt.reset()
+                    stmt.bind([.integer(c.id), .text(id)])
+                    while try stmt.step() {
+                        if reader.channels[stmt.string(0) ?? ""] != nil {
+                            out.insert(id)
+                            break
+                        }
+                    }
+                }
+            }
+            return out
+        }
+    }
+
+    /// Every document in the reader's channels (its current revision is in one of them; tombstones included).
+    func visibleIDs(in c: SetteeStore.Collection, to reader: Reader) throws -> Set<String> {
+        try catchUp(c)
+        return try database.read { db in
+            var out: Set<String> = []
+            try db.withStatement("SELECT id FROM sync_channels WHERE collection = ? AND channel = ? AND removed = 0") { stmt in
+                for channel in reader.channels.keys {
+                    stmt.reset()
+                    stmt.bind([.integer(c.id), .text(channel)])
+                    while try stmt.step() { out.insert(stmt.string(0) ?? "") }
+                }
+            }
+            return out
+        }
+    }
+
+    /// Whether the reader may see a document (its current revision is in one of the reader's channels).
+    func isVisible(_ id: String, in c: SetteeStore.Collection, to reader: Reader) throws -> Bool {
+        if reader.all || id.hasPrefix("_local/") { return true }
+        return try !visible([id], in: c, to: reader).isEmpty
+    }
+
+    /// One entry of a reader's feed: a document in the reader's channels, or one that left them.
+    enum Entry: Sendable {
+        case change(SetteeStore.Collection.ChangeRow)
+        /// The document left `channels` (of the reader's) at `sequence`; `rev` is its current revision.
+        case removed(sequence: UInt64, id: String, rev: RevID, channels: [String])
+
+        var sequence: UInt64 {
+            switch self {
+            case .change(let row): return row.sequence
+            case .removed(let seq, _, _, _): return seq
+            }
+        }
+    }
+
+    /// The reader's changes after `since`, in sequence order, up to the sequence the reader's grants were read at
+    /// (``Reader/through``, returned): documents in the reader's channels whose latest change is after `since`, all the
+    /// documents of a channel granted after `since` (backfill), and documents that left the reader's channels
+    /// after `since` (Sync Gateway's `removed`). Costs what those channels hold, not the database's size.
+    func changes(in c: SetteeStore.Collection, for reader: Reader, since: UInt64, options: SetteeStore.Collection.ChangesOptions,
+                 limit: Int?) throws -> (entries: [Entry], through: UInt64) {
+        let through = reader.through == .max ? try catchUp(c) : reader.through
+        var latest: [String: UInt64] = [:]            // visible documents: their sequence
+        var removed: [String: (UInt64, [String])] = [:]  // documents that left channels: when, which
+        try database.read { db in
+            try db.withStatement("""
+                SELECT id, seq, removed FROM sync_channels WHERE collection = ? AND channel = ? AND seq > ? AND seq <= ?
+                """) { stmt in
+                for (channel, granted) in reader.channels {
+                    let backfill = granted > since
+                    stmt.reset()
+                    stmt.bind([.integer(c.id), .text(channel), .integer(Int64(clamping: backfill ? 0 : since)),
+                               .integer(Int64(clamping: through))])
+                    while try stmt.step() {
+                        let id = stmt.string(0) ?? "", seq = UInt64(stmt.int64(1))
+                        if stmt.int64(2) == 0 {
+                            latest[id] = max(latest[id] ?? 0, seq)
+                        } else if !backfill {
+                            var entry = removed[id] ?? (0, [])
+                            entry.0 = max(entry.0, seq)
+                            entry.1.append(channel)
+                            removed[id] = entry
+                        }
+                    }
+                }
+            }
+        }
+        for id in latest.keys { removed[id] = nil }
+        var entries: [Entry] = []
+        let ids = Array(latest.keys)
+        var index = 0
+        while index < ids.count {
+            let chunk = Array(ids[index..<min(ids.count, index + 2_000)])
+            index += chunk.count
+            var opts = options
+            opts.since = 0
+            opts.documentIDs = chunk
+            opts.limit = nil
+            opts.descending = false
+            try c.forEachChange(opts) { row in
+                // A document changed after the index caught up waits for the next read (its new revision may
+                // have left the reader's channels).
+                if row.sequence <= through { entries.append(.change(row)) }
+                return true
+            }
+        }
+        if !removed.isEmpty {
+            let removedIDs = Array(removed.keys)
+            let revs = try c.records(ids: removedIDs)
+            for (id, record) in zip(removedIDs, revs) {
+                guard let record, let (seq, channels) = removed[id] else { continue }
+                entries.append(.removed(sequence: seq, id: id, rev: record.revID, channels: channels.sorted()))
+            }
+        }
+        entries.sort { $0.sequence < $1.sequence }
+        if let limit, entries.count > limit { entries.removeSubrange(limit...) }
+        return (entries, through)
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import SetteeCore
+import SetteeIndex
+import SetteeStore
+
+/// The sync function's step of the write rules (``WriteRules``): for a database with a sync function, every write
+/// still standing after the other rules (not design documents) runs it, with `doc`, `oldDoc` (the current revision,
+/// or null) and `meta`; a refusal refuses that write alone, and an accepted write carries the function's outcome
+/// (channels, `access()` and `role()` grants, `expiry()`) to the store, which keeps it with the revision.
+enum SyncAdmission {
+    /// Runs the sync function on the standing writes of `verdicts` (in place).
+    static func route(_ verdicts: inout [Result<RevisionWrite, SetteeError>], source: String,
+                      in collection: SetteeStore.Collection, context: WriteContext, isAdmin: Bool) throws {
+        let standing = verdicts.indices.filter {
+            if case .success(let w) = verdicts[$0] { return !w.id.hasPrefix("_design/") } else { return false }
+        }
+        guard !standing.isEmpty else { return }
+        let writes = standing.map { i -> RevisionWrite in
+            guard case .success(let w) = verdicts[i] else { preconditionFailure() }
+            return w
+        }
+        let index = ChannelIndex.of(collection.database)
+        var user: JSONObject = ["name": context.name.map(JSON.string) ?? .null,
+                          "roles": .array(context.roles.filter { !$0.hasPrefix("_") }.map(JSON.string)),
+                          "channels": [], "admin": .bool(isAdmin)]
+        if !isAdmin {
+            // What requireAccess() and requireRole() test: the writer's channels and roles as of now.
+            let reader = try index.reader(user: context.name, roles: context.roles, in: collection)
+            user["channels"] = .array(reader.channels.keys.sorted().map(JSON.string))
+            user["roles"] = .array(reader.roles.sorted().map(JSON.string))
+        }
+        // `oldDoc`: the current revision (null for a new document or one whose current revision is deleted).
+        let records = try collection.records(ids: writes.map(\.id))
+        var pairs: [[UInt8]] = []
+        pairs.reserveCapacity(writes.count)
+        for (write, record) in zip(writes, records) {
+            var current: (rev: String, body: JSONObject)?
+            if let record, !record.deleted, case .object(let body) = try JSON.parse(record.body) {
+                current = (record.revID.description, body)
+            }
+            pairs.append(DocumentValidator.serializedArguments(write, current: current))
+        }
+        let outcomes: [Result<[UInt8], JavaScriptError>]
+        do {
+            outcomes = try JavaScriptEngine.shared.syncBatch(source: source, documents: pairs, userContext: .object(user))
+        } catch {
+            throw CouchError(.internalServerError, "sync_function_error", "The sync function failed: \(error)")
+        }
+        for (k, outcome) in outcomes.enumerated() {
+            let i = standing[k]
+            switch outcome {
+            case .success(let routing):
+                var write = writes[k]
+                write.routing = routing
+                verdicts[i] = .success(write)
+            case .failure(let error):
+                verdicts[i] = .failure(WriteRules.refusal(refusal(error)))
+            }
+        }
+    }
+
+    /// How a sync function's refusal is answered: `throw({forbidden})` 403, `throw({unauthorized})` 401, an
+    /// exception 500 (as Sync Gateway answers an exception in the sync function), each with its message.
+    static func refusal(_ error: JavaScriptError) -> CouchError {
+        switch error {
+        case .forbidden(let reason): return CouchError(.forbidden, "forbidden", reason)
+        case .unauthorized(let reason): return CouchError(.unauthorized, "unauthorized", reason)
+        case .thrown(let name, let reason):
+            return CouchError(.internalServerError, "sync_function_error", "Exception in the sync function: \(name): \(reason)")
+        default: return CouchError(.internalServerError, "sync_function_error", "\(error)")
+        }
+    }
+}

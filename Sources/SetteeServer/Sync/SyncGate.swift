@@ -1,0 +1,57 @@
+import Foundation
+import SetteeCore
+import SetteeStore
+
+/// What a caller who is not a database admin may reach of a database with a sync function, and which channels it
+/// reads (``Call/reader``). Admins (server admins, `_security` admins) see everything, as in Sync Gateway; so does
+/// a user granted the `*` channel.
+///
+/// Reads follow channels: `_changes`, `_all_docs`, a document's `GET` (and its attachments), `_bulk_get`,
+/// `_revs_diff` and `_blipsync` show only documents in the reader's channels. What can't be filtered by document —
+/// design documents, views, `_find`/`_explain`, `_query` and its indexes, partitions, design functions — is
+/// refused (403), so nothing outside the reader's channels is reachable through it.
+enum SyncGate {
+    static func admit(_ call: inout Call, _ target: Keyspace) async throws {
+        guard call.access < .admin, !call.isAdmin, call.segments.count >= 1,
+              target.database != call.node.configuration.security.authenticationDB else { return }
+        let (db, c) = try target.open(call.node)
+        let index = ChannelIndex.of(db)
+        guard try index.syncFunction() != nil else { return }
+        let s = call.segments
+        if s.count >= 2 {
+            let designRead = s[1] == "_design" || s[1].hasPrefix("_design/")
+            switch call.route {
+            case .doc, .attachment:
+                if designRead && (call.method == .get || call.method == .head) {
+                    throw refused("Design documents")
+                }
+            case .allDocs where s[1] == "_design_docs":
+                throw refused("_design_docs")
+            case .allDocs, .bulkDocs, .bulkGet, .revsDiff, .changes, .blipsync, .local, .ensureFullCommit:
+                break
+            case .view, .designInfo, .show, .list, .rewrite, .update:
+                throw refused("Views and design functions")
+            case .query, .index, .find, .explain, .partition:
+                throw refused("Queries")
+            default:
+                break
+            }
+        }
+        let name = call.user, roles = call.userCtx.roles
+        let reader = try await blocking { try index.reader(user: name, roles: roles, in: c) }
+        call.reader = reader.all ? nil : reader
+    }
+
+    private static func refused(_ what: String) -> CouchError {
+        CouchError(.forbidden, "forbidden",
+                   "\(what) are open only to database admins on a database with a sync function: they are not filtered by channel.")
+    }
+
+    /// 404 for a document the reader may not see (as if it did not exist, so its id reveals nothing), or nothing.
+    static func checkVisible(_ call: Call, id: String, in c: SetteeStore.Collection) throws {
+        guard let reader = call.reader, !id.hasPrefix("_local/") else { return }
+        if try !ChannelIndex.of(c.database).isVisible(id, in: c, to: reader) {
+            throw CouchError(.forbidden, "forbidden", "You are not allowed to see this document.")
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package import SetteeCore
+
+/// A sync function's outcome per revision (``RevisionWrite/routing``): stored with the revision, read by the
+/// server's channel index.
+extension Collection {
+    /// Stores a revision's routing in the write's transaction.
+    func storeRouting(_ routing: [UInt8], id: String, rev: RevID, db: Connection) throws {
+        try db.withStatement("INSERT OR REPLACE INTO routes(collection, id, rev, data) VALUES (?, ?, ?, ?)") { insert in
+            insert.bind(self.id, at: 1)
+            insert.bind(id, at: 2)
+            insert.bind(rev.description, at: 3)
+            insert.bind(bytes: routing, at: 4)
+            _ = try insert.step()
+        }
+    }
+
+    /// The routing stored with a revision of a document (nil: none, e.g. written before the sync function), on a
+    /// connection the caller holds (a reader's or the writer's).
+    package func routing(id: String, rev: RevID, db: Connection) throws -> [UInt8]? {
+        try db.withStatement("SELECT data FROM routes WHERE collection = ? AND id = ? AND rev = ?",
+                             [.integer(self.id), .text(id), .text(rev.description)]) { stmt in
+            try stmt.step() ? stmt.blob(0) : nil
+        }
+    }
+
+    /// Drops the routing of revisions a document no longer has (every revision but `keeping`).
+    package func pruneRouting(id: String, keeping: [RevID], db: Connection) throws {
+        let kept = Set(keeping.map(\.description))
+        let stale = try db.withStatement("SELECT rev FROM routes WHERE collection = ? AND id = ?",
+                                         [.integer(self.id), .text(id)]) { stmt in
+            var out: [String] = []
+            while try stmt.step() { if let r = stmt.string(0), !kept.contains(r) { out.append(r) } }
+            return out
+        }
+        for rev in stale {
+            try db.prepare("DELETE FROM routes WHERE collection = ? AND id = ? AND rev = ?")
+                .run([.integer(self.id), .text(id), .text(rev)])
+        }
+    }
+}
+
+extension Collection {
+    /// Stores the routing of revisions already stored (a sync function run again over them: `_resync`), in one
+    /// transaction.
+    package func setRouting(_ routings: [(id: String, rev: RevID, routing: [UInt8])]) throws {
+        guard !routings.isEmpty else { return }
+        try database.write { db in
+            for r in routings { try self.storeRouting(r.routing, id: r.id, rev: r.rev, db: db) }
+        }
+    }
+}
