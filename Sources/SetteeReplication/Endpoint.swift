@@ -113,12 +113,16 @@ public struct ChangeEntry: Sendable {
     public var id: String
     public var revs: [RevID]
     public var deleted: Bool
+    /// The reader lost access to the document (Sync Gateway's channels: it left the reader's channels, or the
+    /// reader lost a channel): nothing to fetch; a pull with auto-purge purges its copy.
+    public var accessRemoved = false
 
-    public init(seq: JSON, id: String, revs: [RevID], deleted: Bool) {
+    public init(seq: JSON, id: String, revs: [RevID], deleted: Bool, accessRemoved: Bool = false) {
         self.seq = seq
         self.id = id
         self.revs = revs
         self.deleted = deleted
+        self.accessRemoved = accessRemoved
     }
 }
 

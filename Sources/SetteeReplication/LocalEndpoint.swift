@@ -206,6 +206,16 @@ public struct LocalEndpoint: Endpoint {
         }
     }
 
+    /// Purges the documents (those present): a pull's auto-purge of documents the user lost access to.
+    func purge(_ ids: [String]) async throws(ReplicationError) {
+        try await ReplicationError.mapping {
+            let c = collection
+            try await offload {
+                for id in ids where try c.record(id: id) != nil { try c.purge(id: id) }
+            }
+        }
+    }
+
     public func write(_ revisions: [ReplicatedRevision]) async throws(ReplicationError) -> [DocumentFailure] {
         try await ReplicationError.mapping {
             let c = collection

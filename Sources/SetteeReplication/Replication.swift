@@ -45,6 +45,10 @@ public struct ReplicationOptions: Sendable {
     /// Called after each written batch with the revisions written and the ones that failed (Couchbase Lite's
     /// document replication listeners).
     public var onDocuments: (@Sendable (_ written: [ReplicatedRevision], _ failures: [DocumentFailure]) -> Void)?
+    /// Purge the local copy of a pulled document the user lost access to (Couchbase Lite's `enableAutoPurge`).
+    public var autoPurge = true
+    /// Called with the ids of pulled documents the user lost access to (after they were purged, with ``autoPurge``).
+    public var onRemoved: (@Sendable (_ ids: [String]) -> Void)?
     /// Where the `settee_replication_*` counters and stage timers go; nil: swift-metrics' process-wide factory.
     public var metricsFactory: (any MetricsFactory)?
 
@@ -175,6 +179,8 @@ public final class Replication: Sendable {
     private struct Fetched: Sendable {
         var lastSeq: JSON
         var revisions: [ReplicatedRevision]
+        /// Documents the reader lost access to (``ChangeEntry/accessRemoved``).
+        var removed: [String] = []
     }
 
     private func attempt(onProgress: @escaping () -> Void) async throws {
@@ -340,6 +346,7 @@ public final class Replication: Sendable {
     private struct Diffed: Sendable {
         var batch: ChangesBatch
         var requests: [FetchRequest]
+        var removed: [String] = []
     }
 
     /// Stage one, in two tasks: read the next batch of changes (`changes`, done first: the next batch's read can
@@ -362,7 +369,12 @@ public final class Replication: Sendable {
             let batch = try await changes.value
             var revs: [(id: String, revs: [RevID])] = []
             var index: [String: Int] = [:]
+            var removed: [String] = []
             for change in batch.results {
+                if change.accessRemoved {
+                    removed.append(change.id)
+                    continue
+                }
                 if let i = index[change.id] {
                     revs[i].revs += change.revs.filter { !revs[i].revs.contains($0) }
                 } else {
@@ -390,7 +402,7 @@ public final class Replication: Sendable {
                 $0.revisionsChecked += checked
                 $0.missingRevisionsFound += missing
             }
-            return Diffed(batch: batch, requests: requests)
+            return Diffed(batch: batch, requests: requests, removed: removed)
         }
         return Reading(changes: changes, diffed: diffed)
     }
@@ -403,7 +415,7 @@ public final class Replication: Sendable {
             let revisions = requests.isEmpty ? [] : try await stages.time(.fetch) { try await source.fetch(requests) }
             box.update { $0.docsRead += revisions.count }
             counters.docsRead.increment(by: revisions.count)
-            return Fetched(lastSeq: diffed.batch.lastSeq, revisions: revisions)
+            return Fetched(lastSeq: diffed.batch.lastSeq, revisions: revisions, removed: diffed.removed)
         }
     }
 
@@ -429,6 +441,12 @@ public final class Replication: Sendable {
     /// checkpoint.
     private func writeRevisions(_ fetched: Fetched) async throws {
         var fetched = fetched
+        if !fetched.removed.isEmpty, let local = target as? LocalEndpoint {
+            // Couchbase Lite's auto-purge: a document the user can no longer read leaves the local database.
+            let ids = fetched.removed
+            if options.autoPurge { try await stages.time(.write) { try await local.purge(ids) } }
+            options.onRemoved?(ids)
+        }
         if let keep = options.revisionFilter { fetched.revisions = fetched.revisions.filter(keep) }
         if !fetched.revisions.isEmpty {
             let failures = try await stages.time(.write) { try await target.write(fetched.revisions) }

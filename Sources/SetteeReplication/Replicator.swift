@@ -170,6 +170,9 @@ public final class Replicator: @unchecked Sendable {
         options.onDocuments = { [weak self] written, failures in
             self?.reportDocuments(written, failures, collection: collection, isPush: isPush)
         }
+        options.onRemoved = { [weak self] ids in
+            self?.reportRemoved(ids, collection: collection)
+        }
     }
 
     /// Stops replicating. Writes in flight finish and are checkpointed; the status becomes `stopped`.
@@ -238,6 +241,19 @@ public final class Replicator: @unchecked Sendable {
                                collection: collection.name)
         }
         let replication = DocumentReplication(replicator: self, isPush: isPush, documents: documents)
+        for (queue, listener) in listeners {
+            if let queue { queue.async { listener(replication) } } else { listener(replication) }
+        }
+    }
+
+    /// Tells the document listeners of pulled documents the user lost access to (``DocumentFlags/accessRemoved``).
+    func reportRemoved(_ ids: [String], collection: SetteeStore.Collection) {
+        let listeners = lock.withLock { Array(documentListeners.values) }
+        guard !listeners.isEmpty else { return }
+        let documents = ids.map {
+            ReplicatedDocument(id: $0, flags: .accessRemoved, error: nil, scope: collection.scopeName, collection: collection.name)
+        }
+        let replication = DocumentReplication(replicator: self, isPush: false, documents: documents)
         for (queue, listener) in listeners {
             if let queue { queue.async { listener(replication) } } else { listener(replication) }
         }

@@ -166,6 +166,10 @@ public struct ReplicatorConfiguration: Sendable {
     /// header) to a ``URLEndpoint`` target over plain `http://` when its host is not loopback. Off by default:
     /// the replicator then stops at once with a `.badRequest` error instead of sending them.
     public var allowInsecureCredentials = false
+    /// Purge the local copy of a document the user lost access to on the server (Sync Gateway's channels: the
+    /// document left the user's channels, or the user lost the channel), as Couchbase Lite's `enableAutoPurge`
+    /// does; document listeners see it with ``DocumentFlags/accessRemoved`` either way. On by default.
+    public var enableAutoPurge = true
 
     /// Whether conflicts are resolved with ``ConflictResolver/couchbaseLite`` when no resolver is set (Couchbase
     /// Lite's behaviour, for configurations made with ``init(target:)``) rather than kept as branches (CouchDB's).
@@ -311,6 +315,7 @@ public struct ReplicatorConfiguration: Sendable {
         o.maxRetryDelay = .milliseconds(Int64(wait * 1000))
         o.heartbeat = .milliseconds(Int64((heartbeat > 0 ? heartbeat : Self.defaultHeartbeat) * 1000))
         o.reset = reset
+        o.autoPurge = enableAutoPurge
         if pull {
             o.conflictResolver = config.conflictResolver ?? conflictResolver
                 ?? (resolvesConflictsByDefault ? ConflictResolver.couchbaseLite : nil)

@@ -78,8 +78,11 @@ extension BLIPClientConnection {
         for (i, item) in items.enumerated() {
             guard let row = item.arrayValue, row.count >= 3, let id = row[1].stringValue, !id.isEmpty,
                   let rev = row[2].stringValue.flatMap(RevID.init) else { continue }
-            let deleted = row.count > 3 && (row[3].boolValue == true || row[3].intValue.map { $0 & 1 == 1 } == true)
-            entries.append((i, ChangeEntry(seq: row[0], id: id, revs: [rev], deleted: deleted)))
+            // The fourth item: `true`/1 deleted; Sync Gateway 3's flags add 2 (access revoked) and 4 (removed from a
+            // channel). A tombstone marked removed (5) is a deletion to fetch, as Couchbase Lite takes it.
+            let flags = row.count > 3 ? (row[3].boolValue == true ? 1 : row[3].intValue ?? 0) : 0
+            let removed = flags & 0b110 != 0 && flags != 0b101
+            entries.append((i, ChangeEntry(seq: row[0], id: id, revs: [rev], deleted: flags & 1 == 1, accessRemoved: removed)))
         }
         let batch = PullState.Batch(number: request.number, count: items.count, entries: entries)
         if entries.isEmpty {
