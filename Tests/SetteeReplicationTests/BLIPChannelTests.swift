@@ -58,9 +58,14 @@ import Testing
         #expect(try await eventually { try local.record(id: "a3") == nil })
         #expect(try await eventually { removed.withLock { $0 } == ["a3"] })
 
+        // alice loses channel a: every document of it is purged from the local database (a revocation).
+        try await HTTP.send(.PUT, Self.http(server, "/app/_user/alice"), #"{"admin_channels":["b"]}"#)
+        #expect(try await eventually { try local.documentCounts().live == 0 })
+        #expect(try await eventually { removed.withLock { $0.count } == 20 })
+
         // A push the sync function refuses (alice writing as bob) fails alone; hers goes through.
-        try local.put("mine", #"{"channels":["a"],"owner":"alice"}"#)
-        try local.put("forged", #"{"channels":["a"],"owner":"bob"}"#)
+        try local.put("mine", #"{"channels":["b"],"owner":"alice"}"#)
+        try local.put("forged", #"{"channels":["b"],"owner":"bob"}"#)
         var stored = false
         for _ in 0..<300 where !stored {
             stored = try await HTTP.send(.GET, Self.http(server, "/app/mine")).status == 200

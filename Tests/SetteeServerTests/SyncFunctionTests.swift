@@ -285,6 +285,12 @@ struct SyncFunctionTests {
             try await c.putDoc("/db/secret9", #"{"channels":["s"]}"#)
             let later = try await c.get("/db/_changes?since=\(after)", headers: alice)
             #expect(Self.changedIDs(later).isEmpty)
+            // A reader since before the revocation is told the channel's documents are gone (Sync Gateway's
+            // revocation), once: a reader since after it is not.
+            let revoked = later["results"]?.arrayValue?.filter { $0["revoked"] == true }.compactMap { $0["id"]?.stringValue } ?? []
+            #expect(Set(revoked).isSuperset(of: ["secret1", "secret2", "secret3", "secret4"]), "\(later.text)")
+            let quiet = try await c.get("/db/_changes?since=\(later["last_seq"]?.stringValue ?? "0")", headers: alice)
+            #expect(quiet["results"]?.arrayValue?.isEmpty == true, "\(quiet.text)")
             // An admin grant through the API: backfill again.
             let before = later["last_seq"]?.stringValue ?? "0"
             #expect(try await c.put("/db/_user/alice", #"{"admin_channels":["s"]}"#).status == .created)

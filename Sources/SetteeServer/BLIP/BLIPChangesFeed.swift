@@ -124,7 +124,7 @@ struct BLIPChangesFeed: Sendable {
                     entries.removeAll { entry in
                         switch entry {
                         case .change(let row): return !ids.contains(row.id)
-                        case .removed(_, let id, _, _): return !ids.contains(id)
+                        case .removed(_, let id, _, _, _): return !ids.contains(id)
                         }
                     }
                 }
@@ -164,7 +164,8 @@ struct BLIPChangesFeed: Sendable {
     }
 
     /// Sends a `changes` batch, then the revisions the client asks for. A document that left the reader's
-    /// channels goes as `[sequence, docID, revID, 4]` (Sync Gateway's removal flag: Couchbase Lite purges its copy).
+    /// channels goes as `[sequence, docID, revID, 4]`, one whose channel the reader lost as `[…, 2]` (Sync Gateway 3's
+    /// removal and revocation flags: Couchbase Lite purges its copy).
     private func send(_ entries: [ChannelIndex.Entry]) async throws {
         var offers: [Offer?] = []
         var items: [JSON] = []
@@ -177,9 +178,9 @@ struct BLIPChangesFeed: Sendable {
                         ? [.int(Int64(row.sequence)), .string(row.id), .string(rev.description), .bool(true)]
                         : [.int(Int64(row.sequence)), .string(row.id), .string(rev.description)])
                 }
-            case .removed(let seq, let id, let rev, _):
+            case .removed(let seq, let id, let rev, _, let revoked):
                 offers.append(nil)
-                items.append([.int(Int64(seq)), .string(id), .string(rev.description), .int(4)])
+                items.append([.int(Int64(seq)), .string(id), .string(rev.description), .int(revoked ? 2 : 4)])
             }
         }
         let reply = try await session.request(.request(profile: "changes", properties: collectionProperty,

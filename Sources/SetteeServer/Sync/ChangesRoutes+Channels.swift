@@ -83,9 +83,10 @@ extension ChangesRoutes {
                     guard let doc = try? JSON.parse(bytes), try js.passes(doc) else { continue }
                 }
                 rows.append(try render(row, doc: o.includeDocs ? docBytes : nil, db: db, o: o))
-            case .removed(let seq, let id, let rev, let channels):
+            case .removed(let seq, let id, let rev, let channels, let revoked):
                 if filtered { continue }
-                rows.append(renderRemoved(seq: seq, id: id, rev: rev, channels: channels, includeDoc: o.includeDocs, o: o))
+                rows.append(renderRemoved(seq: seq, id: id, rev: rev, channels: channels, revoked: revoked,
+                                          includeDoc: o.includeDocs, o: o))
             }
             if !backfill && !o.descending, let limit = o.limit, rows.count >= limit {
                 last = max(since, entry.sequence)
@@ -95,9 +96,10 @@ extension ChangesRoutes {
         return (rows, last, 0)
     }
 
-    /// A document that left the reader's channels, as Sync Gateway writes it: `removed` names the channels, and
-    /// the document, when asked for, is only `{"_id", "_rev", "_removed": true}`.
-    static func renderRemoved(seq: UInt64, id: String, rev: RevID, channels: [String], includeDoc: Bool, o: Options) -> [UInt8] {
+    /// A document that left the reader's channels, as Sync Gateway writes it: `removed` names the channels
+    /// (`revoked`: the reader lost them), and the document, when asked for, is only `{"_id", "_rev", "_removed": true}`.
+    static func renderRemoved(seq: UInt64, id: String, rev: RevID, channels: [String], revoked: Bool = false,
+                              includeDoc: Bool, o: Options) -> [UInt8] {
         var out: [UInt8] = Array(#"{"seq":"#.utf8)
         o.sequences.append(seq, to: &out)
         out.append(contentsOf: #","id":"#.utf8)
@@ -107,6 +109,7 @@ extension ChangesRoutes {
         out.append(contentsOf: #","changes":[{"rev":"#.utf8)
         JSON.appendString(rev.description, to: &out)
         out.append(contentsOf: "}]".utf8)
+        if revoked { out.append(contentsOf: #","revoked":true"#.utf8) }
         if includeDoc {
             out.append(contentsOf: #","doc":{"_id":"#.utf8)
             JSON.appendString(id, to: &out)

@@ -49,9 +49,16 @@ extension ChannelIndex {
         try ensureTables()
         return try database.write { db in
             let old = try Self.loadPrincipal(key, db: db)
+            // What it loses is revoked at a sequence of its own, so readers since before learn of it.
+            func revoke(_ lostChannels: [String], _ lostRoles: [String]) throws {
+                guard !lostChannels.isEmpty || !lostRoles.isEmpty else { return }
+                let at = Int64(clamping: self.database.nextSequence())
+                for c in lostChannels { try Self.recordRevocation(principal: key, kind: .channel, value: c, at: at, db: db) }
+                for r in lostRoles { try Self.recordRevocation(principal: key, kind: .role, value: r, at: at, db: db) }
+            }
             if delete {
                 try db.prepare("DELETE FROM sync_principals WHERE name = ?").run([.text(key)])
-                _ = self.database.nextSequence()  // readers learn of the revocation at a sequence of its own
+                try revoke(old?.adminChannels ?? [], old?.adminRoles ?? [])
                 return old != nil
             }
             var since: [String: UInt64] = [:]
@@ -63,9 +70,8 @@ extension ChannelIndex {
             }
             for c in channels { since[c] = grantedAt(c) }
             for r in roles { since["role:" + r] = grantedAt("role:" + r) }
-            if seq == nil, old.map({ Set($0.adminChannels) != Set(channels) || Set($0.adminRoles) != Set(roles) }) ?? false {
-                _ = self.database.nextSequence()  // something was revoked
-            }
+            try revoke((old?.adminChannels ?? []).filter { !channels.contains($0) },
+                       (old?.adminRoles ?? []).filter { !roles.contains($0) })
             let body = Principal(adminChannels: channels, adminRoles: roles).json
             var sinceObject = JSONObject()
             for (name, seq) in since { sinceObject[name] = .int(Int64(clamping: seq)) }
@@ -103,6 +109,9 @@ extension ChannelIndex {
         /// The sequence the channel index was current through when these grants were read: a feed read for this
         /// reader stops there, so it never shows documents of a grant it does not count, or the reverse.
         var through: UInt64 = .max
+        /// Channels the reader lost (and does not have from elsewhere), with the sequence it lost each at: a feed
+        /// since before that tells the reader their documents are gone (Sync Gateway's revocation).
+        var revoked: [String: UInt64] = [:]
 
         static let everything = Reader(all: true, channels: [:])
 
@@ -115,6 +124,7 @@ extension ChannelIndex {
             } else {
                 r.channels = channels.filter { names.contains($0.key) }
             }
+            r.revoked = revoked.filter { names.contains($0.key) }
             return r
         }
     }
@@ -157,7 +167,39 @@ extension ChannelIndex {
                 }
             }
             channels = channels.filter { $0.value <= through }
-            return Reader(all: channels["*"] != nil, channels: channels, roles: Set(roles.keys), through: through)
+            // What the user and its roles lost: channels directly, and the channels of roles it lost.
+            var revoked: [String: UInt64] = [:]
+            func revoke(_ channel: String, at seq: UInt64) {
+                guard channels[channel] == nil, seq <= through else { return }
+                revoked[channel] = max(revoked[channel] ?? 0, seq)
+            }
+            var lostRoles: [(String, UInt64)] = []
+            let losers = [key] + roles.keys.map { Self.principalKey(role: $0) }
+            try db.withStatement("SELECT kind, value, seq FROM sync_revocations WHERE principal = ?") { stmt in
+                for loser in losers {
+                    stmt.reset()
+                    stmt.bind([.text(loser)])
+                    while try stmt.step() {
+                        let value = stmt.string(1) ?? "", seq = UInt64(max(0, stmt.int64(2)))
+                        if GrantKind(rawValue: stmt.int64(0)) == .role {
+                            if loser == key && roles[value] == nil { lostRoles.append((value, seq)) }
+                        } else {
+                            revoke(value, at: seq)
+                        }
+                    }
+                }
+            }
+            for (role, seq) in lostRoles {
+                if let p = try Self.loadPrincipal(Self.principalKey(role: role), db: db) {
+                    for c in p.adminChannels { revoke(c, at: seq) }
+                }
+                try db.withStatement("SELECT DISTINCT value FROM sync_grants WHERE principal = ? AND kind = 0",
+                                     [.text(Self.principalKey(role: role))]) { stmt in
+                    while try stmt.step() { revoke(stmt.string(0) ?? "", at: seq) }
+                }
+            }
+            return Reader(all: channels["*"] != nil, channels: channels, roles: Set(roles.keys), through: through,
+                          revoked: revoked)
         }
     }
 }

@@ -52,13 +52,14 @@ extension ChannelIndex {
     /// One entry of a reader's feed: a document in the reader's channels, or one that left them.
     enum Entry: Sendable {
         case change(SetteeStore.Collection.ChangeRow)
-        /// The document left `channels` (of the reader's) at `sequence`; `rev` is its current revision.
-        case removed(sequence: UInt64, id: String, rev: RevID, channels: [String])
+        /// The document left `channels` (of the reader's) at `sequence`, or (`revoked`) the reader lost those
+        /// channels then; `rev` is its current revision.
+        case removed(sequence: UInt64, id: String, rev: RevID, channels: [String], revoked: Bool)
 
         var sequence: UInt64 {
             switch self {
             case .change(let row): return row.sequence
-            case .removed(let seq, _, _, _): return seq
+            case .removed(let seq, _, _, _, _): return seq
             }
         }
     }
@@ -72,6 +73,7 @@ extension ChannelIndex {
         let through = reader.through == .max ? try catchUp(c) : reader.through
         var latest: [String: UInt64] = [:]            // visible documents: their sequence
         var removed: [String: (UInt64, [String])] = [:]  // documents that left channels: when, which
+        var revokedDocs: [String: (UInt64, [String])] = [:]  // documents of channels the reader lost
         try database.read { db in
             try db.withStatement("""
                 SELECT id, seq, removed FROM sync_channels WHERE collection = ? AND channel = ? AND seq > ? AND seq <= ?
@@ -94,8 +96,26 @@ extension ChannelIndex {
                     }
                 }
             }
+            // The documents of channels the reader lost after `since`: gone, for a reader that may hold them.
+            try db.withStatement("SELECT id FROM sync_channels WHERE collection = ? AND channel = ? AND removed = 0 AND seq <= ?") { stmt in
+                for (channel, lostAt) in reader.revoked where lostAt > since {
+                    stmt.reset()
+                    stmt.bind([.integer(c.id), .text(channel), .integer(Int64(clamping: through))])
+                    while try stmt.step() {
+                        let id = stmt.string(0) ?? ""
+                        var entry = revokedDocs[id] ?? (0, [])
+                        entry.0 = max(entry.0, lostAt)
+                        entry.1.append(channel)
+                        revokedDocs[id] = entry
+                    }
+                }
+            }
         }
-        for id in latest.keys { removed[id] = nil }
+        for id in latest.keys {
+            removed[id] = nil
+            revokedDocs[id] = nil
+        }
+        for id in removed.keys { revokedDocs[id] = nil }
         var entries: [Entry] = []
         let ids = Array(latest.keys)
         var index = 0
@@ -114,12 +134,12 @@ extension ChannelIndex {
                 return true
             }
         }
-        if !removed.isEmpty {
-            let removedIDs = Array(removed.keys)
-            let revs = try c.records(ids: removedIDs)
-            for (id, record) in zip(removedIDs, revs) {
-                guard let record, let (seq, channels) = removed[id] else { continue }
-                entries.append(.removed(sequence: seq, id: id, rev: record.revID, channels: channels.sorted()))
+        for (gone, revoked) in [(removed, false), (revokedDocs, true)] where !gone.isEmpty {
+            let ids = Array(gone.keys)
+            let revs = try c.records(ids: ids)
+            for (id, record) in zip(ids, revs) {
+                guard let record, let (seq, channels) = gone[id] else { continue }
+                entries.append(.removed(sequence: seq, id: id, rev: record.revID, channels: channels.sorted(), revoked: revoked))
             }
         }
         entries.sort { $0.sequence < $1.sequence }

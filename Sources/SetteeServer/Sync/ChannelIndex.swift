@@ -18,6 +18,9 @@ import SetteeStore
 ///                                                        document `id` to a user or `role:name`, since `seq`
 /// sync_principals(name, body, since)                     users' and roles' admin_channels / admin_roles, each with
 ///                                                        the sequence it was granted at
+/// sync_revocations(principal, kind, value, seq)          a channel or role a user or role lost (a grant document
+///                                                        changed, an admin grant removed), at `seq`: readers since
+///                                                        before it are told the channel's documents are gone
 /// ```
 ///
 /// A reader catches the index up before it reads (cheap when nothing changed: an in-memory sequence test), and
@@ -84,6 +87,8 @@ final class ChannelIndex: Sendable {
                 CREATE INDEX IF NOT EXISTS sync_grants_principal ON sync_grants(principal, kind);
                 CREATE TABLE IF NOT EXISTS sync_principals(name TEXT PRIMARY KEY, body TEXT NOT NULL,
                     since TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS sync_revocations(principal TEXT NOT NULL, kind INTEGER NOT NULL,
+                    value TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY(principal, kind, value)) WITHOUT ROWID;
                 """)
         }
         state.withLock { $0.tablesReady = true }
@@ -203,6 +208,7 @@ final class ChannelIndex: Sendable {
         for gone in existing.subtracting(routing.grants) {
             try db.prepare("DELETE FROM sync_grants WHERE collection = ? AND id = ? AND principal = ? AND kind = ? AND value = ?")
                 .run([.integer(collection), .text(id), .text(gone.principal), .integer(gone.kind.rawValue), .text(gone.value)])
+            try Self.recordRevocation(principal: gone.principal, kind: gone.kind, value: gone.value, at: seq, db: db)
         }
         // A grant the document keeps keeps the sequence it was first made at.
         for new in routing.grants.subtracting(existing) {
@@ -210,6 +216,13 @@ final class ChannelIndex: Sendable {
                 .run([.integer(collection), .text(id), .text(new.principal), .integer(new.kind.rawValue), .text(new.value),
                       .integer(seq)])
         }
+    }
+
+    /// Notes that a principal lost a channel or role at `seq` (whether it still has it from elsewhere is for the
+    /// reader to tell).
+    static func recordRevocation(principal: String, kind: GrantKind, value: String, at seq: Int64, db: Connection) throws {
+        try db.prepare("INSERT OR REPLACE INTO sync_revocations(principal, kind, value, seq) VALUES (?, ?, ?, ?)")
+            .run([.text(principal), .integer(kind.rawValue), .text(value), .integer(seq)])
     }
 
     /// Forgets what the index holds for a collection, so the next reader rebuilds it from the feed (after
