@@ -55,6 +55,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "JWT: the issuer a token's iss must equal.") var jwtIssuer: String?
     @Option(help: "JWT: the claim with the user's roles (a member name, else a dotted path).") var jwtRolesClaim: String = "_couchdb.roles"
     @Option(help: "JWT: comma-separated claims a token must carry besides sub.") var jwtRequiredClaims: String = "exp"
+    @Option(name: .customLong("sync-function"),
+            help: "A database's sync function (Sync Gateway's), as DB=SOURCE or DB=@FILE (repeatable; a configuration file's \"databases\": {\"DB\": {\"sync\": …}} says the same). The database is created if missing.")
+    var syncFunctions: [String] = []
 
     /// Password, session, lockout and JWT settings from the flags and environment.
     func securityConfiguration() throws -> SecurityConfiguration {
@@ -204,6 +207,22 @@ struct Serve: AsyncParsableCommand {
         // The server logs through swift-log (--log-format); the library's console sink would print it twice.
         Database.log.console.level = .none
         let node = try Node(configuration: config)
+        for entry in syncFunctions {
+            guard let eq = entry.firstIndex(of: "="), eq != entry.startIndex else {
+                throw ValidationError("--sync-function takes DB=SOURCE or DB=@FILE, not \(entry)")
+            }
+            let name = String(entry[..<eq])
+            var source = String(entry[entry.index(after: eq)...])
+            if source.hasPrefix("@") {
+                guard let data = FileManager.default.contents(atPath: String(source.dropFirst())) else {
+                    throw ValidationError("--sync-function: cannot read \(source.dropFirst())")
+                }
+                source = String(decoding: data, as: UTF8.self)
+            }
+            do { try node.installSyncFunction(database: name, source: source) } catch let error as SetteeError {
+                throw ValidationError("--sync-function \(name): \(error.reason)")
+            }
+        }
         if adminPair == nil {
             LogWriter.standardError.write("settee: no admin configured (admin party): every request is treated as admin; listening on loopback only. Use --admin USER:PASS to require authentication.\n")
         }

@@ -63,6 +63,20 @@ enum ServeConfigFile {
         var flags: [String] = []
         let help = Serve.helpMessage(columns: 10_000)
         for (key, value) in settings {
+            if key == "databases" {
+                // Sync Gateway's shape: {"databases": {"db": {"sync": "function (doc, oldDoc) {…}"}}}.
+                guard case .object(let databases) = value else { throw ValidationError("\(path): databases must be an object") }
+                for (db, settings) in databases {
+                    guard case .object(let one) = settings else { throw ValidationError("\(path): databases.\(db) must be an object") }
+                    for (setting, v) in one {
+                        guard setting == "sync", let source = v.stringValue else {
+                            throw ValidationError("\(path): databases.\(db).\(setting) is not a setting (sync: the sync function)")
+                        }
+                        flags += ["--sync-function", db + "=" + source]
+                    }
+                }
+                continue
+            }
             let name = key.replacingOccurrences(of: "_", with: "-")
             guard name != "config" else { throw ValidationError("\(path): a configuration file can't name another one") }
             guard help.contains("--\(name) ") || help.contains("--\(name)\n") || help.contains("--\(name) <") else {

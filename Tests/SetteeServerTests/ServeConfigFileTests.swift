@@ -28,6 +28,16 @@ import Testing
         #expect(try ServeConfigFile.arguments(for: ["get", "db", "x"], environment: [:]) == ["get", "db", "x"])
     }
 
+    @Test func databasesTakeSyncFunctionsInSyncGatewaysShape() throws {
+        let path = try write(#"{"databases": {"app": {"sync": "function (doc) { channel(doc.owner); }"}}}"#)
+        let bad = try write(#"{"databases": {"app": {"import_docs": true}}}"#)
+        defer { for p in [path, bad] { try? FileManager.default.removeItem(atPath: p) } }
+        let args = try ServeConfigFile.arguments(for: ["serve", "--config", path], environment: [:])
+        let serve = try #require(try SetteeCommand.parseAsRoot(Array(args)) as? Serve)
+        #expect(serve.syncFunctions == ["app=function (doc) { channel(doc.owner); }"])
+        #expect(throws: (any Error).self) { try ServeConfigFile.arguments(for: ["serve", "--config", bad], environment: [:]) }
+    }
+
     @Test func badFilesAreRefusedClearly() throws {
         let unknown = try write(#"{"bogus": 1}"#)
         let notJSON = try write("port = 5984")

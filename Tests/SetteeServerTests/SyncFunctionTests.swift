@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import SetteeCore
+import SetteeTestSupport
 import Testing
 
 @testable import SetteeServer
@@ -333,6 +334,25 @@ struct SyncFunctionTests {
             expectError(try await c.put("/db/d4", #"{"x":1}"#), .forbidden, "forbidden", reason: "not ok")
             #expect(try await c.put("/db/d4", #"{"ok":true}"#).status == .created)
         }
+    }
+
+    // MARK: Configuration
+
+    /// `settee serve --config FILE` with Sync Gateway's `databases` shape sets the function (creating the database).
+    @Test func theConfigurationFileSetsASyncFunction() async throws {
+        let dir = TempDataDir()
+        let path = dir.path + "/settee.json"
+        try Data(#"{"databases": {"app": {"sync": "function (doc) { channel(doc.team); }"}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let server = try ServerProcess(dataDirectory: dir.path + "/data", extraArguments: ["--config", path])
+        defer { server.stop() }
+        let client = LiveServerTests.client(server)
+        let sync = try await client.execute(.init("/app/_config/sync", method: .get, headers: LiveServerTests.auth))
+        #expect(sync.status == .ok)
+        #expect(sync.body.map { String(buffer: $0) } == "function (doc) { channel(doc.team); }")
+        #expect(try await LiveServerTests.send(client, .put, "/app/d", #"{"team":"red"}"#).0 == 201)
+        let red = try await LiveServerTests.send(client, .get, "/app/_changes?filter=sync_gateway/bychannel&channels=red")
+        #expect(red.1?["results"]?.arrayValue?.count == 1)
     }
 
     // MARK: Resync

@@ -163,3 +163,22 @@ enum SyncRoutes {
         }
     }
 }
+
+extension Node {
+    /// Sets a database's sync function from the node's configuration (`settee serve --sync-function DB=…`, or the
+    /// configuration file's `databases` object in Sync Gateway's shape, `{"db": {"sync": "function …"}}`): the
+    /// database is created if missing, the function must compile, and it replaces the one the database had.
+    /// Revisions written before keep their channels until `POST /{db}/_resync`.
+    public func installSyncFunction(database name: String, source: String) throws {
+        let text = source.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { throw SetteeError(.badRequest, "The sync function of \(name) is empty.") }
+        do {
+            try JavaScriptEngine.shared.compile(functions: [text], library: nil)
+        } catch {
+            throw SetteeError(.badRequest, "The sync function of \(name) does not compile: \(error)")
+        }
+        let db = try (try? database(name)) ?? createDatabase(name)
+        let index = ChannelIndex.of(db)
+        if try index.syncFunction() != text { try index.setSyncFunction(text) }
+    }
+}
