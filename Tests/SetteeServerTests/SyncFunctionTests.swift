@@ -72,7 +72,7 @@ struct SyncFunctionTests {
             let att = try await c.request(.put, "/db/inB/note.txt?rev=" + (c.get("/db/inB")["_rev"]?.stringValue ?? ""),
                                           body: Array("secret".utf8), headers: [.contentType: "text/plain"])
             #expect(att.status == .created)
-            try await c.putDoc("/db/_design/v", #"{"views":{"all":{"map":"function(doc){emit(doc._id,1)}"}}}"#)
+            try await c.putDoc("/db/_design/v", #"{"views":{"all":{"map":"function(doc){emit(doc._id,1)}"},"count":{"map":"function(doc){emit(doc._id,1)}","reduce":"_count"},"linked":{"map":"function(doc){if(doc.n==1) emit(1,{_id:'inB'})}"}}}"#)
 
             let alice = Self.auth("alice")
             let feed = try await c.get("/db/_changes", headers: alice)
@@ -96,13 +96,22 @@ struct SyncFunctionTests {
             let inBRev = try await c.get("/db/inB")["_rev"]?.stringValue ?? ""
             let diff = try await c.post("/db/_revs_diff", #"{"inB":["\#(inBRev)"]}"#, headers: alice)
             #expect(diff["inB"]?["missing"]?[0]?.stringValue == inBRev, "a hidden document is answered as unknown")
+            // Views and _find: rows of her documents only, skip and limit counted among them.
+            #expect(rowIDs(try await c.get("/db/_design/v/_view/all", headers: alice).json) == ["inA", "inAB", "public"])
+            #expect(rowIDs(try await c.get("/db/_design/v/_view/all?skip=1&limit=1", headers: alice).json) == ["inAB"])
+            #expect(rowIDs(try await c.get("/db/_design/v/_view/count?reduce=false", headers: alice).json) == ["inA", "inAB", "public"])
+            let linked = try await c.get("/db/_design/v/_view/linked?include_docs=true", headers: alice)
+            #expect(linked["rows"]?[0]?["doc"] == .null, "a linked document outside her channels is not included")
+            let found = try await c.post("/db/_find", #"{"selector":{"_id":{"$gt":null}},"fields":["_id"]}"#, headers: alice)
+            #expect(found["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue } == ["inA", "inAB", "public"])
             // What can't be filtered by document is for admins only.
-            for path in ["/db/_design/v", "/db/_design/v/_view/all", "/db/_design_docs"] {
+            for path in ["/db/_design/v", "/db/_design/v/_view/count", "/db/_design_docs", "/db/_design/v/_info"] {
                 #expect(try await c.get(path, headers: alice).status == .forbidden, "\(path)")
             }
-            #expect(try await c.post("/db/_find", #"{"selector":{}}"#, headers: alice).status == .forbidden)
+            #expect(try await c.post("/db/_query", #"{"statement":"SELECT * FROM db"}"#, headers: alice).status == .forbidden)
             // Admins see everything; anyone may ask for some channels.
             #expect(Self.changedIDs(try await c.get("/db/_changes")).count == 7)
+            #expect(try await c.get("/db/_design/v/_view/count").status == .ok)
             let byChannel = try await c.get("/db/_changes?filter=sync_gateway/bychannel&channels=b")
             #expect(Self.changedIDs(byChannel) == ["inAB", "inB"])
             // A reader asking for channels gets those of them it has.

@@ -59,7 +59,8 @@ package enum MangoExecutor {
             // The page is full: this row was read ahead and is not part of it (CouchDB's statistics count it too).
             if result.docs.count >= query.limit { return false }
             // (A design document read from `_all_docs` counts as examined, and never matches.)
-            guard doc != .null, query.selector.matches(doc, strings: collator.compareStrings) else { return true }
+            guard doc != .null, query.documentFilter?(id) ?? true,
+                  query.selector.matches(doc, strings: collator.compareStrings) else { return true }
             last = (key, id)
             if skip > 0 { skip -= 1; return true }
             var output = doc

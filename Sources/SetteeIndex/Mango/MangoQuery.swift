@@ -31,6 +31,9 @@ package struct MangoQuery: Sendable {
     public var stale = false
     public var executionStats = false
     public var allowFallback = true
+    /// Only documents this accepts (by id: a reader's channels on a database with a sync function); skip, limit
+    /// and bookmarks count the documents it accepts.
+    package var documentFilter: (@Sendable (String) -> Bool)?
 
     /// Whether the sort is descending (all fields share one direction).
     public var descending: Bool { sort.first?.descending ?? false }

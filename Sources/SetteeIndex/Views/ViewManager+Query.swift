@@ -55,6 +55,9 @@ extension ViewManager {
         guard q.skip >= 0 else { throw SetteeError(.queryParseError, "skip must be a non-negative integer") }
         if let limit = q.limit, limit < 0 { throw SetteeError(.queryParseError, "limit must be a non-negative integer") }
         let reduce = q.mapOnly ? nil : definition.reduce
+        if q.documentFilter != nil && (reduce != nil || q.fullTextQuery != nil) {
+            throw SetteeError(.forbidden, "Reduced and full-text view queries are open only to database admins on a database with a sync function: query with reduce=false.")
+        }
         let grouping: ViewGrouping = q.group ? .exact : (q.groupLevel > 0 ? .level(q.groupLevel) : .none)
         if q.groupLevel < 0 { throw SetteeError(.queryParseError, "group_level must be a non-negative integer") }
 
@@ -149,17 +152,27 @@ extension ViewManager {
             rows.reserveCapacity(min(q.limit ?? 64, 1024))
             var toSkip = q.skip
             var remaining = q.limit ?? Int.max
+            let filter = q.documentFilter
             for range in ranges where remaining > 0 {
                 let order = q.descending ? "DESC" : "ASC"
                 var values: [SQLiteValue] = []
                 let condition = range.sql(&values)
                 let stmt = try db.prepare("SELECT docid, k, v FROM \(view.table) WHERE \(condition) ORDER BY key \(order), docid \(order), id \(order) LIMIT ? OFFSET ?")
                 defer { stmt.reset() }
-                values.append(.integer(Int64(min(remaining, Int(Int64.max / 2)))))
-                values.append(.integer(Int64(toSkip)))
+                // With a document filter the rows are counted (skip, limit) as it accepts them.
+                values.append(.integer(filter == nil ? Int64(min(remaining, Int(Int64.max / 2))) : -1))
+                values.append(.integer(filter == nil ? Int64(toSkip) : 0))
                 stmt.bind(values)
                 var seen = 0
                 while try stmt.step() {
+                    if let filter {
+                        guard remaining - seen > 0 else { break }
+                        guard filter(stmt.string(0) ?? "") else { continue }
+                        if toSkip > 0 {
+                            toSkip -= 1
+                            continue
+                        }
+                    }
                     seen += 1
                     let key = try stmt.withTextBytes(1) { try JSON.parse($0) }
                     let value: JSON? = stmt.isNull(2) ? nil : try stmt.withTextBytes(2) { try JSON.parse($0) }
@@ -170,7 +183,7 @@ extension ViewManager {
                                              document: nil, fullText: nil, matches: [], rank: nil, markedSnippet: nil))
                 }
                 remaining -= seen
-                if toSkip > 0 {
+                if toSkip > 0 && filter == nil {
                     // Rows of this range that were skipped count against the skip of the next range.
                     let count = try self.countRows(view, range: range, db: db)
                     toSkip = max(0, toSkip - count)
@@ -191,7 +204,9 @@ extension ViewManager {
             if q.includeDocs {
                 rows = try rows.map { row in
                     ViewQueryRow(key: row.key, value: row.value, sourceDocumentID: row.sourceDocumentID,
-                                 documentID: row.documentID, document: try ViewManager.includedDocument(row, collection, conflicts: q.conflicts),
+                                 documentID: row.documentID,
+                                 document: filter.map { accepts in row.documentID.map(accepts) ?? false } == false
+                                     ? .null : try ViewManager.includedDocument(row, collection, conflicts: q.conflicts),
                                  fullText: nil, matches: [], rank: nil, markedSnippet: nil)
                 }
             }

@@ -70,6 +70,10 @@ public struct ViewQuery: Sendable {
     public var fullTextSnippets = false
     /// Order full-text rows by relevance (bm25), best first. Default true; false is a little faster.
     public var fullTextRanking = true
+    /// Only rows emitted by documents this accepts (by id: a reader's channels on a database with a sync
+    /// function); ``skip`` and ``limit`` count the rows it accepts, and an included document it refuses is null.
+    /// Reduced and full-text queries are refused with it (a reduction mixes documents): `.forbidden`.
+    package var documentFilter: (@Sendable (String) -> Bool)?
 
     init(view: View) { self.view = view }
 

@@ -23,12 +23,20 @@ enum MangoRoutes {
             }
             query.partition = partition
         }
-        let request = query
         let timeout = call.node.configuration.queryTimeout
+        let reader = call.reader
+        let given = query
         let answer: JSON = try await blocking {
-            try Database.withTimeout(timeout) {
-                explain ? try MangoExecutor.explain(request, in: collection)
-                    : try MangoExecutor.find(request, in: collection).json
+            var request = given
+            // On a database with a sync function, a reader finds only documents in its channels.
+            if let reader {
+                let visible = try ChannelIndex.of(collection.database).visibleIDs(in: collection, to: reader)
+                request.documentFilter = { visible.contains($0) }
+            }
+            let ready = request
+            return try Database.withTimeout(timeout) {
+                explain ? try MangoExecutor.explain(ready, in: collection)
+                    : try MangoExecutor.find(ready, in: collection).json
             }
         }
         return Reply.json(.ok, answer)

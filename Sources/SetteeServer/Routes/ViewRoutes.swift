@@ -22,8 +22,15 @@ enum ViewRoutes {
         let configuration = call.node.configuration
         try applyLimit(&parsed.limit, max: parsed.partition != nil ? configuration.partitionQueryLimit : configuration.queryLimit)
         let options = parsed
+        let reader = call.reader
         return try await blocking {
-            let (result, reduced) = try run(collection, designID: designID, view: name, options: options)
+            // On a database with a sync function, a reader's rows are those of documents in its channels.
+            var filter: (@Sendable (String) -> Bool)?
+            if let reader {
+                let visible = try ChannelIndex.of(db).visibleIDs(in: collection, to: reader)
+                filter = { visible.contains($0) }
+            }
+            let (result, reduced) = try run(collection, designID: designID, view: name, options: options, filter: filter)
             return Reply.raw(.ok, try render(result, options: options, reduced: reduced, database: db))
         }
     }
@@ -80,7 +87,7 @@ enum ViewRoutes {
 
     /// Runs a design view's query; whether the result is reduced rows.
     static func run(_ collection: SetteeStore.Collection, designID: String, view name: String,
-                    options: Options) throws -> (ViewQueryResult, reduced: Bool) {
+                    options: Options, filter: (@Sendable (String) -> Bool)? = nil) throws -> (ViewQueryResult, reduced: Bool) {
         guard let record = try collection.record(id: designID) else { throw CouchError.notFound("missing") }
         if record.deleted { throw CouchError.notFound("deleted") }
         guard case .object(let body) = try JSON.parse(record.body) else { throw CouchError.notFound("missing") }
@@ -110,6 +117,7 @@ enum ViewRoutes {
         q.fullTextQuery = options.fullText
         q.fullTextSnippets = options.snippets
         q.partition = options.partition
+        q.documentFilter = filter
         if options.reduce && design.reducer == nil && options.reduceExplicit {
             throw CouchError(.badRequest, "query_parse_error", "Reduce is invalid for map-only views.")
         }

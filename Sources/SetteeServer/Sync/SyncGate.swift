@@ -7,9 +7,10 @@ import SetteeStore
 /// a user granted the `*` channel.
 ///
 /// Reads follow channels: `_changes`, `_all_docs`, a document's `GET` (and its attachments), `_bulk_get`,
-/// `_revs_diff` and `_blipsync` show only documents in the reader's channels. What can't be filtered by document —
-/// design documents, views, `_find`/`_explain`, `_query` and its indexes, partitions, design functions — is
-/// refused (403), so nothing outside the reader's channels is reachable through it.
+/// `_revs_diff`, `_blipsync`, view rows (map only) and `_find` show only documents in the reader's channels. What
+/// can't be filtered by document — design documents, reduced views, show/list/update/rewrite functions, SQL++
+/// (`_query`) and its indexes, partitions — is refused (403), so nothing outside the reader's channels is reachable
+/// through it.
 enum SyncGate {
     static func admit(_ call: inout Call, _ target: Keyspace) async throws {
         guard call.access < .admin, !call.isAdmin, call.segments.count >= 1,
@@ -29,10 +30,12 @@ enum SyncGate {
                 throw refused("_design_docs")
             case .allDocs, .bulkDocs, .bulkGet, .revsDiff, .changes, .blipsync, .local, .ensureFullCommit:
                 break
+            case .view where s[1] == "_design", .find, .explain:
+                break  // filtered by document (reduced views refused)
             case .view, .designInfo, .show, .list, .rewrite, .update:
-                throw refused("Views and design functions")
-            case .query, .index, .find, .explain, .partition:
-                throw refused("Queries")
+                throw refused("Design functions")
+            case .query, .index, .partition:
+                throw refused("SQL++ queries, indexes and partitions")
             default:
                 break
             }
