@@ -31,6 +31,11 @@ final class HTTPConnection: @unchecked Sendable {
     private var readEnd = 0
     private(set) var reconnects = 0
     private var hostHeader: [UInt8]
+    /// An `Authorization` header value sent with every request (nil: none).
+    var authorization: String? {
+        didSet { authorizationHeader = authorization.map { Array("Authorization: \($0)\r\n".utf8) } ?? [] }
+    }
+    private var authorizationHeader: [UInt8] = []
 
     init(host: String = "127.0.0.1", port: Int, bufferSize: Int = 256 << 10) throws {
         guard let p = UInt16(exactly: port) else { throw HTTPClientError(message: "bad port \(port)") }
@@ -66,6 +71,7 @@ final class HTTPConnection: @unchecked Sendable {
         out.reserveCapacity(128 + (body?.count ?? 0))
         out.append(contentsOf: "\(method) \(path) HTTP/1.1\r\n".utf8)
         out.append(contentsOf: hostHeader)
+        out.append(contentsOf: authorizationHeader)
         out.append(contentsOf: "Accept: application/json\r\n".utf8)
         if let body {
             out.append(contentsOf: "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n\r\n".utf8)

@@ -8,7 +8,8 @@
 // CouchDB's, and the pulling process's memory at 1× and 10× the documents); query-indexed, index-build, index-catchup, query-parse, fts-build,
 // fts-query, array-query, vector (queries and indexes); view-build, view-query, view-reduce, view-build-js (map/reduce views); many-dbs (1,000 databases
 // and --peer); deep (10,000 revisions and 1,000 conflicts of one document); md5 (the revision-id digest against
-// swift-crypto's); cbl (Couchbase Lite C's cbl-bench and Settee's port of it, side by side). Each prints its rate, the baseline's rate
+// swift-crypto's); cbl (Couchbase Lite C's cbl-bench and Settee's port of it, side by side); sync-channels (a sync
+// function's cost on _bulk_docs, and a user's _changes over 1,000 users × 10 channels). Each prints its rate, the baseline's rate
 // and the ratio; `--json` prints one JSON object with every figure.
 import Crypto
 import Foundation
@@ -27,7 +28,8 @@ if let i = args.firstIndex(of: "--count"), i + 1 < args.count, let n = Int(args[
 let allWorkloads = ["insert", "update", "get", "changes", "json", "http-bulk", "http-get", "http-changes", "replicate",
                     "replicate-incremental", "query-indexed", "index-build", "index-catchup", "query-parse",
                     "fts-build", "fts-query", "array-query", "vector", "view-build", "view-query", "view-reduce", "view-build-js",
-                    "validate-bulk", "find", "starvation", "many-dbs", "deep", "md5", "cbl", "replicate-blip", "replicate-blip-rss"]
+                    "validate-bulk", "find", "starvation", "many-dbs", "deep", "md5", "cbl", "replicate-blip", "replicate-blip-rss",
+                    "sync-channels"]
 /// Each timed workload (and its baseline) runs this many times; the best run counts, which filters out
 /// interference from other processes on a small machine. `--rounds N` or SETTEE_BENCH_ROUNDS.
 var rounds = Int(ProcessInfo.processInfo.environment["SETTEE_BENCH_ROUNDS"] ?? "") ?? 3
@@ -338,6 +340,15 @@ if selected.contains(where: blipReplicationWorkloads.contains) {
         }
     } catch {
         FileHandle.standardError.write(Data("settee-bench: BLIP replication workloads FAILED: \(error)\n".utf8))
+        exit(1)
+    }
+}
+// sync-channels: Sync Gateway's channels and sync function on a node (SyncChannelsWorkload.swift).
+if selected.contains(where: syncChannelsWorkloads.contains) {
+    do {
+        try runSyncChannels(ids: ids, docBytes: docBytes, workDir: workDir, rounds: rounds)
+    } catch {
+        FileHandle.standardError.write(Data("settee-bench: sync-channels FAILED: \(error)\n".utf8))
         exit(1)
     }
 }

@@ -106,14 +106,22 @@ var SYNC_PRELUDE = `(function () {
   return function run(fn, doc, oldDoc, userCtx, after) {
     out = {channels: [], access: {}, roles: {}, expiry: null};
     user = userCtx;
+    var text;
     try {
-      fn(doc, oldDoc, {xattrs: {}});
+      var result = fn(doc, oldDoc, {xattrs: {}});
       after();
-      return stringify(out);
+      if (result !== null && (typeof result === "object" || typeof result === "function") && typeof result.then === "function") {
+        throw new Error("the sync function returned a promise: it must decide synchronously");
+      }
+      text = stringify(out);
     } finally {
       out = null;
       user = null;
+      // Promise jobs the function left behind (a refused write's) run now, while the helpers throw: they can't
+      // reach the next write's outcome.
+      try { after(); } catch (e) {}
     }
+    return text;
   };
 })`;
 

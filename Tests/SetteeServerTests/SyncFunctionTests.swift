@@ -236,6 +236,9 @@ struct SyncFunctionTests {
             expectError(try await c.put("/db/p1", #"{"type":"post","team":"red"}"#, headers: bob), .forbidden, "forbidden",
                         reason: "sg missing role")
             #expect(try await c.put("/db/p1", #"{"type":"post","team":"red"}"#, headers: alice).status == .created)
+            // expiry(3600): the document is purged an hour from now (Couchbase Lite's document expiration).
+            let expires = try c.node.database("db").defaultCollection().getDocumentExpiration(id: "p1")
+            #expect(expires.map { abs($0.timeIntervalSinceNow - 3600) < 60 } == true)
             // alice has role red (from the team document), so channel team-red (the role's admin_channels).
             #expect(Self.changedIDs(try await c.get("/db/_changes", headers: alice)) == ["p1"])
             #expect(Self.changedIDs(try await c.get("/db/_changes", headers: bob)).isEmpty)
@@ -345,6 +348,70 @@ struct SyncFunctionTests {
         }
     }
 
+    // MARK: Revisions a reader may not see
+
+    /// Each revision served is checked by its own channels: an older revision, a losing conflict, an attachment
+    /// stub naming another document's bytes are not a way around the current revision's.
+    @Test func everyServedRevisionIsCheckedByItsOwnChannels() async throws {
+        try await Self.withSyncNode(users: ["bob"]) { c in
+            #expect(try await Self.setSync(c, ChannelIndex.defaultFunction).status == .created)
+            #expect(try await c.put("/db/_user/bob", #"{"admin_channels":["public"]}"#).status == .created)
+            let bob = Self.auth("bob")
+            let first = try await c.putDoc("/db/salary", #"{"channels":["hr"],"amount":100000}"#)
+            let att = try await c.request(.put, "/db/salary/payslip.txt?rev=\(first)", body: Array("100000".utf8),
+                                          headers: [.contentType: "text/plain"])
+            let withAttachment = att["rev"]?.stringValue ?? ""
+            let digest = try await c.get("/db/salary")["_attachments"]?["payslip.txt"]?["digest"]?.stringValue ?? ""
+            let current = try await c.putDoc("/db/salary?rev=\(withAttachment)", #"{"channels":["public"],"amount":0}"#)
+            #expect(try await c.get("/db/salary", headers: bob)["amount"] == 0)
+            #expect(try await c.get("/db/salary?rev=\(first)", headers: bob).status == .forbidden)
+            #expect(try await c.get("/db/salary/payslip.txt?rev=\(withAttachment)", headers: bob).status == .forbidden)
+            let open = try await c.get("/db/salary?open_revs=[%22\(first)%22,%22\(current)%22]", headers: bob)
+            #expect(open.json[0]?["missing"]?.stringValue == first)
+            #expect(open.json[1]?["ok"]?["amount"] == 0)
+            let bulk = try await c.post("/db/_bulk_get", #"{"docs":[{"id":"salary","rev":"\#(first)"}]}"#, headers: bob)
+            #expect(bulk["results"]?[0]?["docs"]?[0]?["error"]?["error"] == "forbidden")
+            // A missing document is still 404.
+            #expect(try await c.get("/db/nothing", headers: bob).status == .notFound)
+            // A stub naming another document's attachment by its digest is refused to a reader.
+            let stolen = try await c.put("/db/mine?new_edits=false", #"""
+                {"_rev":"1-abc","channels":["public"],"_attachments":{"f":{"stub":true,"digest":"\#(digest)","length":6}}}
+                """#, headers: bob)
+            #expect(stolen.status == .preconditionFailed, "\(stolen.text)")
+            #expect(try await c.get("/db/mine/f", headers: bob).status == .notFound)
+        }
+    }
+
+    /// Promise jobs a refused write leaves behind can't reach the next write's outcome; a function that decides
+    /// asynchronously (returns a promise) is refused; re-creating a deleted document sees the tombstone as `oldDoc`.
+    @Test func asynchronousCallbacksAndTombstonesCantRouteAroundTheFunction() async throws {
+        try await Self.withSyncNode(users: ["mallory"]) { c in
+            let source = """
+                function (doc, oldDoc) {
+                  Promise.resolve().then(function () { channel(doc.leak); });
+                  if (doc.bad) throw({forbidden: "no"});
+                  if (oldDoc && oldDoc._deleted && doc.owner != "admin") throw({forbidden: "a deleted list stays deleted"});
+                  channel(doc.channels);
+                }
+                """
+            #expect(try await Self.setSync(c, source).status == .created)
+            let bulk = try await c.post("/db/_bulk_docs", #"""
+                {"docs":[{"_id":"a","bad":true,"leak":["secret"]},{"_id":"b","channels":["open"]}]}
+                """#)
+            #expect(bulk.json[0]?["error"] == "forbidden")
+            #expect(bulk.json[1]?["ok"] == true)
+            #expect(Self.changedIDs(try await c.get("/db/_changes?filter=sync_gateway/bychannel&channels=secret")).isEmpty,
+                    "the refused write's callback put nothing in channel secret")
+            #expect(try await Self.setSync(c, "async function (doc) { channel(doc.channels); }").status == .created)
+            expectError(try await c.put("/db/c", #"{"channels":["open"]}"#), .internalServerError, "sync_function_error")
+            #expect(try await Self.setSync(c, source).status == .created)
+            let list = try await c.putDoc("/db/list", #"{"owner":"admin","channels":["lists"]}"#)
+            #expect(try await c.delete("/db/list?rev=\(list)").status == .ok)
+            let again = try await c.put("/db/list", #"{"owner":"mallory","channels":["lists"]}"#, headers: Self.auth("mallory"))
+            expectError(again, .forbidden, "forbidden", reason: "a deleted list stays deleted")
+        }
+    }
+
     // MARK: Configuration
 
     /// `settee serve --config FILE` with Sync Gateway's `databases` shape sets the function (creating the database).
@@ -374,9 +441,12 @@ struct SyncFunctionTests {
             let alice = Self.auth("alice")
             #expect(Self.changedIDs(try await c.get("/db/_changes", headers: alice)).isEmpty,
                     "documents written before the sync function are in no channel")
+            let before = try await c.get("/db/_changes", headers: alice)["last_seq"]?.stringValue ?? "0"
             let resync = try await c.post("/db/_resync", "")
             #expect(resync["documents"] == 30)
             #expect(Self.changedIDs(try await c.get("/db/_changes", headers: alice)).count == 15)
+            // A reader since before the resync gets its channels' documents again (their sequences are older).
+            #expect(Self.changedIDs(try await c.get("/db/_changes?since=\(before)", headers: alice)).count == 15)
         }
     }
 }

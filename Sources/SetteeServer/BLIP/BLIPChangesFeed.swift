@@ -59,7 +59,10 @@ struct BLIPChangesFeed: Sendable {
     }
 
     private func feed() async throws {
-        if context.limitedReader != nil || options.channels != nil { return try await channelFeed() }
+        let hasFunction = try ChannelIndex.of(context.database).syncFunction() != nil
+        if options.channels != nil || (context.limitedReader != nil && (hasFunction || options.continuous)) {
+            return try await channelFeed()
+        }
         let commits = context.database.commits()  // subscribed before the first read
         var since = options.since
         var caughtUp = false
@@ -103,7 +106,9 @@ struct BLIPChangesFeed: Sendable {
             let c = collection, from = since, opts = options, who = context.limitedReader
             let (entries, through) = try await blocking { () -> ([ChannelIndex.Entry], UInt64) in
                 var reader: ChannelIndex.Reader
-                if let who {
+                if try index.syncFunction() == nil {
+                    reader = .everything  // (no channels: the database is CouchDB's; `channels` was refused)
+                } else if let who {
                     reader = try index.reader(user: who.user, roles: who.roles, in: c)
                 } else {
                     reader = .everything
@@ -111,7 +116,9 @@ struct BLIPChangesFeed: Sendable {
                 }
                 if let channels = opts.channels { reader = reader.restricted(to: channels) }
                 var scan = SetteeStore.Collection.ChangesOptions(since: from)
-                scan.allLeaves = true
+                // A limited reader is offered each document's current revision only (as Sync Gateway offers it):
+                // a conflicting leaf has routing of its own, outside the reader's channels perhaps.
+                scan.allLeaves = who == nil || reader.all
                 if reader.all {
                     // (A user granted `*`, and no channels named: every document.)
                     scan.limit = opts.batch

@@ -52,7 +52,9 @@ enum BLIPRoutes {
         var made = BLIPSyncHandler.Context(node: call.node, database: db, collection: collection, writer: call.writer,
                                            canPush: call.access >= .member, canWriteDesign: call.access >= .admin,
                                            logger: Logger(label: "settee.blip"))
-        if call.reader != nil {
+        if call.access < .admin && !call.isAdmin {
+            // Every batch asks the channel index what this caller may read: a sync function set (or a `*` grant
+            // revoked) while the connection is open takes effect on it.
             made.limitedReader = BLIPSyncHandler.ChannelReader(user: call.user, roles: call.userCtx.roles)
         }
         let context = made

@@ -44,7 +44,7 @@ extension BLIPSyncHandler {
 
     /// The stored digest of the attachment a `getAttachment` or `proveAttachment` names by its SHA-1 (`digest`):
     /// one of a revision being sent (``BLIPOfferedAttachments``), else one on a leaf revision of the document the
-    /// request names (`docID`); HTTP 404 otherwise.
+    /// request names (`docID`) — for a reader limited to channels, only a document in them; HTTP 404 otherwise.
     private func storedDigest(for request: BLIPMessage) async throws -> String {
         guard let sha1 = request.properties["digest"], !sha1.isEmpty else {
             throw CouchError.badRequest("\(request.profile ?? "the request") needs a `digest`")
@@ -54,12 +54,22 @@ extension BLIPSyncHandler {
         let notFound = CouchError(.notFound, "not_found", "no attachment \(sha1) on a document this connection may read")
         guard let docID, !docID.isEmpty else { throw notFound }
         let c = try target(request).collection
+        let limited = context.limitedReader
         let found = try await blocking { () -> String? in
+            // A reader limited to its channels (a database with a sync function) reaches only the attachments of
+            // revisions in them, each checked by its own routing.
+            var reader: ChannelIndex.Reader?
+            if let limited, try ChannelIndex.of(c.database).syncFunction() != nil {
+                reader = try ChannelIndex.of(c.database).reader(user: limited.user, roles: limited.roles, in: c)
+            }
             guard let record = try c.record(id: docID, withTree: true) else { return nil }
             var names = BLIPAttachments.Names(database: c.database)
             defer { try? c.database.recordSHA1(names.computed) }
             let leaves = record.tree?.rankedLeaves.map(\.rev) ?? [record.revID]
-            for leaf in leaves {
+            let shown = try reader.map { r in
+                try ChannelIndex.of(c.database).visibleRevisions(leaves.map { .init(id: docID, rev: $0) }, in: c, to: r)
+            }
+            for leaf in leaves where shown?.contains(.init(id: docID, rev: leaf)) ?? true {
                 guard let body = record.revision(leaf)?.body, body.contains(bytes: BLIPAttachments.attachmentsKey),
                       case .object(let stubs)? = try JSON.parse(body)["_attachments"] else { continue }
                 for (_, stub) in stubs {

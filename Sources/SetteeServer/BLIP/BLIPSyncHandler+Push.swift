@@ -19,11 +19,15 @@ extension BLIPSyncHandler {
         }
         let c = try target(request).collection
         let request2 = asked
+        let hiddenIDs = try await hidden(asked.map(\.id), in: c)
         let diffs = try await blocking { try c.revsDiff(request2) }
         var answer = [JSON](repeating: .int(0), count: items.count)
         let byID = Dictionary(diffs.map { ($0.id, $0.diff) }, uniquingKeysWith: { a, _ in a })
         for (k, i) in positions.enumerated() {
-            if let diff = byID[asked[k].id], diff.missing.contains(asked[k].revs[0]) {
+            if hiddenIDs.contains(asked[k].id) {
+                // A document outside a limited reader's channels is unknown to it (as `_revs_diff` answers).
+                answer[i] = []
+            } else if let diff = byID[asked[k].id], diff.missing.contains(asked[k].revs[0]) {
                 answer[i] = .array(diff.possibleAncestors.map { .string($0.description) })
             }
         }
@@ -39,6 +43,7 @@ extension BLIPSyncHandler {
         guard let items = try jsonArray(request) else { return }
         let ids = items.map { $0[0]?.stringValue ?? "" }
         let c = try target(request).collection
+        let hiddenIDs = try await hidden(ids, in: c)
         let records = try await blocking { try c.records(ids: ids, withTree: true) }
         var answer: [JSON] = []
         for (i, item) in items.enumerated() {
@@ -47,10 +52,23 @@ extension BLIPSyncHandler {
                 continue
             }
             let parent = item[2]?.stringValue.flatMap(RevID.init)
-            answer.append(.int(Int64(Self.proposal(rev: rev, parent: parent, current: records[i]))))
+            // A document outside a limited reader's channels is unknown to it: send it (the sync function judges).
+            answer.append(.int(Int64(Self.proposal(rev: rev, parent: parent, current: hiddenIDs.contains(ids[i]) ? nil : records[i]))))
         }
         while case .int(0)? = answer.last { answer.removeLast() }
         session.send(.response(to: request.number, body: JSON.array(answer).serializedBytes))
+    }
+
+    /// Of `ids`, the documents a reader limited to its channels may not see (none for anyone else).
+    func hidden(_ ids: [String], in c: SetteeStore.Collection) async throws -> Set<String> {
+        guard let limited = context.limitedReader else { return [] }
+        return try await blocking {
+            let index = ChannelIndex.of(c.database)
+            guard try index.syncFunction() != nil else { return [] }
+            let reader = try index.reader(user: limited.user, roles: limited.roles, in: c)
+            if reader.all { return [] }
+            return Set(ids).subtracting(try index.visible(ids, in: c, to: reader))
+        }
     }
 
     /// The status of a proposed revision against the stored document.

@@ -11,20 +11,18 @@ enum AttachmentRoutes {
         let (db, c) = try target.open(call.node)
         switch call.method {
         case .get, .head:
-            if call.reader != nil {
-                let caller = call
-                try await blocking { try SyncGate.checkVisible(caller, id: id, in: c) }
-            }
             let rev = try call.query["rev"].map { s in
                 guard let r = RevID(s) else { throw CouchError.badRequest("Invalid rev format") }
                 return r
             }
+            let reader = call.reader
             let (meta, digest, found): (JSONObject, String, Found) = try await blocking {
                 // An older revision's attachments are readable until compaction drops its body.
                 guard let record = try c.record(id: id, withTree: rev != nil, archived: rev.map { .revisions([$0]) }) else {
                     throw CouchError.notFound("missing")
                 }
                 if rev == nil && record.deleted { throw CouchError.notFound("deleted") }
+                try SyncGate.checkRevision(reader, id: id, rev: rev ?? record.revID, in: c)
                 guard let revision = record.revision(rev ?? record.revID),
                       case .object(let body) = try JSON.parse(revision.body),
                       case .object(let meta)? = body["_attachments"]?[name],

@@ -29,6 +29,7 @@ enum BulkRoutes {
             throw CouchError(.contentTooLarge, "max_bulk_docs_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
         }
         let queryNewEdits = try call.query.bool("new_edits", default: true)
+        let ownStubsOnly = call.reader != nil
         let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits
         let metrics = call.node.metrics
         let writer = call.writer
@@ -62,7 +63,7 @@ enum BulkRoutes {
                     var parsed = try DocumentInput.parse(o, id: id)
                     parsed.id = id
                     let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c, maxAttachmentSize: maxAttachment,
-                                                        compression: compression)
+                                                        compression: compression, ownStubsOnly: ownStubsOnly)
                     writes.append(write)
                     positions.append(i)
                 } catch {
@@ -120,8 +121,21 @@ enum BulkRoutes {
             // A requested revision that is no longer a leaf is served from the archive until compaction.
             let archived = requests.map { r in baseOutput.archived(r["rev"]?.stringValue.flatMap(RevID.init).map { [$0] } ?? []) }
             let records = try c.records(ids: ids, withTree: true, archived: archived)
-            // On a database with a sync function, a reader gets only the documents in its channels.
-            let visible = try reader.map { try ChannelIndex.of(db).visible(ids, in: c, to: $0) }
+            // On a database with a sync function, a reader gets only the revisions in its channels (each checked by
+            // its own routing, on the records just read).
+            var visible: Set<ChannelIndex.RevisionKey>?
+            if let reader {
+                var asked: [ChannelIndex.RevisionKey] = []
+                for (n, request) in requests.enumerated() {
+                    guard let record = records[n], let id = request["id"]?.stringValue else { continue }
+                    if let text = request["rev"]?.stringValue, let rev = RevID(text) {
+                        for (r, _) in DocumentOutput.openRevs(record, requested: [rev], latest: latest) { asked.append(.init(id: id, rev: r)) }
+                    } else {
+                        asked.append(.init(id: id, rev: record.revID))
+                    }
+                }
+                visible = try ChannelIndex.of(db).visibleRevisions(asked, in: c, to: reader)
+            }
             var read = 0
             for (n, request) in requests.enumerated() {
                 if n > 0 { out.append(UInt8(ascii: ",")) }
@@ -162,7 +176,7 @@ enum BulkRoutes {
                 if let invalidID {
                     let e = CouchError.from(invalidID)
                     error(revText, e.error, e.reason)
-                } else if let visible, !visible.contains(id) {
+                } else if let visible, let record = records[n], revText == nil, !visible.contains(.init(id: id, rev: record.revID)) {
                     error(revText, "forbidden", "You are not allowed to see this document.")
                 } else if let record = records[n] {
                     if let revText {
@@ -171,7 +185,9 @@ enum BulkRoutes {
                             for (r, found) in DocumentOutput.openRevs(record, requested: [rev], latest: latest) {
                                 if !first { out.append(UInt8(ascii: ",")) }
                                 first = false
-                                if found, let revision = record.revision(r) {
+                                if let visible, !visible.contains(.init(id: id, rev: r)) {
+                                    error(r.description, "forbidden", "You are not allowed to see this document.")
+                                } else if found, let revision = record.revision(r) {
                                     try emit(record, r, revision.body, revision.deleted)
                                 } else {
                                     error(r.description, "not_found", "missing")
@@ -394,12 +410,21 @@ enum BulkRoutes {
                 if opts.descending { ids.reverse() }
                 let page = Array(ids.dropFirst(opts.skip).prefix(opts.limit ?? Int.max))
                 out.append(contentsOf: "{\"total_rows\":\(live.count),\"offset\":\(min(opts.skip, ids.count)),\"rows\":[".utf8)
-                for (i, r) in try c.allDocs(keys: page, includeDocs: opts.includeDocs).compactMap({ $0 }).enumerated() {
+                // The rows as read now, each revision checked by its own routing (a document may have left the
+                // reader's channels since the index was read).
+                let read = try c.allDocs(keys: page, includeDocs: opts.includeDocs).compactMap { $0 }
+                let shown = try reader.map { try ChannelIndex.of(db).visibleRevisions(read.map { .init(id: $0.id, rev: $0.rev) }, in: c, to: $0) }
+                for (i, r) in read.filter({ shown?.contains(.init(id: $0.id, rev: $0.rev)) ?? true }).enumerated() {
                     if i > 0 { out.append(UInt8(ascii: ",")) }
                     try row(r, into: &out)
                 }
             } else if let keyList {
-                let found = try c.allDocs(keys: keyList, includeDocs: opts.includeDocs)
+                var found = try c.allDocs(keys: keyList, includeDocs: opts.includeDocs)
+                if let reader {
+                    let shown = try ChannelIndex.of(db).visibleRevisions(found.compactMap { $0.map { .init(id: $0.id, rev: $0.rev) } },
+                                                                         in: c, to: reader)
+                    found = found.map { r in r.flatMap { shown.contains(.init(id: $0.id, rev: $0.rev)) ? $0 : nil } }
+                }
                 let total = try visible.map { try c.allDocs(keys: $0.sorted(), includeDocs: false).compactMap { $0 }.filter { !$0.deleted }.count }
                     ?? c.documentCounts().live
                 out.append(contentsOf: "{\"total_rows\":\(total),\"offset\":null,\"rows\":[".utf8)
@@ -407,7 +432,7 @@ enum BulkRoutes {
                 if opts.descending { ordered.reverse() }
                 for (i, (key, r)) in ordered.dropFirst(opts.skip).prefix(opts.limit ?? Int.max).enumerated() {
                     if i > 0 { out.append(UInt8(ascii: ",")) }
-                    if let r, visible?.contains(r.id) ?? true { try row(r, into: &out) } else {
+                    if let r { try row(r, into: &out) } else {
                         out.append(contentsOf: #"{"key":"#.utf8)
                         JSON.appendString(key, to: &out)
                         out.append(contentsOf: #","error":"not_found"}"#.utf8)

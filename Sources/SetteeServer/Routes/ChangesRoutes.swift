@@ -59,13 +59,16 @@ enum ChangesRoutes {
         }
         var options = try parse(call.query, body: body)
         options.sequences = call.sequences(db.uuid)
-        if call.reader != nil || options.channels != nil {
+        // A caller who is not a database admin reads through channels when the database has a sync function; a
+        // live feed asks again at every scan (a function set, or a `*` grant revoked, while it runs takes effect).
+        let limited = call.access < .admin && !call.isAdmin
+        if call.reader != nil || options.channels != nil || (limited && options.feed != .normal) {
             let index = ChannelIndex.of(db)
-            if options.channels != nil, call.reader == nil, try index.syncFunction() == nil {
+            if options.channels != nil, try index.syncFunction() == nil {
                 throw CouchError.badRequest("filter=\(byChannelFilter) needs a database with a sync function.")
             }
             options.channelFeed = ChannelFeed(index: index, user: call.user, roles: call.userCtx.roles,
-                                              limited: call.reader != nil, requested: options.channels)
+                                              limited: limited, requested: options.channels)
         }
         if let (spec, view) = options.javascriptFilterName {
             let request = JavaScriptRequest.make(call, database: db, body: body.isEmpty ? nil : JSON.object(body).serializedBytes,

@@ -70,9 +70,12 @@ enum DocumentInput {
     ///   - follows: attachment bodies from a multipart request, by attachment name (in memory, or staged to files
     ///     the write copies into the database).
     ///   - collection: used to resolve attachment stubs against the parent revision.
+    ///   - ownStubsOnly: a stub naming a digest (a replicated revision's) must name an attachment of one of the
+    ///     document's own leaf revisions, not any body the database holds: for a writer limited to channels, who
+    ///     must not copy another document's attachment by its digest.
     static func write(_ doc: Parsed, newEdits: Bool, follows: [String: FollowingAttachment] = [:],
                       collection: SetteeStore.Collection, maxAttachmentSize: Int = .max,
-                      compression: AttachmentSettings = AttachmentSettings()) throws -> RevisionWrite {
+                      compression: AttachmentSettings = AttachmentSettings(), ownStubsOnly: Bool = false) throws -> RevisionWrite {
         if newEdits, !doc.deleted, doc.id.hasPrefix("_design/"), doc.body["language"]?.stringValue ?? "javascript" != "erlang" {
             // Views are checked on write, as CouchDB checks them: SQL++ expressions parse, built-in reduces exist.
             // JavaScript functions are compiled when first used. (Replicated design documents — new_edits=false —
@@ -179,7 +182,19 @@ enum DocumentInput {
                 if let encoding = stored.encoding { encodings[stored.digest] = encoding }
                 out[name] = stub(digest: stored.digest, length: stored.length)
             }
-            if !stubDigests.isEmpty {
+            if !stubDigests.isEmpty && ownStubsOnly {
+                var own: Set<String> = []
+                if let record = try collection.record(id: doc.id, withTree: true) {
+                    for leaf in record.tree?.rankedLeaves.map(\.rev) ?? [record.revID] {
+                        guard let body = record.revision(leaf)?.body, case .object(let stubs)? = try JSON.parse(body)["_attachments"] else { continue }
+                        for (_, stub) in stubs { if let d = stub["digest"]?.stringValue { own.insert(d) } }
+                    }
+                }
+                let supplied = Set(blobs.map(\.digest) + staged.map(\.digest))
+                for d in stubDigests where !own.contains(d) && !supplied.contains(d) {
+                    throw CouchError(.preconditionFailed, "missing_stub", "Invalid attachment stub in \(doc.id): digest \(d) is not one of its attachments")
+                }
+            } else if !stubDigests.isEmpty {
                 let present = try collection.database.existingBlobs(stubDigests)
                 let supplied = Set(blobs.map(\.digest) + staged.map(\.digest))
                 for d in stubDigests where !present.contains(d) && !supplied.contains(d) {

@@ -16,10 +16,6 @@ enum DocumentRoutes {
         if db.isPartitioned {
             do { try DocumentIDs.requirePartition(id) } catch { throw CouchError.from(error) }
         }
-        if call.reader != nil, [.get, .head, DocumentRoutes.copyMethod].contains(call.method) {
-            let caller = call
-            try await blocking { try SyncGate.checkVisible(caller, id: id, in: c) }
-        }
         switch call.method {
         case .get, .head: return try await get(call, db, c, id: id)
         case .put: return try await put(&call, db, c, id: id)
@@ -47,6 +43,7 @@ enum DocumentRoutes {
         }
         let needTree = output.needsTree || requestedRev != nil
         let metrics = call.node.metrics
+        let reader = call.reader
         // A point read takes microseconds: it runs inline on the request's task (Swift's cooperative pool,
         // never a NIO event loop) rather than paying two thread hops to the store's queue.
         let (bytes, rev): ([UInt8], RevID) = try pointRead {
@@ -57,6 +54,7 @@ enum DocumentRoutes {
             let rev = requestedRev ?? record.revID
             if requestedRev == nil && record.deleted { throw CouchError.notFound("deleted") }
             guard let revision = record.revision(rev) else { throw CouchError.notFound("missing") }
+            try SyncGate.checkRevision(reader, id: id, rev: rev, in: c)
             metrics.documentsRead(1)
             return (try output.bytes(record, rev: rev, body: revision.body, deleted: revision.deleted, database: db), rev)
         }
@@ -102,11 +100,18 @@ enum DocumentRoutes {
         output.attachmentsFollow = multipart
         let finalOutput = output
         let sendEncoded = output.attEncodingInfo || call.header(HTTPField.Name("X-CouchDB-Send-Encoded-Atts")!) == "true"
+        let reader = call.reader
         let (results, body): ([JSON], MultipartBody?) = try await blocking {
             let results: [JSON]
             if let record = try c.record(id: id, withTree: true, archived: finalOutput.archived(wanted ?? [])) {
-                results = try DocumentOutput.openRevs(record, requested: wanted, latest: latest).map { rev, found in
-                    guard found, let revision = record.revision(rev) else { return ["missing": .string(rev.description)] }
+                let revisions = DocumentOutput.openRevs(record, requested: wanted, latest: latest)
+                // A reader limited to channels gets only the revisions in them; the others are missing to it.
+                let visible = try reader.map { r in
+                    try ChannelIndex.of(db).visibleRevisions(revisions.map { .init(id: id, rev: $0.0) }, in: c, to: r)
+                }
+                results = try revisions.map { rev, found in
+                    guard found, let revision = record.revision(rev),
+                          visible?.contains(.init(id: id, rev: rev)) ?? true else { return ["missing": .string(rev.description)] }
                     return ["ok": .object(try finalOutput.render(record, rev: rev, body: revision.body,
                                                                  deleted: revision.deleted, database: db))]
                 }
@@ -147,6 +152,7 @@ enum DocumentRoutes {
         var following = output
         following.attachmentsFollow = true
         let output = following
+        let reader = call.reader
         let (doc, rendered): (JSONObject, MultipartBody?) = try await blocking {
             guard let record = try c.record(id: id, withTree: true, archived: output.archived(rev.map { [$0] } ?? [])) else {
                 throw CouchError.notFound("missing")
@@ -154,6 +160,7 @@ enum DocumentRoutes {
             let wanted = rev ?? record.revID
             if rev == nil && record.deleted { throw CouchError.notFound("deleted") }
             guard let revision = record.revision(wanted) else { throw CouchError.notFound("missing") }
+            try SyncGate.checkRevision(reader, id: id, rev: wanted, in: c)
             let doc = try output.render(record, rev: wanted, body: revision.body, deleted: revision.deleted, database: db)
             guard MultipartDocuments.sendsAttachments(doc) else { return (doc, nil) }
             return (doc, try MultipartDocuments.related(doc, database: db, sendEncoded: sendEncoded))
@@ -220,9 +227,11 @@ enum DocumentRoutes {
         let writer = call.writer
         let maxAttachment = call.node.configuration.maxAttachmentSize
         let compression = call.node.configuration.attachments
+        let ownStubsOnly = call.reader != nil
         let rev: RevID? = try await blocking {
             let write = try DocumentInput.write(input, newEdits: newEdits, follows: follows, collection: c,
-                                                 maxAttachmentSize: maxAttachment, compression: compression)
+                                                 maxAttachmentSize: maxAttachment, compression: compression,
+                                                 ownStubsOnly: ownStubsOnly)
             switch try c.write([write], as: writer)[0] {
             case .success(let rev):
                 metrics.documentsWritten(1)
@@ -339,6 +348,7 @@ enum DocumentRoutes {
         var withAttachments = try DocumentOutput(QueryOptions(nil))
         withAttachments.attachments = true
         let output = withAttachments
+        let reader = call.reader
         let source: JSONObject = try await blocking {
             guard let record = try c.record(id: id, withTree: requested != nil,
                                             archived: requested.map { .revisions([$0]) }) else {
@@ -347,6 +357,7 @@ enum DocumentRoutes {
             let rev = requested ?? record.revID
             if requested == nil && record.deleted { throw CouchError.notFound("deleted") }
             guard let revision = record.revision(rev), !revision.deleted else { throw CouchError.notFound("missing") }
+            try SyncGate.checkRevision(reader, id: id, rev: rev, in: c)
             return try output.render(record, rev: rev, body: revision.body, deleted: false, database: db)
         }
         var doc = source

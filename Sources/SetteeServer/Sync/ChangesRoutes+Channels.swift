@@ -44,7 +44,9 @@ extension ChangesRoutes {
     static func scanChannels(_ c: SetteeStore.Collection, _ db: Database, _ o: Options, feed: ChannelFeed,
                              since: UInt64) throws -> ([[UInt8]], UInt64, Int) {
         var reader: ChannelIndex.Reader
-        if feed.limited {
+        if try feed.index.syncFunction() == nil {
+            reader = .everything  // the database is CouchDB's (now): no channels
+        } else if feed.limited {
             reader = try feed.index.reader(user: feed.user, roles: feed.roles, in: c)
         } else {
             reader = .everything
@@ -62,14 +64,19 @@ extension ChangesRoutes {
         opts.includeDocs = o.includeDocs || o.selector != nil || o.javascript != nil
         let backfill = reader.channels.values.contains { $0 > since }
         let filtered = o.selector != nil || o.designOnly || o.javascript != nil
+        // A limited reader is offered each document's current revision only: a conflicting leaf has routing of
+        // its own.
+        if feed.limited { opts.allLeaves = false; opts.conflicts = false }
         let (entries, through) = try feed.index.changes(in: c, for: reader, since: since, options: opts, limit: nil)
         var rows: [[UInt8]] = []
-        var last = through
+        var last = max(since, through)
         let ordered = o.descending ? entries.reversed() : entries
+        let onlyIDs = o.docIDs.map(Set.init)
         for entry in ordered {
             switch entry {
             case .change(let row):
                 if o.designOnly && !row.id.hasPrefix("_design/") { continue }
+                if let onlyIDs, !onlyIDs.contains(row.id) { continue }
                 var docBytes: [UInt8]?
                 if let body = row.body {
                     docBytes = DocumentBytes.splice(id: row.id, rev: row.rev.description, deleted: row.deleted, body: body)
@@ -84,12 +91,12 @@ extension ChangesRoutes {
                 }
                 rows.append(try render(row, doc: o.includeDocs ? docBytes : nil, db: db, o: o))
             case .removed(let seq, let id, let rev, let channels, let revoked):
-                if filtered { continue }
+                if filtered || !(onlyIDs?.contains(id) ?? true) { continue }
                 rows.append(renderRemoved(seq: seq, id: id, rev: rev, channels: channels, revoked: revoked,
                                           includeDoc: o.includeDocs, o: o))
             }
-            if !backfill && !o.descending, let limit = o.limit, rows.count >= limit {
-                last = max(since, entry.sequence)
+            if !backfill, let limit = o.limit, rows.count >= limit {
+                if !o.descending { last = max(since, entry.sequence) }
                 break
             }
         }

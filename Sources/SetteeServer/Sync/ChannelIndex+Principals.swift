@@ -17,6 +17,9 @@ extension ChannelIndex {
         }
     }
 
+    /// The `meta` key of the sequence of the last `_resync`.
+    static let resyncKey = "sync_resync_seq"
+
     /// The key a user (`alice`) or role (`role:editors`) is stored under; the anonymous caller is `GUEST`.
     static func principalKey(user: String?) -> String { user ?? "GUEST" }
     static func principalKey(role: String) -> String { "role:" + role }
@@ -132,6 +135,8 @@ extension ChannelIndex {
     /// The channels a user sees: the public channel `!`, their `admin_channels`, their roles' (CouchDB roles from
     /// `_users`, `admin_roles`, and `role()` grants), and `access()` grants to them or their roles.
     func reader(user: String?, roles couchRoles: [String], in collection: SetteeStore.Collection) throws -> Reader {
+        // Grants are the database's, from documents of any collection: every collection's index is caught up.
+        for other in try database.allCollections() where other.id != collection.id { try catchUp(other) }
         let through = try catchUp(collection)
         let key = Self.principalKey(user: user)
         return try database.read { db in
@@ -165,6 +170,11 @@ extension ChannelIndex {
                                      [.text(holder)]) { stmt in
                     while try stmt.step() { grant(stmt.string(0) ?? "", at: max(holderSince, UInt64(max(0, stmt.int64(1))))) }
                 }
+            }
+            // After `_resync` every document may be routed otherwise: every channel counts as granted then, so a
+            // reader since before gets its channels' documents again.
+            if let resynced = UInt64(try db.metaValue(Self.resyncKey) ?? ""), resynced <= through {
+                channels = channels.mapValues { max($0, resynced) }
             }
             channels = channels.filter { $0.value <= through }
             // What the user and its roles lost: channels directly, and the channels of roles it lost.

@@ -147,3 +147,33 @@ extension ChannelIndex {
         return (entries, through)
     }
 }
+
+extension ChannelIndex {
+    /// A document revision, as the per-revision checks name it.
+    struct RevisionKey: Hashable, Sendable {
+        let id: String
+        let rev: RevID
+    }
+
+    /// Of these revisions, those the reader may see: each one's own routing (stored with it, never changed)
+    /// names one of the reader's channels. A revision without routing (written before the sync function, or
+    /// pruned as no longer a leaf) is not visible. What a route serves is checked this way, on the revision it
+    /// actually read, so a document changing channels between a check and a read can't slip a body through.
+    func visibleRevisions(_ revisions: [RevisionKey], in c: SetteeStore.Collection, to reader: Reader) throws -> Set<RevisionKey> {
+        if reader.all { return Set(revisions) }
+        if revisions.isEmpty || reader.channels.isEmpty { return [] }
+        return try database.read { db in
+            var out: Set<RevisionKey> = []
+            for key in Set(revisions) {
+                guard let bytes = try c.routing(id: key.id, rev: key.rev, db: db) else { continue }
+                if Routing(json: bytes).channels.contains(where: { reader.channels[$0] != nil }) { out.insert(key) }
+            }
+            return out
+        }
+    }
+
+    /// Whether the reader may see this revision (``visibleRevisions(_:in:to:)``).
+    func isVisible(_ id: String, rev: RevID, in c: SetteeStore.Collection, to reader: Reader) throws -> Bool {
+        try !visibleRevisions([RevisionKey(id: id, rev: rev)], in: c, to: reader).isEmpty
+    }
+}

@@ -34,6 +34,8 @@ final class ChannelIndex: Sendable {
         /// Per collection: the sequence the index is current through.
         var caughtUp: [Int64: UInt64] = [:]
         var tablesReady = false
+        /// Bumped by ``reset(_:)``: a catch-up that began before it does not record how far it got.
+        var generation = 0
     }
     private let state = Mutex(State())
 
@@ -135,12 +137,13 @@ final class ChannelIndex: Sendable {
         let target = database.lastSequence
         if let through = state.withLock({ $0.caughtUp[c.id] }), through >= target { return through }
         try ensureTables()
+        let generation = state.withLock { $0.generation }
         var through: UInt64 = 0
         var more = true
         while more {
             (through, more) = try catchUpChunk(c)
         }
-        state.withLock { $0.caughtUp[c.id] = max($0.caughtUp[c.id] ?? 0, through) }
+        state.withLock { if $0.generation == generation { $0.caughtUp[c.id] = max($0.caughtUp[c.id] ?? 0, through) } }
         return through
     }
 
@@ -171,6 +174,8 @@ final class ChannelIndex: Sendable {
             for row in rows where !row.id.hasPrefix("_design/") {
                 let routing = try c.routing(id: row.id, rev: row.rev, db: db).map(Routing.init(json:)) ?? Routing()
                 try self.apply(routing, id: row.id, seq: Int64(clamping: row.sequence), collection: c.id, db: db)
+                // The routing of revisions that stopped being leaves goes (a first revision replaced nothing).
+                if row.rev.generation > 1 { try c.pruneRouting(id: row.id, db: db) }
             }
             try db.setMetaValue(self.metaKey(c), String(through))
             return true
@@ -225,6 +230,31 @@ final class ChannelIndex: Sendable {
             .run([.text(principal), .integer(kind.rawValue), .text(value), .integer(seq)])
     }
 
+    /// Rebuilds a collection's index after its documents' routing was rewritten (`_resync`): readers since before
+    /// get their channels' documents again (every channel counts as granted at the resync's sequence) and are told
+    /// of documents no longer in channels they were in (removed rows at that sequence).
+    func rebuild(_ c: SetteeStore.Collection) throws {
+        try ensureTables()
+        try catchUp(c)
+        let before = try database.read { db in
+            try db.withStatement("SELECT channel, id FROM sync_channels WHERE collection = ? AND removed = 0", [.integer(c.id)]) { stmt in
+                var pairs: [(String, String)] = []
+                while try stmt.step() { pairs.append((stmt.string(0) ?? "", stmt.string(1) ?? "")) }
+                return pairs
+            }
+        }
+        try reset(c)
+        try catchUp(c)
+        try database.write { db in
+            let at = Int64(clamping: self.database.nextSequence())
+            for (channel, id) in before {
+                try db.prepare("INSERT OR IGNORE INTO sync_channels(collection, channel, id, seq, removed) VALUES (?, ?, ?, ?, 1)")
+                    .run([.integer(c.id), .text(channel), .text(id), .integer(at)])
+            }
+            try db.setMetaValue(Self.resyncKey, String(at))
+        }
+    }
+
     /// Forgets what the index holds for a collection, so the next reader rebuilds it from the feed (after
     /// `_resync`, or when the sync function changed).
     func reset(_ c: SetteeStore.Collection) throws {
@@ -234,6 +264,9 @@ final class ChannelIndex: Sendable {
             try db.prepare("DELETE FROM sync_grants WHERE collection = ?").run([.integer(c.id)])
             try db.setMetaValue(self.metaKey(c), nil)
         }
-        state.withLock { $0.caughtUp[c.id] = nil }
+        state.withLock {
+            $0.caughtUp[c.id] = nil
+            $0.generation += 1
+        }
     }
 }

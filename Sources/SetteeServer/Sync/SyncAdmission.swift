@@ -29,7 +29,9 @@ enum SyncAdmission {
             user["channels"] = .array(reader.channels.keys.sorted().map(JSON.string))
             user["roles"] = .array(reader.roles.sorted().map(JSON.string))
         }
-        // `oldDoc`: the current revision (null for a new document or one whose current revision is deleted).
+        // `oldDoc`: the current revision, null for a new document. Over a tombstone it is the tombstone
+        // (`{_id, _rev, _deleted: true}`), so a function can tell re-creating a deleted document from a new one (the
+        // deleted document's grants and channels are what its checks guard).
         let records = try collection.records(ids: writes.map(\.id))
         var pairs: [[UInt8]] = []
         pairs.reserveCapacity(writes.count)
@@ -38,7 +40,14 @@ enum SyncAdmission {
             if let record, !record.deleted, case .object(let body) = try JSON.parse(record.body) {
                 current = (record.revID.description, body)
             }
-            pairs.append(DocumentValidator.serializedArguments(write, current: current))
+            var pair = DocumentValidator.serializedArguments(write, current: current)
+            if let record, record.deleted {
+                pair.removeLast(4)  // "null"
+                var tombstone: JSONObject = ["_id": .string(write.id), "_rev": .string(record.revID.description)]
+                tombstone["_deleted"] = true
+                JSON.object(tombstone).serialize(into: &pair)
+            }
+            pairs.append(pair)
         }
         let outcomes: [Result<[UInt8], JavaScriptError>]
         do {
@@ -52,10 +61,32 @@ enum SyncAdmission {
             case .success(let routing):
                 var write = writes[k]
                 write.routing = routing
+                write.expiresAtMillis = (try? JSON.parse(routing))?["expiry"].flatMap { expiryMillis($0) }
                 verdicts[i] = .success(write)
             case .failure(let error):
                 verdicts[i] = .failure(WriteRules.refusal(refusal(error)))
             }
+        }
+    }
+
+    /// `expiry()`'s value as Sync Gateway reads it: a number of seconds, from now when at most 30 days, else since
+    /// 1970; a string of such a number, or an ISO 8601 date. Nil for anything else (and `null`: unchanged).
+    static func expiryMillis(_ value: JSON, now: Date = Date()) -> Int64? {
+        func seconds(_ n: Double) -> Int64? {
+            guard n.isFinite, n > 0 else { return nil }
+            let absolute = n <= 30 * 24 * 3600 ? now.timeIntervalSince1970 + n : n
+            return Int64((absolute * 1000).rounded())
+        }
+        switch value {
+        case .int(let n): return seconds(Double(n))
+        case .double(let d): return seconds(d)
+        case .string(let s):
+            if let n = Double(s) { return seconds(n) }
+            let f = ISO8601DateFormatter()
+            f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            guard let date = f.date(from: s) ?? ISO8601DateFormatter().date(from: s) else { return nil }
+            return Int64((date.timeIntervalSince1970 * 1000).rounded())
+        default: return nil
         }
     }
 

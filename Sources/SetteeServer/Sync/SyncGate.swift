@@ -26,8 +26,8 @@ enum SyncGate {
                 if designRead && (call.method == .get || call.method == .head) {
                     throw refused("Design documents")
                 }
-            case .allDocs where s[1] == "_design_docs":
-                throw refused("_design_docs")
+            case .allDocs where s[1] == "_design_docs" || s[1] == "_local_docs":
+                throw refused(s[1])
             case .allDocs, .bulkDocs, .bulkGet, .revsDiff, .changes, .blipsync, .local, .ensureFullCommit:
                 break
             case .view where s[1] == "_design", .find, .explain:
@@ -50,11 +50,14 @@ enum SyncGate {
                    "\(what) are open only to database admins on a database with a sync function: they are not filtered by channel.")
     }
 
-    /// 404 for a document the reader may not see (as if it did not exist, so its id reveals nothing), or nothing.
-    static func checkVisible(_ call: Call, id: String, in c: SetteeStore.Collection) throws {
-        guard let reader = call.reader, !id.hasPrefix("_local/") else { return }
-        if try !ChannelIndex.of(c.database).isVisible(id, in: c, to: reader) {
-            throw CouchError(.forbidden, "forbidden", "You are not allowed to see this document.")
-        }
+    /// The answer to a reader asking for a revision outside its channels (Sync Gateway's: 403, so a missing
+    /// document stays 404).
+    static let hidden = CouchError(.forbidden, "forbidden", "You are not allowed to see this document.")
+
+    /// Throws ``hidden`` unless the reader (nil: anyone) may see this revision of the document, by the revision's
+    /// own routing (``ChannelIndex/visibleRevisions(_:in:to:)``).
+    static func checkRevision(_ reader: ChannelIndex.Reader?, id: String, rev: RevID, in c: SetteeStore.Collection) throws {
+        guard let reader, !id.hasPrefix("_local/") else { return }
+        if try !ChannelIndex.of(c.database).isVisible(id, rev: rev, in: c, to: reader) { throw hidden }
     }
 }

@@ -13,7 +13,7 @@ import SetteeStore
 ///   they read in this database.
 /// - `GET /{db}/_role/`, `GET|PUT|DELETE /{db}/_role/{name}`: a role's `admin_channels`.
 /// - `POST /{db}/_resync`: runs the sync function again over every document's current revision (after changing
-///   it), as an admin, and rebuilds the channel index.
+///   it), as an admin, and rebuilds the channel index; readers since before get their channels' documents again.
 enum SyncRoutes {
     static func handle(_ call: inout Call, _ target: Keyspace, _ s: [String]) async throws -> Response {
         let (db, c) = try target.open(call.node)
@@ -106,8 +106,7 @@ enum SyncRoutes {
             if batch.count == 500 { try flush() }
         }
         try flush()
-        try index.reset(c)
-        try index.catchUp(c)
+        try index.rebuild(c)
         return total
     }
 
@@ -143,8 +142,9 @@ enum SyncRoutes {
             let body = try await call.bodyObject()
             func names(_ key: String) throws -> [String] {
                 guard let value = body[key], !value.isNull else { return [] }
-                guard let list = value.arrayValue, list.allSatisfy({ $0.stringValue?.isEmpty == false }) else {
-                    throw CouchError.badRequest("`\(key)` must be an array of names.")
+                guard let list = value.arrayValue,
+                      list.allSatisfy({ $0.stringValue.map { !$0.isEmpty && !$0.contains(":") } ?? false }) else {
+                    throw CouchError.badRequest("`\(key)` must be an array of names (not empty, without `:`).")
                 }
                 return Array(Set(list.compactMap(\.stringValue))).sorted()
             }

@@ -23,9 +23,14 @@ extension Collection {
         }
     }
 
-    /// Drops the routing of revisions a document no longer has (every revision but `keeping`).
-    package func pruneRouting(id: String, keeping: [RevID], db: Connection) throws {
-        let kept = Set(keeping.map(\.description))
+    /// Drops the routing of a document's revisions that are no longer leaves of its tree (its current leaves'
+    /// stay: a conflict's loser may win again), in the caller's write transaction.
+    package func pruneRouting(id: String, db: Connection) throws {
+        let leaves = try db.withStatement("SELECT tree FROM \(docsTable) WHERE id = ?", [.text(id)]) { stmt -> [RevID] in
+            guard try stmt.step() else { return [] }
+            return try RevTree(encoded: stmt.blob(0) ?? []).rankedLeaves.map(\.rev)
+        }
+        let kept = Set(leaves.map(\.description))
         let stale = try db.withStatement("SELECT rev FROM routes WHERE collection = ? AND id = ?",
                                          [.integer(self.id), .text(id)]) { stmt in
             var out: [String] = []

@@ -69,8 +69,13 @@ extension Collection {
                 let outcome = try self.apply(w, session)
                 // (A revision the document had already keeps the routing it was stored with: the body sent with it
                 // again is not what was stored.)
-                if case .success(let rev) = outcome, let routing = w.routing, !session.lastWasAlreadyStored {
-                    try self.storeRouting(routing, id: w.id, rev: rev, db: db)
+                if case .success(let rev) = outcome, !session.lastWasAlreadyStored {
+                    if let routing = w.routing { try self.storeRouting(routing, id: w.id, rev: rev, db: db) }
+                    if let millis = w.expiresAtMillis {
+                        try db.prepare("INSERT OR REPLACE INTO expiry(collection, id, expires) VALUES (?, ?, ?)")
+                            .run([.integer(self.id), .text(w.id), .integer(millis)])
+                        self.database.expiry.schedule(atMillis: millis)
+                    }
                 }
                 // A local edit that succeeded stored its row with the last sequence allocated (a replicated
                 // revision's tree may still be held in memory).

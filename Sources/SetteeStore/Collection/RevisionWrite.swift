@@ -36,6 +36,9 @@ package struct RevisionWrite: Sendable {
     /// with the revision in its transaction (``Collection/routing(id:revisions:)`` reads it back). Nil when the
     /// database has no sync function: nothing is stored.
     package var routing: [UInt8]?
+    /// When the document is to be purged (ms since 1970; the sync function's `expiry()`), set with the revision in
+    /// its transaction (``Collection/setDocumentExpiration(id:expiration:)``'s table). Nil: unchanged.
+    package var expiresAtMillis: Int64?
 
     public init(id: String, body: JSONObject, deleted: Bool = false, mode: Mode,
                 blobs: [(digest: String, data: [UInt8])] = []) {
