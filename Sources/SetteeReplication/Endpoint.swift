@@ -117,11 +117,16 @@ public struct ChangeEntry: Sendable {
     /// reader lost a channel): nothing to fetch; a pull with auto-purge purges its copy.
     public var accessRemoved = false
 
-    public init(seq: JSON, id: String, revs: [RevID], deleted: Bool, accessRemoved: Bool = false) {
+    public init(seq: JSON, id: String, revs: [RevID], deleted: Bool) {
         self.seq = seq
         self.id = id
         self.revs = revs
         self.deleted = deleted
+    }
+
+    /// A change the reader lost access to (``accessRemoved``) or not.
+    public init(seq: JSON, id: String, revs: [RevID], deleted: Bool, accessRemoved: Bool) {
+        self.init(seq: seq, id: id, revs: revs, deleted: deleted)
         self.accessRemoved = accessRemoved
     }
 }

@@ -10,7 +10,7 @@ static const char kRuntimeSync[] = R"JS(
 //
 // Runs a database's sync function (Sync Gateway's `function (doc, oldDoc, meta)`) on each write. userCtx is
 // {name, roles, channels, admin}: the writer, the channels it may read, whether it is an admin (every require*()
-// passes for an admin, as in Sync Gateway). An answer is [true, {channels, access, roles, expiry}] when the function
+// passes for an admin, as in Sync Gateway). An answer is [true, {channels[, access][, roles][, expiry]}] when the function
 // accepted the write; otherwise [false, what it threw] ({forbidden: …}, {unauthorized: …}, a string, or ["error",
 // name, message] for an error it failed with). Each write gets the whole time limit. The function runs in a sandbox of its
 // own (one per source text), with the helpers below as its globals and no CouchDB design-function helpers.
@@ -21,7 +21,8 @@ var syncFunctions = new Map();
 // JSON text. What the helpers record lives in this closure: the sync function can call them, not reach their state.
 var SYNC_PRELUDE = `(function () {
   "use strict";
-  var G = globalThis, stringify = JSON.stringify, isArray = Array.isArray, hasOwn = Object.prototype.hasOwnProperty;
+  var G = globalThis, stringify = JSON.stringify, isArray = Array.isArray, hasOwn = Object.prototype.hasOwnProperty,
+      keysOf = Object.keys;
   var out = null, user = null;
   function names(value, into, what) {
     if (value === null || value === undefined) return;
@@ -113,7 +114,12 @@ var SYNC_PRELUDE = `(function () {
       if (result !== null && (typeof result === "object" || typeof result === "function") && typeof result.then === "function") {
         throw new Error("the sync function returned a promise: it must decide synchronously");
       }
-      text = stringify(out);
+      // Only what it granted: most functions grant nothing, and the outcome is stored with every revision.
+      var kept = {channels: out.channels};
+      if (keysOf(out.access).length > 0) kept.access = out.access;
+      if (keysOf(out.roles).length > 0) kept.roles = out.roles;
+      if (out.expiry !== null) kept.expiry = out.expiry;
+      text = stringify(kept);
     } finally {
       out = null;
       user = null;

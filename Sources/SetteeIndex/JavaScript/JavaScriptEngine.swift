@@ -318,14 +318,15 @@ package final class JavaScriptEngine: Sendable {
 
     /// Runs a sync function (Sync Gateway's `function (doc, oldDoc, meta)`, with its helpers `channel`, `access`,
     /// `role`, `expiry`, `requireUser`, `requireRole`, `requireAccess`, `requireAdmin`) on many writes: for each,
-    /// the outcome's JSON text (`{"channels":[…],"access":{user:[…]},"roles":{user:[…]},"expiry":…}`) or the
+    /// the outcome (`{"channels":[…]}`, with `"access":{user:[…]}`, `"roles":{user:[…]}` and `"expiry"`
+    /// when it granted or set them) or the
     /// refusal (``JavaScriptError/forbidden(_:)``, ``JavaScriptError/unauthorized(_:)``, what else it threw as
     /// ``JavaScriptError/thrown(name:reason:)``). A failure of the engine (time limit, memory, a crash, a source
     /// that does not compile) is thrown and judges none of them.
     ///
     /// `documents` are each call's `doc,oldDoc` as JSON text; `userContext` is `{name, roles, channels, admin}`.
     public func syncBatch(source: String, documents: [[UInt8]],
-                          userContext: JSON) throws(JavaScriptError) -> [Result<[UInt8], JavaScriptError>] {
+                          userContext: JSON) throws(JavaScriptError) -> [Result<JSON, JavaScriptError>] {
         if documents.isEmpty { return [] }
         var prefix: [UInt8] = Array(#"["sync_batch","#.utf8)
         JSON.string(source).serialize(into: &prefix)
@@ -358,7 +359,7 @@ package final class JavaScriptEngine: Sendable {
         return try withProcess(owner: owner, prefer: { _ in true }) { p, config throws(JavaScriptError) in
             let answers = try p.callPipelined(serialized: lines, count: counts.count,
                                               timeout: config.timeout * (counts.max() ?? 1), log: log)
-            var outcomes: [Result<[UInt8], JavaScriptError>] = []
+            var outcomes: [Result<JSON, JavaScriptError>] = []
             outcomes.reserveCapacity(documents.count)
             for (answer, count) in zip(answers, counts) {
                 guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true),
@@ -371,7 +372,7 @@ package final class JavaScriptEngine: Sendable {
                         throw .protocolError("sync_batch answered \(String(decoding: item.serializedBytes.prefix(200), as: UTF8.self))")
                     }
                     if accepted {
-                        outcomes.append(.success(pair[1].serializedBytes))
+                        outcomes.append(.success(pair[1]))
                         continue
                     }
                     let refusal = pair[1]

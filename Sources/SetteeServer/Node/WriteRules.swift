@@ -80,10 +80,11 @@ struct WriteRules: WriteAdmission {
         let hashOnly = db.name == settings.authenticationDB && db.name != UserDirectory.database && !rules.userRules
         let validators = db.name == UserDirectory.database || db.name == settings.authenticationDB ? [] : rules.validators
 
+        let syncSource = usersDatabase ? nil : try ChannelIndex.of(db).syncFunction()
         var verdicts: [Result<RevisionWrite, SetteeError>] = []
         verdicts.reserveCapacity(writes.count)
-        var bodyTexts: [[UInt8]?] = []  // with validators: each admitted write's body as JSON text
-        if !validators.isEmpty { bodyTexts.reserveCapacity(writes.count) }
+        var bodyTexts: [[UInt8]?] = []  // with validators or a sync function: each admitted write's body as JSON text
+        if !validators.isEmpty || syncSource != nil { bodyTexts.reserveCapacity(writes.count) }
         for var write in writes {
             var text: [UInt8]?
             do {
@@ -101,7 +102,7 @@ struct WriteRules: WriteAdmission {
                 // Size limits are for what others send; the owner's own writes (the node's bookkeeping, an app's
                 // saves, a command on the data directory) are not held to them.
                 let limited = !context.isOwner && settings.maxDocumentSize < (64 << 20)
-                if limited || !validators.isEmpty {
+                if limited || !validators.isEmpty || syncSource != nil {
                     let serialized = JSON.object(write.body).serializedBytes
                     if limited && serialized.count > settings.maxDocumentSize { throw CouchError.tooLarge }
                     text = serialized
@@ -120,8 +121,8 @@ struct WriteRules: WriteAdmission {
                          security: try securityObject())
         }
         // The sync function (Sync Gateway's) last, on what every other rule admitted.
-        if !usersDatabase, let source = try ChannelIndex.of(db).syncFunction() {
-            try SyncAdmission.route(&verdicts, source: source, in: collection, context: context,
+        if let syncSource {
+            try SyncAdmission.route(&verdicts, source: syncSource, bodyTexts: bodyTexts, in: collection, context: context,
                                     isAdmin: context.isOwner || (try callerAccess()) >= .admin)
         }
         return verdicts

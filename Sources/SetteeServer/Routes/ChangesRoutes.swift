@@ -68,7 +68,8 @@ enum ChangesRoutes {
                 throw CouchError.badRequest("filter=\(byChannelFilter) needs a database with a sync function.")
             }
             options.channelFeed = ChannelFeed(index: index, user: call.user, roles: call.userCtx.roles,
-                                              limited: limited, requested: options.channels)
+                                              limited: limited, requested: options.channels,
+                                              admitted: options.feed == .normal ? call.reader : nil)
         }
         if let (spec, view) = options.javascriptFilterName {
             let request = JavaScriptRequest.make(call, database: db, body: body.isEmpty ? nil : JSON.object(body).serializedBytes,

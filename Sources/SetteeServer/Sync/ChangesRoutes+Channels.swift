@@ -15,6 +15,9 @@ extension ChangesRoutes {
         let limited: Bool
         /// `channels=…` of `filter=sync_gateway/bychannel`, or nil: every channel of the reader's.
         let requested: Set<String>?
+        /// The reader the request was admitted with (``SyncGate``), used by a normal feed's one scan instead of
+        /// reading the grants again; nil: read them at each scan (live feeds).
+        var admitted: ChannelIndex.Reader? = nil
     }
 
     /// Sync Gateway's channel filter.
@@ -38,14 +41,16 @@ extension ChangesRoutes {
     }
 
     /// ``scan(_:_:_:since:)`` through the channel index: the reader's documents, the backfill of channels granted
-    /// after `since`, and `removed` rows for documents that left the reader's channels. With a backfill, the whole
-    /// feed up to the index's sequence is answered (no `limit`): its rows sort below `since`, and a page of them
-    /// could not be resumed from a sequence.
+    /// after `since`, and `removed` rows for documents that left the reader's channels. With a backfill of
+    /// documents at or below `since`, the whole feed up to the index's sequence is answered (no `limit`): those
+    /// rows sort below `since`, and a page of them could not be resumed from a sequence.
     static func scanChannels(_ c: SetteeStore.Collection, _ db: Database, _ o: Options, feed: ChannelFeed,
                              since: UInt64) throws -> ([[UInt8]], UInt64, Int) {
         var reader: ChannelIndex.Reader
         if try feed.index.syncFunction() == nil {
             reader = .everything  // the database is CouchDB's (now): no channels
+        } else if let admitted = feed.admitted {
+            reader = admitted
         } else if feed.limited {
             reader = try feed.index.reader(user: feed.user, roles: feed.roles, in: c)
         } else {
@@ -62,12 +67,13 @@ extension ChangesRoutes {
         opts.allLeaves = o.allLeaves
         opts.conflicts = o.conflicts && o.includeDocs
         opts.includeDocs = o.includeDocs || o.selector != nil || o.javascript != nil
-        let backfill = reader.channels.values.contains { $0 > since }
         let filtered = o.selector != nil || o.designOnly || o.javascript != nil
         // A limited reader is offered each document's current revision only: a conflicting leaf has routing of
         // its own.
         if feed.limited { opts.allLeaves = false; opts.conflicts = false }
         let (entries, through) = try feed.index.changes(in: c, for: reader, since: since, options: opts, limit: nil)
+        // Rows at or below `since` (a channel granted since) can't be paged by sequence: then no `limit`.
+        let backfill = entries.contains { $0.sequence <= since }
         var rows: [[UInt8]] = []
         var last = max(since, through)
         let ordered = o.descending ? entries.reversed() : entries

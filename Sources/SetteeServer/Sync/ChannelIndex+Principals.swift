@@ -136,7 +136,9 @@ extension ChannelIndex {
     /// `_users`, `admin_roles`, and `role()` grants), and `access()` grants to them or their roles.
     func reader(user: String?, roles couchRoles: [String], in collection: SetteeStore.Collection) throws -> Reader {
         // Grants are the database's, from documents of any collection: every collection's index is caught up.
-        for other in try database.allCollections() where other.id != collection.id { try catchUp(other) }
+        if database.collectionCount > 1 {
+            for other in try database.allCollections() where other.id != collection.id { try catchUp(other) }
+        }
         let through = try catchUp(collection)
         let key = Self.principalKey(user: user)
         return try database.read { db in

@@ -32,7 +32,7 @@ extension ChannelIndex {
         try catchUp(c)
         return try database.read { db in
             var out: Set<String> = []
-            try db.withStatement("SELECT id FROM sync_channels WHERE collection = ? AND channel = ? AND removed = 0") { stmt in
+            try db.withStatement("SELECT id FROM sync_channels INDEXED BY sync_channels_seq WHERE collection = ? AND channel = ? AND removed = 0") { stmt in
                 for channel in reader.channels.keys {
                     stmt.reset()
                     stmt.bind([.integer(c.id), .text(channel)])
@@ -53,7 +53,7 @@ extension ChannelIndex {
     enum Entry: Sendable {
         case change(SetteeStore.Collection.ChangeRow)
         /// The document left `channels` (of the reader's) at `sequence`, or (`revoked`) the reader lost those
-        /// channels then; `rev` is its current revision.
+        /// channels then; `rev` is its revision when it left them (for a revocation, its latest the index knows).
         case removed(sequence: UInt64, id: String, rev: RevID, channels: [String], revoked: Bool)
 
         var sequence: UInt64 {
@@ -71,75 +71,94 @@ extension ChannelIndex {
     func changes(in c: SetteeStore.Collection, for reader: Reader, since: UInt64, options: SetteeStore.Collection.ChangesOptions,
                  limit: Int?) throws -> (entries: [Entry], through: UInt64) {
         let through = reader.through == .max ? try catchUp(c) : reader.through
-        var latest: [String: UInt64] = [:]            // visible documents: their sequence
-        var removed: [String: (UInt64, [String])] = [:]  // documents that left channels: when, which
-        var revokedDocs: [String: (UInt64, [String])] = [:]  // documents of channels the reader lost
+        /// A document as the index keeps it: its sequence and current revision then.
+        struct Kept {
+            var seq: UInt64
+            var rev: String
+            var deleted: Bool
+            var channels: [String] = []
+        }
+        var latest: [String: Kept] = [:]    // visible documents
+        var removed: [String: Kept] = [:]   // documents that left channels: when, which
+        var revokedDocs: [String: Kept] = [:]  // documents of channels the reader lost
+        var entries: [Entry] = []
+        // One read transaction: the index's rows and the documents' (one snapshot, the read locks taken once).
         try database.read { db in
-            try db.withStatement("""
-                SELECT id, seq, removed FROM sync_channels WHERE collection = ? AND channel = ? AND seq > ? AND seq <= ?
-                """) { stmt in
-                for (channel, granted) in reader.channels {
-                    let backfill = granted > since
-                    stmt.reset()
-                    stmt.bind([.integer(c.id), .text(channel), .integer(Int64(clamping: backfill ? 0 : since)),
-                               .integer(Int64(clamping: through))])
+            // One query for the channels read from `since`, one for those granted after it (read from the start).
+            let backfilled = reader.channels.filter { $0.value > since }.map(\.key)
+            let current = reader.channels.filter { $0.value <= since }.map(\.key)
+            for (channels, backfill) in [(current, false), (backfilled, true)] where !channels.isEmpty {
+                // (Padded to a power of two with its first channel again, so the statement comes from the cache.)
+                let padded = max(4, 1 << (Int.bitWidth - (channels.count - 1).leadingZeroBitCount))
+                let names = channels + Array(repeating: channels[0], count: padded - channels.count)
+                let sql = "SELECT id, seq, removed, channel, rev, deleted FROM sync_channels INDEXED BY sync_channels_seq WHERE collection = ? AND channel IN ("
+                    + Array(repeating: "?", count: names.count).joined(separator: ",") + ") AND seq > ? AND seq <= ?"
+                try db.withStatement(sql, [.integer(c.id)] + names.map { .text($0) }
+                                     + [.integer(Int64(clamping: backfill ? 0 : since)), .integer(Int64(clamping: through))]) { stmt in
                     while try stmt.step() {
                         let id = stmt.string(0) ?? "", seq = UInt64(stmt.int64(1))
+                        let kept = Kept(seq: seq, rev: stmt.string(4) ?? "", deleted: stmt.int64(5) != 0)
                         if stmt.int64(2) == 0 {
-                            latest[id] = max(latest[id] ?? 0, seq)
+                            if (latest[id]?.seq ?? 0) < seq { latest[id] = kept }
                         } else if !backfill {
-                            var entry = removed[id] ?? (0, [])
-                            entry.0 = max(entry.0, seq)
-                            entry.1.append(channel)
+                            var entry = removed[id] ?? kept
+                            if entry.seq < seq { entry = Kept(seq: seq, rev: kept.rev, deleted: kept.deleted, channels: entry.channels) }
+                            entry.channels.append(stmt.string(3) ?? "")
                             removed[id] = entry
                         }
                     }
                 }
             }
             // The documents of channels the reader lost after `since`: gone, for a reader that may hold them.
-            try db.withStatement("SELECT id FROM sync_channels WHERE collection = ? AND channel = ? AND removed = 0 AND seq <= ?") { stmt in
+            try db.withStatement("SELECT id, rev, deleted FROM sync_channels INDEXED BY sync_channels_seq WHERE collection = ? AND channel = ? AND removed = 0 AND seq <= ?") { stmt in
                 for (channel, lostAt) in reader.revoked where lostAt > since {
                     stmt.reset()
                     stmt.bind([.integer(c.id), .text(channel), .integer(Int64(clamping: through))])
                     while try stmt.step() {
                         let id = stmt.string(0) ?? ""
-                        var entry = revokedDocs[id] ?? (0, [])
-                        entry.0 = max(entry.0, lostAt)
-                        entry.1.append(channel)
+                        var entry = revokedDocs[id] ?? Kept(seq: lostAt, rev: stmt.string(1) ?? "", deleted: stmt.int64(2) != 0)
+                        entry.seq = max(entry.seq, lostAt)
+                        entry.channels.append(channel)
                         revokedDocs[id] = entry
                     }
                 }
             }
-        }
-        for id in latest.keys {
-            removed[id] = nil
-            revokedDocs[id] = nil
-        }
-        for id in removed.keys { revokedDocs[id] = nil }
-        var entries: [Entry] = []
-        let ids = Array(latest.keys)
-        var index = 0
-        while index < ids.count {
-            let chunk = Array(ids[index..<min(ids.count, index + 2_000)])
-            index += chunk.count
-            var opts = options
-            opts.since = 0
-            opts.documentIDs = chunk
-            opts.limit = nil
-            opts.descending = false
-            try c.forEachChange(opts) { row in
-                // A document changed after the index caught up waits for the next read (its new revision may
-                // have left the reader's channels).
-                if row.sequence <= through { entries.append(.change(row)) }
-                return true
+            for id in latest.keys {
+                removed[id] = nil
+                revokedDocs[id] = nil
+            }
+            for id in removed.keys { revokedDocs[id] = nil }
+            // The documents' rows are read only when the feed shows more than the index keeps (bodies, leaves,
+            // conflicts); otherwise a row is the index's (its sequence and revision at that sequence).
+            guard options.includeDocs || options.allLeaves || options.conflicts else {
+                for (id, kept) in latest {
+                    guard let rev = RevID(kept.rev) else { continue }
+                    entries.append(.change(.init(sequence: kept.seq, id: id, rev: rev, deleted: kept.deleted)))
+                }
+                return
+            }
+            let ids = Array(latest.keys)
+            var index = 0
+            while index < ids.count {
+                let chunk = Array(ids[index..<min(ids.count, index + 2_000)])
+                index += chunk.count
+                var opts = options
+                opts.since = 0
+                opts.documentIDs = chunk
+                opts.limit = nil
+                opts.descending = false
+                try c.forEachChange(opts, db: db) { row in
+                    // A document changed after the index caught up waits for the next read (its new revision may
+                    // have left the reader's channels).
+                    if row.sequence <= through { entries.append(.change(row)) }
+                    return true
+                }
             }
         }
-        for (gone, revoked) in [(removed, false), (revokedDocs, true)] where !gone.isEmpty {
-            let ids = Array(gone.keys)
-            let revs = try c.records(ids: ids)
-            for (id, record) in zip(ids, revs) {
-                guard let record, let (seq, channels) = gone[id] else { continue }
-                entries.append(.removed(sequence: seq, id: id, rev: record.revID, channels: channels.sorted(), revoked: revoked))
+        for (gone, revoked) in [(removed, false), (revokedDocs, true)] {
+            for (id, kept) in gone {
+                guard let rev = RevID(kept.rev) else { continue }
+                entries.append(.removed(sequence: kept.seq, id: id, rev: rev, channels: kept.channels.sorted(), revoked: revoked))
             }
         }
         entries.sort { $0.sequence < $1.sequence }

@@ -12,7 +12,8 @@ import SetteeStore
 /// file:
 ///
 /// ```
-/// sync_channels(collection, channel, id, seq, removed)   a document in a channel, at its latest sequence; or removed
+/// sync_channels(collection, id, channel, seq, removed, rev, deleted)   a document in a channel, at its latest
+///                                                        sequence and revision; or removed
 ///                                                        from it at `seq` (kept, so readers since then are told)
 /// sync_grants(collection, id, principal, kind, value, seq) access (kind 0: a channel) or role (kind 1) granted by
 ///                                                        document `id` to a user or `role:name`, since `seq`
@@ -22,6 +23,9 @@ import SetteeStore
 ///                                                        changed, an admin grant removed), at `seq`: readers since
 ///                                                        before it are told the channel's documents are gone
 /// ```
+///
+/// Reads by channel name `INDEXED BY sync_channels_seq`: without statistics SQLite's planner prefers a scan of the
+/// primary key's collection prefix (every row of the collection) to that index.
 ///
 /// A reader catches the index up before it reads (cheap when nothing changed: an in-memory sequence test), and
 /// reads only up to the sequence it caught up to, so a grant and the documents it opens are never seen apart.
@@ -78,11 +82,10 @@ final class ChannelIndex: Sendable {
         if state.withLock({ $0.tablesReady }) { return }
         try database.write { db in
             try db.execute("""
-                CREATE TABLE IF NOT EXISTS sync_channels(collection INTEGER NOT NULL, channel TEXT NOT NULL,
-                    id TEXT NOT NULL, seq INTEGER NOT NULL, removed INTEGER NOT NULL,
-                    PRIMARY KEY(collection, channel, id)) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS sync_channels(collection INTEGER NOT NULL, id TEXT NOT NULL,
+                    channel TEXT NOT NULL, seq INTEGER NOT NULL, removed INTEGER NOT NULL, rev TEXT NOT NULL,
+                    deleted INTEGER NOT NULL, PRIMARY KEY(collection, id, channel)) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS sync_channels_seq ON sync_channels(collection, channel, seq);
-                CREATE INDEX IF NOT EXISTS sync_channels_doc ON sync_channels(collection, id);
                 CREATE TABLE IF NOT EXISTS sync_grants(collection INTEGER NOT NULL, id TEXT NOT NULL,
                     principal TEXT NOT NULL, kind INTEGER NOT NULL, value TEXT NOT NULL, seq INTEGER NOT NULL,
                     PRIMARY KEY(collection, id, principal, kind, value)) WITHOUT ROWID;
@@ -173,7 +176,8 @@ final class ChannelIndex: Sendable {
             }
             for row in rows where !row.id.hasPrefix("_design/") {
                 let routing = try c.routing(id: row.id, rev: row.rev, db: db).map(Routing.init(json:)) ?? Routing()
-                try self.apply(routing, id: row.id, seq: Int64(clamping: row.sequence), collection: c.id, db: db)
+                try self.apply(routing, id: row.id, seq: Int64(clamping: row.sequence), rev: row.rev, deleted: row.deleted,
+                               collection: c.id, db: db)
                 // The routing of revisions that stopped being leaves goes (a first revision replaced nothing).
                 if row.rev.generation > 1 { try c.pruneRouting(id: row.id, db: db) }
             }
@@ -188,19 +192,21 @@ final class ChannelIndex: Sendable {
     }
 
     /// Updates one document's channels and grants to its winning revision's routing, at the document's sequence.
-    private func apply(_ routing: Routing, id: String, seq: Int64, collection: Int64, db: Connection) throws {
+    private func apply(_ routing: Routing, id: String, seq: Int64, rev: RevID, deleted: Bool, collection: Int64,
+                       db: Connection) throws {
         var current: [String: Bool] = [:]  // channel → removed
         try db.withStatement("SELECT channel, removed FROM sync_channels WHERE collection = ? AND id = ?",
                              [.integer(collection), .text(id)]) { stmt in
             while try stmt.step() { current[stmt.string(0) ?? ""] = stmt.int64(1) != 0 }
         }
+        let revText = rev.description
         for channel in routing.channels {
-            try db.prepare("INSERT OR REPLACE INTO sync_channels(collection, channel, id, seq, removed) VALUES (?, ?, ?, ?, 0)")
-                .run([.integer(collection), .text(channel), .text(id), .integer(seq)])
+            try db.prepare("INSERT OR REPLACE INTO sync_channels(collection, channel, id, seq, removed, rev, deleted) VALUES (?, ?, ?, ?, 0, ?, ?)")
+                .run([.integer(collection), .text(channel), .text(id), .integer(seq), .text(revText), .integer(deleted ? 1 : 0)])
         }
         for (channel, removed) in current where !removed && !routing.channels.contains(channel) {
-            try db.prepare("UPDATE sync_channels SET removed = 1, seq = ? WHERE collection = ? AND channel = ? AND id = ?")
-                .run([.integer(seq), .integer(collection), .text(channel), .text(id)])
+            try db.prepare("UPDATE sync_channels SET removed = 1, seq = ?, rev = ?, deleted = ? WHERE collection = ? AND channel = ? AND id = ?")
+                .run([.integer(seq), .text(revText), .integer(deleted ? 1 : 0), .integer(collection), .text(channel), .text(id)])
         }
         var existing: Set<Routing.Grant> = []
         try db.withStatement("SELECT principal, kind, value FROM sync_grants WHERE collection = ? AND id = ?",
@@ -237,19 +243,20 @@ final class ChannelIndex: Sendable {
         try ensureTables()
         try catchUp(c)
         let before = try database.read { db in
-            try db.withStatement("SELECT channel, id FROM sync_channels WHERE collection = ? AND removed = 0", [.integer(c.id)]) { stmt in
-                var pairs: [(String, String)] = []
-                while try stmt.step() { pairs.append((stmt.string(0) ?? "", stmt.string(1) ?? "")) }
-                return pairs
+            try db.withStatement("SELECT channel, id, rev, deleted FROM sync_channels WHERE collection = ? AND removed = 0",
+                                 [.integer(c.id)]) { stmt in
+                var rows: [(String, String, String, Int64)] = []
+                while try stmt.step() { rows.append((stmt.string(0) ?? "", stmt.string(1) ?? "", stmt.string(2) ?? "", stmt.int64(3))) }
+                return rows
             }
         }
         try reset(c)
         try catchUp(c)
         try database.write { db in
             let at = Int64(clamping: self.database.nextSequence())
-            for (channel, id) in before {
-                try db.prepare("INSERT OR IGNORE INTO sync_channels(collection, channel, id, seq, removed) VALUES (?, ?, ?, ?, 1)")
-                    .run([.integer(c.id), .text(channel), .text(id), .integer(at)])
+            for (channel, id, rev, deleted) in before {
+                try db.prepare("INSERT OR IGNORE INTO sync_channels(collection, channel, id, seq, removed, rev, deleted) VALUES (?, ?, ?, ?, 1, ?, ?)")
+                    .run([.integer(c.id), .text(channel), .text(id), .integer(at), .text(rev), .integer(deleted)])
             }
             try db.setMetaValue(Self.resyncKey, String(at))
         }

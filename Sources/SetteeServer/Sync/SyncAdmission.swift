@@ -8,8 +8,9 @@ import SetteeStore
 /// or null) and `meta`; a refusal refuses that write alone, and an accepted write carries the function's outcome
 /// (channels, `access()` and `role()` grants, `expiry()`) to the store, which keeps it with the revision.
 enum SyncAdmission {
-    /// Runs the sync function on the standing writes of `verdicts` (in place).
-    static func route(_ verdicts: inout [Result<RevisionWrite, SetteeError>], source: String,
+    /// Runs the sync function on the standing writes of `verdicts` (in place). `bodyTexts`, when given, are the
+    /// writes' bodies already serialized (one per verdict, nil where none was made).
+    static func route(_ verdicts: inout [Result<RevisionWrite, SetteeError>], source: String, bodyTexts: [[UInt8]?] = [],
                       in collection: SetteeStore.Collection, context: WriteContext, isAdmin: Bool) throws {
         let standing = verdicts.indices.filter {
             if case .success(let w) = verdicts[$0] { return !w.id.hasPrefix("_design/") } else { return false }
@@ -35,12 +36,13 @@ enum SyncAdmission {
         let records = try collection.records(ids: writes.map(\.id))
         var pairs: [[UInt8]] = []
         pairs.reserveCapacity(writes.count)
-        for (write, record) in zip(writes, records) {
+        for (k, (write, record)) in zip(writes, records).enumerated() {
             var current: (rev: String, body: JSONObject)?
             if let record, !record.deleted, case .object(let body) = try JSON.parse(record.body) {
                 current = (record.revID.description, body)
             }
-            var pair = DocumentValidator.serializedArguments(write, current: current)
+            let text = bodyTexts.indices.contains(standing[k]) ? bodyTexts[standing[k]] : nil
+            var pair = DocumentValidator.serializedArguments(write, bodyText: text, current: current)
             if let record, record.deleted {
                 pair.removeLast(4)  // "null"
                 var tombstone: JSONObject = ["_id": .string(write.id), "_rev": .string(record.revID.description)]
@@ -49,7 +51,7 @@ enum SyncAdmission {
             }
             pairs.append(pair)
         }
-        let outcomes: [Result<[UInt8], JavaScriptError>]
+        let outcomes: [Result<JSON, JavaScriptError>]
         do {
             outcomes = try JavaScriptEngine.shared.syncBatch(source: source, documents: pairs, userContext: .object(user))
         } catch {
@@ -58,10 +60,10 @@ enum SyncAdmission {
         for (k, outcome) in outcomes.enumerated() {
             let i = standing[k]
             switch outcome {
-            case .success(let routing):
+            case .success(let outcome):
                 var write = writes[k]
-                write.routing = routing
-                write.expiresAtMillis = (try? JSON.parse(routing))?["expiry"].flatMap { expiryMillis($0) }
+                write.routing = outcome.serializedBytes
+                write.expiresAtMillis = outcome["expiry"].flatMap { expiryMillis($0) }
                 verdicts[i] = .success(write)
             case .failure(let error):
                 verdicts[i] = .failure(WriteRules.refusal(refusal(error)))

@@ -88,7 +88,7 @@ enum SyncRoutes {
             var routed: [(id: String, rev: RevID, routing: [UInt8])] = []
             for (entry, outcome) in zip(batch, outcomes) {
                 // A document the function now refuses is in no channel.
-                routed.append((entry.id, entry.rev, (try? outcome.get()) ?? Array(#"{"channels":[]}"#.utf8)))
+                routed.append((entry.id, entry.rev, (try? outcome.get())?.serializedBytes ?? Array(#"{"channels":[]}"#.utf8)))
             }
             try c.setRouting(routed)
             total += routed.count

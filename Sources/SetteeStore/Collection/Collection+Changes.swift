@@ -17,6 +17,18 @@ extension Collection {
         public let conflicts: [RevID]?
         /// The winning body when `include_docs` was asked.
         public let body: [UInt8]?
+
+        /// A row as a feed follower that kept it (an index of the feed) gives it back.
+        package init(sequence: UInt64, id: String, rev: RevID, deleted: Bool, leaves: [RevID]? = nil,
+                     conflicts: [RevID]? = nil, body: [UInt8]? = nil) {
+            self.sequence = sequence
+            self.id = id
+            self.rev = rev
+            self.deleted = deleted
+            self.leaves = leaves
+            self.conflicts = conflicts
+            self.body = body
+        }
     }
 
     /// What to read from the feed.
@@ -75,6 +87,11 @@ extension Collection {
         }
     }
 
+    /// ``forEachChange(_:_:)`` on a connection the caller holds (in its read transaction, with other reads).
+    package func forEachChange(_ options: ChangesOptions, db: Connection, _ body: (ChangeRow) throws -> Bool) throws {
+        try scanChanges(options, db: db, body)
+    }
+
     /// Steps through the feed, stopping as soon as `emit` returns false.
     func scanChanges(_ options: ChangesOptions, db: Connection, _ emit: (ChangeRow) throws -> Bool) throws {
         let needTree = options.allLeaves || options.conflicts
@@ -83,9 +100,15 @@ extension Collection {
         columns += needTree ? ", tree" : ", NULL"
         var sql = "SELECT \(columns) FROM \(docsTable) WHERE seq > ?"
         var binds: [SQLiteValue] = [.integer(Int64(clamping: options.since))]
+        var cached = true
         if let ids = options.documentIDs {
-            let unique = Array(Set(ids))
+            var unique = Array(Set(ids))
             if unique.isEmpty { return }
+            // The list is padded (with its first id again) to a power of two from 8, so that statements repeat and
+            // come from the connection's cache: a channel feed reads its documents this way on every request.
+            let padded = max(8, 1 << (Int.bitWidth - (unique.count - 1).leadingZeroBitCount))
+            cached = padded <= 2048
+            if cached { unique += Array(repeating: unique[0], count: padded - unique.count) }
             sql += " AND id IN (\(Array(repeating: "?", count: unique.count).joined(separator: ",")))"
             binds += unique.map { .text($0) }
         }
@@ -94,7 +117,7 @@ extension Collection {
             sql += " LIMIT ?"
             binds.append(.integer(Int64(max(0, limit))))
         }
-        let stmt = options.documentIDs == nil ? try db.prepare(sql) : try db.prepareUncached(sql)
+        let stmt = cached ? try db.prepare(sql) : try db.prepareUncached(sql)
         defer { stmt.reset() }
         stmt.bind(binds)
         while try stmt.step() {

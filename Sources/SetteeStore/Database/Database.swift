@@ -373,6 +373,9 @@ public final class Database: Sendable {
     }
 
     /// Every collection of every scope.
+    /// How many collections the database has (the default one included).
+    package var collectionCount: Int { state.withLock { $0.collections.count } }
+
     public func allCollections() throws -> [Collection] {
         try checkOpen()
         let infos = state.withLock { Array($0.collections.values) }.sorted { $0.fullName < $1.fullName }
