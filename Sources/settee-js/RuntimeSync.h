@@ -22,7 +22,7 @@ var syncFunctions = new Map();
 var SYNC_PRELUDE = `(function () {
   "use strict";
   var G = globalThis, stringify = JSON.stringify, isArray = Array.isArray, hasOwn = Object.prototype.hasOwnProperty,
-      keysOf = Object.keys;
+      keysOf = Object.keys, indexOf = Function.prototype.call.bind(Array.prototype.indexOf);
   var out = null, user = null;
   function names(value, into, what) {
     if (value === null || value === undefined) return;
@@ -81,24 +81,24 @@ var SYNC_PRELUDE = `(function () {
   function requireUser(names) {
     active();
     if (user.admin) return;
-    if (listOf(names, "user").indexOf(user.name) < 0) throw {forbidden: "sg wrong user"};
+    if (indexOf(listOf(names, "user"), user.name) < 0) throw {forbidden: "sg wrong user"};
   }
   function requireRole(roles) {
     active();
     if (user.admin) return;
     var wanted = listOf(roles, "role");
     for (var i = 0; i < wanted.length; i++) {
-      var r = wanted[i].indexOf("role:") === 0 ? wanted[i].slice(5) : wanted[i];
-      if (user.roles.indexOf(r) >= 0) return;
+      var r = wanted[i].slice(0, 5) === "role:" ? wanted[i].slice(5) : wanted[i];
+      if (indexOf(user.roles, r) >= 0) return;
     }
     throw {forbidden: "sg missing role"};
   }
   function requireAccess(channels) {
     active();
-    if (user.admin || user.channels.indexOf("*") >= 0) return;
+    if (user.admin || indexOf(user.channels, "*") >= 0) return;
     var wanted = listOf(channels, "channel");
     for (var i = 0; i < wanted.length; i++) {
-      if (user.channels.indexOf(wanted[i]) >= 0) return;
+      if (indexOf(user.channels, wanted[i]) >= 0) return;
     }
     throw {forbidden: "sg missing channel access"};
   }
@@ -157,12 +157,14 @@ function syncBatch(line) {
   if (!isArray(args) || args.length !== 2 || !isArray(args[1]) || args[1].length % 2 !== 0) {
     throw ["error", "query_protocol_error", "sync_batch takes [userCtx, [doc, oldDoc, …]]"];
   }
-  var contextText = stringify(args[0]), docs = args[1], answers = [];
+  // (The user context is read only by the helpers, from the prelude's closure: the function never holds it, so
+  // one copy serves the whole line.)
+  var context = args[0], docs = args[1], answers = [];
   for (var i = 0; i < docs.length; i += 2) {
     if (i > 0) restartClock();
     var answer;
     try {
-      answer = "[true," + entry.run(entry.fn, docs[i], docs[i + 1], entry.box.kit.parse(contextText), runJobs) + "]";
+      answer = "[true," + entry.run(entry.fn, docs[i], docs[i + 1], context, runJobs) + "]";
     } catch (error) {
       var res = resourceError(error);
       if (res) throw res;

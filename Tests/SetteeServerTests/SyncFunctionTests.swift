@@ -340,6 +340,11 @@ struct SyncFunctionTests {
             #expect(try await c.get("/db/d2").status == .ok)
             try await c.createDB("other")
             try await c.putDoc("/other/fine", #"{"x":1}"#)
+            // One that eats memory: stopped at the heap limit, the write refused, the node serving.
+            #expect(try await Self.setSync(c, "function (doc) { var a = []; while (true) a.push(new Array(1000000).fill(doc)); }").status == .created)
+            #expect(try await c.put("/db/d5", #"{"x":1}"#).status == .internalServerError)
+            #expect(try await c.get("/db/d5").status == .notFound)
+            #expect(try await c.get("/other/fine").status == .ok)
 
             // A function that throws a string refuses as forbidden; fixing it lets writes through.
             #expect(try await Self.setSync(c, #"function (doc) { if (!doc.ok) throw("not ok"); }"#).status == .created)
