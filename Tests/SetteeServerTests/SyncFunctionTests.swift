@@ -417,6 +417,45 @@ struct SyncFunctionTests {
         }
     }
 
+    /// A revocation's rows share its sequence: a page of the feed never ends among them. `_resync` tells a reader
+    /// since before which documents it routed out of the reader's channels. A hidden conflict's attachment can't be
+    /// copied by naming it as a stub over that revision.
+    @Test func revocationsPageWholeResyncRemovalsArriveAndHiddenStubsStayHidden() async throws {
+        try await Self.withSyncNode(users: ["alice"]) { c in
+            #expect(try await Self.setSync(c, ChannelIndex.defaultFunction).status == .created)
+            #expect(try await c.put("/db/_user/alice", #"{"admin_channels":["x","a"]}"#).status == .created)
+            let alice = Self.auth("alice")
+            for i in 0..<5 { try await c.putDoc("/db/x\(i)", #"{"channels":["x"]}"#) }
+            let before = try await c.get("/db/_changes", headers: alice)["last_seq"]?.stringValue ?? "0"
+            #expect(try await c.put("/db/_user/alice", #"{"admin_channels":["a"]}"#).status == .ok)
+            let page = try await c.get("/db/_changes?since=\(before)&limit=2", headers: alice)
+            let revoked = page["results"]?.arrayValue?.filter { $0["revoked"] == true }.count
+            #expect(revoked == 5, "\(page.text)")
+
+            // Resync: a new function routes every document to "elsewhere"; alice, since before, is told.
+            #expect(try await c.put("/db/_user/alice", #"{"admin_channels":["x","a"]}"#).status == .ok)
+            let held = try await c.get("/db/_changes", headers: alice)["last_seq"]?.stringValue ?? "0"
+            #expect(try await Self.setSync(c, #"function (doc) { channel("elsewhere"); }"#).status == .created)
+            #expect(try await c.post("/db/_resync", "").status == .ok)
+            let told = try await c.get("/db/_changes?since=\(held)", headers: alice)
+            #expect(Set(Self.removedIDs(told)) == Set((0..<5).map { "x\($0)" }), "\(told.text)")
+
+            // A losing conflict in a channel alice lacks, with an attachment: naming it as a stub over that
+            // revision does not copy it into one she reads.
+            #expect(try await Self.setSync(c, ChannelIndex.defaultFunction).status == .created)
+            try await c.putDoc("/db/d", #"{"channels":["a"]}"#)
+            let secret = try await c.put("/db/d?new_edits=false", #"""
+                {"_rev":"1-ffffffffffffffffffffffffffffffff","channels":["secret"],
+                 "_attachments":{"photo":{"content_type":"text/plain","data":"c2VjcmV0"}}}
+                """#)
+            #expect(secret.status == .created, "\(secret.text)")
+            let copied = try await c.put("/db/d", #"""
+                {"_rev":"1-ffffffffffffffffffffffffffffffff","channels":["a"],"_attachments":{"photo":{"stub":true}}}
+                """#, headers: alice)
+            #expect(copied.status == .forbidden, "\(copied.text)")
+        }
+    }
+
     // MARK: Configuration
 
     /// `settee serve --config FILE` with Sync Gateway's `databases` shape sets the function (creating the database).

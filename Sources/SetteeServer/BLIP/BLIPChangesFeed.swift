@@ -201,8 +201,17 @@ struct BLIPChangesFeed: Sendable {
         }
         guard !wanted.isEmpty else { return }
         let c = collection, ids = wanted.map(\.offer.row.id), revs = wanted.map(\.offer.rev)
+        let limited = context.limitedReader
         let (records, outgoing) = try await blocking { () -> ([DocumentRecord?], [BLIPAttachments.Outgoing?]) in
-            let records = try c.records(ids: ids, withTree: true)
+            var records = try c.records(ids: ids, withTree: true)
+            // A limited reader gets a revision's body only if the revision's own routing lets it (the channel index
+            // may lag a `_resync`, or the reader's grants changed since the `changes` list): else `norev`.
+            if let limited, try ChannelIndex.of(c.database).syncFunction() != nil {
+                let index = ChannelIndex.of(c.database)
+                let reader = try index.reader(user: limited.user, roles: limited.roles, in: c)
+                let shown = try index.visibleRevisions(zip(ids, revs).map { .init(id: $0, rev: $1) }, in: c, to: reader)
+                for k in records.indices where !shown.contains(.init(id: ids[k], rev: revs[k])) { records[k] = nil }
+            }
             // Revisions with attachments go out with them named for Couchbase Lite.
             let outgoing = try records.indices.map { k in
                 try records[k]?.revision(revs[k]).flatMap { try BLIPAttachments.outgoing($0.body, database: c.database) }

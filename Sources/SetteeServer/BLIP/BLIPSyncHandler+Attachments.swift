@@ -240,15 +240,27 @@ extension BLIPSyncHandler {
                        in c: SetteeStore.Collection) async throws -> Known {
         let parent = history.count > 1 ? history[1] : nil
         let digests = wanted.filter { $0.data == nil }.map(\.digest)
+        let limited = context.limitedReader
         return try await blocking {
             var known = Known()
+            // A writer limited to its channels (a database with a sync function) may reuse only attachments of
+            // revisions it may read, and must prove (or send) any other body.
+            var reader: ChannelIndex.Reader?
+            if let limited, try ChannelIndex.of(c.database).syncFunction() != nil {
+                let r = try ChannelIndex.of(c.database).reader(user: limited.user, roles: limited.roles, in: c)
+                if !r.all { reader = r }
+            }
             let record = try c.record(id: id, withTree: true, archived: parent.map { .revisions([$0]) })
             if noConflicts {
                 known.conflict = Self.refusesAsConflict(current: record, rev: history[0], history: history)
                 if known.conflict { return known }
             }
             if let record {
-                for rev in [record.revID, parent].compactMap({ $0 }) {
+                let revs = [record.revID, parent].compactMap { $0 }
+                let shown = try reader.map { r in
+                    try ChannelIndex.of(c.database).visibleRevisions(revs.map { .init(id: id, rev: $0) }, in: c, to: r)
+                }
+                for rev in revs where shown?.contains(.init(id: id, rev: rev)) ?? true {
                     guard let body = record.revision(rev)?.body, body.contains(bytes: BLIPAttachments.attachmentsKey),
                           case .object(let stubs)? = try JSON.parse(body)["_attachments"] else { continue }
                     for (name, stub) in stubs { if let stub = stub.objectValue { known.onDocument[name] = stub } }
@@ -257,7 +269,9 @@ extension BLIPSyncHandler {
             for digest in Set(digests) {
                 if digest.hasPrefix("sha1-") {
                     known.stored[digest] = try c.database.blobDigest(sha1: digest)
-                } else if try c.database.blobInfo(digest: digest) != nil {
+                } else if try c.database.blobInfo(digest: digest) != nil,
+                          reader == nil || known.onDocument.values.contains(where: { $0["digest"]?.stringValue == digest }) {
+                    // (A CouchDB digest can't be proved: a limited writer names only one its revisions already have.)
                     known.stored[digest] = digest
                 }
             }

@@ -29,7 +29,7 @@ enum BulkRoutes {
             throw CouchError(.contentTooLarge, "max_bulk_docs_count_exceeded", "\(call.node.configuration.maxBulkDocs)")
         }
         let queryNewEdits = try call.query.bool("new_edits", default: true)
-        let ownStubsOnly = call.reader != nil
+        let reader = call.reader
         let newEdits = body["new_edits"]?.boolValue ?? queryNewEdits
         let metrics = call.node.metrics
         let writer = call.writer
@@ -63,7 +63,7 @@ enum BulkRoutes {
                     var parsed = try DocumentInput.parse(o, id: id)
                     parsed.id = id
                     let write = try DocumentInput.write(parsed, newEdits: newEdits, collection: c, maxAttachmentSize: maxAttachment,
-                                                        compression: compression, ownStubsOnly: ownStubsOnly)
+                                                        compression: compression, reader: reader)
                     writes.append(write)
                     positions.append(i)
                 } catch {
@@ -384,7 +384,8 @@ enum BulkRoutes {
                     out.append(contentsOf: #","doc":"#.utf8)
                     if r.deleted {
                         out.append(contentsOf: "null".utf8)
-                    } else if conflicts, let record = try c.record(id: r.id, withTree: true), record.conflicted {
+                    } else if conflicts, let record = try c.record(id: r.id, withTree: true), record.conflicted,
+                              record.revID == r.rev {  // (the revision the row was read, and checked, at)
                         var output = DocumentOutput()
                         output.conflicts = true
                         out.append(contentsOf: try output.bytes(record, rev: record.revID, body: record.body, deleted: false, database: db))

@@ -70,12 +70,14 @@ enum DocumentInput {
     ///   - follows: attachment bodies from a multipart request, by attachment name (in memory, or staged to files
     ///     the write copies into the database).
     ///   - collection: used to resolve attachment stubs against the parent revision.
-    ///   - ownStubsOnly: a stub naming a digest (a replicated revision's) must name an attachment of one of the
-    ///     document's own leaf revisions, not any body the database holds: for a writer limited to channels, who
-    ///     must not copy another document's attachment by its digest.
+    ///   - reader: a writer limited to channels (a database with a sync function): a stub must name an attachment
+    ///     of a revision of this document the writer may read (its parent, or by digest one of its leaves), not
+    ///     any body the database holds, so no hidden attachment can be copied into a revision it reads.
     static func write(_ doc: Parsed, newEdits: Bool, follows: [String: FollowingAttachment] = [:],
                       collection: SetteeStore.Collection, maxAttachmentSize: Int = .max,
-                      compression: AttachmentSettings = AttachmentSettings(), ownStubsOnly: Bool = false) throws -> RevisionWrite {
+                      compression: AttachmentSettings = AttachmentSettings(),
+                      reader: ChannelIndex.Reader? = nil) throws -> RevisionWrite {
+        let ownStubsOnly = reader != nil
         if newEdits, !doc.deleted, doc.id.hasPrefix("_design/"), doc.body["language"]?.stringValue ?? "javascript" != "erlang" {
             // Views are checked on write, as CouchDB checks them: SQL++ expressions parse, built-in reduces exist.
             // JavaScript functions are compiled when first used. (Replicated design documents — new_edits=false —
@@ -134,6 +136,7 @@ enum DocumentInput {
                         continue
                     }
                     if parentAtts == nil, let parent = doc.rev {
+                        if let reader { try SyncGate.checkRevision(reader, id: doc.id, rev: parent, in: collection) }
                         parentAtts = try attachments(of: doc.id, rev: parent, collection: collection)
                     }
                     // A stub names the parent's attachment; a `revpos` it gives must be that attachment's.
@@ -185,7 +188,12 @@ enum DocumentInput {
             if !stubDigests.isEmpty && ownStubsOnly {
                 var own: Set<String> = []
                 if let record = try collection.record(id: doc.id, withTree: true) {
-                    for leaf in record.tree?.rankedLeaves.map(\.rev) ?? [record.revID] {
+                    let leaves = record.tree?.rankedLeaves.map(\.rev) ?? [record.revID]
+                    let shown = try reader.map { r in
+                        try ChannelIndex.of(collection.database).visibleRevisions(leaves.map { .init(id: doc.id, rev: $0) },
+                                                                                  in: collection, to: r)
+                    }
+                    for leaf in leaves where shown?.contains(.init(id: doc.id, rev: leaf)) ?? true {
                         guard let body = record.revision(leaf)?.body, case .object(let stubs)? = try JSON.parse(body)["_attachments"] else { continue }
                         for (_, stub) in stubs { if let d = stub["digest"]?.stringValue { own.insert(d) } }
                     }

@@ -227,11 +227,11 @@ enum DocumentRoutes {
         let writer = call.writer
         let maxAttachment = call.node.configuration.maxAttachmentSize
         let compression = call.node.configuration.attachments
-        let ownStubsOnly = call.reader != nil
+        let reader = call.reader
         let rev: RevID? = try await blocking {
             let write = try DocumentInput.write(input, newEdits: newEdits, follows: follows, collection: c,
                                                  maxAttachmentSize: maxAttachment, compression: compression,
-                                                 ownStubsOnly: ownStubsOnly)
+                                                 reader: reader)
             switch try c.write([write], as: writer)[0] {
             case .success(let rev):
                 metrics.documentsWritten(1)

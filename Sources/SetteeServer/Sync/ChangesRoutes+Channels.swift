@@ -78,7 +78,11 @@ extension ChangesRoutes {
         var last = max(since, through)
         let ordered = o.descending ? entries.reversed() : entries
         let onlyIDs = o.docIDs.map(Set.init)
+        // When the limit is reached, the entries sharing the last one's sequence still go (a revocation's rows all
+        // carry its sequence: a page ending among them could not be resumed).
+        var cutAt: UInt64?
         for entry in ordered {
+            if let cutAt, entry.sequence != cutAt { break }
             switch entry {
             case .change(let row):
                 if o.designOnly && !row.id.hasPrefix("_design/") { continue }
@@ -101,9 +105,9 @@ extension ChangesRoutes {
                 rows.append(renderRemoved(seq: seq, id: id, rev: rev, channels: channels, revoked: revoked,
                                           includeDoc: o.includeDocs, o: o))
             }
-            if !backfill, let limit = o.limit, rows.count >= limit {
+            if !backfill, cutAt == nil, let limit = o.limit, rows.count >= limit {
                 if !o.descending { last = max(since, entry.sequence) }
-                break
+                cutAt = entry.sequence
             }
         }
         return (rows, last, 0)

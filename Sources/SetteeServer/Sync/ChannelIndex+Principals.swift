@@ -115,6 +115,9 @@ extension ChannelIndex {
         /// Channels the reader lost (and does not have from elsewhere), with the sequence it lost each at: a feed
         /// since before that tells the reader their documents are gone (Sync Gateway's revocation).
         var revoked: [String: UInt64] = [:]
+        /// The sequence of the last `_resync` (0: none): every channel's documents are backfilled for a reader since
+        /// before it, and the documents it routed out of a channel the reader held are `removed` rows.
+        var resyncedAt: UInt64 = 0
 
         static let everything = Reader(all: true, channels: [:])
 
@@ -175,9 +178,7 @@ extension ChannelIndex {
             }
             // After `_resync` every document may be routed otherwise: every channel counts as granted then, so a
             // reader since before gets its channels' documents again.
-            if let resynced = UInt64(try db.metaValue(Self.resyncKey) ?? ""), resynced <= through {
-                channels = channels.mapValues { max($0, resynced) }
-            }
+            let resynced = UInt64(try db.metaValue(Self.resyncKey) ?? "").flatMap { $0 <= through ? $0 : nil } ?? 0
             channels = channels.filter { $0.value <= through }
             // What the user and its roles lost: channels directly, and the channels of roles it lost.
             var revoked: [String: UInt64] = [:]
@@ -211,7 +212,7 @@ extension ChannelIndex {
                 }
             }
             return Reader(all: channels["*"] != nil, channels: channels, roles: Set(roles.keys), through: through,
-                          revoked: revoked)
+                          revoked: revoked, resyncedAt: resynced)
         }
     }
 }

@@ -84,10 +84,18 @@ extension ChannelIndex {
         var entries: [Entry] = []
         // One read transaction: the index's rows and the documents' (one snapshot, the read locks taken once).
         try database.read { db in
-            // One query for the channels read from `since`, one for those granted after it (read from the start).
-            let backfilled = reader.channels.filter { $0.value > since }.map(\.key)
-            let current = reader.channels.filter { $0.value <= since }.map(\.key)
-            for (channels, backfill) in [(current, false), (backfilled, true)] where !channels.isEmpty {
+            // Queries for the channels read from `since`, others for those granted after it (or all of them after a
+            // resync since then), read from the start; at most 512 channels a statement.
+            let refill = reader.resyncedAt > since
+            let backfilled = reader.channels.filter { refill || $0.value > since }.map(\.key)
+            let current = reader.channels.filter { !refill && $0.value <= since }.map(\.key)
+            var groups: [([String], Bool)] = []
+            for (channels, backfill) in [(current, false), (backfilled, true)] {
+                for start in stride(from: 0, to: channels.count, by: 512) {
+                    groups.append((Array(channels[start..<min(channels.count, start + 512)]), backfill))
+                }
+            }
+            for (channels, backfill) in groups {
                 // (Padded to a power of two with its first channel again, so the statement comes from the cache.)
                 let padded = max(4, 1 << (Int.bitWidth - (channels.count - 1).leadingZeroBitCount))
                 let names = channels + Array(repeating: channels[0], count: padded - channels.count)
@@ -98,22 +106,25 @@ extension ChannelIndex {
                     while try stmt.step() {
                         let id = stmt.string(0) ?? "", seq = UInt64(stmt.int64(1))
                         let kept = Kept(seq: seq, rev: stmt.string(4) ?? "", deleted: stmt.int64(5) != 0)
+                        // A removed row is news to a reader that held the channel at `since` (a resync's too).
+                        let channel = stmt.string(3) ?? ""
                         if stmt.int64(2) == 0 {
                             if (latest[id]?.seq ?? 0) < seq { latest[id] = kept }
-                        } else if !backfill {
+                        } else if seq > since, (reader.channels[channel] ?? .max) <= since {
                             var entry = removed[id] ?? kept
                             if entry.seq < seq { entry = Kept(seq: seq, rev: kept.rev, deleted: kept.deleted, channels: entry.channels) }
-                            entry.channels.append(stmt.string(3) ?? "")
+                            entry.channels.append(channel)
                             removed[id] = entry
                         }
                     }
                 }
             }
             // The documents of channels the reader lost after `since`: gone, for a reader that may hold them.
-            try db.withStatement("SELECT id, rev, deleted FROM sync_channels INDEXED BY sync_channels_seq WHERE collection = ? AND channel = ? AND removed = 0 AND seq <= ?") { stmt in
+            // (Every document of the channel, whatever its sequence: the entry's is the revocation's.)
+            try db.withStatement("SELECT id, rev, deleted FROM sync_channels INDEXED BY sync_channels_seq WHERE collection = ? AND channel = ? AND removed = 0") { stmt in
                 for (channel, lostAt) in reader.revoked where lostAt > since {
                     stmt.reset()
-                    stmt.bind([.integer(c.id), .text(channel), .integer(Int64(clamping: through))])
+                    stmt.bind([.integer(c.id), .text(channel)])
                     while try stmt.step() {
                         let id = stmt.string(0) ?? ""
                         var entry = revokedDocs[id] ?? Kept(seq: lostAt, rev: stmt.string(1) ?? "", deleted: stmt.int64(2) != 0)
@@ -147,12 +158,17 @@ extension ChannelIndex {
                 opts.documentIDs = chunk
                 opts.limit = nil
                 opts.descending = false
+                var read: [SetteeStore.Collection.ChangeRow] = []
                 try c.forEachChange(opts, db: db) { row in
                     // A document changed after the index caught up waits for the next read (its new revision may
                     // have left the reader's channels).
-                    if row.sequence <= through { entries.append(.change(row)) }
+                    if row.sequence <= through { read.append(row) }
                     return true
                 }
+                // The bodies go out only for revisions whose own routing the reader may see (the index may lag a
+                // `_resync` rewriting the routing).
+                let shown = try visibleRevisions(read.map { .init(id: $0.id, rev: $0.rev) }, in: c, to: reader, db: db)
+                for row in read where shown.contains(.init(id: row.id, rev: row.rev)) { entries.append(.change(row)) }
             }
         }
         for (gone, revoked) in [(removed, false), (revokedDocs, true)] {
@@ -181,14 +197,19 @@ extension ChannelIndex {
     func visibleRevisions(_ revisions: [RevisionKey], in c: SetteeStore.Collection, to reader: Reader) throws -> Set<RevisionKey> {
         if reader.all { return Set(revisions) }
         if revisions.isEmpty || reader.channels.isEmpty { return [] }
-        return try database.read { db in
-            var out: Set<RevisionKey> = []
-            for key in Set(revisions) {
-                guard let bytes = try c.routing(id: key.id, rev: key.rev, db: db) else { continue }
-                if Routing(json: bytes).channels.contains(where: { reader.channels[$0] != nil }) { out.insert(key) }
-            }
-            return out
+        return try database.read { db in try self.visibleRevisions(revisions, in: c, to: reader, db: db) }
+    }
+
+    /// ``visibleRevisions(_:in:to:)`` on a connection the caller holds.
+    func visibleRevisions(_ revisions: [RevisionKey], in c: SetteeStore.Collection, to reader: Reader,
+                          db: Connection) throws -> Set<RevisionKey> {
+        if reader.all { return Set(revisions) }
+        var out: Set<RevisionKey> = []
+        for key in Set(revisions) {
+            guard let bytes = try c.routing(id: key.id, rev: key.rev, db: db) else { continue }
+            if Routing(json: bytes).channels.contains(where: { reader.channels[$0] != nil }) { out.insert(key) }
         }
+        return out
     }
 
     /// Whether the reader may see this revision (``visibleRevisions(_:in:to:)``).

@@ -81,6 +81,16 @@ final class ChannelIndex: Sendable {
     func ensureTables() throws {
         if state.withLock({ $0.tablesReady }) { return }
         try database.write { db in
+            // A `sync_channels` of an earlier shape (no `rev`): it is derived data, rebuilt from the feed.
+            let columns = try db.withStatement("SELECT name FROM pragma_table_info('sync_channels')") { stmt in
+                var names: [String] = []
+                while try stmt.step() { names.append(stmt.string(0) ?? "") }
+                return names
+            }
+            if !columns.isEmpty && !columns.contains("rev") {
+                try db.execute("DROP TABLE sync_channels")
+                for c in try self.database.allCollections() { try db.setMetaValue(self.metaKey(c), nil) }
+            }
             try db.execute("""
                 CREATE TABLE IF NOT EXISTS sync_channels(collection INTEGER NOT NULL, id TEXT NOT NULL,
                     channel TEXT NOT NULL, seq INTEGER NOT NULL, removed INTEGER NOT NULL, rev TEXT NOT NULL,
