@@ -273,31 +273,7 @@ package final class JavaScriptEngine: Sendable {
         prefix.append(UInt8(ascii: ","))
         security.serialize(into: &prefix)
         prefix.append(contentsOf: ",[".utf8)
-        let suffix: [UInt8] = Array("]]]\n".utf8)
-        // A line holds at most ~1 MB and 100 writes: settee-js gives each write the whole time limit, and this side
-        // waits for a line's answer up to that limit times its writes.
-        let lineBytes = 1 << 20, lineWrites = 100
-        var lines: [UInt8] = []
-        lines.reserveCapacity(documents.reduce(0) { $0 + $1.count + 1 } + (prefix.count + suffix.count) * (documents.count / 64 + 1))
-        var counts: [Int] = []  // writes per line
-        var inLine = 0, lineStart = 0
-        for arguments in documents {
-            if inLine > 0 && (inLine == lineWrites || lines.count - lineStart + arguments.count > lineBytes) {
-                lines.append(contentsOf: suffix)
-                counts.append(inLine)
-                inLine = 0
-            }
-            if inLine == 0 {
-                lineStart = lines.count
-                lines.append(contentsOf: prefix)
-            } else {
-                lines.append(UInt8(ascii: ","))
-            }
-            lines.append(contentsOf: arguments)
-            inLine += 1
-        }
-        lines.append(contentsOf: suffix)
-        counts.append(inLine)
+        let (lines, counts) = Self.batchLines(prefix: prefix, documents: documents)
         return try withProcess(owner: id, prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
             let answers = try p.callPipelined(serialized: lines, count: counts.count,
@@ -333,28 +309,7 @@ package final class JavaScriptEngine: Sendable {
         prefix.append(contentsOf: ",[".utf8)
         userContext.serialize(into: &prefix)
         prefix.append(contentsOf: ",[".utf8)
-        let suffix: [UInt8] = Array("]]]\n".utf8)
-        let lineBytes = 1 << 20, lineWrites = 100
-        var lines: [UInt8] = []
-        var counts: [Int] = []
-        var inLine = 0, lineStart = 0
-        for arguments in documents {
-            if inLine > 0 && (inLine == lineWrites || lines.count - lineStart + arguments.count > lineBytes) {
-                lines.append(contentsOf: suffix)
-                counts.append(inLine)
-                inLine = 0
-            }
-            if inLine == 0 {
-                lineStart = lines.count
-                lines.append(contentsOf: prefix)
-            } else {
-                lines.append(UInt8(ascii: ","))
-            }
-            lines.append(contentsOf: arguments)
-            inLine += 1
-        }
-        lines.append(contentsOf: suffix)
-        counts.append(inLine)
+        let (lines, counts) = Self.batchLines(prefix: prefix, documents: documents)
         let owner = Self.owner([source])
         return try withProcess(owner: owner, prefer: { _ in true }) { p, config throws(JavaScriptError) in
             let answers = try p.callPipelined(serialized: lines, count: counts.count,
@@ -392,6 +347,37 @@ package final class JavaScriptEngine: Sendable {
             }
             return outcomes
         }
+    }
+
+    /// A batch command's lines (`validate_batch`, `sync_batch`): `prefix` (the command up to its list of documents,
+    /// opened), the documents' argument texts comma-separated, then `]]]` and a newline; a line holds at most ~1 MB
+    /// and 100 writes (settee-js gives each write the whole time limit, and this side waits for a line's answer up
+    /// to that limit times its writes). Returns the lines as one buffer and how many writes each holds.
+    static func batchLines(prefix: [UInt8], documents: [[UInt8]]) -> (lines: [UInt8], counts: [Int]) {
+        let suffix: [UInt8] = Array("]]]\n".utf8)
+        let lineBytes = 1 << 20, lineWrites = 100
+        var lines: [UInt8] = []
+        lines.reserveCapacity(documents.reduce(0) { $0 + $1.count + 1 } + (prefix.count + suffix.count) * (documents.count / 64 + 1))
+        var counts: [Int] = []
+        var inLine = 0, lineStart = 0
+        for arguments in documents {
+            if inLine > 0 && (inLine == lineWrites || lines.count - lineStart + arguments.count > lineBytes) {
+                lines.append(contentsOf: suffix)
+                counts.append(inLine)
+                inLine = 0
+            }
+            if inLine == 0 {
+                lineStart = lines.count
+                lines.append(contentsOf: prefix)
+            } else {
+                lines.append(UInt8(ascii: ","))
+            }
+            lines.append(contentsOf: arguments)
+            inLine += 1
+        }
+        lines.append(contentsOf: suffix)
+        counts.append(inLine)
+        return (lines, counts)
     }
 
     /// One validation's answer: nil when it accepted the write, the refusal (a plain thrown string too, as CouchDB's

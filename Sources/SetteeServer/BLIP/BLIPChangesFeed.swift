@@ -76,12 +76,7 @@ struct BLIPChangesFeed: Sendable {
             let c = collection, request = scan
             let rows = try await blocking { try c.changes(request) }
             if rows.isEmpty {
-                if !caughtUp {
-                    _ = try await session.request(.request(profile: "changes", properties: collectionProperty, body: Array("[]".utf8)))
-                    caughtUp = true
-                }
-                guard options.continuous else { return }
-                guard await iterator.next() != nil else { return }
+                guard try await caughtUpThenWait(&caughtUp, &iterator) else { return }
                 continue
             }
             since = rows.last!.sequence
@@ -142,12 +137,7 @@ struct BLIPChangesFeed: Sendable {
                 ? entries.filter { if case .change(let row) = $0 { return !row.deleted } else { return false } }
                 : entries
             if sent.isEmpty {
-                if !caughtUp {
-                    _ = try await session.request(.request(profile: "changes", properties: collectionProperty, body: Array("[]".utf8)))
-                    caughtUp = true
-                }
-                guard options.continuous else { return }
-                guard await iterator.next() != nil else { return }
+                guard try await caughtUpThenWait(&caughtUp, &iterator) else { return }
                 continue
             }
             var start = 0
@@ -158,6 +148,17 @@ struct BLIPChangesFeed: Sendable {
             }
         }
         throw CancellationError()
+    }
+
+    /// The feed has nothing more: says so once (an empty `changes`), then, for a continuous feed, waits for the next
+    /// commit. Returns false when the feed ends (one-shot, or the database closed).
+    private func caughtUpThenWait(_ caughtUp: inout Bool, _ iterator: inout AsyncStream<UInt64>.Iterator) async throws -> Bool {
+        if !caughtUp {
+            _ = try await session.request(.request(profile: "changes", properties: collectionProperty, body: Array("[]".utf8)))
+            caughtUp = true
+        }
+        guard options.continuous else { return false }
+        return await iterator.next() != nil
     }
 
     /// One revision offered in a `changes` batch: a document's winner, or another leaf of it (a conflict).

@@ -43,12 +43,6 @@ extension ChannelIndex {
         }
     }
 
-    /// Whether the reader may see a document (its current revision is in one of the reader's channels).
-    func isVisible(_ id: String, in c: SetteeStore.Collection, to reader: Reader) throws -> Bool {
-        if reader.all || id.hasPrefix("_local/") { return true }
-        return try !visible([id], in: c, to: reader).isEmpty
-    }
-
     /// One entry of a reader's feed: a document in the reader's channels, or one that left them.
     enum Entry: Sendable {
         case change(SetteeStore.Collection.ChangeRow)
