@@ -273,7 +273,9 @@ package final class JavaScriptEngine: Sendable {
         prefix.append(UInt8(ascii: ","))
         security.serialize(into: &prefix)
         prefix.append(contentsOf: ",[".utf8)
-        let (lines, counts) = Self.batchLines(prefix: prefix, documents: documents)
+        var batch = BatchLines(prefix: prefix, capacity: documents.reduce(0) { $0 + $1.count + 1 })
+        for arguments in documents { batch.add { $0.append(contentsOf: arguments) } }
+        let (lines, counts) = batch.finish()
         return try withProcess(owner: id, prefer: { $0.designDocuments[id] == revision }) { p, config throws(JavaScriptError) in
             try load(id: id, revision: revision, designDocument: designDocument, into: p, config)
             let answers = try p.callPipelined(serialized: lines, count: counts.count,
@@ -290,94 +292,6 @@ package final class JavaScriptEngine: Sendable {
             }
             return verdicts
         }
-    }
-
-    /// Runs a sync function (Sync Gateway's `function (doc, oldDoc, meta)`, with its helpers `channel`, `access`,
-    /// `role`, `expiry`, `requireUser`, `requireRole`, `requireAccess`, `requireAdmin`) on many writes: for each,
-    /// the outcome (`{"channels":[…]}`, with `"access":{user:[…]}`, `"roles":{user:[…]}` and `"expiry"`
-    /// when it granted or set them) or the
-    /// refusal (``JavaScriptError/forbidden(_:)``, ``JavaScriptError/unauthorized(_:)``, what else it threw as
-    /// ``JavaScriptError/thrown(name:reason:)``). A failure of the engine (time limit, memory, a crash, a source
-    /// that does not compile) is thrown and judges none of them.
-    ///
-    /// `documents` are each call's `doc,oldDoc` as JSON text; `userContext` is `{name, roles, channels, admin}`.
-    public func syncBatch(source: String, documents: [[UInt8]],
-                          userContext: JSON) throws(JavaScriptError) -> [Result<JSON, JavaScriptError>] {
-        if documents.isEmpty { return [] }
-        var prefix: [UInt8] = Array(#"["sync_batch","#.utf8)
-        JSON.string(source).serialize(into: &prefix)
-        prefix.append(contentsOf: ",[".utf8)
-        userContext.serialize(into: &prefix)
-        prefix.append(contentsOf: ",[".utf8)
-        let (lines, counts) = Self.batchLines(prefix: prefix, documents: documents)
-        let owner = Self.owner([source])
-        return try withProcess(owner: owner, prefer: { _ in true }) { p, config throws(JavaScriptError) in
-            let answers = try p.callPipelined(serialized: lines, count: counts.count,
-                                              timeout: config.timeout * (counts.max() ?? 1), log: log)
-            var outcomes: [Result<JSON, JavaScriptError>] = []
-            outcomes.reserveCapacity(documents.count)
-            for (answer, count) in zip(answers, counts) {
-                guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true),
-                      case .array(let each) = items[1], each.count == count else {
-                    if let error = JavaScriptError.from(answer: answer) { throw error }
-                    throw .protocolError("sync_batch answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
-                }
-                for item in each {
-                    guard case .array(let pair) = item, pair.count == 2, case .bool(let accepted) = pair[0] else {
-                        throw .protocolError("sync_batch answered \(String(decoding: item.serializedBytes.prefix(200), as: UTF8.self))")
-                    }
-                    if accepted {
-                        outcomes.append(.success(pair[1]))
-                        continue
-                    }
-                    let refusal = pair[1]
-                    if let error = JavaScriptError.from(answer: refusal) {
-                        switch error {
-                        case .forbidden, .unauthorized, .thrown: outcomes.append(.failure(error))
-                        case .notFound(let reason): outcomes.append(.failure(.thrown(name: "not_found", reason: reason)))
-                        default: throw error
-                        }
-                    } else if case .string(let message) = refusal {
-                        outcomes.append(.failure(.forbidden(message)))
-                    } else {
-                        outcomes.append(.failure(.thrown(name: "unknown_error",
-                                                         reason: String(decoding: refusal.serializedBytes.prefix(500), as: UTF8.self))))
-                    }
-                }
-            }
-            return outcomes
-        }
-    }
-
-    /// A batch command's lines (`validate_batch`, `sync_batch`): `prefix` (the command up to its list of documents,
-    /// opened), the documents' argument texts comma-separated, then `]]]` and a newline; a line holds at most ~1 MB
-    /// and 100 writes (settee-js gives each write the whole time limit, and this side waits for a line's answer up
-    /// to that limit times its writes). Returns the lines as one buffer and how many writes each holds.
-    static func batchLines(prefix: [UInt8], documents: [[UInt8]]) -> (lines: [UInt8], counts: [Int]) {
-        let suffix: [UInt8] = Array("]]]\n".utf8)
-        let lineBytes = 1 << 20, lineWrites = 100
-        var lines: [UInt8] = []
-        lines.reserveCapacity(documents.reduce(0) { $0 + $1.count + 1 } + (prefix.count + suffix.count) * (documents.count / 64 + 1))
-        var counts: [Int] = []
-        var inLine = 0, lineStart = 0
-        for arguments in documents {
-            if inLine > 0 && (inLine == lineWrites || lines.count - lineStart + arguments.count > lineBytes) {
-                lines.append(contentsOf: suffix)
-                counts.append(inLine)
-                inLine = 0
-            }
-            if inLine == 0 {
-                lineStart = lines.count
-                lines.append(contentsOf: prefix)
-            } else {
-                lines.append(UInt8(ascii: ","))
-            }
-            lines.append(contentsOf: arguments)
-            inLine += 1
-        }
-        lines.append(contentsOf: suffix)
-        counts.append(inLine)
-        return (lines, counts)
     }
 
     /// One validation's answer: nil when it accepted the write, the refusal (a plain thrown string too, as CouchDB's
@@ -421,7 +335,7 @@ package final class JavaScriptEngine: Sendable {
 
     // MARK: Processes
 
-    private func log(_ message: String) {
+    func log(_ message: String) {
         let sink = logSink.withLock { $0 }
         sink(message)
     }
@@ -463,7 +377,7 @@ package final class JavaScriptEngine: Sendable {
 
     /// Takes a process (an idle one `prefer` likes, any idle one, a new one, or waits), runs `body`, and gives it
     /// back unless it died.
-    private func withProcess<T>(owner: String, prefer: (QueryServerProcess) -> Bool,
+    func withProcess<T>(owner: String, prefer: (QueryServerProcess) -> Bool,
                                 _ body: (QueryServerProcess, Configuration) throws(JavaScriptError) -> T) throws(JavaScriptError) -> T {
         let (process, config) = try checkout(owner: owner, prefer: prefer)
         defer { checkin(process, owner: owner) }

@@ -105,32 +105,46 @@ final class QueryServerProcess: @unchecked Sendable {
 
     /// ``callPipelined(_:timeout:log:)`` with the commands already serialized: `count` JSON lines in `pending`.
     func callPipelined(serialized pending: [UInt8], count: Int, timeout: Duration, log: (String) -> Void) throws(JavaScriptError) -> [JSON] {
+        let lines = try callPipelinedRaw(serialized: pending, count: count, timeout: timeout, log: log)
+        var answers: [JSON] = []
+        answers.reserveCapacity(count)
+        for line in lines {
+            do { answers.append(try JSON.parse(line, limits: .unlimitedForQueryServer)) } catch {
+                kill()
+                throw .protocolError("the query server answered something that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
+            }
+        }
+        return answers
+    }
+
+    /// ``callPipelined(serialized:count:timeout:log:)`` answering each command's line as it came, unparsed (a caller
+    /// that reads only part of a large answer, or reads it faster than a parse would: `sync_batch`). Log lines
+    /// (`["log", …]`) are parsed and passed to `log` as always; a caller that finds an answer line is not what it
+    /// expects says so with ``JavaScriptError/protocolError(_:)``, and should ``kill()`` the process.
+    func callPipelinedRaw(serialized pending: [UInt8], count: Int, timeout: Duration, log: (String) -> Void) throws(JavaScriptError) -> [[UInt8]] {
         guard !dead else { throw .crashed("the query server process is gone") }
         self.commands += count
         var written = 0
-        var answers: [JSON] = []
+        var answers: [[UInt8]] = []
         answers.reserveCapacity(count)
         var deadline = ContinuousClock.now + timeout
         let flags = fcntl(toChild, F_GETFL)
         _ = fcntl(toChild, F_SETFL, flags | O_NONBLOCK)
         defer { if !dead { _ = fcntl(toChild, F_SETFL, flags) } }
         var chunk = [UInt8](repeating: 0, count: 65_536)
+        let logPrefix = Array(#"["log","#.utf8)
         while answers.count < count {
             // Answers already buffered.
             while answers.count < count,
                   let newline = buffer[bufferStart...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffer[bufferStart..<newline])
                 bufferStart = newline + 1
-                let value: JSON
-                do { value = try JSON.parse(line, limits: .unlimitedForQueryServer) } catch {
-                    kill()
-                    throw .protocolError("the query server answered something that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
-                }
-                if case .array(let items) = value, items.count == 2, items[0] == .string("log") {
+                if line.starts(with: logPrefix),
+                   case .array(let items)? = try? JSON.parse(line, limits: .unlimitedForQueryServer), items.count == 2 {
                     log(items[1].stringValue ?? String(decoding: items[1].serializedBytes, as: UTF8.self))
                     continue
                 }
-                answers.append(value)
+                answers.append(line)
                 deadline = ContinuousClock.now + timeout
             }
             if bufferStart > 0 {

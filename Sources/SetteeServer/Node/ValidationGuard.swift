@@ -106,8 +106,7 @@ struct DocumentValidator: Sendable {
     /// (`JSON.object(write.body).serializedBytes`), used as it is.
     static func serializedArguments(_ write: RevisionWrite, bodyText: [UInt8]? = nil,
                                     current: (rev: String, body: JSONObject)?) -> [UInt8] {
-        let reserved = ["_id", "_rev", "_deleted"]
-        if reserved.contains(where: { write.body[$0] != nil || current?.body[$0] != nil }) {
+        if let current, reserved.contains(where: { current.body[$0] != nil }) {
             // (Bodies as the store keeps them have none of these; should one, the added members must win.)
             let (new, old) = arguments(write, current: current)
             var out = new.serializedBytes
@@ -115,15 +114,9 @@ struct DocumentValidator: Sendable {
             old.serialize(into: &out)
             return out
         }
-        var rev: String?
-        switch write.mode {
-        case .edit(let parent?): rev = parent.description
-        case .replicated(let history): rev = history.first?.description
-        default: break
-        }
         var out: [UInt8] = []
         out.reserveCapacity((bodyText?.count ?? 256) + 256)
-        appendDocument(write.body, text: bodyText, id: write.id, rev: rev, deleted: write.deleted, to: &out)
+        appendNewDocument(write, bodyText: bodyText, to: &out)
         out.append(UInt8(ascii: ","))
         if let current {
             appendDocument(current.body, text: nil, id: write.id, rev: current.rev, deleted: false, to: &out)
@@ -133,27 +126,49 @@ struct DocumentValidator: Sendable {
         return out
     }
 
+    private static let reserved = ["_id", "_rev", "_deleted"]
+
+    /// The function's `newDoc` (``arguments(_:current:)``) as JSON text, appended to `out`; `bodyText` as in
+    /// ``serializedArguments(_:bodyText:current:)``.
+    static func appendNewDocument(_ write: RevisionWrite, bodyText: [UInt8]?, to out: inout [UInt8]) {
+        if reserved.contains(where: { write.body[$0] != nil }) {
+            // (Bodies of writes have none of these; should one, the added members must win.)
+            arguments(write, current: nil).new.serialize(into: &out)
+            return
+        }
+        var rev: String?
+        switch write.mode {
+        case .edit(let parent?): rev = parent.description
+        case .replicated(let history): rev = history.first?.description
+        default: break
+        }
+        appendDocument(write.body, text: bodyText, id: write.id, rev: rev, deleted: write.deleted, to: &out)
+    }
+
     /// `{"_id": …, "_rev": …, ["_deleted": true,] <the body's members>}`; `text` is the body's JSON text if at hand.
     private static func appendDocument(_ body: JSONObject, text: [UInt8]?, id: String, rev: String?, deleted: Bool,
                                        to out: inout [UInt8]) {
-        var header: [UInt8] = Array(#"{"_id":"#.utf8)
-        JSON.string(id).serialize(into: &header)
+        let start = out.count
+        out.append(contentsOf: #"{"_id":"#.utf8)
+        JSON.string(id).serialize(into: &out)
         if let rev {
-            header.append(contentsOf: #","_rev":"#.utf8)
-            JSON.string(rev).serialize(into: &header)
+            out.append(contentsOf: #","_rev":"#.utf8)
+            JSON.string(rev).serialize(into: &out)
         }
-        if deleted { header.append(contentsOf: #","_deleted":true"#.utf8) }
+        if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
         if let text, text.count >= 2 {
             // "{…}": the header replaces its opening brace.
-            if text.count > 2 { header.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: header)
+            if text.count > 2 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: text[1...])
             return
         }
-        let start = out.count
+        let header = Array(out[start...])
+        out.removeSubrange(start...)
+        let bodyStart = out.count
         JSON.object(body).serialize(into: &out)  // "{…}"
-        if out.count - start > 2 { header.append(UInt8(ascii: ",")) }
-        out.replaceSubrange(start..<(start + 1), with: header)
+        var fullHeader = header
+        if out.count - bodyStart > 2 { fullHeader.append(UInt8(ascii: ",")) }
+        out.replaceSubrange(bodyStart..<(bodyStart + 1), with: fullHeader)
     }
 
     /// Validates many writes (a `_bulk_docs` request) with one exchange per function: for each write, nil when

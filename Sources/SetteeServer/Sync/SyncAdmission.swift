@@ -12,14 +12,19 @@ enum SyncAdmission {
     /// writes' bodies already serialized (one per verdict, nil where none was made).
     static func route(_ verdicts: inout [Result<RevisionWrite, SetteeError>], source: String, bodyTexts: [[UInt8]?] = [],
                       in collection: SetteeStore.Collection, context: WriteContext, isAdmin: Bool) throws {
-        let standing = verdicts.indices.filter {
-            if case .success(let w) = verdicts[$0] { return !w.id.hasPrefix("_design/") } else { return false }
+        // (The writes are read where they are, not copied out: a batch is a thousand of them.)
+        var standing: [Int] = []
+        var ids: [String] = []
+        standing.reserveCapacity(verdicts.count)
+        ids.reserveCapacity(verdicts.count)
+        var capacity = 0
+        for i in verdicts.indices {
+            guard case .success(let w) = verdicts[i], !w.id.hasPrefix("_design/") else { continue }
+            standing.append(i)
+            ids.append(w.id)
+            capacity += (bodyTexts.indices.contains(i) ? bodyTexts[i]?.count ?? 256 : 256) + w.id.utf8.count + 64
         }
         guard !standing.isEmpty else { return }
-        let writes = standing.map { i -> RevisionWrite in
-            guard case .success(let w) = verdicts[i] else { preconditionFailure() }
-            return w
-        }
         let index = ChannelIndex.of(collection.database)
         var user: JSONObject = ["name": context.name.map(JSON.string) ?? .null,
                           "roles": .array(context.roles.filter { !$0.hasPrefix("_") }.map(JSON.string)),
@@ -32,28 +37,24 @@ enum SyncAdmission {
         }
         // `oldDoc`: the current revision, null for a new document. Over a tombstone it is the tombstone
         // (`{_id, _rev, _deleted: true}`), so a function can tell re-creating a deleted document from a new one (the
-        // deleted document's grants and channels are what its checks guard).
-        let records = try collection.records(ids: writes.map(\.id))
-        var pairs: [[UInt8]] = []
-        pairs.reserveCapacity(writes.count)
-        for (k, (write, record)) in zip(writes, records).enumerated() {
-            var current: (rev: String, body: JSONObject)?
-            if let record, !record.deleted, case .object(let body) = try JSON.parse(record.body) {
-                current = (record.revID.description, body)
-            }
-            let text = bodyTexts.indices.contains(standing[k]) ? bodyTexts[standing[k]] : nil
-            var pair = DocumentValidator.serializedArguments(write, bodyText: text, current: current)
-            if let record, record.deleted {
-                pair.removeLast(4)  // "null"
-                var tombstone: JSONObject = ["_id": .string(write.id), "_rev": .string(record.revID.description)]
-                tombstone["_deleted"] = true
-                JSON.object(tombstone).serialize(into: &pair)
-            }
-            pairs.append(pair)
-        }
-        let outcomes: [Result<JSON, JavaScriptError>]
+        // deleted document's grants and channels are what its checks guard). Stored bodies go in as they are kept
+        // (as a GET renders them).
+        let records = try collection.records(ids: ids)
+        let outcomes: [Result<SyncOutcome, JavaScriptError>]
         do {
-            outcomes = try JavaScriptEngine.shared.syncBatch(source: source, documents: pairs, userContext: .object(user))
+            outcomes = try JavaScriptEngine.shared.syncBatch(source: source, userContext: .object(user), count: standing.count,
+                                                             capacity: capacity) { k, out in
+                let i = standing[k]
+                guard case .success(let write) = verdicts[i] else { return }
+                DocumentValidator.appendNewDocument(write, bodyText: bodyTexts.indices.contains(i) ? bodyTexts[i] : nil, to: &out)
+                out.append(UInt8(ascii: ","))
+                if let record = records[k] {
+                    DocumentBytes.splice(id: write.id, rev: record.revID.description, deleted: record.deleted,
+                                         body: record.deleted ? Array("{}".utf8) : record.body, into: &out)
+                } else {
+                    out.append(contentsOf: "null".utf8)
+                }
+            }
         } catch {
             throw CouchError(.internalServerError, "sync_function_error", "The sync function failed: \(error)")
         }
@@ -61,15 +62,18 @@ enum SyncAdmission {
             let i = standing[k]
             switch outcome {
             case .success(let outcome):
-                var write = writes[k]
-                write.routing = outcome.serializedBytes
-                write.expiresAtMillis = outcome["expiry"].flatMap { expiryMillis($0) }
+                guard case .success(var write) = verdicts[i] else { continue }
+                verdicts[i] = .failure(Self.placeholder)  // (the array's copy let go of, so `write` is changed in place)
+                write.routing = outcome.routing
+                write.expiresAtMillis = outcome.expiry.flatMap { expiryMillis($0) }
                 verdicts[i] = .success(write)
             case .failure(let error):
                 verdicts[i] = .failure(WriteRules.refusal(refusal(error)))
             }
         }
     }
+
+    private static let placeholder = SetteeError(.internalError, "routing")
 
     /// `expiry()`'s value as Sync Gateway reads it: a number of seconds, from now when at most 30 days, else since
     /// 1970; a string of such a number, or an ISO 8601 date. Nil for anything else (and `null`: unchanged).

@@ -84,11 +84,13 @@ enum SyncRoutes {
         let user: JSON = ["name": .null, "roles": [], "channels": [], "admin": true]
         func flush() throws {
             guard !batch.isEmpty else { return }
-            let outcomes = try JavaScriptEngine.shared.syncBatch(source: source, documents: batch.map(\.pair), userContext: user)
+            let outcomes = try JavaScriptEngine.shared.syncBatch(source: source, userContext: user, count: batch.count) { k, out in
+                out.append(contentsOf: batch[k].pair)
+            }
             var routed: [(id: String, rev: RevID, routing: [UInt8])] = []
             for (entry, outcome) in zip(batch, outcomes) {
                 // A document the function now refuses is in no channel.
-                routed.append((entry.id, entry.rev, (try? outcome.get())?.serializedBytes ?? Array(#"{"channels":[]}"#.utf8)))
+                routed.append((entry.id, entry.rev, (try? outcome.get())?.routing ?? Array(#"{"channels":[]}"#.utf8)))
             }
             try c.setRouting(routed)
             total += routed.count
