@@ -23,7 +23,7 @@ var SYNC_PRELUDE = `(function () {
   "use strict";
   var G = globalThis, stringify = JSON.stringify, isArray = Array.isArray, hasOwn = Object.prototype.hasOwnProperty,
       keysOf = Object.keys, indexOf = Function.prototype.call.bind(Array.prototype.indexOf);
-  var out = null, user = null;
+  var out = null, user = null, granted = false, create = Object.create;
   function names(value, into, what) {
     if (value === null || value === undefined) return;
     if (isArray(value)) {
@@ -45,6 +45,7 @@ var SYNC_PRELUDE = `(function () {
     var u = [], v = [];
     names(users, u, "user");
     names(values, v, what);
+    if (u.length > 0) granted = true;
     for (var i = 0; i < u.length; i++) {
       var list = hasOwn.call(map, u[i]) ? map[u[i]] : (map[u[i]] = []);
       for (var j = 0; j < v.length; j++) list[list.length] = v[j];
@@ -105,27 +106,37 @@ var SYNC_PRELUDE = `(function () {
   G.channel = channel; G.access = access; G.role = role; G.expiry = expiry; G.requireAdmin = requireAdmin;
   G.requireUser = requireUser; G.requireRole = requireRole; G.requireAccess = requireAccess;
   return function run(fn, doc, oldDoc, userCtx, after) {
-    out = {channels: [], access: {}, roles: {}, expiry: null};
+    // (The grant maps have no prototype: a user named __proto__ is a key like any other.)
+    out = {channels: [], access: create(null), roles: create(null), expiry: null};
     user = userCtx;
-    var text;
+    granted = false;
+    var text, drained = false;
     try {
       var result = fn(doc, oldDoc, {xattrs: {}});
       after();
-      if (result !== null && (typeof result === "object" || typeof result === "function") && typeof result.then === "function") {
-        throw new Error("the sync function returned a promise: it must decide synchronously");
+      drained = true;
+      if (result !== null && (typeof result === "object" || typeof result === "function")) {
+        drained = false;  // (reading .then may run the function's code again)
+        if (typeof result.then === "function") {
+          throw new Error("the sync function returned a promise: it must decide synchronously");
+        }
       }
       // Only what it granted: most functions grant nothing, and the outcome is stored with every revision.
-      var kept = {channels: out.channels};
-      if (keysOf(out.access).length > 0) kept.access = out.access;
-      if (keysOf(out.roles).length > 0) kept.roles = out.roles;
-      if (out.expiry !== null) kept.expiry = out.expiry;
-      text = stringify(kept);
+      if (!granted && out.expiry === null) {
+        text = '{"channels":' + stringify(out.channels) + '}';
+      } else {
+        var kept = {channels: out.channels};
+        if (keysOf(out.access).length > 0) kept.access = out.access;
+        if (keysOf(out.roles).length > 0) kept.roles = out.roles;
+        if (out.expiry !== null) kept.expiry = out.expiry;
+        text = stringify(kept);
+      }
     } finally {
       out = null;
       user = null;
       // Promise jobs the function left behind (a refused write's) run now, while the helpers throw: they can't
       // reach the next write's outcome.
-      try { after(); } catch (e) {}
+      if (!drained) try { after(); } catch (e) {}
     }
     return text;
   };

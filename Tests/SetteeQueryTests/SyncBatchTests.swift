@@ -101,5 +101,9 @@ import SetteeIndex
             #expect(bytes.withUnsafeBufferPointer { RawJSONArray.elements($0, 0..<$0.count) } == nil, "\(bad)")
         }
         #expect(Array("[]".utf8).withUnsafeBufferPointer { RawJSONArray.elements($0, 0..<$0.count) } == [])
+        // An object's end, strings skipped: two objects side by side are not one.
+        let two = Array(#"{"a":"}{\"","b":[1]},{"c":2}"#.utf8)
+        #expect(two.withUnsafeBufferPointer { RawJSONArray.containerEnd($0, at: 0, limit: $0.count) } == 20)
+        #expect(two.withUnsafeBufferPointer { RawJSONArray.containerEnd($0, at: 0, limit: 19) } == nil)
     }
 }

@@ -66,6 +66,12 @@ public struct JSONObject: Sendable {
     /// The keys in order.
     public var keys: [String] { entries.map(\.key) }
 
+    /// Whether any key satisfies `predicate` (one pass over the members, no copies of their values).
+    package func containsKey(where predicate: (String) throws -> Bool) rethrows -> Bool {
+        for member in entries where try predicate(member.key) { return true }
+        return false
+    }
+
     /// The position of `key` in order, or `nil`.
     func position(of key: String) -> Int? {
         if let index { return index[key] }

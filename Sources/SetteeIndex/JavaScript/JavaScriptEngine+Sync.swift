@@ -58,12 +58,19 @@ extension JavaScriptEngine {
                   let items = RawJSONArray.elements(b, outer[1]), items.count == count else { return nil }
             var read: [Result<SyncOutcome, JavaScriptError>] = []
             read.reserveCapacity(count)
+            let accepted = Array(#"[true,{"#.utf8)
             for item in items {
-                guard let pair = RawJSONArray.elements(b, item), pair.count == 2, RawJSONArray.equals(b, pair[0], "true"),
-                      b[pair[1].lowerBound] == UInt8(ascii: "{") else { return nil }  // a refusal: read in full below
-                let routing = Array(b[pair[1]])
+                // `[true,{…}]` as settee-js writes it (the item is balanced: the scan above checked); anything else,
+                // a refusal among them, is read in full below.
+                guard item.count > accepted.count, b[item.upperBound - 1] == UInt8(ascii: "]"),
+                      accepted.indices.allSatisfy({ b[item.lowerBound + $0] == accepted[$0] }) else { return nil }
+                let outcome = (item.lowerBound + accepted.count - 1)..<(item.upperBound - 1)
+                guard RawJSONArray.containerEnd(b, at: outcome.lowerBound, limit: outcome.upperBound) == outcome.upperBound else {
+                    return nil
+                }
+                let routing = Array(b[outcome])
                 var expiry: JSON?
-                if RawJSONArray.contains(b, pair[1], #""expiry":"#) {
+                if RawJSONArray.contains(b, outcome, #""expiry":"#) {
                     guard case .object(let o)? = try? JSON.parse(routing) else { return nil }
                     expiry = o["expiry"]
                 }
@@ -159,6 +166,31 @@ package enum RawJSONArray {
             return nil  // a trailing comma
         }
         return out
+    }
+
+    /// Just past the object or array that opens at `start` (its closing bracket found by depth, strings skipped), if
+    /// it closes before `limit`.
+    package static func containerEnd(_ b: UnsafeBufferPointer<UInt8>, at start: Int, limit: Int) -> Int? {
+        var depth = 0
+        var i = start
+        while i < limit {
+            switch b[i] {
+            case UInt8(ascii: "\""):
+                i += 1
+                while i < limit, b[i] != UInt8(ascii: "\"") { i += b[i] == UInt8(ascii: "\\") ? 2 : 1 }
+                guard i < limit else { return nil }
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth -= 1
+                if depth == 0 { return i + 1 }
+                if depth < 0 { return nil }
+            default:
+                break
+            }
+            i += 1
+        }
+        return nil
     }
 
     /// Whether the bytes at `range` are exactly `text`.

@@ -106,7 +106,7 @@ struct DocumentValidator: Sendable {
     /// (`JSON.object(write.body).serializedBytes`), used as it is.
     static func serializedArguments(_ write: RevisionWrite, bodyText: [UInt8]? = nil,
                                     current: (rev: String, body: JSONObject)?) -> [UInt8] {
-        if let current, reserved.contains(where: { current.body[$0] != nil }) {
+        if let current, current.body.containsKey(where: isReserved) {
             // (Bodies as the store keeps them have none of these; should one, the added members must win.)
             let (new, old) = arguments(write, current: current)
             var out = new.serializedBytes
@@ -126,12 +126,15 @@ struct DocumentValidator: Sendable {
         return out
     }
 
-    private static let reserved = ["_id", "_rev", "_deleted"]
+    /// The members the function's documents get from the write itself.
+    private static func isReserved(_ key: String) -> Bool {
+        key.utf8.first == UInt8(ascii: "_") && (key == "_id" || key == "_rev" || key == "_deleted")
+    }
 
     /// The function's `newDoc` (``arguments(_:current:)``) as JSON text, appended to `out`; `bodyText` as in
     /// ``serializedArguments(_:bodyText:current:)``.
     static func appendNewDocument(_ write: RevisionWrite, bodyText: [UInt8]?, to out: inout [UInt8]) {
-        if reserved.contains(where: { write.body[$0] != nil }) {
+        if write.body.containsKey(where: isReserved) {
             // (Bodies of writes have none of these; should one, the added members must win.)
             arguments(write, current: nil).new.serialize(into: &out)
             return

@@ -3,14 +3,33 @@ package import SetteeCore
 /// A sync function's outcome per revision (``RevisionWrite/routing``): stored with the revision, read by the
 /// server's channel index.
 extension Collection {
+    static let storeRoutingSQL = "INSERT OR REPLACE INTO routes(collection, id, rev, data) VALUES (?, ?, ?, ?)"
+
     /// Stores a revision's routing in the write's transaction.
     func storeRouting(_ routing: [UInt8], id: String, rev: RevID, db: Connection) throws {
-        try db.withStatement("INSERT OR REPLACE INTO routes(collection, id, rev, data) VALUES (?, ?, ?, ?)") { insert in
-            insert.bind(self.id, at: 1)
-            insert.bind(id, at: 2)
-            insert.bind(rev.description, at: 3)
-            insert.bind(bytes: routing, at: 4)
-            _ = try insert.step()
+        try db.withStatement(Self.storeRoutingSQL) { insert in
+            try bindRouting(insert, routing, id: id, rev: rev)
+        }
+    }
+
+    /// ``storeRouting(_:id:rev:db:)`` with the write session's statement and buffers (a batch stores many).
+    func storeRouting(_ routing: [UInt8], id: String, rev: RevID, session: WriteSession) throws {
+        guard let insert = session.storeRouting else { return try storeRouting(routing, id: id, rev: rev, db: session.db) }
+        defer { insert.reset() }
+        try bindRouting(insert, routing, id: id, rev: rev)
+    }
+
+    private func bindRouting(_ insert: Statement, _ routing: [UInt8], id: String, rev: RevID) throws {
+        var text: [UInt8] = []
+        rev.write(into: &text)
+        insert.bind(self.id, at: 1)
+        insert.bind(id, at: 2)
+        try text.withUnsafeBytes { revBytes in
+            try routing.withUnsafeBytes { data in
+                insert.bindNoCopy(text: revBytes, at: 3)
+                insert.bindNoCopy(blob: data, at: 4)
+                _ = try insert.step()
+            }
         }
     }
 

@@ -17,6 +17,8 @@ extension Collection {
         var body: [UInt8] = []
         var tree: [UInt8] = []
         var rev: [UInt8] = []
+        /// Stores a revision's routing (``Collection/storeRouting(_:id:rev:session:)``), prepared at its first use.
+        lazy var storeRouting: Statement? = try? db.prepare(Collection.storeRoutingSQL)
 
         init(db: Connection, sql: SQL, revsLimit: Int) throws {
             self.db = db

@@ -70,7 +70,7 @@ extension Collection {
                 // (A revision the document had already keeps the routing it was stored with: the body sent with it
                 // again is not what was stored.)
                 if case .success(let rev) = outcome, !session.lastWasAlreadyStored {
-                    if let routing = w.routing { try self.storeRouting(routing, id: w.id, rev: rev, db: db) }
+                    if let routing = w.routing { try self.storeRouting(routing, id: w.id, rev: rev, session: session) }
                     if let millis = w.expiresAtMillis {
                         try db.prepare("INSERT OR REPLACE INTO expiry(collection, id, expires) VALUES (?, ?, ?)")
                             .run([.integer(self.id), .text(w.id), .integer(millis)])
