@@ -102,44 +102,32 @@ extension ChannelIndex {
         func unchanged(_ stored: [String: UInt64]) -> Bool {
             stored[seen] != nil && Set(stored.keys).subtracting([seen]) == current
         }
-        if let remembered = rememberedCouchRoles(key), unchanged(remembered) { return remembered }
         let stored = try database.read { db in try load(db) }
-        if unchanged(stored) {
-            rememberCouchRoles(key, stored, onlyIfNew: true)  // (a change recorded meanwhile is not undone)
-            return stored
-        }
-        // (Remembered inside the write: writes are serialized, so the last one recorded is the one remembered; a
-        // write that fails forgets it again.)
-        do {
-            return try database.write { db -> [String: UInt64] in
-                var now = try load(db)
-                defer { self.rememberCouchRoles(key, now) }
-                if unchanged(now) { return now }
-                let insert = "INSERT OR REPLACE INTO sync_couch_roles(user, role, seq) VALUES (?, ?, ?)"
-                if now[seen] == nil {
-                    try db.prepare(insert).run([.text(key), .text(seen), .integer(0)])
-                    now[seen] = 0
-                    for r in current where now[r] == nil {
-                        try db.prepare(insert).run([.text(key), .text(r), .integer(0)])
-                        now[r] = 0
-                    }
-                    return now
-                }
-                let at = self.database.nextSequence()
+        if unchanged(stored) { return stored }
+        return try database.write { db in
+            var now = try load(db)
+            if unchanged(now) { return now }
+            let insert = "INSERT OR REPLACE INTO sync_couch_roles(user, role, seq) VALUES (?, ?, ?)"
+            if now[seen] == nil {
+                try db.prepare(insert).run([.text(key), .text(seen), .integer(0)])
+                now[seen] = 0
                 for r in current where now[r] == nil {
-                    try db.prepare(insert).run([.text(key), .text(r), .integer(Int64(clamping: at))])
-                    now[r] = at
-                }
-                for r in now.keys where r != seen && !current.contains(r) {
-                    try db.prepare("DELETE FROM sync_couch_roles WHERE user = ? AND role = ?").run([.text(key), .text(r)])
-                    try Self.recordRevocation(principal: key, kind: .role, value: r, at: Int64(clamping: at), db: db)
-                    now[r] = nil
+                    try db.prepare(insert).run([.text(key), .text(r), .integer(0)])
+                    now[r] = 0
                 }
                 return now
             }
-        } catch {
-            forgetCouchRoles(key)
-            throw error
+            let at = self.database.nextSequence()
+            for r in current where now[r] == nil {
+                try db.prepare(insert).run([.text(key), .text(r), .integer(Int64(clamping: at))])
+                now[r] = at
+            }
+            for r in now.keys where r != seen && !current.contains(r) {
+                try db.prepare("DELETE FROM sync_couch_roles WHERE user = ? AND role = ?").run([.text(key), .text(r)])
+                try Self.recordRevocation(principal: key, kind: .role, value: r, at: Int64(clamping: at), db: db)
+                now[r] = nil
+            }
+            return now
         }
     }
 

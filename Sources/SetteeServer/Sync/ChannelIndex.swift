@@ -40,26 +40,8 @@ final class ChannelIndex: Sendable {
         var tablesReady = false
         /// Bumped by ``reset(_:)``: a catch-up that began before it does not record how far it got.
         var generation = 0
-        /// Users' CouchDB roles as last recorded (``noteCouchRoles(_:_:)``), so an unchanged user costs no read.
-        var couchRoles: [String: [String: UInt64]] = [:]
     }
     private let state = Mutex(State())
-
-    /// The CouchDB roles last recorded for a user, if remembered.
-    func rememberedCouchRoles(_ key: String) -> [String: UInt64]? { state.withLock { $0.couchRoles[key] } }
-
-    /// Forgets a user's remembered CouchDB roles (a write recording them failed).
-    func forgetCouchRoles(_ key: String) { state.withLock { _ = $0.couchRoles.removeValue(forKey: key) } }
-
-    /// Remembers a user's recorded CouchDB roles (at most 10,000 users; past that, forgets them all first);
-    /// `onlyIfNew`: unless some are remembered already.
-    func rememberCouchRoles(_ key: String, _ roles: [String: UInt64], onlyIfNew: Bool = false) {
-        state.withLock {
-            if onlyIfNew && $0.couchRoles[key] != nil { return }
-            if $0.couchRoles.count >= 10_000 && $0.couchRoles[key] == nil { $0.couchRoles.removeAll() }
-            $0.couchRoles[key] = roles
-        }
-    }
 
     private init(database: Database) {
         self.database = database
