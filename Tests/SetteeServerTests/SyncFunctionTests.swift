@@ -312,41 +312,6 @@ struct SyncFunctionTests {
         }
     }
 
-    /// A role a user holds through CouchDB's `_users` counts like one set through the admin API: gained, its
-    /// channels' documents are backfilled to a reader since before; lost, that reader is told they are gone.
-    @Test func couchDBRolesGainedAndLostReachAReadersFeed() async throws {
-        try await Self.withSyncNode(users: ["bob"]) { c in
-            #expect(try await Self.setSync(c, "function (doc) { channel(doc.channels); }").status == .created)
-            #expect(try await c.put("/db/_role/team", #"{"admin_channels":["t"]}"#).status == .created)
-            for i in 0..<3 { try await c.putDoc("/db/t\(i)", #"{"channels":["t"]}"#) }
-            let bob = Self.auth("bob")
-            let first = try await c.get("/db/_changes", headers: bob)
-            #expect(Self.changedIDs(first).isEmpty)
-            let since = first["last_seq"]?.stringValue ?? "0"
-            func setRoles(_ roles: String) async throws {
-                let current = try await c.get("/_users/org.couchdb.user:bob")
-                let rev = current["_rev"]?.stringValue ?? ""
-                let r = try await c.put("/_users/org.couchdb.user:bob?rev=\(rev)",
-                                        #"{"name":"bob","type":"user","roles":\#(roles),"password":"pw"}"#)
-                #expect(r.status == .created, "\(r.text)")
-            }
-            // Gained: the role's documents, written before, reach bob's feed since before.
-            try await setRoles(#"["team"]"#)
-            let gained = try await c.get("/db/_changes?since=\(since)", headers: bob)
-            #expect(Set(Self.changedIDs(gained)) == ["t0", "t1", "t2"], "\(gained.text)")
-            #expect(try await c.get("/db/t0", headers: bob).status == .ok)
-            let after = gained["last_seq"]?.stringValue ?? "0"
-            #expect(Self.changedIDs(try await c.get("/db/_changes?since=\(after)", headers: bob)).isEmpty)
-            // Lost: the documents are out of reach, and a reader since before is told they are revoked.
-            try await setRoles("[]")
-            #expect(try await c.get("/db/t0", headers: bob).status == .forbidden)
-            let lost = try await c.get("/db/_changes?since=\(after)", headers: bob)
-            let revoked = lost["results"]?.arrayValue?.filter { $0["revoked"] == true }.compactMap { $0["id"]?.stringValue } ?? []
-            #expect(Set(revoked) == ["t0", "t1", "t2"], "\(lost.text)")
-            #expect(Self.changedIDs(lost).isEmpty)
-        }
-    }
-
     // MARK: Bad sync functions
 
     @Test func badSyncFunctionsRefuseWritesAndTheNodeKeepsServing() async throws {

@@ -85,52 +85,6 @@ extension ChannelIndex {
         }
     }
 
-    /// A user's CouchDB roles (from `_users`) as of this request, against those it had when last seen: a role it
-    /// gained counts from a new sequence (readers since before get its channels' documents: backfill), a role it
-    /// lost is revoked at one (readers since before are told its channels' documents are gone), as for roles set
-    /// through the admin API. Roles a user had when first seen count as always held. Returns each role's sequence.
-    func noteCouchRoles(_ key: String, _ roles: [String]) throws -> [String: UInt64] {
-        try ensureTables()
-        let seen = "", current = Set(roles)
-        func load(_ db: Connection) throws -> [String: UInt64] {
-            try db.withStatement("SELECT role, seq FROM sync_couch_roles WHERE user = ?", [.text(key)]) { stmt in
-                var out: [String: UInt64] = [:]
-                while try stmt.step() { out[stmt.string(0) ?? ""] = UInt64(max(0, stmt.int64(1))) }
-                return out
-            }
-        }
-        func unchanged(_ stored: [String: UInt64]) -> Bool {
-            stored[seen] != nil && Set(stored.keys).subtracting([seen]) == current
-        }
-        let stored = try database.read { db in try load(db) }
-        if unchanged(stored) { return stored }
-        return try database.write { db in
-            var now = try load(db)
-            if unchanged(now) { return now }
-            let insert = "INSERT OR REPLACE INTO sync_couch_roles(user, role, seq) VALUES (?, ?, ?)"
-            if now[seen] == nil {
-                try db.prepare(insert).run([.text(key), .text(seen), .integer(0)])
-                now[seen] = 0
-                for r in current where now[r] == nil {
-                    try db.prepare(insert).run([.text(key), .text(r), .integer(0)])
-                    now[r] = 0
-                }
-                return now
-            }
-            let at = self.database.nextSequence()
-            for r in current where now[r] == nil {
-                try db.prepare(insert).run([.text(key), .text(r), .integer(Int64(clamping: at))])
-                now[r] = at
-            }
-            for r in now.keys where r != seen && !current.contains(r) {
-                try db.prepare("DELETE FROM sync_couch_roles WHERE user = ? AND role = ?").run([.text(key), .text(r)])
-                try Self.recordRevocation(principal: key, kind: .role, value: r, at: Int64(clamping: at), db: db)
-                now[r] = nil
-            }
-            return now
-        }
-    }
-
     /// The names of the stored users (or roles).
     func principalNames(roles: Bool) throws -> [String] {
         try ensureTables()
@@ -188,10 +142,8 @@ extension ChannelIndex {
         if database.collectionCount > 1 {
             for other in try database.allCollections() where other.id != collection.id { try catchUp(other) }
         }
-        let key = Self.principalKey(user: user)
-        // (Before the catch-up: a role it lost or gained takes a sequence the read must include.)
-        let couchSince = user == nil ? [:] : try noteCouchRoles(key, couchRoles.filter { !$0.hasPrefix("_") })
         let through = try catchUp(collection)
+        let key = Self.principalKey(user: user)
         return try database.read { db in
             var channels: [String: UInt64] = ["!": 0]
             func grant(_ channel: String, at seq: UInt64) {
@@ -200,7 +152,7 @@ extension ChannelIndex {
             let me = try Self.loadPrincipal(key, db: db)
             for c in me?.adminChannels ?? [] { grant(c, at: me?.since[c] ?? 0) }
             var roles: [String: UInt64] = [:]
-            for r in couchRoles where !r.hasPrefix("_") { roles[r] = couchSince[r] ?? 0 }
+            for r in couchRoles where !r.hasPrefix("_") { roles[r] = 0 }
             for r in me?.adminRoles ?? [] { roles[r] = min(roles[r] ?? .max, me?.since["role:" + r] ?? 0) }
             if user != nil {
                 try db.withStatement("SELECT value, min(seq) FROM sync_grants WHERE principal = ? AND kind = 1 GROUP BY value",

@@ -104,8 +104,6 @@ final class ChannelIndex: Sendable {
                     since TEXT NOT NULL) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS sync_revocations(principal TEXT NOT NULL, kind INTEGER NOT NULL,
                     value TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY(principal, kind, value)) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS sync_couch_roles(user TEXT NOT NULL, role TEXT NOT NULL, seq INTEGER NOT NULL,
-                    PRIMARY KEY(user, role)) WITHOUT ROWID;
                 """)
         }
         state.withLock { $0.tablesReady = true }
