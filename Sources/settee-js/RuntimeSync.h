@@ -110,20 +110,20 @@ var SYNC_PRELUDE = `(function () {
     out = {channels: [], access: create(null), roles: create(null), expiry: null};
     user = userCtx;
     granted = false;
-    var text, drained = false;
+    var text;
     try {
       var result = fn(doc, oldDoc, {xattrs: {}});
       after();
-      drained = true;
-      if (result !== null && (typeof result === "object" || typeof result === "function")) {
-        drained = false;  // (reading .then may run the function's code again)
-        if (typeof result.then === "function") {
-          throw new Error("the sync function returned a promise: it must decide synchronously");
-        }
+      if (result !== null && (typeof result === "object" || typeof result === "function") && typeof result.then === "function") {
+        throw new Error("the sync function returned a promise: it must decide synchronously");
       }
-      // Only what it granted: most functions grant nothing, and the outcome is stored with every revision.
+      // Only what it granted: most functions grant nothing, and the outcome is stored with every revision. The
+      // channels alone are written name by name (strings: no toJSON of the function's can reach them).
       if (!granted && out.expiry === null) {
-        text = '{"channels":' + stringify(out.channels) + '}';
+        var names = out.channels;
+        text = '{"channels":[';
+        for (var i = 0; i < names.length; i++) text += (i > 0 ? "," : "") + stringify(names[i]);
+        text += "]}";
       } else {
         var kept = {channels: out.channels};
         if (keysOf(out.access).length > 0) kept.access = out.access;
@@ -134,9 +134,9 @@ var SYNC_PRELUDE = `(function () {
     } finally {
       out = null;
       user = null;
-      // Promise jobs the function left behind (a refused write's) run now, while the helpers throw: they can't
-      // reach the next write's outcome.
-      if (!drained) try { after(); } catch (e) {}
+      // Promise jobs the function left behind (a refused write's, or queued by its code while the outcome was
+      // written) run now, while the helpers throw: they can't reach the next write's outcome.
+      try { after(); } catch (e) {}
     }
     return text;
   };
@@ -189,6 +189,8 @@ function syncBatch(line) {
         answer = stringify(["error", "render_error", "the answer cannot be serialized as JSON: " + errstr(e)]);
       }
       answer = "[false," + answer + "]";
+      // (Writing the refusal may have run the function's code, toJSON: what it queued runs now, out of any write.)
+      try { runJobs(); } catch (e) {}
     }
     answers.push(answer);
   }

@@ -17,10 +17,10 @@ import SetteeIndex
         }
         """
 
-    static func run(_ docs: [JSON], engine: JavaScriptEngine) throws -> [Result<SyncOutcome, JavaScriptError>] {
+    static func run(_ docs: [JSON], engine: JavaScriptEngine, source: String = function) throws -> [Result<SyncOutcome, JavaScriptError>] {
         let texts = docs.map(\.serializedBytes)
         let user: JSON = ["name": .null, "roles": [], "channels": [], "admin": true]
-        return try engine.syncBatch(source: function, userContext: user, count: texts.count) { k, out in
+        return try engine.syncBatch(source: source, userContext: user, count: texts.count) { k, out in
             out.append(contentsOf: texts[k])
             out.append(contentsOf: ",null".utf8)
         }
@@ -90,6 +90,67 @@ import SetteeIndex
         }
     }
 
+    static func channels(_ outcome: Result<SyncOutcome, JavaScriptError>) -> [String]? {
+        guard case .success(let o) = outcome, case .object(let obj) = try? JSON.parse(o.routing) else { return nil }
+        return obj["channels"]?.arrayValue?.compactMap(\.stringValue)
+    }
+
+    /// An outcome Settee's parser refuses (a channel name cut in the middle of a surrogate pair) refuses that write
+    /// alone, as the function's failure; the writes around it are routed.
+    @Test func anOutcomeSetteeCannotReadRefusesThatWriteAlone() throws {
+        let engine = JavaScriptEngine(configuration: .init(maxProcesses: 1))
+        defer { engine.shutdown() }
+        let source = "function (doc) { channel(doc.channels); if (doc.lone) channel(doc.lone.slice(0, 1)); }"
+        let outcomes = try Self.run([["channels": ["a"]], ["lone": "𝄞x"], ["channels": ["c"]]], engine: engine, source: source)
+        #expect(Self.channels(outcomes[0]) == ["a"])
+        guard case .failure(.thrown(let name, _)) = outcomes[1] else { Issue.record("\(outcomes[1])"); return }
+        #expect(name == "render_error")
+        #expect(Self.channels(outcomes[2]) == ["c"])
+    }
+
+    /// The function's sandbox is its own to break, not the outcome's format: a planted `Array.prototype.toJSON`
+    /// doesn't reach the channels written, and promise jobs a refusal's `toJSON` queues can't add channels to the
+    /// next write.
+    @Test func theFunctionsOwnCodeCantBendTheOutcomesOfOtherWrites() throws {
+        let engine = JavaScriptEngine(configuration: .init(maxProcesses: 1))
+        defer { engine.shutdown() }
+        let source = """
+            function (doc) {
+              if (doc.plant) Array.prototype.toJSON = function () { return undefined; };
+              if (doc.trick) throw {forbidden: "no", toJSON: function () {
+                Promise.resolve().then(function () { channel("stolen"); });
+                return {forbidden: "no"};
+              }};
+              channel(doc.channels);
+            }
+            """
+        let docs: [JSON] = [["plant": true, "channels": ["a"]], ["channels": ["b"]], ["trick": true], ["channels": ["d"]]]
+        let outcomes = try Self.run(docs, engine: engine, source: source)
+        #expect(Self.channels(outcomes[0]) == ["a"])
+        #expect(Self.channels(outcomes[1]) == ["b"])
+        guard case .failure(.forbidden(let reason)) = outcomes[2] else { Issue.record("\(outcomes[2])"); return }
+        #expect(reason == "no")
+        #expect(Self.channels(outcomes[3]) == ["d"])
+    }
+
+    /// Lines hold at most 100 writes and about a megabyte; a write that would take a line past it starts the next.
+    @Test func batchLinesSplitByCountAndSize() {
+        var batch = BatchLines(prefix: Array("[".utf8), capacity: 0)
+        for _ in 0..<250 { batch.add { $0.append(contentsOf: "1".utf8) } }
+        #expect(batch.finish().counts == [100, 100, 50])
+        var sized = BatchLines(prefix: Array("[".utf8), capacity: 0)
+        let big = [UInt8](repeating: UInt8(ascii: "2"), count: 600_000)
+        for _ in 0..<3 { sized.add { $0.append(contentsOf: big) } }
+        sized.add { $0.append(contentsOf: "3".utf8) }
+        let (lines, counts) = sized.finish()
+        #expect(counts == [1, 1, 2])
+        // Every line is the prefix, its writes comma-separated, and the suffix.
+        let text = String(decoding: lines, as: UTF8.self).split(separator: "\n")
+        #expect(text.count == 3)
+        #expect(text.allSatisfy { $0.hasPrefix("[2") && $0.hasSuffix("]]]") })
+        #expect(text[2].hasSuffix(",3]]]"))
+    }
+
     @Test func rawArrayElementsFollowStringsAndBrackets() {
         let text = Array(#" [ true , [ "a,b" , {"k":"]\"}"} , [1,[2]] ] , null ] "#.utf8)
         let elements = text.withUnsafeBufferPointer { b in RawJSONArray.elements(b, 0..<b.count) }
@@ -101,9 +162,5 @@ import SetteeIndex
             #expect(bytes.withUnsafeBufferPointer { RawJSONArray.elements($0, 0..<$0.count) } == nil, "\(bad)")
         }
         #expect(Array("[]".utf8).withUnsafeBufferPointer { RawJSONArray.elements($0, 0..<$0.count) } == [])
-        // An object's end, strings skipped: two objects side by side are not one.
-        let two = Array(#"{"a":"}{\"","b":[1]},{"c":2}"#.utf8)
-        #expect(two.withUnsafeBufferPointer { RawJSONArray.containerEnd($0, at: 0, limit: $0.count) } == 20)
-        #expect(two.withUnsafeBufferPointer { RawJSONArray.containerEnd($0, at: 0, limit: 19) } == nil)
     }
 }

@@ -3,7 +3,7 @@
 /// arguments comma-separated, then `]]]` and a newline. A line holds at most about a megabyte and 100 writes
 /// (settee-js gives each write the whole time limit, and this side waits for a line's answer up to that limit times
 /// its writes); a write larger than that has a line of its own.
-struct BatchLines {
+package struct BatchLines {
     static let lineBytes = 1 << 20
     static let lineWrites = 100
     private static let suffix: [UInt8] = Array("]]]\n".utf8)
@@ -15,13 +15,13 @@ struct BatchLines {
     private var lineStart = 0
 
     /// `capacity`: about how many bytes the writes' arguments take, all together.
-    init(prefix: [UInt8], capacity: Int) {
+    package init(prefix: [UInt8], capacity: Int) {
         self.prefix = prefix
         bytes.reserveCapacity(capacity + (prefix.count + Self.suffix.count) * (capacity / (Self.lineBytes / 4) + 2))
     }
 
     /// Adds one write: `write` appends its arguments' JSON text (`doc,oldDoc`) to the buffer it is given.
-    mutating func add(_ write: (inout [UInt8]) -> Void) {
+    package mutating func add(_ write: (inout [UInt8]) -> Void) {
         if inLine == Self.lineWrites { closeLine() }
         if inLine == 0 {
             lineStart = bytes.count
@@ -52,7 +52,7 @@ struct BatchLines {
     }
 
     /// The lines as one buffer, and how many writes each holds.
-    mutating func finish() -> (lines: [UInt8], counts: [Int]) {
+    package mutating func finish() -> (lines: [UInt8], counts: [Int]) {
         if inLine > 0 { closeLine() }
         return (bytes, counts)
     }

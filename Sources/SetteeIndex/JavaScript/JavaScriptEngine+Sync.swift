@@ -47,39 +47,36 @@ extension JavaScriptEngine {
         }
     }
 
-    /// One `sync_batch` line's answer, `[true,[[true,{outcome}],[false,refusal],…]]`: the outcomes are cut out of
-    /// the line by their brackets and strings, not parsed (a refusal, or an outcome that may hold `expiry`, is);
-    /// an answer of any other shape is parsed in full and read the same way.
+    /// One `sync_batch` line's answer, `[true,[[true,{outcome}],[false,refusal],…]]`: each write's item is cut out
+    /// of the line by brackets and strings and read alone, so an item Settee can't read (an outcome that is not
+    /// JSON to Settee's parser: a lone surrogate, a `toJSON` the function planted) refuses that write only. An
+    /// accepted outcome is kept as the bytes settee-js wrote, once they parse. An answer of any other shape (an
+    /// error of the command) is parsed in full.
     static func readSyncAnswer(_ line: [UInt8], count: Int,
                                into outcomes: inout [Result<SyncOutcome, JavaScriptError>]) throws(JavaScriptError) {
-        let fast: [Result<SyncOutcome, JavaScriptError>]? = line.withUnsafeBufferPointer { b in
-            guard let outer = RawJSONArray.elements(b, 0..<b.count), outer.count == 2,
-                  RawJSONArray.equals(b, outer[0], "true"),
+        let items: [Range<Int>]? = line.withUnsafeBufferPointer { b in
+            guard let outer = RawJSONArray.elements(b, 0..<b.count), outer.count == 2, RawJSONArray.equals(b, outer[0], "true"),
                   let items = RawJSONArray.elements(b, outer[1]), items.count == count else { return nil }
-            var read: [Result<SyncOutcome, JavaScriptError>] = []
-            read.reserveCapacity(count)
+            return items
+        }
+        if let items {
             let accepted = Array(#"[true,{"#.utf8)
             for item in items {
-                // `[true,{…}]` as settee-js writes it (the item is balanced: the scan above checked); anything else,
-                // a refusal among them, is read in full below.
-                guard item.count > accepted.count, b[item.upperBound - 1] == UInt8(ascii: "]"),
-                      accepted.indices.allSatisfy({ b[item.lowerBound + $0] == accepted[$0] }) else { return nil }
-                let outcome = (item.lowerBound + accepted.count - 1)..<(item.upperBound - 1)
-                guard RawJSONArray.containerEnd(b, at: outcome.lowerBound, limit: outcome.upperBound) == outcome.upperBound else {
-                    return nil
+                // `[true,{…}]` as settee-js writes it: the outcome is the object, kept as it is once it parses.
+                if item.count > accepted.count + 1, line[item.upperBound - 1] == UInt8(ascii: "]"),
+                   line[item].starts(with: accepted) {
+                    let routing = Array(line[(item.lowerBound + accepted.count - 1)..<(item.upperBound - 1)])
+                    if case .object(let o)? = try? JSON.parse(routing) {
+                        outcomes.append(.success(SyncOutcome(routing: routing, expiry: o["expiry"])))
+                        continue
+                    }
                 }
-                let routing = Array(b[outcome])
-                var expiry: JSON?
-                if RawJSONArray.contains(b, outcome, #""expiry":"#) {
-                    guard case .object(let o)? = try? JSON.parse(routing) else { return nil }
-                    expiry = o["expiry"]
+                guard let parsed = try? JSON.parse(Array(line[item]), limits: .unlimitedForQueryServer) else {
+                    outcomes.append(.failure(unreadable(line[item])))
+                    continue
                 }
-                read.append(.success(SyncOutcome(routing: routing, expiry: expiry)))
+                outcomes.append(try readSyncItem(parsed))
             }
-            return read
-        }
-        if let fast {
-            outcomes.append(contentsOf: fast)
             return
         }
         let answer: JSON
@@ -91,31 +88,34 @@ extension JavaScriptEngine {
             if let error = JavaScriptError.from(answer: answer) { throw error }
             throw .protocolError("sync_batch answered \(String(decoding: answer.serializedBytes.prefix(200), as: UTF8.self))")
         }
-        for item in each {
-            guard case .array(let pair) = item, pair.count == 2, case .bool(let accepted) = pair[0] else {
-                throw .protocolError("sync_batch answered \(String(decoding: item.serializedBytes.prefix(200), as: UTF8.self))")
-            }
-            if accepted {
-                guard case .object(let o) = pair[1] else {
-                    throw .protocolError("sync_batch answered \(String(decoding: item.serializedBytes.prefix(200), as: UTF8.self))")
-                }
-                outcomes.append(.success(SyncOutcome(routing: pair[1].serializedBytes, expiry: o["expiry"])))
-                continue
-            }
-            let refusal = pair[1]
-            if let error = JavaScriptError.from(answer: refusal) {
-                switch error {
-                case .forbidden, .unauthorized, .thrown: outcomes.append(.failure(error))
-                case .notFound(let reason): outcomes.append(.failure(.thrown(name: "not_found", reason: reason)))
-                default: throw error
-                }
-            } else if case .string(let message) = refusal {
-                outcomes.append(.failure(.forbidden(message)))
-            } else {
-                outcomes.append(.failure(.thrown(name: "unknown_error",
-                                                 reason: String(decoding: refusal.serializedBytes.prefix(500), as: UTF8.self))))
+        for item in each { outcomes.append(try readSyncItem(item)) }
+    }
+
+    /// A write whose answer Settee can't read: refused as the function's failure.
+    private static func unreadable(_ bytes: ArraySlice<UInt8>) -> JavaScriptError {
+        .thrown(name: "render_error", reason: "the sync function's outcome is not JSON Settee can read: "
+                + String(decoding: bytes.prefix(200), as: UTF8.self))
+    }
+
+    /// One write's item of a `sync_batch` answer: `[true, outcome]` or `[false, what the function threw]`.
+    private static func readSyncItem(_ item: JSON) throws(JavaScriptError) -> Result<SyncOutcome, JavaScriptError> {
+        guard case .array(let pair) = item, pair.count == 2, case .bool(let accepted) = pair[0] else {
+            throw .protocolError("sync_batch answered \(String(decoding: item.serializedBytes.prefix(200), as: UTF8.self))")
+        }
+        if accepted {
+            guard case .object(let o) = pair[1] else { return .failure(unreadable(item.serializedBytes[...])) }
+            return .success(SyncOutcome(routing: pair[1].serializedBytes, expiry: o["expiry"]))
+        }
+        let refusal = pair[1]
+        if let error = JavaScriptError.from(answer: refusal) {
+            switch error {
+            case .forbidden, .unauthorized, .thrown: return .failure(error)
+            case .notFound(let reason): return .failure(.thrown(name: "not_found", reason: reason))
+            default: throw error
             }
         }
+        if case .string(let message) = refusal { return .failure(.forbidden(message)) }
+        return .failure(.thrown(name: "unknown_error", reason: String(decoding: refusal.serializedBytes.prefix(500), as: UTF8.self)))
     }
 }
 
@@ -168,54 +168,12 @@ package enum RawJSONArray {
         return out
     }
 
-    /// Just past the object or array that opens at `start` (its closing bracket found by depth, strings skipped), if
-    /// it closes before `limit`.
-    package static func containerEnd(_ b: UnsafeBufferPointer<UInt8>, at start: Int, limit: Int) -> Int? {
-        var depth = 0
-        var i = start
-        while i < limit {
-            switch b[i] {
-            case UInt8(ascii: "\""):
-                i += 1
-                while i < limit, b[i] != UInt8(ascii: "\"") { i += b[i] == UInt8(ascii: "\\") ? 2 : 1 }
-                guard i < limit else { return nil }
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-            case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                depth -= 1
-                if depth == 0 { return i + 1 }
-                if depth < 0 { return nil }
-            default:
-                break
-            }
-            i += 1
-        }
-        return nil
-    }
-
     /// Whether the bytes at `range` are exactly `text`.
     static func equals(_ b: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ text: StaticString) -> Bool {
         guard range.count == text.utf8CodeUnitCount else { return false }
         let t = text.utf8Start
         for k in 0..<range.count where b[range.lowerBound + k] != t[k] { return false }
         return true
-    }
-
-    /// Whether `text` occurs in the bytes at `range`.
-    static func contains(_ b: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ text: StaticString) -> Bool {
-        let n = text.utf8CodeUnitCount, t = text.utf8Start
-        guard n > 0, range.count >= n else { return false }
-        var i = range.lowerBound
-        let last = range.upperBound - n
-        while i <= last {
-            if b[i] == t[0] {
-                var k = 1
-                while k < n && b[i + k] == t[k] { k += 1 }
-                if k == n { return true }
-            }
-            i += 1
-        }
-        return false
     }
 
     private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09 }
