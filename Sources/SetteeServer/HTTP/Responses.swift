@@ -62,14 +62,17 @@ extension JSON {
     }
 }
 
-/// Splices `_id` and `_rev` (and `_deleted`) into a stored body without parsing it: the fast path for reads.
+/// Splices `_id`, `_rev` (when there is one) and `_deleted` into a stored body without parsing it: the fast path for
+/// reads, and the documents design functions are given.
 enum DocumentBytes {
-    static func splice(id: String, rev: String, deleted: Bool, body: [UInt8], into out: inout [UInt8],
+    static func splice(id: String, rev: String?, deleted: Bool, body: [UInt8], into out: inout [UInt8],
                        revisions: (start: Int, ids: [RevID])? = nil) {
         out.append(contentsOf: #"{"_id":"#.utf8)
         JSON.appendString(id, to: &out)
-        out.append(contentsOf: #","_rev":"#.utf8)
-        JSON.appendString(rev, to: &out)
+        if let rev {
+            out.append(contentsOf: #","_rev":"#.utf8)
+            JSON.appendString(rev, to: &out)
+        }
         if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
         if let revisions {
             out.append(contentsOf: #","_revisions":{"start":"#.utf8)

@@ -119,7 +119,8 @@ struct DocumentValidator: Sendable {
         appendNewDocument(write, bodyText: bodyText, to: &out)
         out.append(UInt8(ascii: ","))
         if let current {
-            appendDocument(current.body, text: nil, id: write.id, rev: current.rev, deleted: false, to: &out)
+            DocumentBytes.splice(id: write.id, rev: current.rev, deleted: false, body: JSON.object(current.body).serializedBytes,
+                                 into: &out)
         } else {
             out.append(contentsOf: "null".utf8)
         }
@@ -145,33 +146,8 @@ struct DocumentValidator: Sendable {
         case .replicated(let history): rev = history.first?.description
         default: break
         }
-        appendDocument(write.body, text: bodyText, id: write.id, rev: rev, deleted: write.deleted, to: &out)
-    }
-
-    /// `{"_id": …, "_rev": …, ["_deleted": true,] <the body's members>}`; `text` is the body's JSON text if at hand.
-    private static func appendDocument(_ body: JSONObject, text: [UInt8]?, id: String, rev: String?, deleted: Bool,
-                                       to out: inout [UInt8]) {
-        let start = out.count
-        out.append(contentsOf: #"{"_id":"#.utf8)
-        JSON.string(id).serialize(into: &out)
-        if let rev {
-            out.append(contentsOf: #","_rev":"#.utf8)
-            JSON.string(rev).serialize(into: &out)
-        }
-        if deleted { out.append(contentsOf: #","_deleted":true"#.utf8) }
-        if let text, text.count >= 2 {
-            // "{…}": the header replaces its opening brace.
-            if text.count > 2 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: text[1...])
-            return
-        }
-        let header = Array(out[start...])
-        out.removeSubrange(start...)
-        let bodyStart = out.count
-        JSON.object(body).serialize(into: &out)  // "{…}"
-        var fullHeader = header
-        if out.count - bodyStart > 2 { fullHeader.append(UInt8(ascii: ",")) }
-        out.replaceSubrange(bodyStart..<(bodyStart + 1), with: fullHeader)
+        DocumentBytes.splice(id: write.id, rev: rev, deleted: write.deleted,
+                             body: bodyText ?? JSON.object(write.body).serializedBytes, into: &out)
     }
 
     /// Validates many writes (a `_bulk_docs` request) with one exchange per function: for each write, nil when
